@@ -1,0 +1,384 @@
+//! From stream graph to running threads.
+//!
+//! Chaining follows Flink's rules: an operator joins its predecessor's task
+//! when it has exactly that one input, the edge is forward, both have the
+//! same parallelism, and neither end disabled chaining.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::job::{JobClient, JobId, OperatorEntry};
+use crate::cancel::CancelSource;
+use crate::error::{JobError, TaskError};
+use crate::exchange::ConnectionPattern;
+use crate::graph::{
+    ChainingStrategy, Erased, NodeFactory, NodeId, OutputParts, Partitioning, StreamGraph,
+    StreamType, WriterContext,
+};
+use crate::metrics::OperatorMetrics;
+use crate::operator::{RuntimeContext, SideOutputs};
+use crate::task::TaskSettings;
+
+/// How a job runs (the runtime's share of the configuration).
+#[derive(Debug, Clone)]
+pub struct JobConfig {
+    /// Parallelism of operators that set none.
+    pub parallelism: u32,
+    /// Number of key groups.
+    pub max_parallelism: u32,
+    /// Records per batch on a channel.
+    pub batch_size: usize,
+    /// Batches a channel holds before its producer blocks.
+    pub channel_capacity: usize,
+    /// See [`TaskSettings::buffer_timeout`].
+    pub buffer_timeout: Option<Duration>,
+    /// Whether operators may be chained at all.
+    pub chaining: bool,
+}
+
+impl Default for JobConfig {
+    fn default() -> Self {
+        JobConfig {
+            parallelism: 1,
+            max_parallelism: weir_state::DEFAULT_MAX_PARALLELISM,
+            batch_size: 1024,
+            channel_capacity: 8,
+            buffer_timeout: Some(Duration::from_millis(100)),
+            chaining: true,
+        }
+    }
+}
+
+struct Plan<'g> {
+    graph: &'g StreamGraph,
+    config: &'g JobConfig,
+    parallelism: Vec<u32>,
+    partitioning: Vec<Partitioning>,
+    /// For each node, the edge it is chained behind.
+    chained_behind: Vec<Option<usize>>,
+    task_names: Vec<String>,
+    metrics: Vec<Arc<OperatorMetrics>>,
+    senders: HashMap<(usize, u32), Vec<Erased>>,
+    receivers: HashMap<(usize, u32), Vec<Erased>>,
+    cancel: CancelSource,
+}
+
+/// Validates `graph`, chains it, and starts its tasks.
+pub fn execute(graph: StreamGraph, config: &JobConfig, job_name: &str) -> Result<JobClient, JobError> {
+    if graph.nodes.is_empty() {
+        return Err(JobError::InvalidJob(
+            "no operators defined in streaming topology; cannot execute".into(),
+        ));
+    }
+    let mut plan = Plan::new(&graph, config)?;
+    plan.create_channels();
+    let (result_tx, results) = crossbeam_channel::unbounded();
+    let mut threads = Vec::new();
+    let started = Instant::now();
+    for node in &graph.nodes {
+        if plan.chained_behind[node.id.0].is_some() {
+            continue;
+        }
+        for subtask in 0..plan.parallelism[node.id.0] {
+            let head = match plan.build_head(node.id, subtask) {
+                Ok(head) => head,
+                Err(e) => {
+                    plan.cancel.cancel();
+                    return Err(e);
+                }
+            };
+            let result_tx = result_tx.clone();
+            let name = format!(
+                "{} ({}/{})",
+                plan.task_names[node.id.0],
+                subtask + 1,
+                plan.parallelism[node.id.0]
+            );
+            let spawned = std::thread::Builder::new().name(name).spawn(move || {
+                let result = catch_unwind(AssertUnwindSafe(|| head.run())).unwrap_or_else(|_| {
+                    Err(TaskError::Internal("task loop panicked outside an operator".into()))
+                });
+                let _ = result_tx.send(result);
+            });
+            match spawned {
+                Ok(handle) => threads.push(handle),
+                Err(e) => {
+                    plan.cancel.cancel();
+                    return Err(JobError::Spawn(e));
+                }
+            }
+        }
+    }
+    let operators = graph
+        .nodes
+        .iter()
+        .map(|n| OperatorEntry {
+            name: n.name.clone(),
+            uid: n.uid.clone(),
+            parallelism: plan.parallelism[n.id.0],
+            metrics: Arc::clone(&plan.metrics[n.id.0]),
+        })
+        .collect();
+    Ok(JobClient {
+        job_id: JobId::random(),
+        job_name: job_name.to_string(),
+        started,
+        cancel: plan.cancel.clone(),
+        results,
+        threads,
+        operators,
+    })
+}
+
+impl<'g> Plan<'g> {
+    fn new(graph: &'g StreamGraph, config: &'g JobConfig) -> Result<Self, JobError> {
+        let mut parallelism = Vec::with_capacity(graph.nodes.len());
+        for node in &graph.nodes {
+            let p = node.parallelism.unwrap_or(if node.max_one { 1 } else { config.parallelism });
+            if p == 0 || p > config.max_parallelism {
+                return Err(JobError::InvalidJob(format!(
+                    "parallelism of '{}' must be between 1 and the max parallelism {}, is {p}",
+                    node.name, config.max_parallelism
+                )));
+            }
+            if node.max_one && p != 1 {
+                return Err(JobError::InvalidJob(format!(
+                    "'{}' is not a parallel operator; its parallelism must be 1, is {p}",
+                    node.name
+                )));
+            }
+            parallelism.push(p);
+        }
+        let mut partitioning = Vec::with_capacity(graph.edges.len());
+        let mut in_edges = vec![Vec::new(); graph.nodes.len()];
+        for (e, edge) in graph.edges.iter().enumerate() {
+            let (from, to) = (graph.node(edge.from), graph.node(edge.to));
+            let (p_from, p_to) = (parallelism[edge.from.0], parallelism[edge.to.0]);
+            let resolved = match &edge.partitioning {
+                Partitioning::Default if p_from == p_to => Partitioning::Forward,
+                Partitioning::Default => Partitioning::Rebalance,
+                Partitioning::Forward if p_from != p_to => {
+                    return Err(JobError::InvalidJob(format!(
+                        "forward partitioning does not allow change of parallelism: \
+                         '{}' has parallelism {p_from}, '{}' has {p_to}; use rebalance, \
+                         rescale, shuffle or broadcast",
+                        from.name, to.name
+                    )))
+                }
+                other => other.clone(),
+            };
+            if matches!(to.factory, NodeFactory::Source(_)) {
+                return Err(JobError::Internal(format!("edge into source '{}'", to.name)));
+            }
+            if let Some(tag) = &edge.side_output {
+                if !from.side_outputs.iter().any(|(t, _)| t == tag) {
+                    return Err(JobError::InvalidJob(format!(
+                        "'{}' emits no side output '{tag}'",
+                        from.name
+                    )));
+                }
+            }
+            partitioning.push(resolved);
+            in_edges[edge.to.0].push(e);
+        }
+        let chained_behind = graph
+            .nodes
+            .iter()
+            .map(|node| {
+                let [e] = in_edges[node.id.0][..] else {
+                    return None;
+                };
+                let edge = &graph.edges[e];
+                let from = graph.node(edge.from);
+                let chainable = config.chaining
+                    && matches!(partitioning[e], Partitioning::Forward)
+                    && parallelism[edge.from.0] == parallelism[node.id.0]
+                    && matches!(node.factory, NodeFactory::OneInput(_))
+                    && node.chaining == ChainingStrategy::Always
+                    && from.chaining != ChainingStrategy::Never;
+                chainable.then_some(e)
+            })
+            .collect();
+        let mut plan = Plan {
+            graph,
+            config,
+            parallelism,
+            partitioning,
+            chained_behind,
+            task_names: Vec::new(),
+            metrics: graph.nodes.iter().map(|_| Arc::default()).collect(),
+            senders: HashMap::new(),
+            receivers: HashMap::new(),
+            cancel: CancelSource::new(),
+        };
+        plan.task_names = graph.nodes.iter().map(|n| plan.chain_name(n.id)).collect();
+        Ok(plan)
+    }
+
+    /// `Source: X -> Map -> Filter`, as Flink names a chain.
+    fn chain_name(&self, id: NodeId) -> String {
+        let mut name = self.graph.node(id).name.clone();
+        for (e, edge) in self.graph.edges.iter().enumerate() {
+            if edge.from == id && self.chained_behind[edge.to.0] == Some(e) {
+                name.push_str(" -> ");
+                name.push_str(&self.chain_name(edge.to));
+            }
+        }
+        name
+    }
+
+    fn edge_type(&self, e: usize) -> &Arc<dyn StreamType> {
+        let edge = &self.graph.edges[e];
+        let from = self.graph.node(edge.from);
+        match &edge.side_output {
+            None => &from.out_type,
+            Some(tag) => from
+                .side_outputs
+                .iter()
+                .find(|(t, _)| t == tag)
+                .map(|(_, ty)| ty)
+                .unwrap_or(&from.out_type),
+        }
+    }
+
+    fn create_channels(&mut self) {
+        for (e, edge) in self.graph.edges.iter().enumerate() {
+            if self.chained_behind[edge.to.0] == Some(e) {
+                continue;
+            }
+            let pattern = match self.partitioning[e] {
+                Partitioning::Forward | Partitioning::Rescale => ConnectionPattern::Pointwise,
+                _ => ConnectionPattern::AllToAll,
+            };
+            let (p_from, p_to) = (self.parallelism[edge.from.0], self.parallelism[edge.to.0]);
+            let ty = Arc::clone(self.edge_type(e));
+            for up in 0..p_from {
+                for down in pattern.targets(up, p_from, p_to) {
+                    let (tx, rx) = ty.channel(self.config.channel_capacity);
+                    self.senders.entry((e, up)).or_default().push(tx);
+                    self.receivers.entry((e, down)).or_default().push(rx);
+                }
+            }
+        }
+    }
+
+    fn context(&self, id: NodeId, subtask: u32) -> RuntimeContext {
+        RuntimeContext {
+            operator_name: self.graph.node(id).name.clone(),
+            task_name: self.task_names[self.task_head(id).0].clone(),
+            subtask_index: subtask,
+            parallelism: self.parallelism[id.0],
+            max_parallelism: self.config.max_parallelism,
+            attempt_number: 0,
+        }
+    }
+
+    fn task_head(&self, mut id: NodeId) -> NodeId {
+        while let Some(e) = self.chained_behind[id.0] {
+            id = self.graph.edges[e].from;
+        }
+        id
+    }
+
+    fn settings(&self) -> TaskSettings {
+        TaskSettings {
+            batch_size: self.config.batch_size,
+            buffer_timeout: self.config.buffer_timeout,
+            cancel: self.cancel.token(),
+        }
+    }
+
+    fn build_head(
+        &mut self,
+        id: NodeId,
+        subtask: u32,
+    ) -> Result<Box<dyn crate::task::TaskHead>, JobError> {
+        let ctx = self.context(id, subtask);
+        let out = self.build_output(id, subtask)?;
+        let settings = self.settings();
+        let graph = self.graph;
+        match &graph.node(id).factory {
+            NodeFactory::Source(f) => f.head(ctx, out, settings),
+            NodeFactory::OneInput(f) => {
+                let inputs = self.take_inputs(id, subtask, 1);
+                f.head(ctx, out, inputs, settings)
+            }
+            NodeFactory::TwoInput(f) => {
+                let inputs = (self.take_inputs(id, subtask, 1), self.take_inputs(id, subtask, 2));
+                f.head(ctx, out, inputs, settings)
+            }
+        }
+    }
+
+    fn take_inputs(&mut self, id: NodeId, subtask: u32, input: u8) -> Vec<Erased> {
+        let mut receivers = Vec::new();
+        for (e, edge) in self.graph.edges.iter().enumerate() {
+            if edge.to == id && edge.input == input {
+                receivers.extend(self.receivers.remove(&(e, subtask)).unwrap_or_default());
+            }
+        }
+        receivers
+    }
+
+    fn build_output(&mut self, id: NodeId, subtask: u32) -> Result<OutputParts, JobError> {
+        let graph = self.graph;
+        let node = graph.node(id);
+        let next = self.build_targets(id, None, &node.out_type, subtask)?;
+        let mut slots = Vec::new();
+        for (tag, ty) in &node.side_outputs {
+            let consumed = graph
+                .edges
+                .iter()
+                .any(|e| e.from == id && e.side_output.as_deref() == Some(tag.as_str()));
+            if consumed {
+                let target = self.build_targets(id, Some(tag), ty, subtask)?;
+                slots.push(ty.side_slot(tag, target)?);
+            }
+        }
+        Ok(OutputParts {
+            next,
+            sides: SideOutputs::new(slots),
+            metrics: Arc::clone(&self.metrics[id.0]),
+        })
+    }
+
+    fn build_targets(
+        &mut self,
+        id: NodeId,
+        tag: Option<&str>,
+        ty: &Arc<dyn StreamType>,
+        subtask: u32,
+    ) -> Result<Erased, JobError> {
+        let graph = self.graph;
+        let mut targets = Vec::new();
+        for (e, edge) in graph.edges.iter().enumerate() {
+            if edge.from != id || edge.side_output.as_deref() != tag {
+                continue;
+            }
+            if self.chained_behind[edge.to.0] == Some(e) {
+                let NodeFactory::OneInput(factory) = &graph.node(edge.to).factory else {
+                    return Err(JobError::Internal("chained a non-one-input node".into()));
+                };
+                let ctx = self.context(edge.to, subtask);
+                let out = self.build_output(edge.to, subtask)?;
+                targets.push(factory.chained(ctx, out)?);
+            } else {
+                let senders = self.senders.remove(&(e, subtask)).unwrap_or_default();
+                let ctx = WriterContext {
+                    subtask,
+                    batch_size: self.config.batch_size,
+                    cancel: self.cancel.token(),
+                    metrics: Arc::clone(&self.metrics[id.0]),
+                };
+                targets.push(ty.writer(&self.partitioning[e], senders, &ctx)?);
+            }
+        }
+        match targets.len() {
+            0 => Ok(ty.discard()),
+            1 => Ok(targets.pop().unwrap_or_else(|| ty.discard())),
+            _ => ty.fan_out(targets),
+        }
+    }
+}

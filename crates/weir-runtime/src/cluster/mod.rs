@@ -1,0 +1,8 @@
+//! Running a job: chaining the graph into tasks, wiring channels, starting
+//! one thread per subtask, and collecting the outcome.
+
+mod deploy;
+mod job;
+
+pub use deploy::{execute, JobConfig};
+pub use job::{JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult};

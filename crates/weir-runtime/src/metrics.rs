@@ -1,0 +1,49 @@
+//! Per-operator counters, shared by the operator's subtasks.
+//!
+//! Counters are updated once per batch, never per record, so they cost
+//! nothing measurable on the hot path.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters of one operator, summed over its subtasks.
+#[derive(Debug, Default)]
+pub struct OperatorMetrics {
+    records_in: AtomicU64,
+    records_out: AtomicU64,
+    blocked_sends: AtomicU64,
+}
+
+impl OperatorMetrics {
+    /// Adds `n` records received.
+    #[inline]
+    pub fn add_in(&self, n: usize) {
+        self.records_in.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Adds `n` records emitted.
+    #[inline]
+    pub fn add_out(&self, n: usize) {
+        self.records_out.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Counts one send that had to wait for a full channel (back-pressure).
+    #[inline]
+    pub fn add_blocked_send(&self) {
+        self.blocked_sends.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records received so far.
+    pub fn records_in(&self) -> u64 {
+        self.records_in.load(Ordering::Relaxed)
+    }
+
+    /// Records emitted so far.
+    pub fn records_out(&self) -> u64 {
+        self.records_out.load(Ordering::Relaxed)
+    }
+
+    /// Sends that waited on a full output channel so far.
+    pub fn blocked_sends(&self) -> u64 {
+        self.blocked_sends.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,33 @@
+//! What a function knows about where it runs.
+
+use crate::error::SubtaskName;
+
+/// The runtime context of one parallel instance of an operator (Flink's
+/// `RuntimeContext`): which subtask it is, of how many. Keyed state will be
+/// reached through it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeContext {
+    /// Name of the operator.
+    pub operator_name: String,
+    /// Name of the task (the chain) the operator runs in.
+    pub task_name: String,
+    /// 0-based index of this subtask.
+    pub subtask_index: u32,
+    /// Number of parallel subtasks of the operator.
+    pub parallelism: u32,
+    /// Number of key groups.
+    pub max_parallelism: u32,
+    /// How many times the job was restarted before this attempt (0 first).
+    pub attempt_number: u32,
+}
+
+impl RuntimeContext {
+    /// `Name (i/n)`, as Flink names a subtask in logs and errors.
+    pub fn subtask_name(&self) -> SubtaskName {
+        SubtaskName {
+            operator: self.operator_name.clone(),
+            subtask: self.subtask_index,
+            parallelism: self.parallelism,
+        }
+    }
+}

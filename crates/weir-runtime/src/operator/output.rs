@@ -1,0 +1,207 @@
+//! Where an operator writes: its main output buffer and its side outputs.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use super::Downstream;
+use crate::element::{Control, StreamRecord};
+use crate::error::TaskError;
+use crate::metrics::OperatorMetrics;
+
+/// An operator's output: a buffer of records for the next hop, plus the
+/// side outputs that downstream operators consume.
+///
+/// Records collected here are handed on when the operator's call returns (or
+/// earlier, before a control element), never one by one.
+pub struct Output<O> {
+    buffer: Vec<StreamRecord<O>>,
+    next: Box<dyn Downstream<O>>,
+    sides: SideOutputs,
+    metrics: Arc<OperatorMetrics>,
+}
+
+impl<O: Send + 'static> Output<O> {
+    /// An output to `next` with side outputs `sides`, counting into `metrics`.
+    pub fn new(
+        next: Box<dyn Downstream<O>>,
+        sides: SideOutputs,
+        metrics: Arc<OperatorMetrics>,
+    ) -> Self {
+        Output {
+            buffer: Vec::new(),
+            next,
+            sides,
+            metrics,
+        }
+    }
+
+    /// Emits a record.
+    #[inline]
+    pub fn collect(&mut self, record: StreamRecord<O>) {
+        self.buffer.push(record);
+    }
+
+    /// The pending records, to extend in bulk.
+    #[inline]
+    pub fn records(&mut self) -> &mut Vec<StreamRecord<O>> {
+        &mut self.buffer
+    }
+
+    /// The main buffer and the side outputs at once, for functions that
+    /// write to both.
+    #[inline]
+    pub fn split(&mut self) -> (&mut Vec<StreamRecord<O>>, &mut SideOutputs) {
+        (&mut self.buffer, &mut self.sides)
+    }
+
+    /// Hands pending records (main and side) to the next hop.
+    pub fn flush(&mut self) -> Result<(), TaskError> {
+        if !self.buffer.is_empty() {
+            self.metrics.add_out(self.buffer.len());
+            self.next.push_batch(&mut self.buffer)?;
+        }
+        self.sides.flush()
+    }
+
+    /// Flushes, then asks every hop downstream to send partial buffers.
+    pub fn flush_buffers(&mut self) -> Result<(), TaskError> {
+        self.flush()?;
+        self.next.flush_buffers()?;
+        self.sides.flush_buffers()
+    }
+
+    /// Emits a watermark after every record collected so far, on the main
+    /// and every side output (Flink broadcasts watermarks to side outputs).
+    pub fn emit_watermark(&mut self, watermark: i64) -> Result<(), TaskError> {
+        self.forward_control(Control::Watermark(watermark))
+    }
+
+    /// Passes a control element on, after every record collected so far.
+    pub fn forward_control(&mut self, control: Control) -> Result<(), TaskError> {
+        self.flush()?;
+        self.next.push_control(control)?;
+        self.sides.push_control(control)
+    }
+
+    /// Opens everything downstream.
+    pub fn open(&mut self) -> Result<(), TaskError> {
+        self.next.open()?;
+        self.sides.open()
+    }
+
+    /// Closes everything downstream.
+    pub fn close(&mut self) -> Result<(), TaskError> {
+        self.next.close()?;
+        self.sides.close()
+    }
+}
+
+/// One side output of an operator, with its record type erased so that an
+/// operator can have several of different types.
+pub trait SideOutput: Send {
+    /// The tag's id.
+    fn tag(&self) -> &str;
+    /// For downcasting to the typed [`SideSlot`].
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Hands pending records on.
+    fn flush(&mut self) -> Result<(), TaskError>;
+    /// Flushes and asks downstream to send partial buffers.
+    fn flush_buffers(&mut self) -> Result<(), TaskError>;
+    /// Passes a control element on.
+    fn push_control(&mut self, control: Control) -> Result<(), TaskError>;
+    /// Opens downstream.
+    fn open(&mut self) -> Result<(), TaskError>;
+    /// Closes downstream.
+    fn close(&mut self) -> Result<(), TaskError>;
+}
+
+/// A typed side output: a buffer and the hop its records go to.
+pub struct SideSlot<X> {
+    tag: String,
+    buffer: Vec<StreamRecord<X>>,
+    next: Box<dyn Downstream<X>>,
+}
+
+impl<X: Send + 'static> SideSlot<X> {
+    /// A side output for `tag` whose records go to `next`.
+    pub fn new(tag: String, next: Box<dyn Downstream<X>>) -> Self {
+        SideSlot {
+            tag,
+            buffer: Vec::new(),
+            next,
+        }
+    }
+}
+
+impl<X: Send + 'static> SideOutput for SideSlot<X> {
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn flush(&mut self) -> Result<(), TaskError> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        self.next.push_batch(&mut self.buffer)
+    }
+    fn flush_buffers(&mut self) -> Result<(), TaskError> {
+        self.flush()?;
+        self.next.flush_buffers()
+    }
+    fn push_control(&mut self, control: Control) -> Result<(), TaskError> {
+        self.flush()?;
+        self.next.push_control(control)
+    }
+    fn open(&mut self) -> Result<(), TaskError> {
+        self.next.open()
+    }
+    fn close(&mut self) -> Result<(), TaskError> {
+        self.next.close()
+    }
+}
+
+/// The side outputs of one operator that something downstream consumes.
+/// A tag nobody consumes has no slot, and its records are dropped.
+#[derive(Default)]
+pub struct SideOutputs {
+    slots: Vec<Box<dyn SideOutput>>,
+}
+
+impl SideOutputs {
+    /// Side outputs over `slots`.
+    pub fn new(slots: Vec<Box<dyn SideOutput>>) -> Self {
+        SideOutputs { slots }
+    }
+
+    /// Emits `record` to the side output `tag`. Returns whether anything
+    /// consumes that tag with that type.
+    pub fn emit<X: Send + 'static>(&mut self, tag: &str, record: StreamRecord<X>) -> bool {
+        for slot in &mut self.slots {
+            if slot.tag() == tag {
+                if let Some(typed) = slot.as_any_mut().downcast_mut::<SideSlot<X>>() {
+                    typed.buffer.push(record);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn flush(&mut self) -> Result<(), TaskError> {
+        self.slots.iter_mut().try_for_each(|s| s.flush())
+    }
+    fn flush_buffers(&mut self) -> Result<(), TaskError> {
+        self.slots.iter_mut().try_for_each(|s| s.flush_buffers())
+    }
+    fn push_control(&mut self, control: Control) -> Result<(), TaskError> {
+        self.slots.iter_mut().try_for_each(|s| s.push_control(control))
+    }
+    fn open(&mut self) -> Result<(), TaskError> {
+        self.slots.iter_mut().try_for_each(|s| s.open())
+    }
+    fn close(&mut self) -> Result<(), TaskError> {
+        self.slots.iter_mut().try_for_each(|s| s.close())
+    }
+}

@@ -1,0 +1,187 @@
+//! The input side of a task: the channels from upstream subtasks, read
+//! fairly, with the watermark valve and barrier tracking applied.
+
+use crossbeam_channel::{Receiver, Select, TryRecvError};
+
+use super::valve::{ValveOutput, WatermarkValve};
+use crate::element::{Barrier, Control, Message, StreamRecord, WatermarkStatus};
+use crate::error::TaskError;
+
+/// What an input gate delivers to the task.
+#[derive(Debug)]
+pub enum GateEvent<T> {
+    /// A batch of records.
+    Records(Vec<StreamRecord<T>>),
+    /// The input's combined watermark advanced.
+    Watermark(i64),
+    /// The input as a whole became idle or active.
+    Status(WatermarkStatus),
+    /// Every live channel delivered this barrier.
+    Barrier(Barrier),
+    /// Every channel ended.
+    Finished,
+}
+
+/// All channels of one logical input of a task.
+pub struct InputGate<T> {
+    receivers: Vec<Receiver<Message<T>>>,
+    ended: Vec<bool>,
+    live: usize,
+    next_poll: usize,
+    valve: WatermarkValve,
+    finished_reported: bool,
+    // Barriers are forwarded once every live channel delivered them, without
+    // holding back records (at-least-once alignment); exactly-once alignment
+    // replaces this with the checkpoint state machine.
+    pending_barrier: Option<(Barrier, Vec<bool>)>,
+    // A second event produced by one message (a watermark and then the idle
+    // status, when the last active channel goes idle).
+    queued: Option<GateEvent<T>>,
+}
+
+impl<T> InputGate<T> {
+    /// A gate over `receivers` (one per upstream subtask and edge).
+    pub fn new(receivers: Vec<Receiver<Message<T>>>) -> Self {
+        let n = receivers.len();
+        InputGate {
+            receivers,
+            ended: vec![false; n],
+            live: n,
+            next_poll: 0,
+            valve: WatermarkValve::new(n),
+            finished_reported: false,
+            pending_barrier: None,
+            queued: None,
+        }
+    }
+
+    /// Whether every channel has ended.
+    pub fn is_finished(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The input's current watermark.
+    pub fn watermark(&self) -> i64 {
+        self.valve.current()
+    }
+
+    /// Whether every channel is idle.
+    pub fn is_idle(&self) -> bool {
+        self.valve.is_idle()
+    }
+
+    /// Adds the live channels to `select`; returns how many were added.
+    pub fn register<'a>(&'a self, select: &mut Select<'a>) -> usize {
+        let mut added = 0;
+        for (rx, ended) in self.receivers.iter().zip(&self.ended) {
+            if !ended {
+                select.recv(rx);
+                added += 1;
+            }
+        }
+        added
+    }
+
+    /// The next event without blocking, reading channels round robin.
+    /// `Ok(None)`: nothing available now.
+    pub fn poll(&mut self) -> Result<Option<GateEvent<T>>, TaskError> {
+        if let Some(event) = self.queued.take() {
+            return Ok(Some(event));
+        }
+        if self.live == 0 {
+            return Ok(self.report_finished());
+        }
+        let n = self.receivers.len();
+        for step in 0..n {
+            let ch = (self.next_poll + step) % n;
+            if self.ended[ch] {
+                continue;
+            }
+            match self.receivers[ch].try_recv() {
+                Ok(message) => {
+                    self.next_poll = (ch + 1) % n;
+                    if let Some(event) = self.on_message(ch, message) {
+                        return Ok(Some(event));
+                    }
+                    if self.live == 0 {
+                        return Ok(self.report_finished());
+                    }
+                }
+                Err(TryRecvError::Empty) => {}
+                // The sender vanished without ending its stream: it failed.
+                Err(TryRecvError::Disconnected) => return Err(TaskError::Cancelled),
+            }
+        }
+        Ok(None)
+    }
+
+    fn report_finished(&mut self) -> Option<GateEvent<T>> {
+        if self.finished_reported {
+            None
+        } else {
+            self.finished_reported = true;
+            Some(GateEvent::Finished)
+        }
+    }
+
+    fn on_message(&mut self, ch: usize, message: Message<T>) -> Option<GateEvent<T>> {
+        match message {
+            Message::Records(batch) => Some(GateEvent::Records(batch)),
+            Message::Control(Control::Watermark(wm)) => {
+                let out = self.valve.on_watermark(ch, wm);
+                self.valve_event(out)
+            }
+            Message::Control(Control::WatermarkStatus(status)) => {
+                let out = self.valve.on_status(ch, status);
+                self.valve_event(out)
+            }
+            Message::Control(Control::EndOfInput) => {
+                self.ended[ch] = true;
+                self.live -= 1;
+                if let Some(event) = self.check_barrier_complete() {
+                    return Some(event);
+                }
+                let out = self.valve.on_end(ch);
+                self.valve_event(out)
+            }
+            Message::Control(Control::Barrier(barrier)) => {
+                match &mut self.pending_barrier {
+                    Some((pending, seen)) if pending.checkpoint_id == barrier.checkpoint_id => {
+                        seen[ch] = true;
+                    }
+                    // A newer barrier supersedes an incomplete older one.
+                    Some((pending, _)) if pending.checkpoint_id > barrier.checkpoint_id => {}
+                    _ => {
+                        let mut seen = vec![false; self.receivers.len()];
+                        seen[ch] = true;
+                        self.pending_barrier = Some((barrier, seen));
+                    }
+                }
+                self.check_barrier_complete()
+            }
+        }
+    }
+
+    fn valve_event(&mut self, out: ValveOutput) -> Option<GateEvent<T>> {
+        match (out.watermark, out.status) {
+            (Some(wm), status) => {
+                self.queued = status.map(GateEvent::Status);
+                Some(GateEvent::Watermark(wm))
+            }
+            (None, Some(status)) => Some(GateEvent::Status(status)),
+            (None, None) => None,
+        }
+    }
+
+    fn check_barrier_complete(&mut self) -> Option<GateEvent<T>> {
+        let (_, seen) = self.pending_barrier.as_ref()?;
+        let complete = seen.iter().zip(&self.ended).all(|(s, e)| *s || *e);
+        if complete {
+            self.pending_barrier
+                .take()
+                .map(|(barrier, _)| GateEvent::Barrier(barrier))
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Tasks: one thread per parallel instance of a chain.
+//!
+//! A task's head reads its inputs — a source function, or the input gates of
+//! one or two inputs — and pushes what it reads into the chain. Everything a
+//! task does happens on its one thread: records, watermarks, barriers, the
+//! buffer-timeout flush and cancellation, so user functions and their state
+//! are never touched concurrently.
+
+mod input_gate;
+mod one_input;
+mod source;
+mod two_input;
+mod valve;
+
+pub use input_gate::{GateEvent, InputGate};
+pub use one_input::OneInputHead;
+pub use source::{SourceContext, SourceFunction, SourceHead, SourceStatus};
+pub use two_input::TwoInputHead;
+pub use valve::{ValveOutput, WatermarkValve};
+
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Select;
+
+use crate::cancel::CancelToken;
+use crate::error::TaskError;
+
+/// The longest a task blocks before looking at its timers again.
+const MAX_WAIT: Duration = Duration::from_millis(50);
+
+/// The loop of one task subtask, run on its own thread.
+pub trait TaskHead: Send {
+    /// Runs until the input ends (`Ok`), the job is cancelled or something fails.
+    fn run(self: Box<Self>) -> Result<(), TaskError>;
+}
+
+/// Settings every task of a job shares.
+#[derive(Debug, Clone)]
+pub struct TaskSettings {
+    /// Records per batch sent over a channel.
+    pub batch_size: usize,
+    /// How long a partially filled batch may wait before it is sent: `None`
+    /// waits until full (Flink's `-1`), zero sends after every input batch.
+    pub buffer_timeout: Option<Duration>,
+    /// Cancellation of the job.
+    pub cancel: CancelToken,
+}
+
+/// When to send partially filled output buffers.
+struct FlushTimer {
+    interval: Option<Duration>,
+    next: Instant,
+}
+
+impl FlushTimer {
+    fn new(interval: Option<Duration>) -> Self {
+        FlushTimer {
+            interval,
+            next: Instant::now() + interval.unwrap_or(MAX_WAIT),
+        }
+    }
+
+    /// Whether a flush is due now; if so, schedules the next one.
+    fn due(&mut self) -> bool {
+        match self.interval {
+            None => false,
+            Some(d) if d.is_zero() => true,
+            Some(d) => {
+                let now = Instant::now();
+                if now >= self.next {
+                    self.next = now + d;
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
+    /// How long the task may block waiting for input.
+    fn wait_limit(&self) -> Duration {
+        match self.interval {
+            None => MAX_WAIT,
+            Some(_) => self
+                .next
+                .saturating_duration_since(Instant::now())
+                .min(MAX_WAIT),
+        }
+    }
+}
+
+/// Something a task can block on.
+trait Waitable {
+    fn register<'a>(&'a self, select: &mut Select<'a>) -> usize;
+}
+
+impl<T> Waitable for InputGate<T> {
+    fn register<'a>(&'a self, select: &mut Select<'a>) -> usize {
+        InputGate::register(self, select)
+    }
+}
+
+/// Blocks until an input has something, the job is cancelled, or `timeout`.
+fn wait_for_input(
+    inputs: &[&dyn Waitable],
+    cancel: &CancelToken,
+    timeout: Duration,
+) -> Result<(), TaskError> {
+    let mut select = Select::new();
+    for input in inputs {
+        input.register(&mut select);
+    }
+    select.recv(cancel.receiver());
+    let _ = select.ready_timeout(timeout);
+    if cancel.is_cancelled() {
+        return Err(TaskError::Cancelled);
+    }
+    Ok(())
+}

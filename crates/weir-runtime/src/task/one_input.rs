@@ -1,0 +1,56 @@
+//! The head of a task whose first operator has one input.
+
+use super::{wait_for_input, FlushTimer, GateEvent, InputGate, TaskHead, TaskSettings};
+use crate::element::Control;
+use crate::error::TaskError;
+use crate::operator::Downstream;
+
+/// Reads one input gate into a chain.
+pub struct OneInputHead<T> {
+    gate: InputGate<T>,
+    chain: Box<dyn Downstream<T>>,
+    settings: TaskSettings,
+}
+
+impl<T: Send + 'static> OneInputHead<T> {
+    /// A head reading `gate` into `chain`.
+    pub fn new(gate: InputGate<T>, chain: Box<dyn Downstream<T>>, settings: TaskSettings) -> Self {
+        OneInputHead {
+            gate,
+            chain,
+            settings,
+        }
+    }
+}
+
+impl<T: Send + 'static> TaskHead for OneInputHead<T> {
+    fn run(mut self: Box<Self>) -> Result<(), TaskError> {
+        let OneInputHead {
+            gate,
+            chain,
+            settings,
+        } = &mut *self;
+        chain.open()?;
+        let mut flush = FlushTimer::new(settings.buffer_timeout);
+        loop {
+            if settings.cancel.is_cancelled() {
+                return Err(TaskError::Cancelled);
+            }
+            match gate.poll()? {
+                Some(GateEvent::Records(mut batch)) => chain.push_batch(&mut batch)?,
+                Some(GateEvent::Watermark(wm)) => chain.push_control(Control::Watermark(wm))?,
+                Some(GateEvent::Status(status)) => {
+                    chain.push_control(Control::WatermarkStatus(status))?
+                }
+                Some(GateEvent::Barrier(barrier)) => chain.push_control(Control::Barrier(barrier))?,
+                Some(GateEvent::Finished) => break,
+                None => wait_for_input(&[&*gate], &settings.cancel, flush.wait_limit())?,
+            }
+            if flush.due() {
+                chain.flush_buffers()?;
+            }
+        }
+        chain.push_control(Control::EndOfInput)?;
+        chain.close()
+    }
+}

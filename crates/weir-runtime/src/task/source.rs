@@ -1,0 +1,154 @@
+//! Sources: user functions that produce records, driven by the task loop.
+
+use super::{FlushTimer, TaskHead, TaskSettings};
+use crate::element::{Control, StreamRecord, MAX_WATERMARK};
+use crate::error::{FunctionResult, SubtaskName, TaskError};
+use crate::operator::{guarded, Output, RuntimeContext};
+
+/// Whether a source has more to give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceStatus {
+    /// Call `poll_next` again.
+    More,
+    /// The (bounded) input is exhausted: the source ends.
+    Finished,
+}
+
+/// Where a source writes the records of one poll.
+pub struct SourceContext<'a, T> {
+    records: &'a mut Vec<StreamRecord<T>>,
+    limit: usize,
+}
+
+impl<'a, T> SourceContext<'a, T> {
+    /// A context appending to `records` until it holds `limit` records.
+    pub fn new(records: &'a mut Vec<StreamRecord<T>>, limit: usize) -> Self {
+        SourceContext { records, limit }
+    }
+
+    /// Emits a record without timestamp.
+    #[inline]
+    pub fn collect(&mut self, value: T) {
+        self.records.push(StreamRecord::new(value));
+    }
+
+    /// Emits a record with an event timestamp (ms).
+    #[inline]
+    pub fn collect_with_timestamp(&mut self, value: T, timestamp: i64) {
+        self.records.push(StreamRecord::with_timestamp(value, timestamp));
+    }
+
+    /// How many more records this poll should emit; a source may emit more,
+    /// but should return once this reaches zero so the task can interleave
+    /// control work.
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.limit.saturating_sub(self.records.len())
+    }
+
+    /// Whether this poll has emitted enough.
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.remaining() == 0
+    }
+}
+
+/// A source of records (Flink's `SourceFunction`, pull-based).
+///
+/// The task calls `poll_next` in a loop; between calls it flushes output,
+/// checks for cancellation and (with checkpointing) takes snapshots, so a
+/// source never needs a lock or its own thread. By implementing this trait,
+/// you promise that `poll_next` returns within about 100 ms even when no
+/// data is available (emitting nothing), so that cancellation and timers are
+/// never starved.
+pub trait SourceFunction<T>: Send + 'static {
+    /// Called once before the first poll, with this subtask's context (a
+    /// parallel source uses it to pick its share of the input).
+    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+        Ok(())
+    }
+
+    /// Emits up to `ctx.remaining()` records.
+    fn poll_next(&mut self, ctx: &mut SourceContext<'_, T>) -> FunctionResult<SourceStatus>;
+
+    /// The source's position for a checkpoint (e.g. an offset), as bytes;
+    /// `None` if it cannot resume. Restored through [`restore_position`]
+    /// before `open` on recovery.
+    ///
+    /// [`restore_position`]: SourceFunction::restore_position
+    fn snapshot_position(&mut self, _checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// Resumes from a position written by `snapshot_position`.
+    fn restore_position(&mut self, _position: &[u8]) -> FunctionResult {
+        Ok(())
+    }
+
+    /// Called once after the last poll.
+    fn close(&mut self) -> FunctionResult {
+        Ok(())
+    }
+}
+
+/// The head of a task that starts with a source.
+pub struct SourceHead<T> {
+    source: Box<dyn SourceFunction<T>>,
+    out: Output<T>,
+    ctx: RuntimeContext,
+    at: SubtaskName,
+    settings: TaskSettings,
+}
+
+impl<T: Send + 'static> SourceHead<T> {
+    /// A head running `source` into `out`.
+    pub fn new(
+        source: Box<dyn SourceFunction<T>>,
+        out: Output<T>,
+        ctx: RuntimeContext,
+        settings: TaskSettings,
+    ) -> Self {
+        let at = ctx.subtask_name();
+        SourceHead {
+            source,
+            out,
+            ctx,
+            at,
+            settings,
+        }
+    }
+}
+
+impl<T: Send + 'static> TaskHead for SourceHead<T> {
+    fn run(mut self: Box<Self>) -> Result<(), TaskError> {
+        let SourceHead {
+            source,
+            out,
+            ctx,
+            at,
+            settings,
+        } = &mut *self;
+        out.open()?;
+        guarded(at, || source.open(ctx))?;
+        let mut flush = FlushTimer::new(settings.buffer_timeout);
+        loop {
+            if settings.cancel.is_cancelled() {
+                return Err(TaskError::Cancelled);
+            }
+            let status = guarded(at, || {
+                source.poll_next(&mut SourceContext::new(out.records(), settings.batch_size))
+            })?;
+            out.flush()?;
+            if flush.due() {
+                out.flush_buffers()?;
+            }
+            if status == SourceStatus::Finished {
+                break;
+            }
+        }
+        out.emit_watermark(MAX_WATERMARK)?;
+        out.forward_control(Control::EndOfInput)?;
+        guarded(at, || source.close())?;
+        out.close()
+    }
+}

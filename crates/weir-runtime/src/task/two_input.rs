@@ -1,0 +1,155 @@
+//! The head of a task whose first operator has two inputs (`connect`).
+
+use super::{wait_for_input, FlushTimer, GateEvent, InputGate, TaskHead, TaskSettings};
+use crate::element::{Control, WatermarkStatus};
+use crate::error::{SubtaskName, TaskError};
+use crate::operator::{guarded, Output, RuntimeContext, TwoInputOperator};
+use crate::metrics::OperatorMetrics;
+use std::sync::Arc;
+
+/// Reads two input gates into a two-input operator.
+pub struct TwoInputHead<Op: TwoInputOperator> {
+    op: Op,
+    out: Output<Op::Out>,
+    gate1: InputGate<Op::In1>,
+    gate2: InputGate<Op::In2>,
+    ctx: RuntimeContext,
+    at: SubtaskName,
+    metrics: Arc<OperatorMetrics>,
+    settings: TaskSettings,
+    watermark: i64,
+    idle: bool,
+}
+
+impl<Op: TwoInputOperator> TwoInputHead<Op> {
+    /// A head feeding `op` from two gates.
+    pub fn new(
+        op: Op,
+        out: Output<Op::Out>,
+        gates: (InputGate<Op::In1>, InputGate<Op::In2>),
+        ctx: RuntimeContext,
+        metrics: Arc<OperatorMetrics>,
+        settings: TaskSettings,
+    ) -> Self {
+        let at = ctx.subtask_name();
+        TwoInputHead {
+            op,
+            out,
+            gate1: gates.0,
+            gate2: gates.1,
+            ctx,
+            at,
+            metrics,
+            settings,
+            watermark: i64::MIN,
+            idle: false,
+        }
+    }
+
+    /// The operator's watermark is the minimum of its inputs' (Flink's
+    /// combined watermark); an idle or finished input does not hold it back.
+    fn combined_watermark(&self) -> Option<i64> {
+        let w1 = (!self.gate1.is_idle() && !self.gate1.is_finished()).then(|| self.gate1.watermark());
+        let w2 = (!self.gate2.is_idle() && !self.gate2.is_finished()).then(|| self.gate2.watermark());
+        match (w1, w2) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (Some(a), None) => Some(a),
+            (None, Some(b)) => Some(b),
+            (None, None) => Some(self.gate1.watermark().max(self.gate2.watermark())),
+        }
+    }
+
+    fn on_watermark_change(&mut self) -> Result<(), TaskError> {
+        if let Some(wm) = self.combined_watermark() {
+            if wm > self.watermark {
+                self.watermark = wm;
+                let (op, out) = (&mut self.op, &mut self.out);
+                guarded(&self.at, || op.process_watermark(wm, out))?;
+            }
+        }
+        let idle = (self.gate1.is_idle() || self.gate1.is_finished())
+            && (self.gate2.is_idle() || self.gate2.is_finished())
+            && !(self.gate1.is_finished() && self.gate2.is_finished());
+        if idle != self.idle {
+            self.idle = idle;
+            let status = if idle {
+                WatermarkStatus::Idle
+            } else {
+                WatermarkStatus::Active
+            };
+            self.out.forward_control(Control::WatermarkStatus(status))?;
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, poll_first: bool) -> Result<bool, TaskError> {
+        let event = if poll_first {
+            self.gate1.poll()?.map(Either::First)
+        } else {
+            self.gate2.poll()?.map(Either::Second)
+        };
+        let Some(event) = event else {
+            return Ok(false);
+        };
+        let (op, out) = (&mut self.op, &mut self.out);
+        match event {
+            Either::First(GateEvent::Records(mut batch)) => {
+                self.metrics.add_in(batch.len());
+                guarded(&self.at, || op.process_batch1(&mut batch, out))?;
+                self.out.flush()?;
+            }
+            Either::Second(GateEvent::Records(mut batch)) => {
+                self.metrics.add_in(batch.len());
+                guarded(&self.at, || op.process_batch2(&mut batch, out))?;
+                self.out.flush()?;
+            }
+            Either::First(GateEvent::Barrier(b)) | Either::Second(GateEvent::Barrier(b)) => {
+                // Checkpointing replaces this with alignment across both inputs.
+                guarded(&self.at, || op.snapshot_state(b.checkpoint_id))?;
+                self.out.forward_control(Control::Barrier(b))?;
+            }
+            _ => self.on_watermark_change()?,
+        }
+        Ok(true)
+    }
+}
+
+enum Either<A, B> {
+    First(A),
+    Second(B),
+}
+
+impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
+    fn run(mut self: Box<Self>) -> Result<(), TaskError> {
+        self.out.open()?;
+        let (op, ctx) = (&mut self.op, &self.ctx);
+        guarded(&self.at, || op.open(ctx))?;
+        let mut flush = FlushTimer::new(self.settings.buffer_timeout);
+        let mut first = true;
+        while !(self.gate1.is_finished() && self.gate2.is_finished()) {
+            if self.settings.cancel.is_cancelled() {
+                return Err(TaskError::Cancelled);
+            }
+            // Alternate between inputs so neither starves the other.
+            let progressed = self.step(first)? || self.step(!first)?;
+            first = !first;
+            if !progressed {
+                wait_for_input(
+                    &[&self.gate1, &self.gate2],
+                    &self.settings.cancel,
+                    flush.wait_limit(),
+                )?;
+            }
+            if flush.due() {
+                self.out.flush_buffers()?;
+            }
+        }
+        // Both gates may report `Finished` still; it carries no data.
+        let (op, out) = (&mut self.op, &mut self.out);
+        guarded(&self.at, || op.end_input(out))?;
+        self.out.forward_control(Control::EndOfInput)?;
+        let op = &mut self.op;
+        guarded(&self.at, || op.close())?;
+        self.out.close()
+    }
+}

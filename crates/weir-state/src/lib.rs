@@ -1,0 +1,27 @@
+//! State for the Weir stream processor.
+//!
+//! The principal concept in this crate is the **key group**: the unit in which
+//! keyed state is partitioned, stored and snapshotted. Every key maps to one of
+//! `max_parallelism` key groups by a hash that is fixed forever (see
+//! [`StableHash`]), and each parallel subtask owns a contiguous
+//! [`KeyGroupRange`]. Because key groups, not subtasks, are what a snapshot
+//! records, a job can later be restored at a different parallelism.
+//!
+//! ```
+//! use weir_state::{assign_to_key_group, operator_index_for_key_group, StableHash};
+//!
+//! let kg = assign_to_key_group(&"user-42", 128);
+//! let subtask = operator_index_for_key_group(128, 4, kg);
+//! assert!(subtask < 4);
+//! assert_eq!("user-42".stable_hash(), String::from("user-42").stable_hash());
+//! ```
+//!
+//! Keyed and operator state backends (heap and RocksDB) build on this crate.
+
+mod key_group;
+
+pub use key_group::{
+    assign_to_key_group, key_group_range_for_operator,
+    operator_index_for_key_group, KeyGroup, KeyGroupRange, StableHash, DEFAULT_MAX_PARALLELISM,
+    KEY_HASH_SEED, MAX_MAX_PARALLELISM,
+};
