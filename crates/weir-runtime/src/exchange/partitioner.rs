@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn key_group_partitioner_agrees_with_the_formulas() {
-        let mut p = KeyGroupPartitioner::new(|s: &&str| *s, 128);
+        let mut p = KeyGroupPartitioner::new(|s: &&'static str| *s, 128);
         // "hello" is in key group 94, which subtask 2 of 4 owns.
         assert_eq!(p.select(&"hello", 4), 2);
         assert_eq!(p.select(&"hello", 1), 0);
