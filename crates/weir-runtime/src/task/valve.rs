@@ -170,9 +170,11 @@ mod tests {
         assert_eq!(v.on_status(1, WatermarkStatus::Active).status, None);
         assert_eq!(v.on_watermark(1, 120).watermark, None);
         assert_eq!(v.on_watermark(0, 200).watermark, Some(200));
-        // Once caught up, it holds the minimum again.
+        // Still behind the output: not counted, so channel 0 alone advances it.
         assert_eq!(v.on_watermark(1, 180).watermark, None);
-        assert_eq!(v.on_watermark(0, 300).watermark, None);
+        // Caught up (>= 200): it holds the minimum again.
+        assert_eq!(v.on_watermark(1, 220).watermark, None);
+        assert_eq!(v.on_watermark(0, 300).watermark, Some(220));
         assert_eq!(v.on_watermark(1, 250).watermark, Some(250));
     }
 
