@@ -369,6 +369,7 @@ impl<'g> Plan<'g> {
                 let ctx = WriterContext {
                     subtask,
                     batch_size: self.config.batch_size,
+                    max_parallelism: self.config.max_parallelism,
                     cancel: self.cancel.token(),
                     metrics: Arc::clone(&self.metrics[id.0]),
                 };

@@ -14,7 +14,7 @@ pub use partitioner::{
 };
 pub use writer::ChannelWriter;
 
-use crossbeam_channel::{Receiver, Sender};
+pub use crossbeam_channel::{Receiver, Sender};
 
 use crate::element::Message;
 

@@ -57,6 +57,8 @@ pub struct WriterContext {
     pub subtask: u32,
     /// Records per batch.
     pub batch_size: usize,
+    /// Number of key groups, for key-group partitioning.
+    pub max_parallelism: u32,
     /// Cancellation, to stop waiting on a full channel.
     pub cancel: CancelToken,
     /// Counters of the producing operator.

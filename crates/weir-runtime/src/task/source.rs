@@ -73,7 +73,7 @@ pub trait SourceFunction<T>: Send + 'static {
 
     /// The source's position for a checkpoint (e.g. an offset), as bytes;
     /// `None` if it cannot resume. Restored through [`restore_position`]
-    /// before `open` on recovery.
+    /// right after `open` on recovery.
     ///
     /// [`restore_position`]: SourceFunction::restore_position
     fn snapshot_position(&mut self, _checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {

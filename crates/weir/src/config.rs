@@ -1,0 +1,268 @@
+//! Configuration: Flink's key names, from a YAML file, `-D` flags or code.
+//!
+//! Keys are flat strings (`parallelism.default`); a YAML file may nest them
+//! (`parallelism: { default: 4 }`) or write them flat, as Flink's
+//! `config.yaml` allows. Later sources override earlier ones: file, then
+//! `-D key=value`, then calls in code.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use yaml_rust2::{Yaml, YamlLoader};
+
+use crate::error::{Error, Result};
+
+/// Well-known keys (Flink's names where Flink has one).
+pub mod keys {
+    /// Default parallelism of operators.
+    pub const PARALLELISM: &str = "parallelism.default";
+    /// Number of key groups.
+    pub const MAX_PARALLELISM: &str = "pipeline.max-parallelism";
+    /// How long a partial output batch may wait (`100 ms`; `-1` waits until full).
+    pub const BUFFER_TIMEOUT: &str = "execution.buffer-timeout.interval";
+    /// Flink 1.x name of [`BUFFER_TIMEOUT`], still accepted.
+    pub const BUFFER_TIMEOUT_LEGACY: &str = "execution.buffer-timeout";
+    /// Whether operators are chained.
+    pub const OPERATOR_CHAINING: &str = "pipeline.operator-chaining.enabled";
+    /// Flink 1.x name of [`OPERATOR_CHAINING`], still accepted.
+    pub const OPERATOR_CHAINING_LEGACY: &str = "pipeline.operator-chaining";
+    /// Interval of periodic watermarks.
+    pub const AUTO_WATERMARK_INTERVAL: &str = "pipeline.auto-watermark-interval";
+    /// Port of the REST API.
+    pub const REST_PORT: &str = "rest.port";
+    /// State backend: `hashmap` or `rocksdb`.
+    pub const STATE_BACKEND: &str = "state.backend.type";
+    /// Weir's own: records per batch on a channel between tasks.
+    pub const BATCH_SIZE: &str = "weir.exchange.batch-size";
+    /// Weir's own: batches a channel holds before its producer blocks.
+    pub const CHANNEL_CAPACITY: &str = "weir.exchange.channel-capacity";
+}
+
+/// A set of configuration keys and values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Configuration {
+    values: BTreeMap<String, String>,
+}
+
+impl Configuration {
+    /// An empty configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads a YAML file; nested maps become dotted keys.
+    pub fn from_yaml_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_yaml_str(&text)
+            .map_err(|e| Error::Config(format!("in '{}': {e}", path.display())))
+    }
+
+    /// Parses YAML text; nested maps become dotted keys.
+    pub fn from_yaml_str(text: &str) -> Result<Self> {
+        let docs = YamlLoader::load_from_str(text)
+            .map_err(|e| Error::Config(format!("invalid YAML: {e}")))?;
+        let mut config = Configuration::new();
+        for doc in &docs {
+            match doc {
+                Yaml::Hash(_) => flatten("", doc, &mut config.values)?,
+                Yaml::Null => {}
+                _ => return Err(Error::Config("the YAML document must be a map".into())),
+            }
+        }
+        Ok(config)
+    }
+
+    /// Sets `key` to `value`.
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
+        self.values.insert(key.into(), value.into());
+        self
+    }
+
+    /// Copies every key of `other` over this one.
+    pub fn merge(&mut self, other: &Configuration) {
+        for (k, v) in &other.values {
+            self.values.insert(k.clone(), v.clone());
+        }
+    }
+
+    /// The raw value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// The value of the first of `keys` that is set.
+    fn get_any<'a>(&'a self, keys: &[&'a str]) -> Option<(&'a str, &'a str)> {
+        keys.iter()
+            .find_map(|k| self.get(k).map(|v| (*k, v)))
+    }
+
+    /// `key` parsed as an integer.
+    pub fn get_u32(&self, key: &str) -> Result<Option<u32>> {
+        self.get(key)
+            .map(|v| {
+                v.trim()
+                    .parse::<u32>()
+                    .map_err(|_| Error::Config(format!("{key}: '{v}' is not a whole number")))
+            })
+            .transpose()
+    }
+
+    /// `key` parsed as a boolean (`true`/`false`).
+    pub fn get_bool(&self, key: &str) -> Result<Option<bool>> {
+        self.get_bool_any(&[key])
+    }
+
+    fn get_bool_any(&self, keys: &[&str]) -> Result<Option<bool>> {
+        self.get_any(keys)
+            .map(|(key, v)| match v.trim().to_ascii_lowercase().as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(Error::Config(format!("{key}: '{v}' is not true or false"))),
+            })
+            .transpose()
+    }
+
+    /// `key` parsed as a duration (`100 ms`, `10s`, `1 min`; a bare number is ms).
+    pub fn get_duration(&self, key: &str) -> Result<Option<Duration>> {
+        self.get(key)
+            .map(|v| parse_duration(v).map_err(|e| Error::Config(format!("{key}: {e}"))))
+            .transpose()
+    }
+
+    /// The buffer timeout: `Some(None)` for `-1` (wait until full).
+    pub(crate) fn buffer_timeout(&self) -> Result<Option<Option<Duration>>> {
+        let Some((key, v)) = self.get_any(&[keys::BUFFER_TIMEOUT, keys::BUFFER_TIMEOUT_LEGACY])
+        else {
+            return Ok(None);
+        };
+        if v.trim() == "-1" {
+            return Ok(Some(None));
+        }
+        parse_duration(v)
+            .map(|d| Some(Some(d)))
+            .map_err(|e| Error::Config(format!("{key}: {e}")))
+    }
+
+    /// Whether operator chaining is enabled, if set.
+    pub(crate) fn chaining(&self) -> Result<Option<bool>> {
+        self.get_bool_any(&[keys::OPERATOR_CHAINING, keys::OPERATOR_CHAINING_LEGACY])
+    }
+
+    /// All keys and values, sorted by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+fn flatten(prefix: &str, yaml: &Yaml, out: &mut BTreeMap<String, String>) -> Result<()> {
+    match yaml {
+        Yaml::Hash(map) => {
+            for (k, v) in map {
+                let key = scalar(k)
+                    .ok_or_else(|| Error::Config(format!("non-scalar key under '{prefix}'")))?;
+                let full = if prefix.is_empty() {
+                    key
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&full, v, out)?;
+            }
+        }
+        Yaml::Array(items) => {
+            let parts: Vec<String> = items.iter().filter_map(scalar).collect();
+            out.insert(prefix.to_string(), parts.join(";"));
+        }
+        Yaml::Null => {}
+        other => {
+            if let Some(v) = scalar(other) {
+                out.insert(prefix.to_string(), v);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn scalar(yaml: &Yaml) -> Option<String> {
+    match yaml {
+        Yaml::String(s) | Yaml::Real(s) => Some(s.clone()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Parses a duration as Flink writes them: `100 ms`, `10s`, `1 min`, `2 h`,
+/// `1 d`; a bare number is milliseconds.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. '100 ms', '10 s')"))?;
+    let ms_per_unit: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1_000,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
+        "h" | "hour" | "hours" => 3_600_000,
+        "d" | "day" | "days" => 86_400_000,
+        other => return Err(format!("unknown time unit '{other}' in '{text}'")),
+    };
+    Ok(Duration::from_millis(n.saturating_mul(ms_per_unit)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_and_flat_yaml_give_the_same_keys() {
+        let nested = Configuration::from_yaml_str(
+            "parallelism:\n  default: 4\npipeline:\n  max-parallelism: 256\n",
+        )
+        .unwrap();
+        let flat = Configuration::from_yaml_str(
+            "parallelism.default: 4\npipeline.max-parallelism: 256\n",
+        )
+        .unwrap();
+        assert_eq!(nested, flat);
+        assert_eq!(nested.get_u32(keys::PARALLELISM).unwrap(), Some(4));
+    }
+
+    #[test]
+    fn durations_parse_like_flink() {
+        assert_eq!(parse_duration("100 ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2 min"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("250"), Ok(Duration::from_millis(250)));
+        assert!(parse_duration("ten seconds").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn buffer_timeout_minus_one_waits_until_full() {
+        let mut c = Configuration::new();
+        c.set(keys::BUFFER_TIMEOUT_LEGACY, "-1");
+        assert_eq!(c.buffer_timeout().unwrap(), Some(None));
+        c.set(keys::BUFFER_TIMEOUT, "5 ms");
+        assert_eq!(
+            c.buffer_timeout().unwrap(),
+            Some(Some(Duration::from_millis(5)))
+        );
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let mut c = Configuration::new();
+        c.set(keys::PARALLELISM, "four");
+        let err = c.get_u32(keys::PARALLELISM).unwrap_err().to_string();
+        assert!(err.contains("parallelism.default"), "{err}");
+    }
+}

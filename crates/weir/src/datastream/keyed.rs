@@ -1,0 +1,187 @@
+//! Keyed streams: records partitioned by key, and the operators that keep
+//! per-key state.
+
+use std::ops::AddAssign;
+use std::sync::Arc;
+
+use weir_runtime::graph::{NodeFactory, Partitioning};
+
+use super::partitioning::KeyGroupWriter;
+use super::{DataStream, Key};
+use crate::functions::{FilterFunction, FlatMapFunction, KeyedProcessFunction, MapFunction, ReduceFunction};
+use crate::operators::{KeySelector, KeyedProcessOperator, KeyedReduceOperator};
+
+/// A stream partitioned by key (Flink's `KeyedStream`).
+pub struct KeyedStream<T, K> {
+    stream: DataStream<T>,
+    key_of: KeySelector<T, K>,
+}
+
+impl<T, K> Clone for KeyedStream<T, K> {
+    fn clone(&self) -> Self {
+        KeyedStream {
+            stream: self.stream.clone(),
+            key_of: Arc::clone(&self.key_of),
+        }
+    }
+}
+
+impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
+    pub(crate) fn new(stream: &DataStream<T>, key_of: KeySelector<T, K>) -> Self {
+        let writer = KeyGroupWriter {
+            key_of: Arc::clone(&key_of),
+        };
+        KeyedStream {
+            stream: stream.partitioned(Partitioning::Custom(Arc::new(writer))),
+            key_of,
+        }
+    }
+
+    /// The key selector.
+    pub fn key_selector(&self) -> KeySelector<T, K> {
+        Arc::clone(&self.key_of)
+    }
+
+    /// The partitioned records as a plain stream (what the next operator reads).
+    pub fn as_stream(&self) -> &DataStream<T> {
+        &self.stream
+    }
+
+    /// Folds each record into its key's value and emits the new value
+    /// (a rolling reduce, Flink's `reduce` on a `KeyedStream`).
+    pub fn reduce<F>(&self, f: F) -> DataStream<T>
+    where
+        F: ReduceFunction<T> + Clone + Sync,
+    {
+        self.reduce_named("Keyed Reduce", f)
+    }
+
+    fn reduce_named<F>(&self, name: &str, f: F) -> DataStream<T>
+    where
+        F: ReduceFunction<T> + Clone + Sync,
+    {
+        let key_of = Arc::clone(&self.key_of);
+        let factory = NodeFactory::one_input(move |_| {
+            KeyedReduceOperator::new(f.clone(), Arc::clone(&key_of))
+        });
+        self.stream.add_operator(name, factory)
+    }
+
+    /// Rolling sum of the field `field` points to; the other fields keep the
+    /// values of the key's first record (Flink's `sum(pos)`).
+    pub fn sum<N, F>(&self, field: F) -> DataStream<T>
+    where
+        N: AddAssign + Copy + Send + 'static,
+        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+    {
+        self.reduce_named("Keyed Aggregation", move |mut acc: T, mut value: T| {
+            let add = *field(&mut value);
+            *field(&mut acc) += add;
+            acc
+        })
+    }
+
+    /// Rolling minimum of a field; other fields from the key's first record
+    /// (Flink's `min`; use [`min_by`](Self::min_by) for the whole record).
+    pub fn min<N, F>(&self, field: F) -> DataStream<T>
+    where
+        N: PartialOrd + Copy + Send + 'static,
+        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+    {
+        self.reduce_named("Keyed Aggregation", move |mut acc: T, mut value: T| {
+            let candidate = *field(&mut value);
+            let current = field(&mut acc);
+            if candidate < *current {
+                *current = candidate;
+            }
+            acc
+        })
+    }
+
+    /// Rolling maximum of a field; other fields from the key's first record.
+    pub fn max<N, F>(&self, field: F) -> DataStream<T>
+    where
+        N: PartialOrd + Copy + Send + 'static,
+        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+    {
+        self.reduce_named("Keyed Aggregation", move |mut acc: T, mut value: T| {
+            let candidate = *field(&mut value);
+            let current = field(&mut acc);
+            if candidate > *current {
+                *current = candidate;
+            }
+            acc
+        })
+    }
+
+    /// The record with the smallest field so far; the earlier record on ties
+    /// (Flink's `minBy`).
+    pub fn min_by<N, F>(&self, field: F) -> DataStream<T>
+    where
+        N: PartialOrd,
+        F: Fn(&T) -> N + Clone + Send + Sync + 'static,
+    {
+        self.reduce_named("Keyed Aggregation", move |acc: T, value: T| {
+            if field(&value) < field(&acc) {
+                value
+            } else {
+                acc
+            }
+        })
+    }
+
+    /// The record with the largest field so far; the earlier record on ties
+    /// (Flink's `maxBy`).
+    pub fn max_by<N, F>(&self, field: F) -> DataStream<T>
+    where
+        N: PartialOrd,
+        F: Fn(&T) -> N + Clone + Send + Sync + 'static,
+    {
+        self.reduce_named("Keyed Aggregation", move |acc: T, value: T| {
+            if field(&value) > field(&acc) {
+                value
+            } else {
+                acc
+            }
+        })
+    }
+
+    /// Processes every record knowing its key (timers come with event time).
+    pub fn process<O, F>(&self, f: F) -> DataStream<O>
+    where
+        O: Clone + Send + 'static,
+        F: KeyedProcessFunction<K, T, O> + Clone + Sync,
+    {
+        let key_of = Arc::clone(&self.key_of);
+        let factory = NodeFactory::one_input(move |_| {
+            KeyedProcessOperator::new(f.clone(), Arc::clone(&key_of))
+        });
+        self.stream.add_operator("KeyedProcess", factory)
+    }
+
+    /// `map` on the partitioned records.
+    pub fn map<O, F>(&self, f: F) -> DataStream<O>
+    where
+        O: Clone + Send + 'static,
+        F: MapFunction<T, O> + Clone + Sync,
+    {
+        self.stream.map(f)
+    }
+
+    /// `flat_map` on the partitioned records.
+    pub fn flat_map<O, F>(&self, f: F) -> DataStream<O>
+    where
+        O: Clone + Send + 'static,
+        F: FlatMapFunction<T, O> + Clone + Sync,
+    {
+        self.stream.flat_map(f)
+    }
+
+    /// `filter` on the partitioned records.
+    pub fn filter<F>(&self, f: F) -> DataStream<T>
+    where
+        F: FilterFunction<T> + Clone + Sync,
+    {
+        self.stream.filter(f)
+    }
+}

@@ -1,0 +1,341 @@
+//! The entry point of every job (Flink's `StreamExecutionEnvironment`).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use weir_runtime::cluster::{self, JobClient, JobConfig, JobExecutionResult};
+use weir_runtime::graph::{NodeFactory, StreamGraph, TypeOf};
+
+use crate::args::{EngineArgs, ParameterTool};
+use crate::config::{keys, Configuration};
+use crate::datastream::DataStream;
+use crate::error::{Error, Result};
+use crate::functions::SourceFunction;
+use crate::source::{
+    CollectionSource, GeneratorSource, SequenceSource, SocketTextSource, TextFileSource,
+};
+
+/// Job name used when none is given (Flink's).
+pub const DEFAULT_JOB_NAME: &str = "Weir Streaming Job";
+
+/// Builds a dataflow program and runs it.
+///
+/// Cloning gives another handle to the same environment; every
+/// [`DataStream`] holds one, so streams can add operators to the program.
+#[derive(Clone)]
+pub struct StreamExecutionEnvironment {
+    inner: Arc<Mutex<EnvState>>,
+}
+
+pub(crate) struct EnvState {
+    pub graph: StreamGraph,
+    pub job: JobConfig,
+    pub config: Configuration,
+    pub args: ParameterTool,
+    pub from_savepoint: Option<PathBuf>,
+    /// Mistakes found while building (reported by `execute`).
+    pub build_errors: Vec<String>,
+}
+
+impl Default for StreamExecutionEnvironment {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamExecutionEnvironment {
+    /// An environment with the default configuration: parallelism 1, 128 key
+    /// groups, 100 ms buffer timeout, chaining on.
+    pub fn new() -> Self {
+        StreamExecutionEnvironment {
+            inner: Arc::new(Mutex::new(EnvState {
+                graph: StreamGraph::new(),
+                job: JobConfig::default(),
+                config: Configuration::new(),
+                args: ParameterTool::default(),
+                from_savepoint: None,
+                build_errors: Vec::new(),
+            })),
+        }
+    }
+
+    /// An environment configured from the process's command line: `-p N`,
+    /// `-D key=value`, `--config FILE`, `--from-savepoint PATH`; the rest are
+    /// the job's own arguments, in [`args`](Self::args).
+    pub fn from_args() -> Result<Self> {
+        Self::from_args_iter(std::env::args().skip(1))
+    }
+
+    /// As [`from_args`](Self::from_args), from the given arguments (without
+    /// the program name).
+    pub fn from_args_iter<I, S>(args: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let parsed = EngineArgs::parse(args)?;
+        let mut config = match &parsed.config_file {
+            Some(path) => Configuration::from_yaml_file(path)?,
+            None => Configuration::new(),
+        };
+        config.merge(&parsed.dynamic);
+        if let Some(p) = parsed.parallelism {
+            config.set(keys::PARALLELISM, p.to_string());
+        }
+        let env = Self::new();
+        env.configure(&config)?;
+        {
+            let mut state = env.state();
+            state.args = parsed.job;
+            state.from_savepoint = parsed.from_savepoint;
+        }
+        Ok(env)
+    }
+
+    /// Applies the keys of `config` (later calls in code still override).
+    pub fn configure(&self, config: &Configuration) -> Result<()> {
+        let mut state = self.state();
+        let mut job = state.job.clone();
+        if let Some(p) = config.get_u32(keys::PARALLELISM)? {
+            job.parallelism = positive(keys::PARALLELISM, p)?;
+        }
+        if let Some(mp) = config.get_u32(keys::MAX_PARALLELISM)? {
+            job.max_parallelism = max_parallelism(mp)?;
+        }
+        if let Some(timeout) = config.buffer_timeout()? {
+            job.buffer_timeout = timeout;
+        }
+        if let Some(chaining) = config.chaining()? {
+            job.chaining = chaining;
+        }
+        if let Some(size) = config.get_u32(keys::BATCH_SIZE)? {
+            job.batch_size = positive(keys::BATCH_SIZE, size)? as usize;
+        }
+        if let Some(cap) = config.get_u32(keys::CHANNEL_CAPACITY)? {
+            job.channel_capacity = positive(keys::CHANNEL_CAPACITY, cap)? as usize;
+        }
+        state.job = job;
+        state.config.merge(config);
+        Ok(())
+    }
+
+    /// The configuration given by file, `-D` and [`configure`](Self::configure).
+    pub fn config(&self) -> Configuration {
+        self.state().config.clone()
+    }
+
+    /// The job's own command-line arguments.
+    pub fn args(&self) -> ParameterTool {
+        self.state().args.clone()
+    }
+
+    /// The savepoint given with `--from-savepoint`, if any.
+    pub fn from_savepoint(&self) -> Option<PathBuf> {
+        self.state().from_savepoint.clone()
+    }
+
+    /// Sets the default parallelism of operators.
+    pub fn set_parallelism(&self, parallelism: u32) -> &Self {
+        match positive("parallelism", parallelism) {
+            Ok(p) => self.state().job.parallelism = p,
+            Err(e) => self.record_error(e.to_string()),
+        }
+        self
+    }
+
+    /// The default parallelism of operators.
+    pub fn get_parallelism(&self) -> u32 {
+        self.state().job.parallelism
+    }
+
+    /// Sets the number of key groups (default 128), the upper bound of any
+    /// operator's parallelism and the granularity of rescaling.
+    pub fn set_max_parallelism(&self, max_parallelism_value: u32) -> &Self {
+        match max_parallelism(max_parallelism_value) {
+            Ok(mp) => self.state().job.max_parallelism = mp,
+            Err(e) => self.record_error(e.to_string()),
+        }
+        self
+    }
+
+    /// The number of key groups.
+    pub fn get_max_parallelism(&self) -> u32 {
+        self.state().job.max_parallelism
+    }
+
+    /// How long a partially filled output batch may wait before it is sent
+    /// (default 100 ms). Zero sends after every input batch: lowest latency.
+    pub fn set_buffer_timeout(&self, timeout: Duration) -> &Self {
+        self.state().job.buffer_timeout = Some(timeout);
+        self
+    }
+
+    /// Sends output batches only when full: highest throughput (Flink's
+    /// `setBufferTimeout(-1)`).
+    pub fn disable_buffer_timeout(&self) -> &Self {
+        self.state().job.buffer_timeout = None;
+        self
+    }
+
+    /// Runs every operator in its own task (for debugging; slower).
+    pub fn disable_operator_chaining(&self) -> &Self {
+        self.state().job.chaining = false;
+        self
+    }
+
+    /// A stream of the given elements, in order (not parallel).
+    pub fn from_elements<T, I>(&self, elements: I) -> DataStream<T>
+    where
+        T: Clone + Send + Sync + 'static,
+        I: IntoIterator<Item = T>,
+    {
+        self.from_collection(elements)
+    }
+
+    /// A stream of a collection's elements, in order (not parallel).
+    pub fn from_collection<T, I>(&self, elements: I) -> DataStream<T>
+    where
+        T: Clone + Send + Sync + 'static,
+        I: IntoIterator<Item = T>,
+    {
+        let elements: Arc<[T]> = elements.into_iter().collect();
+        let source = CollectionSource::new(elements);
+        self.add_source_node("Source: Collection Source", source, true)
+    }
+
+    /// A stream of an iterator's items (collected when the job is built).
+    pub fn from_iter<T, I>(&self, items: I) -> DataStream<T>
+    where
+        T: Clone + Send + Sync + 'static,
+        I: IntoIterator<Item = T>,
+    {
+        self.from_collection(items)
+    }
+
+    /// The numbers `from..=to`, split over parallel subtasks.
+    pub fn from_sequence(&self, from: i64, to: i64) -> DataStream<i64> {
+        self.add_source_node("Source: Sequence Source", SequenceSource::new(from, to), false)
+    }
+
+    /// `f(0), …, f(count - 1)`, split over parallel subtasks; for a rate
+    /// limit or an endless generator, pass a [`GeneratorSource`] to
+    /// [`add_parallel_source`](Self::add_parallel_source).
+    pub fn from_generator<T, F>(&self, count: u64, f: F) -> DataStream<T>
+    where
+        T: Clone + Send + 'static,
+        F: Fn(u64) -> T + Send + Sync + 'static,
+    {
+        self.add_parallel_source(GeneratorSource::new(count, f), "Data Generator")
+    }
+
+    /// The lines of a text file (bounded). A missing file fails the job with
+    /// an error naming the path.
+    pub fn read_text_file(&self, path: impl AsRef<Path>) -> DataStream<String> {
+        let source = TextFileSource::new(path.as_ref());
+        self.add_source_node(&format!("Source: {}", path.as_ref().display()), source, true)
+    }
+
+    /// Lines from a TCP socket (unbounded; ends when the server closes, as
+    /// Flink's default of no reconnects). `nc -lk 9999` is such a server.
+    pub fn socket_text_stream(&self, host: &str, port: u16) -> DataStream<String> {
+        self.socket_text_stream_with(SocketTextSource::new(host, port))
+    }
+
+    /// Lines from a socket configured with delimiter and reconnect attempts.
+    pub fn socket_text_stream_with(&self, source: SocketTextSource) -> DataStream<String> {
+        self.add_source_node("Source: Socket Stream", source, true)
+    }
+
+    /// A stream from a user's source function, run with parallelism 1.
+    pub fn add_source<T, S>(&self, source: S, name: &str) -> DataStream<T>
+    where
+        T: Clone + Send + 'static,
+        S: SourceFunction<T> + Clone + Sync,
+    {
+        self.add_source_node(&format!("Source: {name}"), source, true)
+    }
+
+    /// A stream from a user's parallel source function: each subtask runs a
+    /// clone and picks its share in `open`.
+    pub fn add_parallel_source<T, S>(&self, source: S, name: &str) -> DataStream<T>
+    where
+        T: Clone + Send + 'static,
+        S: SourceFunction<T> + Clone + Sync,
+    {
+        self.add_source_node(&format!("Source: {name}"), source, false)
+    }
+
+    fn add_source_node<T, S>(&self, name: &str, source: S, max_one: bool) -> DataStream<T>
+    where
+        T: Clone + Send + 'static,
+        S: SourceFunction<T> + Clone + Sync,
+    {
+        let factory = NodeFactory::source(move |_| Box::new(source.clone()));
+        let id = {
+            let mut state = self.state();
+            let id = state.graph.add_node(name, factory, TypeOf::<T>::shared());
+            state.graph.node_mut(id).max_one = max_one;
+            id
+        };
+        DataStream::from_node(self.clone(), id)
+    }
+
+    /// Runs the program built so far and waits for it to finish (bounded
+    /// sources), fail or be cancelled. The environment is then empty and can
+    /// build another program.
+    pub fn execute(&self, job_name: &str) -> Result<JobExecutionResult> {
+        Ok(self.execute_async(job_name)?.wait()?)
+    }
+
+    /// Starts the program built so far and returns a client to wait for or
+    /// cancel it.
+    pub fn execute_async(&self, job_name: &str) -> Result<JobClient> {
+        let (graph, job) = {
+            let mut state = self.state();
+            if !state.build_errors.is_empty() {
+                let errors = std::mem::take(&mut state.build_errors);
+                state.graph = StreamGraph::new();
+                return Err(Error::InvalidJob(errors.join("; ")));
+            }
+            (std::mem::take(&mut state.graph), state.job.clone())
+        };
+        Ok(cluster::execute(graph, &job, job_name)?)
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, EnvState> {
+        // Building a program never panics while holding the lock in a way
+        // that leaves the graph inconsistent, so a poisoned lock is usable.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn record_error(&self, error: String) {
+        self.state().build_errors.push(error);
+    }
+
+    pub(crate) fn with_graph<R>(&self, f: impl FnOnce(&mut StreamGraph) -> R) -> R {
+        f(&mut self.state().graph)
+    }
+
+}
+
+fn positive(what: &str, n: u32) -> Result<u32> {
+    if n == 0 {
+        Err(Error::Config(format!("{what} must be at least 1")))
+    } else {
+        Ok(n)
+    }
+}
+
+fn max_parallelism(mp: u32) -> Result<u32> {
+    if mp == 0 || mp > weir_state::MAX_MAX_PARALLELISM {
+        Err(Error::Config(format!(
+            "max parallelism must be between 1 and {}, is {mp}",
+            weir_state::MAX_MAX_PARALLELISM
+        )))
+    } else {
+        Ok(mp)
+    }
+}

@@ -1,0 +1,68 @@
+//! Sink functions: where records leave the job.
+
+use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
+
+use super::{FunctionResult, RuntimeContext};
+
+/// What a sink may ask about the record it writes.
+#[derive(Debug, Clone, Copy)]
+pub struct SinkContext {
+    timestamp: i64,
+    watermark: i64,
+}
+
+impl SinkContext {
+    pub(crate) fn new(timestamp: i64, watermark: i64) -> Self {
+        SinkContext {
+            timestamp,
+            watermark,
+        }
+    }
+
+    /// The record's event timestamp, if it has one.
+    pub fn timestamp(&self) -> Option<i64> {
+        (self.timestamp != NO_TIMESTAMP).then_some(self.timestamp)
+    }
+
+    /// The sink's current watermark.
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
+    }
+}
+
+/// Writes records out of the job (Flink's `SinkFunction`).
+pub trait SinkFunction<T>: Send + 'static {
+    /// Called once per subtask before the first record.
+    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+        Ok(())
+    }
+
+    /// Writes one record.
+    fn invoke(&mut self, value: T, ctx: &SinkContext) -> FunctionResult;
+
+    /// Writes a batch; override to write a batch at once (one lock, one
+    /// syscall). `watermark` is the sink's current watermark.
+    fn invoke_batch(&mut self, batch: &mut Vec<StreamRecord<T>>, watermark: i64) -> FunctionResult {
+        for record in batch.drain(..) {
+            let ctx = SinkContext::new(record.timestamp, watermark);
+            self.invoke(record.value, &ctx)?;
+        }
+        Ok(())
+    }
+
+    /// Called at the end of input, before `close`: write out what is buffered.
+    fn finish(&mut self) -> FunctionResult {
+        Ok(())
+    }
+
+    /// Called once per subtask after the last record.
+    fn close(&mut self) -> FunctionResult {
+        Ok(())
+    }
+}
+
+impl<T, F: FnMut(T) -> FunctionResult + Send + 'static> SinkFunction<T> for F {
+    fn invoke(&mut self, value: T, _ctx: &SinkContext) -> FunctionResult {
+        self(value)
+    }
+}

@@ -1,0 +1,79 @@
+//! Weir: a stream processor with Flink's windows, time, state and
+//! checkpoints, as a native Rust library.
+//!
+//! The principal type is the [`StreamExecutionEnvironment`]: a program
+//! creates one, builds a dataflow from sources through transformations to
+//! sinks — each call returning a [`DataStream`] — and runs it with
+//! [`execute`](StreamExecutionEnvironment::execute).
+//!
+//! ```
+//! use weir::prelude::*;
+//!
+//! # fn main() -> weir::Result<()> {
+//! let env = StreamExecutionEnvironment::new();
+//! let counts = env
+//!     .from_elements(["to be or not to be", "that is the question"])
+//!     .flat_map(|line: &str, out: &mut Collector<(String, i64)>| {
+//!         for word in line.split_whitespace() {
+//!             out.collect((word.to_string(), 1));
+//!         }
+//!     })
+//!     .key_by(|(word, _)| word.clone())
+//!     .sum(|(_, n)| n)
+//!     .execute_and_collect()?;
+//! assert!(counts.contains(&("be".to_string(), 2)));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Architecture
+//!
+//! ```text
+//!   user program ──builds──▶ StreamGraph ──chains──▶ tasks ──▶ one thread per subtask
+//!
+//!   Source ─▶ Flat Map ─▶ (hash by key group) ═══▶ Keyed Aggregation ─▶ Sink
+//!   └──── task 1: chained, direct calls ─────┘     └────── task 2 ──────────┘
+//!                                          bounded channels of record batches,
+//!                                          watermarks and barriers in-band
+//! ```
+//!
+//! This crate is the API: the environment, [`datastream`] (streams and their
+//! transformations), [`functions`] (the traits user code implements),
+//! [`source`] and [`sink`] (built-in connectors) and the operators that run
+//! user functions. Execution — tasks, chaining, channels, watermarks — is
+//! `weir-runtime`; key groups and state are `weir-state`.
+
+pub mod args;
+pub mod config;
+pub mod datastream;
+mod environment;
+pub mod error;
+pub mod functions;
+mod operators;
+pub mod sink;
+pub mod source;
+
+pub use datastream::{ConnectedStreams, DataStream, DataStreamSink, KeyedStream};
+pub use environment::{StreamExecutionEnvironment, DEFAULT_JOB_NAME};
+pub use error::{Error, Result};
+pub use weir_runtime::cluster::{JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult};
+
+/// Everything a job needs: `use weir::prelude::*;`.
+pub mod prelude {
+    pub use crate::args::ParameterTool;
+    pub use crate::config::Configuration;
+    pub use crate::datastream::{ConnectedStreams, DataStream, DataStreamSink, Key, KeyedStream};
+    pub use crate::environment::StreamExecutionEnvironment;
+    pub use crate::error::{Error, Result};
+    pub use crate::functions::{
+        CoProcessFunction, Collector, FilterFunction, FlatMapFunction, FunctionError,
+        FunctionResult, KeyedProcessFunction, MapFunction, OutputTag, ProcessContext,
+        ProcessFunction, ReduceFunction, RuntimeContext, SinkContext, SinkFunction,
+        SourceContext, SourceFunction, SourceStatus,
+    };
+    pub use crate::sink::DiscardingSink;
+    pub use crate::source::{GeneratorSource, SocketTextSource};
+    pub use crate::{JobClient, JobExecutionResult};
+    pub use std::time::Duration;
+    pub use weir_state::StableHash;
+}

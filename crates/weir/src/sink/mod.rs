@@ -1,0 +1,31 @@
+//! Built-in sinks: print, text files, collecting into memory, discarding.
+//! Sinks of external systems (PostgreSQL, Redis, Kafka) live in
+//! `weir-connectors`.
+
+mod collect;
+mod print;
+mod text_file;
+
+pub use collect::CollectSink;
+pub use print::{PrintSink, PrintTarget};
+pub use text_file::TextFileSink;
+
+use weir_runtime::element::StreamRecord;
+
+use crate::functions::{FunctionResult, SinkContext, SinkFunction};
+
+/// Drops every record (Flink's `DiscardingSink`), for benchmarks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DiscardingSink;
+
+impl<T: Send + 'static> SinkFunction<T> for DiscardingSink {
+    fn invoke(&mut self, _value: T, _ctx: &SinkContext) -> FunctionResult {
+        Ok(())
+    }
+
+    #[inline]
+    fn invoke_batch(&mut self, batch: &mut Vec<StreamRecord<T>>, _watermark: i64) -> FunctionResult {
+        batch.clear();
+        Ok(())
+    }
+}

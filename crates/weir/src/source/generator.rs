@@ -1,0 +1,127 @@
+//! A source that computes each record from its index (Flink's
+//! `DataGeneratorSource`), for demos, tests and benchmarks.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::functions::{
+    FunctionResult, RuntimeContext, SourceContext, SourceFunction, SourceStatus,
+};
+
+/// Emits `f(index)` for each index in `0..count` (or forever), optionally at
+/// most `rate` records per second over all subtasks. Indices are split
+/// between parallel subtasks in contiguous ranges, so the records of a
+/// bounded generator are the same at any parallelism.
+pub struct GeneratorSource<T> {
+    f: Arc<dyn Fn(u64) -> T + Send + Sync>,
+    count: Option<u64>,
+    rate: Option<f64>,
+    next: u64,
+    end: u64,
+    started: Option<Instant>,
+    emitted: u64,
+    subtask_rate: Option<f64>,
+}
+
+impl<T> Clone for GeneratorSource<T> {
+    fn clone(&self) -> Self {
+        GeneratorSource {
+            f: Arc::clone(&self.f),
+            count: self.count,
+            rate: self.rate,
+            next: 0,
+            end: 0,
+            started: None,
+            emitted: 0,
+            subtask_rate: None,
+        }
+    }
+}
+
+impl<T> GeneratorSource<T> {
+    /// `f(0), f(1), …, f(count - 1)`.
+    pub fn new(count: u64, f: impl Fn(u64) -> T + Send + Sync + 'static) -> Self {
+        Self::build(Some(count), f)
+    }
+
+    /// `f(0), f(1), …` without end.
+    pub fn unbounded(f: impl Fn(u64) -> T + Send + Sync + 'static) -> Self {
+        Self::build(None, f)
+    }
+
+    fn build(count: Option<u64>, f: impl Fn(u64) -> T + Send + Sync + 'static) -> Self {
+        GeneratorSource {
+            f: Arc::new(f),
+            count,
+            rate: None,
+            next: 0,
+            end: 0,
+            started: None,
+            emitted: 0,
+            subtask_rate: None,
+        }
+    }
+
+    /// Emits at most `records_per_second` over all subtasks.
+    pub fn with_rate_limit(mut self, records_per_second: f64) -> Self {
+        self.rate = (records_per_second > 0.0).then_some(records_per_second);
+        self
+    }
+}
+
+impl<T: Send + 'static> SourceFunction<T> for GeneratorSource<T> {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        let (i, p) = (u64::from(ctx.subtask_index), u64::from(ctx.parallelism));
+        match self.count {
+            Some(count) => {
+                // u128 so that count * i cannot overflow.
+                let share = |k: u64| (u128::from(count) * u128::from(k) / u128::from(p)) as u64;
+                self.next = share(i);
+                self.end = share(i + 1);
+            }
+            None => {
+                // Unbounded: each subtask owns its own slice of the index space.
+                self.next = (u64::MAX / p) * i;
+                self.end = u64::MAX;
+            }
+        }
+        self.subtask_rate = self.rate.map(|r| r / p as f64);
+        Ok(())
+    }
+
+    fn poll_next(&mut self, ctx: &mut SourceContext<'_, T>) -> FunctionResult<SourceStatus> {
+        let mut n = (ctx.remaining().max(1) as u64).min(self.end - self.next);
+        if let Some(rate) = self.subtask_rate {
+            let started = *self.started.get_or_insert_with(Instant::now);
+            let allowed = (started.elapsed().as_secs_f64() * rate) as u64 + 1;
+            n = n.min(allowed.saturating_sub(self.emitted));
+            if n == 0 {
+                let wait = Duration::from_secs_f64(1.0 / rate).min(Duration::from_millis(20));
+                std::thread::sleep(wait);
+                return Ok(SourceStatus::More);
+            }
+        }
+        for index in self.next..self.next + n {
+            ctx.collect((self.f)(index));
+        }
+        self.next += n;
+        self.emitted += n;
+        Ok(if self.next >= self.end {
+            SourceStatus::Finished
+        } else {
+            SourceStatus::More
+        })
+    }
+
+    fn snapshot_position(&mut self, _checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
+        Ok(Some(self.next.to_le_bytes().to_vec()))
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> FunctionResult {
+        let bytes: [u8; 8] = position
+            .try_into()
+            .map_err(|_| "generator position must be 8 bytes")?;
+        self.next = u64::from_le_bytes(bytes);
+        Ok(())
+    }
+}
