@@ -1,1 +1,15 @@
+//! Integration tests of the public API: one binary for the crate, so the
+//! 2-core CI links it once.
 
+mod api;
+mod config;
+mod partitioning;
+mod runtime;
+mod sinks;
+mod sources;
+
+/// Sorts a vector, for comparing multisets of results.
+pub fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}

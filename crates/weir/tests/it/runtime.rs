@@ -1,0 +1,248 @@
+//! Execution: chaining, parallelism, back-pressure, failures, cancellation.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weir::error::{JobError, TaskError};
+use weir::prelude::*;
+
+use crate::sorted;
+
+/// A small pipeline with every kind of edge: chained, hash and rebalance.
+fn pipeline(env: &StreamExecutionEnvironment) -> DataStream<(i64, i64)> {
+    env.from_sequence(1, 20_000)
+        .map(|x: i64| (x % 97, x))
+        .filter(|(_, x): &(i64, i64)| x % 3 != 0)
+        .key_by(|(k, _)| *k)
+        .sum(|(_, x)| x)
+        .map(|(k, s): (i64, i64)| (k, s * 2))
+}
+
+#[test]
+fn chaining_on_and_off_give_identical_results() -> anyhow::Result<()> {
+    let chained = StreamExecutionEnvironment::new();
+    let a = pipeline(&chained).execute_and_collect()?;
+    let unchained = StreamExecutionEnvironment::new();
+    unchained.disable_operator_chaining();
+    let b = pipeline(&unchained).execute_and_collect()?;
+    // At parallelism 1 every edge preserves order, so even the order agrees.
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 20_000 - 20_000 / 3);
+    Ok(())
+}
+
+/// Every record's output depends on that record alone, so any parallelism
+/// must give the same multiset.
+fn order_free(env: &StreamExecutionEnvironment) -> DataStream<(i64, i64)> {
+    env.from_sequence(1, 20_000)
+        .flat_map(|x: i64, out: &mut Collector<i64>| {
+            if x % 5 != 0 {
+                out.collect(x);
+                out.collect(-x);
+            }
+        })
+        .key_by(|x: &i64| x.abs() % 97)
+        .process(|x: i64, ctx: &mut ProcessContext<'_, i64>, out: &mut Collector<'_, (i64, i64)>| {
+            out.collect((*ctx.get_current_key(), x * 2));
+            Ok(())
+        })
+        .rebalance()
+        .filter(|(_, x): &(i64, i64)| x % 3 != 0)
+}
+
+fn final_sums(out: &[(i64, i64)]) -> std::collections::BTreeMap<i64, i64> {
+    // Running sums of positive values grow, so a key's largest is its final sum.
+    let mut last = std::collections::BTreeMap::new();
+    for (k, s) in out {
+        let e = last.entry(*k).or_insert(*s);
+        *e = (*e).max(*s);
+    }
+    last
+}
+
+#[test]
+fn parallelism_1_and_4_give_the_same_multiset() -> anyhow::Result<()> {
+    let one = StreamExecutionEnvironment::new();
+    let a = order_free(&one).execute_and_collect()?;
+    let four = StreamExecutionEnvironment::new();
+    four.set_parallelism(4);
+    let b = order_free(&four).execute_and_collect()?;
+    assert!(a.len() > 20_000);
+    assert!(sorted(a) == sorted(b), "multisets differ");
+
+    // Running sums interleave differently, but end at the same totals.
+    let one = StreamExecutionEnvironment::new();
+    let a = pipeline(&one).execute_and_collect()?;
+    let four = StreamExecutionEnvironment::new();
+    four.set_parallelism(4);
+    let b = pipeline(&four).execute_and_collect()?;
+    assert_eq!(a.len(), b.len());
+    assert_eq!(final_sums(&a), final_sums(&b));
+    let total: i64 = (1..=20_000).filter(|x| x % 3 != 0).sum();
+    assert_eq!(final_sums(&a).values().sum::<i64>(), total * 2);
+    Ok(())
+}
+
+#[test]
+fn a_panicking_map_fails_the_job_naming_the_operator() {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2);
+    env.from_sequence(0, 10_000)
+        .map(|x: i64| {
+            if x == 5_000 {
+                panic!("boom at {x}");
+            }
+            x
+        })
+        .name("Exploding Map")
+        .add_sink(DiscardingSink);
+    let err = env.execute("fails").err();
+    match err {
+        Some(weir::Error::Job(JobError::TaskFailed(TaskError::Panic { at, message }))) => {
+            assert_eq!(at.operator, "Exploding Map");
+            assert_eq!(at.parallelism, 2);
+            assert!(message.contains("boom at 5000"), "{message}");
+        }
+        other => panic!("expected a panic failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_error_from_a_process_function_fails_the_job_with_its_cause() {
+    let env = StreamExecutionEnvironment::new();
+    env.from_sequence(0, 100)
+        .rebalance()
+        .process(|x: i64, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, i64>| {
+            if x == 42 {
+                return Err(format!("cannot handle {x}").into());
+            }
+            out.collect(x);
+            Ok(())
+        })
+        .name("Picky")
+        .set_parallelism(3)
+        .add_sink(DiscardingSink);
+    let err = env.execute("fails").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("Picky ("), "{err}");
+    assert!(err.contains("/3)"), "{err}");
+    assert!(err.contains("cannot handle 42"), "{err}");
+}
+
+#[test]
+fn a_failing_sink_stops_an_endless_source() {
+    let env = StreamExecutionEnvironment::new();
+    let seen = Arc::new(AtomicU64::new(0));
+    let seen_in_sink = Arc::clone(&seen);
+    env.add_parallel_source(GeneratorSource::unbounded(|i| i), "endless")
+        .rebalance()
+        .add_sink(move |x: u64| {
+            seen_in_sink.fetch_add(1, Ordering::Relaxed);
+            if x > 100_000 {
+                return Err("sink gave up".into());
+            }
+            Ok(())
+        });
+    let err = env.execute("endless").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("sink gave up"), "{err}");
+    assert!(seen.load(Ordering::Relaxed) > 100_000);
+}
+
+#[test]
+fn cancel_from_another_thread_stops_every_task() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2);
+    env.add_parallel_source(GeneratorSource::unbounded(|i| i), "endless")
+        .key_by(|x: &u64| x % 10)
+        .reduce(|a: u64, b: u64| a.wrapping_add(b))
+        .add_sink(DiscardingSink);
+    let client = env.execute_async("to cancel")?;
+    let handle = client.cancel_handle();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        handle.cancel();
+    });
+    let outcome = client.wait();
+    canceller.join().map_err(|_| anyhow::anyhow!("canceller panicked"))?;
+    assert!(matches!(outcome, Err(JobError::Cancelled)), "{outcome:?}");
+    Ok(())
+}
+
+#[test]
+fn a_slow_sink_bounds_what_is_buffered() -> anyhow::Result<()> {
+    const BATCH: u64 = 64;
+    const CAPACITY: u64 = 4;
+    let env = StreamExecutionEnvironment::new();
+    let mut config = Configuration::new();
+    config
+        .set("weir.exchange.batch-size", BATCH.to_string())
+        .set("weir.exchange.channel-capacity", CAPACITY.to_string());
+    env.configure(&config)?;
+    let produced = Arc::new(AtomicU64::new(0));
+    let consumed = Arc::new(AtomicU64::new(0));
+    let (p, c) = (Arc::clone(&produced), Arc::clone(&consumed));
+    env.add_parallel_source(GeneratorSource::unbounded(|i| i), "fast")
+        .map(move |x: u64| {
+            p.fetch_add(1, Ordering::SeqCst);
+            x
+        })
+        .rebalance()
+        .add_sink(move |_x: u64| {
+            c.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_micros(50));
+            Ok(())
+        });
+    let client = env.execute_async("back-pressure")?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while consumed.load(Ordering::SeqCst) < 5_000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Read consumed first: both only grow, so the gap measured is an upper bound.
+    let c = consumed.load(Ordering::SeqCst);
+    let p = produced.load(Ordering::SeqCst);
+    client.cancel();
+    let _ = client.wait();
+    assert!(c >= 5_000, "the sink made no progress");
+    // In flight at most: the channel's batches, the writer's partial batch,
+    // the batch the sink is working on, and one source poll.
+    let bound = (CAPACITY + 3) * BATCH + 1024;
+    assert!(p - c <= bound, "produced {p}, consumed {c}: {} buffered > {bound}", p - c);
+    Ok(())
+}
+
+#[test]
+fn an_empty_program_is_rejected() {
+    let env = StreamExecutionEnvironment::new();
+    let err = env.execute("empty").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("no operators"), "{err}");
+}
+
+#[test]
+fn a_zero_parallelism_is_rejected() {
+    let env = StreamExecutionEnvironment::new();
+    env.from_sequence(0, 1).map(|x: i64| x).set_parallelism(0).add_sink(DiscardingSink);
+    assert!(matches!(env.execute("zero"), Err(weir::Error::InvalidJob(_))));
+}
+
+#[test]
+fn a_non_parallel_source_cannot_run_in_parallel() {
+    let env = StreamExecutionEnvironment::new();
+    env.from_elements(vec![1]).set_parallelism(2).add_sink(DiscardingSink);
+    let err = env.execute("p").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("not a parallel operator"), "{err}");
+}
+
+#[test]
+fn buffer_timeout_zero_and_none_deliver_everything() -> anyhow::Result<()> {
+    for zero in [true, false] {
+        let env = StreamExecutionEnvironment::new();
+        if zero {
+            env.set_buffer_timeout(Duration::ZERO);
+        } else {
+            env.disable_buffer_timeout();
+        }
+        let out = env.from_sequence(1, 3000).rebalance().execute_and_collect()?;
+        assert_eq!(out, (1..=3000).collect::<Vec<_>>());
+    }
+    Ok(())
+}
