@@ -97,8 +97,7 @@ impl Configuration {
 
     /// The value of the first of `keys` that is set.
     fn get_any<'a>(&'a self, keys: &[&'a str]) -> Option<(&'a str, &'a str)> {
-        keys.iter()
-            .find_map(|k| self.get(k).map(|v| (*k, v)))
+        keys.iter().find_map(|k| self.get(k).map(|v| (*k, v)))
     }
 
     /// `key` parsed as an integer.
@@ -200,9 +199,7 @@ fn scalar(yaml: &Yaml) -> Option<String> {
 /// `1 d`; a bare number is milliseconds.
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let n: u64 = number
         .parse()
@@ -228,10 +225,9 @@ mod tests {
             "parallelism:\n  default: 4\npipeline:\n  max-parallelism: 256\n",
         )
         .unwrap();
-        let flat = Configuration::from_yaml_str(
-            "parallelism.default: 4\npipeline.max-parallelism: 256\n",
-        )
-        .unwrap();
+        let flat =
+            Configuration::from_yaml_str("parallelism.default: 4\npipeline.max-parallelism: 256\n")
+                .unwrap();
         assert_eq!(nested, flat);
         assert_eq!(nested.get_u32(keys::PARALLELISM).unwrap(), Some(4));
     }

@@ -215,7 +215,11 @@ impl StreamExecutionEnvironment {
 
     /// The numbers `from..=to`, split over parallel subtasks.
     pub fn from_sequence(&self, from: i64, to: i64) -> DataStream<i64> {
-        self.add_source_node("Source: Sequence Source", SequenceSource::new(from, to), false)
+        self.add_source_node(
+            "Source: Sequence Source",
+            SequenceSource::new(from, to),
+            false,
+        )
     }
 
     /// `f(0), …, f(count - 1)`, split over parallel subtasks; for a rate
@@ -233,7 +237,11 @@ impl StreamExecutionEnvironment {
     /// an error naming the path.
     pub fn read_text_file(&self, path: impl AsRef<Path>) -> DataStream<String> {
         let source = TextFileSource::new(path.as_ref());
-        self.add_source_node(&format!("Source: {}", path.as_ref().display()), source, true)
+        self.add_source_node(
+            &format!("Source: {}", path.as_ref().display()),
+            source,
+            true,
+        )
     }
 
     /// Lines from a TCP socket (unbounded; ends when the server closes, as
@@ -318,7 +326,6 @@ impl StreamExecutionEnvironment {
     pub(crate) fn with_graph<R>(&self, f: impl FnOnce(&mut StreamGraph) -> R) -> R {
         f(&mut self.state().graph)
     }
-
 }
 
 fn positive(what: &str, n: u32) -> Result<u32> {

@@ -56,7 +56,9 @@ pub mod source;
 pub use datastream::{ConnectedStreams, DataStream, DataStreamSink, KeyedStream};
 pub use environment::{StreamExecutionEnvironment, DEFAULT_JOB_NAME};
 pub use error::{Error, Result};
-pub use weir_runtime::cluster::{JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult};
+pub use weir_runtime::cluster::{
+    JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult,
+};
 
 /// Everything a job needs: `use weir::prelude::*;`.
 pub mod prelude {
@@ -68,8 +70,8 @@ pub mod prelude {
     pub use crate::functions::{
         CoProcessFunction, Collector, FilterFunction, FlatMapFunction, FunctionError,
         FunctionResult, KeyedProcessFunction, MapFunction, OutputTag, ProcessContext,
-        ProcessFunction, ReduceFunction, RuntimeContext, SinkContext, SinkFunction,
-        SourceContext, SourceFunction, SourceStatus,
+        ProcessFunction, ReduceFunction, RuntimeContext, SinkContext, SinkFunction, SourceContext,
+        SourceFunction, SourceStatus,
     };
     pub use crate::sink::DiscardingSink;
     pub use crate::source::{GeneratorSource, SocketTextSource};

@@ -66,7 +66,11 @@ struct Plan<'g> {
 }
 
 /// Validates `graph`, chains it, and starts its tasks.
-pub fn execute(graph: StreamGraph, config: &JobConfig, job_name: &str) -> Result<JobClient, JobError> {
+pub fn execute(
+    graph: StreamGraph,
+    config: &JobConfig,
+    job_name: &str,
+) -> Result<JobClient, JobError> {
     if graph.nodes.is_empty() {
         return Err(JobError::InvalidJob(
             "no operators defined in streaming topology; cannot execute".into(),
@@ -98,7 +102,9 @@ pub fn execute(graph: StreamGraph, config: &JobConfig, job_name: &str) -> Result
             );
             let spawned = std::thread::Builder::new().name(name).spawn(move || {
                 let result = catch_unwind(AssertUnwindSafe(|| head.run())).unwrap_or_else(|_| {
-                    Err(TaskError::Internal("task loop panicked outside an operator".into()))
+                    Err(TaskError::Internal(
+                        "task loop panicked outside an operator".into(),
+                    ))
                 });
                 let _ = result_tx.send(result);
             });
@@ -136,7 +142,9 @@ impl<'g> Plan<'g> {
     fn new(graph: &'g StreamGraph, config: &'g JobConfig) -> Result<Self, JobError> {
         let mut parallelism = Vec::with_capacity(graph.nodes.len());
         for node in &graph.nodes {
-            let p = node.parallelism.unwrap_or(if node.max_one { 1 } else { config.parallelism });
+            let p = node
+                .parallelism
+                .unwrap_or(if node.max_one { 1 } else { config.parallelism });
             if p == 0 || p > config.max_parallelism {
                 return Err(JobError::InvalidJob(format!(
                     "parallelism of '{}' must be between 1 and the max parallelism {}, is {p}",
@@ -170,7 +178,10 @@ impl<'g> Plan<'g> {
                 other => other.clone(),
             };
             if matches!(to.factory, NodeFactory::Source(_)) {
-                return Err(JobError::Internal(format!("edge into source '{}'", to.name)));
+                return Err(JobError::Internal(format!(
+                    "edge into source '{}'",
+                    to.name
+                )));
             }
             if let Some(tag) = &edge.side_output {
                 if !from.side_outputs.iter().any(|(t, _)| t == tag) {
@@ -306,7 +317,10 @@ impl<'g> Plan<'g> {
                 f.head(ctx, out, inputs, settings)
             }
             NodeFactory::TwoInput(f) => {
-                let inputs = (self.take_inputs(id, subtask, 1), self.take_inputs(id, subtask, 2));
+                let inputs = (
+                    self.take_inputs(id, subtask, 1),
+                    self.take_inputs(id, subtask, 2),
+                );
                 f.head(ctx, out, inputs, settings)
             }
         }

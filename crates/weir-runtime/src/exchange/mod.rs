@@ -9,8 +9,8 @@ mod partitioner;
 mod writer;
 
 pub use partitioner::{
-    BroadcastPartitioner, CustomPartitioner, ForwardPartitioner, KeyGroupPartitioner,
-    Partitioner, RebalancePartitioner, ShufflePartitioner,
+    BroadcastPartitioner, CustomPartitioner, ForwardPartitioner, KeyGroupPartitioner, Partitioner,
+    RebalancePartitioner, ShufflePartitioner,
 };
 pub use writer::ChannelWriter;
 

@@ -148,7 +148,9 @@ mod tests {
     #[test]
     fn rebalance_cycles_through_all_targets() {
         let mut p = RebalancePartitioner::new(1);
-        let picks: Vec<usize> = (0..6).map(|_| Partitioner::<u8>::select(&mut p, &0, 3)).collect();
+        let picks: Vec<usize> = (0..6)
+            .map(|_| Partitioner::<u8>::select(&mut p, &0, 3))
+            .collect();
         assert_eq!(picks, vec![2, 0, 1, 2, 0, 1]);
     }
 

@@ -72,7 +72,8 @@ impl<T: Clone + Send + 'static> StreamType for TypeOf<T> {
             .into_iter()
             .map(|s| unerase::<Sender<Message<T>>>(s, "output channel"))
             .collect::<Result<Vec<_>, _>>()?;
-        let (batch, cancel, metrics) = (ctx.batch_size, ctx.cancel.clone(), Arc::clone(&ctx.metrics));
+        let (batch, cancel, metrics) =
+            (ctx.batch_size, ctx.cancel.clone(), Arc::clone(&ctx.metrics));
         Ok(match partitioning {
             Partitioning::Default | Partitioning::Forward => boxed(ChannelWriter::new(
                 targets,

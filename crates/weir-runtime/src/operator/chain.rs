@@ -137,7 +137,9 @@ impl<T: Clone + Send> Downstream<T> for FanOut<T> {
     }
 
     fn push_control(&mut self, control: Control) -> Result<(), TaskError> {
-        self.outs.iter_mut().try_for_each(|o| o.push_control(control))
+        self.outs
+            .iter_mut()
+            .try_for_each(|o| o.push_control(control))
     }
 
     fn flush_buffers(&mut self) -> Result<(), TaskError> {

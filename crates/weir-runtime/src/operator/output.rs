@@ -196,7 +196,9 @@ impl SideOutputs {
         self.slots.iter_mut().try_for_each(|s| s.flush_buffers())
     }
     fn push_control(&mut self, control: Control) -> Result<(), TaskError> {
-        self.slots.iter_mut().try_for_each(|s| s.push_control(control))
+        self.slots
+            .iter_mut()
+            .try_for_each(|s| s.push_control(control))
     }
     fn open(&mut self) -> Result<(), TaskError> {
         self.slots.iter_mut().try_for_each(|s| s.open())

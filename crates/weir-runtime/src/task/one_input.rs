@@ -42,7 +42,9 @@ impl<T: Send + 'static> TaskHead for OneInputHead<T> {
                 Some(GateEvent::Status(status)) => {
                     chain.push_control(Control::WatermarkStatus(status))?
                 }
-                Some(GateEvent::Barrier(barrier)) => chain.push_control(Control::Barrier(barrier))?,
+                Some(GateEvent::Barrier(barrier)) => {
+                    chain.push_control(Control::Barrier(barrier))?
+                }
                 Some(GateEvent::Finished) => break,
                 None => wait_for_input(&[&*gate], &settings.cancel, flush.wait_limit())?,
             }

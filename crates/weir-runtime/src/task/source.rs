@@ -35,7 +35,8 @@ impl<'a, T> SourceContext<'a, T> {
     /// Emits a record with an event timestamp (ms).
     #[inline]
     pub fn collect_with_timestamp(&mut self, value: T, timestamp: i64) {
-        self.records.push(StreamRecord::with_timestamp(value, timestamp));
+        self.records
+            .push(StreamRecord::with_timestamp(value, timestamp));
     }
 
     /// How many more records this poll should emit; a source may emit more,

@@ -3,8 +3,8 @@
 use super::{wait_for_input, FlushTimer, GateEvent, InputGate, TaskHead, TaskSettings};
 use crate::element::{Control, WatermarkStatus};
 use crate::error::{SubtaskName, TaskError};
-use crate::operator::{guarded, Output, RuntimeContext, TwoInputOperator};
 use crate::metrics::OperatorMetrics;
+use crate::operator::{guarded, Output, RuntimeContext, TwoInputOperator};
 use std::sync::Arc;
 
 /// Reads two input gates into a two-input operator.
@@ -49,8 +49,10 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
     /// The operator's watermark is the minimum of its inputs' (Flink's
     /// combined watermark); an idle or finished input does not hold it back.
     fn combined_watermark(&self) -> Option<i64> {
-        let w1 = (!self.gate1.is_idle() && !self.gate1.is_finished()).then(|| self.gate1.watermark());
-        let w2 = (!self.gate2.is_idle() && !self.gate2.is_finished()).then(|| self.gate2.watermark());
+        let w1 =
+            (!self.gate1.is_idle() && !self.gate1.is_finished()).then(|| self.gate1.watermark());
+        let w2 =
+            (!self.gate2.is_idle() && !self.gate2.is_finished()).then(|| self.gate2.watermark());
         match (w1, w2) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (Some(a), None) => Some(a),

@@ -77,9 +77,8 @@ impl<A: Clone + Send + 'static, B: Clone + Send + 'static> ConnectedStreams<A, B
         F2: FlatMapFunction<B, O> + Clone + Sync,
     {
         let fns = Arc::new((f1, f2));
-        let factory = NodeFactory::two_input(move |_| {
-            CoFlatMapOperator::new(fns.0.clone(), fns.1.clone())
-        });
+        let factory =
+            NodeFactory::two_input(move |_| CoFlatMapOperator::new(fns.0.clone(), fns.1.clone()));
         self.add("Co-Flat Map", factory)
     }
 

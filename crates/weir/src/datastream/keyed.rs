@@ -8,7 +8,9 @@ use weir_runtime::graph::{NodeFactory, Partitioning};
 
 use super::partitioning::KeyGroupWriter;
 use super::{DataStream, Key};
-use crate::functions::{FilterFunction, FlatMapFunction, KeyedProcessFunction, MapFunction, ReduceFunction};
+use crate::functions::{
+    FilterFunction, FlatMapFunction, KeyedProcessFunction, MapFunction, ReduceFunction,
+};
 use crate::operators::{KeySelector, KeyedProcessOperator, KeyedReduceOperator};
 
 /// A stream partitioned by key (Flink's `KeyedStream`).

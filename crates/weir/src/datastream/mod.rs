@@ -169,7 +169,10 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     }
 
     /// Connects with a stream of another type, for a two-input operator.
-    pub fn connect<U: Clone + Send + 'static>(&self, other: &DataStream<U>) -> ConnectedStreams<T, U> {
+    pub fn connect<U: Clone + Send + 'static>(
+        &self,
+        other: &DataStream<U>,
+    ) -> ConnectedStreams<T, U> {
         ConnectedStreams::new(self.clone(), other.clone())
     }
 
@@ -218,7 +221,10 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     where
         T: Display,
     {
-        self.add_named_sink("Print to Std. Out", PrintSink::new(PrintTarget::Stdout, None))
+        self.add_named_sink(
+            "Print to Std. Out",
+            PrintSink::new(PrintTarget::Stdout, None),
+        )
     }
 
     /// Prints every record to standard output after `prefix`.
@@ -235,7 +241,10 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     where
         T: Display,
     {
-        self.add_named_sink("Print to Std. Err", PrintSink::new(PrintTarget::Stderr, None))
+        self.add_named_sink(
+            "Print to Std. Err",
+            PrintSink::new(PrintTarget::Stderr, None),
+        )
     }
 
     /// Prints every record to standard error after `prefix`.
@@ -270,7 +279,8 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     /// Sets the parallelism of the operator producing this stream.
     pub fn set_parallelism(self, parallelism: u32) -> Self {
         if parallelism == 0 {
-            self.env.record_error("parallelism must be at least 1".into());
+            self.env
+                .record_error("parallelism must be at least 1".into());
         } else {
             self.update_node("set_parallelism", |n| n.parallelism = Some(parallelism));
         }

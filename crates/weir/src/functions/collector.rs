@@ -19,12 +19,14 @@ impl<'a, O> Collector<'a, O> {
     /// Emits `value`.
     #[inline]
     pub fn collect(&mut self, value: O) {
-        self.records.push(StreamRecord::with_timestamp(value, self.timestamp));
+        self.records
+            .push(StreamRecord::with_timestamp(value, self.timestamp));
     }
 
     /// Emits `value` with its own event timestamp (ms).
     #[inline]
     pub fn collect_with_timestamp(&mut self, value: O, timestamp: i64) {
-        self.records.push(StreamRecord::with_timestamp(value, timestamp));
+        self.records
+            .push(StreamRecord::with_timestamp(value, timestamp));
     }
 }

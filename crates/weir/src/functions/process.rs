@@ -56,7 +56,12 @@ pub struct ProcessContext<'a, K = ()> {
 }
 
 impl<'a, K> ProcessContext<'a, K> {
-    pub(crate) fn new(timestamp: i64, watermark: i64, key: &'a K, sides: &'a mut SideOutputs) -> Self {
+    pub(crate) fn new(
+        timestamp: i64,
+        watermark: i64,
+        key: &'a K,
+        sides: &'a mut SideOutputs,
+    ) -> Self {
         ProcessContext {
             timestamp,
             watermark,
@@ -82,8 +87,10 @@ impl<'a, K> ProcessContext<'a, K> {
 
     /// Emits `value` to the side output `tag`, with the record's timestamp.
     pub fn output<X: Send + 'static>(&mut self, tag: &OutputTag<X>, value: X) {
-        self.sides
-            .emit(tag.id(), StreamRecord::with_timestamp(value, self.timestamp));
+        self.sides.emit(
+            tag.id(),
+            StreamRecord::with_timestamp(value, self.timestamp),
+        );
     }
 }
 

@@ -36,7 +36,11 @@ where
     }
 
     #[inline]
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<I>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<I>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let f = &mut self.f;
         out.records().extend(input.drain(..).map(|r| StreamRecord {
             timestamp: r.timestamp,
@@ -77,7 +81,11 @@ where
     }
 
     #[inline]
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<T>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<T>>,
+        out: &mut Output<T>,
+    ) -> FunctionResult {
         let f = &mut self.f;
         input.retain(|r| f.filter(&r.value));
         // Filtering in place and handing the same vector on avoids a copy.
@@ -122,10 +130,15 @@ where
         self.f.open(ctx)
     }
 
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<I>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<I>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let records = out.records();
         for r in input.drain(..) {
-            self.f.flat_map(r.value, &mut Collector::new(records, r.timestamp));
+            self.f
+                .flat_map(r.value, &mut Collector::new(records, r.timestamp));
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use weir_runtime::operator::{Output, RuntimeContext, TwoInputOperator};
 use weir_runtime::FunctionResult;
 
 use crate::functions::{
-    Collector, CoProcessFunction, FlatMapFunction, MapFunction, ProcessContext,
+    CoProcessFunction, Collector, FlatMapFunction, MapFunction, ProcessContext,
 };
 
 pub(crate) struct CoMapOperator<F1, F2, I1, I2, O> {
@@ -43,17 +43,31 @@ where
         self.f2.open(ctx)
     }
 
-    fn process_batch1(&mut self, input: &mut Vec<StreamRecord<I1>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch1(
+        &mut self,
+        input: &mut Vec<StreamRecord<I1>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let f = &mut self.f1;
-        out.records()
-            .extend(input.drain(..).map(|r| StreamRecord::with_timestamp(f.map(r.value), r.timestamp)));
+        out.records().extend(
+            input
+                .drain(..)
+                .map(|r| StreamRecord::with_timestamp(f.map(r.value), r.timestamp)),
+        );
         Ok(())
     }
 
-    fn process_batch2(&mut self, input: &mut Vec<StreamRecord<I2>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch2(
+        &mut self,
+        input: &mut Vec<StreamRecord<I2>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let f = &mut self.f2;
-        out.records()
-            .extend(input.drain(..).map(|r| StreamRecord::with_timestamp(f.map(r.value), r.timestamp)));
+        out.records().extend(
+            input
+                .drain(..)
+                .map(|r| StreamRecord::with_timestamp(f.map(r.value), r.timestamp)),
+        );
         Ok(())
     }
 
@@ -96,18 +110,28 @@ where
         self.f2.open(ctx)
     }
 
-    fn process_batch1(&mut self, input: &mut Vec<StreamRecord<I1>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch1(
+        &mut self,
+        input: &mut Vec<StreamRecord<I1>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let records = out.records();
         for r in input.drain(..) {
-            self.f1.flat_map(r.value, &mut Collector::new(records, r.timestamp));
+            self.f1
+                .flat_map(r.value, &mut Collector::new(records, r.timestamp));
         }
         Ok(())
     }
 
-    fn process_batch2(&mut self, input: &mut Vec<StreamRecord<I2>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch2(
+        &mut self,
+        input: &mut Vec<StreamRecord<I2>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let records = out.records();
         for r in input.drain(..) {
-            self.f2.flat_map(r.value, &mut Collector::new(records, r.timestamp));
+            self.f2
+                .flat_map(r.value, &mut Collector::new(records, r.timestamp));
         }
         Ok(())
     }
@@ -149,22 +173,36 @@ where
         self.f.open(ctx)
     }
 
-    fn process_batch1(&mut self, input: &mut Vec<StreamRecord<I1>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch1(
+        &mut self,
+        input: &mut Vec<StreamRecord<I1>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let (records, sides) = out.split();
         for r in input.drain(..) {
             let mut ctx = ProcessContext::new(r.timestamp, self.watermark, &(), sides);
-            self.f
-                .process_element1(r.value, &mut ctx, &mut Collector::new(records, r.timestamp))?;
+            self.f.process_element1(
+                r.value,
+                &mut ctx,
+                &mut Collector::new(records, r.timestamp),
+            )?;
         }
         Ok(())
     }
 
-    fn process_batch2(&mut self, input: &mut Vec<StreamRecord<I2>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch2(
+        &mut self,
+        input: &mut Vec<StreamRecord<I2>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let (records, sides) = out.split();
         for r in input.drain(..) {
             let mut ctx = ProcessContext::new(r.timestamp, self.watermark, &(), sides);
-            self.f
-                .process_element2(r.value, &mut ctx, &mut Collector::new(records, r.timestamp))?;
+            self.f.process_element2(
+                r.value,
+                &mut ctx,
+                &mut Collector::new(records, r.timestamp),
+            )?;
         }
         Ok(())
     }

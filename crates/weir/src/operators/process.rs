@@ -38,7 +38,11 @@ where
         self.f.open(ctx)
     }
 
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<I>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<I>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let (records, sides) = out.split();
         for r in input.drain(..) {
             let mut ctx = ProcessContext::new(r.timestamp, self.watermark, &(), sides);
@@ -91,7 +95,11 @@ where
         self.f.open(ctx)
     }
 
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<I>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<I>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let (records, sides) = out.split();
         for r in input.drain(..) {
             let key = (self.key_of)(&r.value);

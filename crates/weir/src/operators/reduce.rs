@@ -41,7 +41,11 @@ where
     type In = T;
     type Out = T;
 
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<T>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<T>>,
+        out: &mut Output<T>,
+    ) -> FunctionResult {
         let records = out.records();
         records.reserve(input.len());
         for r in input.drain(..) {

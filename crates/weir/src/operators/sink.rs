@@ -37,7 +37,11 @@ where
     }
 
     #[inline]
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, _out: &mut Output<()>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<T>>,
+        _out: &mut Output<()>,
+    ) -> FunctionResult {
         self.sink.invoke_batch(input, self.watermark)
     }
 

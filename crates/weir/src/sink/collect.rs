@@ -28,11 +28,18 @@ impl<T> CollectSink<T> {
 
 impl<T: Send + 'static> SinkFunction<T> for CollectSink<T> {
     fn invoke(&mut self, value: T, _ctx: &SinkContext) -> FunctionResult {
-        self.out.lock().map_err(|_| "collect sink poisoned")?.push(value);
+        self.out
+            .lock()
+            .map_err(|_| "collect sink poisoned")?
+            .push(value);
         Ok(())
     }
 
-    fn invoke_batch(&mut self, batch: &mut Vec<StreamRecord<T>>, _watermark: i64) -> FunctionResult {
+    fn invoke_batch(
+        &mut self,
+        batch: &mut Vec<StreamRecord<T>>,
+        _watermark: i64,
+    ) -> FunctionResult {
         let mut out = self.out.lock().map_err(|_| "collect sink poisoned")?;
         out.extend(batch.drain(..).map(|r| r.value));
         Ok(())

@@ -24,7 +24,11 @@ impl<T: Send + 'static> SinkFunction<T> for DiscardingSink {
     }
 
     #[inline]
-    fn invoke_batch(&mut self, batch: &mut Vec<StreamRecord<T>>, _watermark: i64) -> FunctionResult {
+    fn invoke_batch(
+        &mut self,
+        batch: &mut Vec<StreamRecord<T>>,
+        _watermark: i64,
+    ) -> FunctionResult {
         batch.clear();
         Ok(())
     }

@@ -69,7 +69,11 @@ impl<T: Display + Send + 'static> SinkFunction<T> for PrintSink<T> {
         self.invoke_batch(&mut batch, i64::MIN)
     }
 
-    fn invoke_batch(&mut self, batch: &mut Vec<StreamRecord<T>>, _watermark: i64) -> FunctionResult {
+    fn invoke_batch(
+        &mut self,
+        batch: &mut Vec<StreamRecord<T>>,
+        _watermark: i64,
+    ) -> FunctionResult {
         use std::fmt::Write as _;
         self.line.clear();
         for record in batch.drain(..) {

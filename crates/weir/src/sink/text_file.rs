@@ -48,9 +48,8 @@ impl<T> TextFileSink<T> {
 impl<T: Display + Send + 'static> SinkFunction<T> for TextFileSink<T> {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.file = if ctx.parallelism > 1 {
-            std::fs::create_dir_all(&self.path).map_err(|e| {
-                format!("cannot create directory '{}': {e}", self.path.display())
-            })?;
+            std::fs::create_dir_all(&self.path)
+                .map_err(|e| format!("cannot create directory '{}': {e}", self.path.display()))?;
             self.path.join((ctx.subtask_index + 1).to_string())
         } else {
             self.path.clone()
@@ -66,7 +65,11 @@ impl<T: Display + Send + 'static> SinkFunction<T> for TextFileSink<T> {
         Ok(())
     }
 
-    fn invoke_batch(&mut self, batch: &mut Vec<StreamRecord<T>>, _watermark: i64) -> FunctionResult {
+    fn invoke_batch(
+        &mut self,
+        batch: &mut Vec<StreamRecord<T>>,
+        _watermark: i64,
+    ) -> FunctionResult {
         let file = self.file.clone();
         let writer = self.writer()?;
         for record in batch.drain(..) {

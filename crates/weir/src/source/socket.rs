@@ -88,7 +88,10 @@ impl SocketTextSource {
 
     fn emit_lines(&mut self, ctx: &mut SourceContext<'_, String>) {
         let mut start = 0;
-        while let Some(pos) = self.pending[start..].iter().position(|b| *b == self.delimiter) {
+        while let Some(pos) = self.pending[start..]
+            .iter()
+            .position(|b| *b == self.delimiter)
+        {
             let end = start + pos;
             ctx.collect(self.line(start, end));
             start = end + 1;

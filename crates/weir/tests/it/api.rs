@@ -27,7 +27,9 @@ fn map_filter_flat_map() -> anyhow::Result<()> {
 #[test]
 fn from_iter_and_collection_keep_order() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
-    let out = env.from_iter((0..5000).map(|i| i * 3)).execute_and_collect()?;
+    let out = env
+        .from_iter((0..5000).map(|i| i * 3))
+        .execute_and_collect()?;
     assert_eq!(out, (0..5000).map(|i| i * 3).collect::<Vec<i32>>());
     Ok(())
 }
@@ -40,7 +42,10 @@ fn keyed_reduce_is_a_rolling_reduce() -> anyhow::Result<()> {
         .key_by(|(k, _)| *k)
         .reduce(|(k, x), (_, y)| (k, x + y))
         .execute_and_collect()?;
-    assert_eq!(out, vec![("a", 1), ("b", 10), ("a", 3), ("a", 6), ("b", 30)]);
+    assert_eq!(
+        out,
+        vec![("a", 1), ("b", 10), ("a", 3), ("a", 6), ("b", 30)]
+    );
     Ok(())
 }
 
@@ -162,7 +167,10 @@ fn process_sees_timestamps_and_writes_side_outputs() -> anyhow::Result<()> {
     });
     let out = main.execute_and_collect()?;
     assert_eq!(out, vec![20, 40, 60]);
-    let side = side.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone();
+    let side = side
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
     assert_eq!(side, vec!["odd 1", "odd 3", "odd 5"]);
     Ok(())
 }
@@ -232,7 +240,8 @@ impl CoProcessFunction<(u32, String), (u32, i64), String> for Enrich {
         _ctx: &mut ProcessContext<'_>,
         out: &mut Collector<'_, String>,
     ) -> FunctionResult {
-        let (ready, waiting): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|(i, _)| *i == id);
+        let (ready, waiting): (Vec<_>, Vec<_>) =
+            self.pending.drain(..).partition(|(i, _)| *i == id);
         self.pending = waiting;
         for (_, score) in ready {
             out.collect(format!("{name}={score}"));
@@ -260,7 +269,11 @@ fn keyed_connect_process_meets_both_sides_at_parallelism_3() -> anyhow::Result<(
     let env = StreamExecutionEnvironment::new();
     env.set_parallelism(3);
     let names = env.from_elements((0..50u32).map(|i| (i, format!("u{i}"))).collect::<Vec<_>>());
-    let scores = env.from_elements((0..50u32).map(|i| (i, i64::from(i) * 2)).collect::<Vec<_>>());
+    let scores = env.from_elements(
+        (0..50u32)
+            .map(|i| (i, i64::from(i) * 2))
+            .collect::<Vec<_>>(),
+    );
     let out = names
         .connect(&scores)
         .key_by(|(id, _)| *id, |(id, _)| *id)
@@ -332,10 +345,14 @@ fn names_and_uids_show_in_the_job_result() -> anyhow::Result<()> {
         .name("drop");
     let result = env.execute("named")?;
     assert_eq!(result.job_name, "named");
-    let filter = result.operator("tenths").ok_or_else(|| anyhow::anyhow!("no filter"))?;
+    let filter = result
+        .operator("tenths")
+        .ok_or_else(|| anyhow::anyhow!("no filter"))?;
     assert_eq!(filter.uid.as_deref(), Some("tenths-uid"));
     assert_eq!((filter.records_in, filter.records_out), (1000, 100));
-    let sink = result.operator("drop").ok_or_else(|| anyhow::anyhow!("no sink"))?;
+    let sink = result
+        .operator("drop")
+        .ok_or_else(|| anyhow::anyhow!("no sink"))?;
     assert_eq!(sink.records_in, 100);
     assert_eq!(result.job_id.to_string().len(), 32);
     Ok(())

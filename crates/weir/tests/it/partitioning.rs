@@ -105,7 +105,10 @@ fn shuffle_reaches_every_subtask() -> anyhow::Result<()> {
         .execute_and_collect()?;
     let counts = counts_per_subtask(&out, 4);
     assert!(counts.iter().all(|&c| c > 700), "{counts:?}");
-    assert_eq!(sorted(out.iter().map(|(_, v)| *v).collect()), (0..4000).collect::<Vec<_>>());
+    assert_eq!(
+        sorted(out.iter().map(|(_, v)| *v).collect()),
+        (0..4000).collect::<Vec<_>>()
+    );
     Ok(())
 }
 
@@ -150,7 +153,12 @@ fn key_by_routes_by_key_group() -> anyhow::Result<()> {
     assert_eq!(out.len(), 1000);
     for (down, v) in out {
         let kg = assign_to_key_group(&(v % 37), 128);
-        assert_eq!(down, operator_index_for_key_group(128, 4, kg), "key {}", v % 37);
+        assert_eq!(
+            down,
+            operator_index_for_key_group(128, 4, kg),
+            "key {}",
+            v % 37
+        );
     }
     Ok(())
 }

@@ -43,10 +43,12 @@ fn order_free(env: &StreamExecutionEnvironment) -> DataStream<(i64, i64)> {
             }
         })
         .key_by(|x: &i64| x.abs() % 97)
-        .process(|x: i64, ctx: &mut ProcessContext<'_, i64>, out: &mut Collector<'_, (i64, i64)>| {
-            out.collect((*ctx.get_current_key(), x * 2));
-            Ok(())
-        })
+        .process(
+            |x: i64, ctx: &mut ProcessContext<'_, i64>, out: &mut Collector<'_, (i64, i64)>| {
+                out.collect((*ctx.get_current_key(), x * 2));
+                Ok(())
+            },
+        )
         .rebalance()
         .filter(|(_, x): &(i64, i64)| x % 3 != 0)
 }
@@ -113,17 +115,23 @@ fn an_error_from_a_process_function_fails_the_job_with_its_cause() {
     let env = StreamExecutionEnvironment::new();
     env.from_sequence(0, 100)
         .rebalance()
-        .process(|x: i64, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, i64>| {
-            if x == 42 {
-                return Err(format!("cannot handle {x}").into());
-            }
-            out.collect(x);
-            Ok(())
-        })
+        .process(
+            |x: i64, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, i64>| {
+                if x == 42 {
+                    return Err(format!("cannot handle {x}").into());
+                }
+                out.collect(x);
+                Ok(())
+            },
+        )
         .name("Picky")
         .set_parallelism(3)
         .add_sink(DiscardingSink);
-    let err = env.execute("fails").err().map(|e| e.to_string()).unwrap_or_default();
+    let err = env
+        .execute("fails")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(err.contains("Picky ("), "{err}");
     assert!(err.contains("/3)"), "{err}");
     assert!(err.contains("cannot handle 42"), "{err}");
@@ -143,7 +151,11 @@ fn a_failing_sink_stops_an_endless_source() {
             }
             Ok(())
         });
-    let err = env.execute("endless").err().map(|e| e.to_string()).unwrap_or_default();
+    let err = env
+        .execute("endless")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(err.contains("sink gave up"), "{err}");
     assert!(seen.load(Ordering::Relaxed) > 100_000);
 }
@@ -163,7 +175,9 @@ fn cancel_from_another_thread_stops_every_task() -> anyhow::Result<()> {
         handle.cancel();
     });
     let outcome = client.wait();
-    canceller.join().map_err(|_| anyhow::anyhow!("canceller panicked"))?;
+    canceller
+        .join()
+        .map_err(|_| anyhow::anyhow!("canceller panicked"))?;
     assert!(matches!(outcome, Err(JobError::Cancelled)), "{outcome:?}");
     Ok(())
 }
@@ -206,29 +220,49 @@ fn a_slow_sink_bounds_what_is_buffered() -> anyhow::Result<()> {
     // In flight at most: the channel's batches, the writer's partial batch,
     // the batch the sink is working on, and one source poll.
     let bound = (CAPACITY + 3) * BATCH + 1024;
-    assert!(p - c <= bound, "produced {p}, consumed {c}: {} buffered > {bound}", p - c);
+    assert!(
+        p - c <= bound,
+        "produced {p}, consumed {c}: {} buffered > {bound}",
+        p - c
+    );
     Ok(())
 }
 
 #[test]
 fn an_empty_program_is_rejected() {
     let env = StreamExecutionEnvironment::new();
-    let err = env.execute("empty").err().map(|e| e.to_string()).unwrap_or_default();
+    let err = env
+        .execute("empty")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(err.contains("no operators"), "{err}");
 }
 
 #[test]
 fn a_zero_parallelism_is_rejected() {
     let env = StreamExecutionEnvironment::new();
-    env.from_sequence(0, 1).map(|x: i64| x).set_parallelism(0).add_sink(DiscardingSink);
-    assert!(matches!(env.execute("zero"), Err(weir::Error::InvalidJob(_))));
+    env.from_sequence(0, 1)
+        .map(|x: i64| x)
+        .set_parallelism(0)
+        .add_sink(DiscardingSink);
+    assert!(matches!(
+        env.execute("zero"),
+        Err(weir::Error::InvalidJob(_))
+    ));
 }
 
 #[test]
 fn a_non_parallel_source_cannot_run_in_parallel() {
     let env = StreamExecutionEnvironment::new();
-    env.from_elements(vec![1]).set_parallelism(2).add_sink(DiscardingSink);
-    let err = env.execute("p").err().map(|e| e.to_string()).unwrap_or_default();
+    env.from_elements(vec![1])
+        .set_parallelism(2)
+        .add_sink(DiscardingSink);
+    let err = env
+        .execute("p")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(err.contains("not a parallel operator"), "{err}");
 }
 
@@ -241,7 +275,10 @@ fn buffer_timeout_zero_and_none_deliver_everything() -> anyhow::Result<()> {
         } else {
             env.disable_buffer_timeout();
         }
-        let out = env.from_sequence(1, 3000).rebalance().execute_and_collect()?;
+        let out = env
+            .from_sequence(1, 3000)
+            .rebalance()
+            .execute_and_collect()?;
         assert_eq!(out, (1..=3000).collect::<Vec<_>>());
     }
     Ok(())

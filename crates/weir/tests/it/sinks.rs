@@ -30,7 +30,11 @@ fn write_as_text_writes_a_file_per_subtask_in_parallel() -> anyhow::Result<()> {
     for name in ["1", "2"] {
         let text = std::fs::read_to_string(dir.join(name))?;
         assert!(!text.is_empty(), "file {name} is empty");
-        lines.extend(text.lines().map(|l| l.parse::<i64>()).collect::<Result<Vec<_>, _>>()?);
+        lines.extend(
+            text.lines()
+                .map(|l| l.parse::<i64>())
+                .collect::<Result<Vec<_>, _>>()?,
+        );
     }
     assert_eq!(sorted(lines), (1..=100).collect::<Vec<_>>());
     std::fs::remove_dir_all(&dir)?;
@@ -64,7 +68,10 @@ fn user_sinks_get_every_record_and_the_end() -> anyhow::Result<()> {
     let (seen, finished) = (Arc::clone(&sink.seen), Arc::clone(&sink.finished));
     env.from_sequence(1, 3).add_sink(sink);
     env.execute("sink")?;
-    assert_eq!(*seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?, vec!["1@None", "2@None", "3@None"]);
+    assert_eq!(
+        *seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?,
+        vec!["1@None", "2@None", "3@None"]
+    );
     assert!(*finished.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
     Ok(())
 }
@@ -82,7 +89,9 @@ fn print_sinks_run() -> anyhow::Result<()> {
     s.print_to_err_with_prefix("e").name("err-p");
     let result = env.execute("print")?;
     for name in ["out", "out-p", "err", "err-p"] {
-        let op = result.operator(name).ok_or_else(|| anyhow::anyhow!("no {name}"))?;
+        let op = result
+            .operator(name)
+            .ok_or_else(|| anyhow::anyhow!("no {name}"))?;
         assert_eq!(op.records_in, 4, "{name}");
     }
     Ok(())

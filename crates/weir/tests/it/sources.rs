@@ -14,7 +14,11 @@ fn from_sequence_is_the_same_at_any_parallelism() -> anyhow::Result<()> {
         let env = StreamExecutionEnvironment::new();
         env.set_parallelism(p);
         let out = env.from_sequence(-5, 1000).execute_and_collect()?;
-        assert_eq!(sorted(out), (-5..=1000).collect::<Vec<_>>(), "parallelism {p}");
+        assert_eq!(
+            sorted(out),
+            (-5..=1000).collect::<Vec<_>>(),
+            "parallelism {p}"
+        );
     }
     let env = StreamExecutionEnvironment::new();
     assert!(env.from_sequence(5, 4).execute_and_collect()?.is_empty());
@@ -37,10 +41,15 @@ fn generator_emits_each_index_once() -> anyhow::Result<()> {
 fn generator_rate_limit_is_respected() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
     let source = GeneratorSource::new(200, |i| i).with_rate_limit(2_000.0);
-    env.add_parallel_source(source, "limited").add_sink(DiscardingSink);
+    env.add_parallel_source(source, "limited")
+        .add_sink(DiscardingSink);
     let result = env.execute("rate")?;
     // 200 records at 2000/s cannot take less than ~100 ms.
-    assert!(result.net_runtime >= Duration::from_millis(90), "{:?}", result.net_runtime);
+    assert!(
+        result.net_runtime >= Duration::from_millis(90),
+        "{:?}",
+        result.net_runtime
+    );
     Ok(())
 }
 
@@ -60,8 +69,13 @@ fn read_text_file_emits_lines_without_line_ends() -> anyhow::Result<()> {
 #[test]
 fn a_missing_text_file_is_an_error_naming_it() {
     let env = StreamExecutionEnvironment::new();
-    env.read_text_file("/nonexistent/input.txt").add_sink(DiscardingSink);
-    let err = env.execute("missing").err().map(|e| e.to_string()).unwrap_or_default();
+    env.read_text_file("/nonexistent/input.txt")
+        .add_sink(DiscardingSink);
+    let err = env
+        .execute("missing")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(err.contains("/nonexistent/input.txt"), "{err}");
 }
 
@@ -84,9 +98,13 @@ fn serve(payloads: Vec<&'static str>) -> anyhow::Result<(u16, std::thread::JoinH
 fn socket_text_stream_reads_lines_until_the_server_closes() -> anyhow::Result<()> {
     let (port, server) = serve(vec!["hello world\r\nsecond line\nno newline at end"])?;
     let env = StreamExecutionEnvironment::new();
-    let out = env.socket_text_stream("127.0.0.1", port).execute_and_collect()?;
+    let out = env
+        .socket_text_stream("127.0.0.1", port)
+        .execute_and_collect()?;
     assert_eq!(out, vec!["hello world", "second line", "no newline at end"]);
-    server.join().map_err(|_| anyhow::anyhow!("server panicked"))?;
+    server
+        .join()
+        .map_err(|_| anyhow::anyhow!("server panicked"))?;
     Ok(())
 }
 
@@ -100,7 +118,9 @@ fn socket_source_reconnects_as_configured() -> anyhow::Result<()> {
     let out = env.socket_text_stream_with(source).execute_and_collect()?;
     // Flink's rule: reconnect while fewer than max_retry attempts were made.
     assert_eq!(out, vec!["a", "b", "c"]);
-    server.join().map_err(|_| anyhow::anyhow!("server panicked"))?;
+    server
+        .join()
+        .map_err(|_| anyhow::anyhow!("server panicked"))?;
     Ok(())
 }
 
@@ -111,9 +131,17 @@ fn socket_connection_refused_is_a_clear_error() -> anyhow::Result<()> {
         listener.local_addr()?.port()
     };
     let env = StreamExecutionEnvironment::new();
-    env.socket_text_stream("127.0.0.1", port).add_sink(DiscardingSink);
-    let err = env.execute("refused").err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(err.contains(&format!("cannot connect to socket 127.0.0.1:{port}")), "{err}");
+    env.socket_text_stream("127.0.0.1", port)
+        .add_sink(DiscardingSink);
+    let err = env
+        .execute("refused")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains(&format!("cannot connect to socket 127.0.0.1:{port}")),
+        "{err}"
+    );
     assert!(err.contains("Source: Socket Stream"), "{err}");
     Ok(())
 }
@@ -141,10 +169,12 @@ fn user_sources_and_their_timestamps() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
     let out = env
         .add_source(Countdown(3000), "countdown")
-        .process(|x: u32, ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, (u32, Option<i64>)>| {
-            out.collect((x, ctx.timestamp()));
-            Ok(())
-        })
+        .process(
+            |x: u32, ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, (u32, Option<i64>)>| {
+                out.collect((x, ctx.timestamp()));
+                Ok(())
+            },
+        )
         .execute_and_collect()?;
     assert_eq!(out.len(), 3000);
     assert_eq!(out[0], (3000, Some(3_000_000)));
