@@ -28,5 +28,6 @@ pub mod graph;
 pub mod metrics;
 pub mod operator;
 pub mod task;
+pub mod time;
 
 pub use error::{FunctionError, FunctionResult, JobError, TaskError};

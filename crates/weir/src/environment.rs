@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use weir_runtime::cluster::{self, JobClient, JobConfig, JobExecutionResult};
 use weir_runtime::graph::{NodeFactory, StreamGraph, TypeOf};
+use weir_runtime::time::SharedClock;
 
 use crate::args::{EngineArgs, ParameterTool};
 use crate::config::{keys, Configuration};
@@ -106,6 +107,9 @@ impl StreamExecutionEnvironment {
         if let Some(timeout) = config.buffer_timeout()? {
             job.buffer_timeout = timeout;
         }
+        if let Some(interval) = config.get_duration(keys::AUTO_WATERMARK_INTERVAL)? {
+            job.auto_watermark_interval = interval;
+        }
         if let Some(chaining) = config.chaining()? {
             job.chaining = chaining;
         }
@@ -175,6 +179,27 @@ impl StreamExecutionEnvironment {
     /// `setBufferTimeout(-1)`).
     pub fn disable_buffer_timeout(&self) -> &Self {
         self.state().job.buffer_timeout = None;
+        self
+    }
+
+    /// Sets how often periodic watermark generators emit (default 200 ms);
+    /// zero disables periodic emission, leaving only punctuated watermarks.
+    pub fn set_auto_watermark_interval(&self, interval: Duration) -> &Self {
+        self.state().job.auto_watermark_interval = interval;
+        self
+    }
+
+    /// The interval of periodic watermark emission.
+    pub fn get_auto_watermark_interval(&self) -> Duration {
+        self.state().job.auto_watermark_interval
+    }
+
+    /// Replaces the processing-time clock, e.g. with a
+    /// [`ManualClock`](weir_runtime::time::ManualClock) so that a test
+    /// controls processing-time windows, timers, periodic watermarks and
+    /// idleness.
+    pub fn set_clock(&self, clock: SharedClock) -> &Self {
+        self.state().job.clock = clock;
         self
     }
 

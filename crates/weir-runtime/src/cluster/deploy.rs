@@ -20,6 +20,7 @@ use crate::graph::{
 use crate::metrics::OperatorMetrics;
 use crate::operator::{RuntimeContext, SideOutputs};
 use crate::task::TaskSettings;
+use crate::time::{system_clock, SharedClock};
 
 /// How a job runs (the runtime's share of the configuration).
 #[derive(Debug, Clone)]
@@ -36,6 +37,10 @@ pub struct JobConfig {
     pub buffer_timeout: Option<Duration>,
     /// Whether operators may be chained at all.
     pub chaining: bool,
+    /// The processing-time clock (the system clock unless a test sets one).
+    pub clock: SharedClock,
+    /// Interval of periodic watermarks (Flink's default 200 ms); zero disables.
+    pub auto_watermark_interval: Duration,
 }
 
 impl Default for JobConfig {
@@ -47,6 +52,8 @@ impl Default for JobConfig {
             channel_capacity: 8,
             buffer_timeout: Some(Duration::from_millis(100)),
             chaining: true,
+            clock: system_clock(),
+            auto_watermark_interval: Duration::from_millis(200),
         }
     }
 }
@@ -283,6 +290,8 @@ impl<'g> Plan<'g> {
             parallelism: self.parallelism[id.0],
             max_parallelism: self.config.max_parallelism,
             attempt_number: 0,
+            clock: self.config.clock.clone(),
+            auto_watermark_interval: self.config.auto_watermark_interval,
         }
     }
 
@@ -298,6 +307,7 @@ impl<'g> Plan<'g> {
             batch_size: self.config.batch_size,
             buffer_timeout: self.config.buffer_timeout,
             cancel: self.cancel.token(),
+            clock: self.config.clock.clone(),
         }
     }
 

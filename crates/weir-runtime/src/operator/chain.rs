@@ -3,7 +3,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::{Downstream, Operator, Output, RuntimeContext};
+use super::{min_deadline, Downstream, Operator, Output, RuntimeContext};
 use crate::element::{Control, StreamRecord};
 use crate::error::{FunctionResult, SubtaskName, TaskError};
 use crate::metrics::OperatorMetrics;
@@ -93,6 +93,22 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
         self.out.flush_buffers()
     }
 
+    fn processing_deadline(&self) -> Option<i64> {
+        min_deadline(
+            self.op.processing_deadline(),
+            self.out.processing_deadline(),
+        )
+    }
+
+    fn advance_processing_time(&mut self, now: i64) -> Result<(), TaskError> {
+        if self.op.processing_deadline().is_some_and(|d| d <= now) {
+            let (op, out) = (&mut self.op, &mut self.out);
+            guarded(&self.at, || op.on_processing_time(now, out))?;
+            self.out.flush()?;
+        }
+        self.out.advance_processing_time(now)
+    }
+
     fn close(&mut self) -> Result<(), TaskError> {
         let op = &mut self.op;
         guarded(&self.at, || op.close())?;
@@ -144,6 +160,18 @@ impl<T: Clone + Send> Downstream<T> for FanOut<T> {
 
     fn flush_buffers(&mut self) -> Result<(), TaskError> {
         self.outs.iter_mut().try_for_each(|o| o.flush_buffers())
+    }
+
+    fn processing_deadline(&self) -> Option<i64> {
+        self.outs
+            .iter()
+            .fold(None, |d, o| min_deadline(d, o.processing_deadline()))
+    }
+
+    fn advance_processing_time(&mut self, now: i64) -> Result<(), TaskError> {
+        self.outs
+            .iter_mut()
+            .try_for_each(|o| o.advance_processing_time(now))
     }
 
     fn close(&mut self) -> Result<(), TaskError> {

@@ -1,11 +1,14 @@
 //! What a function knows about where it runs.
 
+use std::time::Duration;
+
 use crate::error::SubtaskName;
+use crate::time::SharedClock;
 
 /// The runtime context of one parallel instance of an operator (Flink's
 /// `RuntimeContext`): which subtask it is, of how many. Keyed state will be
 /// reached through it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RuntimeContext {
     /// Name of the operator.
     pub operator_name: String,
@@ -19,6 +22,10 @@ pub struct RuntimeContext {
     pub max_parallelism: u32,
     /// How many times the job was restarted before this attempt (0 first).
     pub attempt_number: u32,
+    /// The job's processing-time clock.
+    pub clock: SharedClock,
+    /// Interval of periodic watermark emission; zero disables it.
+    pub auto_watermark_interval: Duration,
 }
 
 impl RuntimeContext {

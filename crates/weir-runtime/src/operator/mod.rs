@@ -15,7 +15,7 @@ mod output;
 
 pub use chain::{guarded, ChainLink, Discard, FanOut};
 pub use context::RuntimeContext;
-pub use output::{Output, SideOutput, SideOutputs, SideSlot};
+pub use output::{min_deadline, Output, SideOutput, SideOutputs, SideSlot};
 
 use crate::element::{Control, StreamRecord};
 use crate::error::{FunctionResult, TaskError};
@@ -41,6 +41,17 @@ pub trait Downstream<T>: Send {
 
     /// Sends partially filled output buffers now (the buffer timeout).
     fn flush_buffers(&mut self) -> Result<(), TaskError> {
+        Ok(())
+    }
+
+    /// The earliest processing time (ms) at which anything downstream wants
+    /// [`advance_processing_time`](Self::advance_processing_time).
+    fn processing_deadline(&self) -> Option<i64> {
+        None
+    }
+
+    /// Processing time is now `now`: fire what is due downstream.
+    fn advance_processing_time(&mut self, _now: i64) -> Result<(), TaskError> {
         Ok(())
     }
 
@@ -82,6 +93,17 @@ pub trait Operator: Send + 'static {
 
     /// The input ended; emit what is still held. The caller forwards the end.
     fn end_input(&mut self, _out: &mut Output<Self::Out>) -> FunctionResult {
+        Ok(())
+    }
+
+    /// The processing time (ms) at which the operator next wants
+    /// [`on_processing_time`](Self::on_processing_time), if any.
+    fn processing_deadline(&self) -> Option<i64> {
+        None
+    }
+
+    /// Processing time reached `now`, at or after the deadline.
+    fn on_processing_time(&mut self, _now: i64, _out: &mut Output<Self::Out>) -> FunctionResult {
         Ok(())
     }
 
@@ -133,6 +155,16 @@ pub trait TwoInputOperator: Send + 'static {
 
     /// Both inputs ended.
     fn end_input(&mut self, _out: &mut Output<Self::Out>) -> FunctionResult {
+        Ok(())
+    }
+
+    /// See [`Operator::processing_deadline`].
+    fn processing_deadline(&self) -> Option<i64> {
+        None
+    }
+
+    /// See [`Operator::on_processing_time`].
+    fn on_processing_time(&mut self, _now: i64, _out: &mut Output<Self::Out>) -> FunctionResult {
         Ok(())
     }
 

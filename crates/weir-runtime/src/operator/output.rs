@@ -70,6 +70,20 @@ impl<O: Send + 'static> Output<O> {
         self.sides.flush_buffers()
     }
 
+    /// The earliest processing-time deadline downstream.
+    pub fn processing_deadline(&self) -> Option<i64> {
+        min_deadline(
+            self.next.processing_deadline(),
+            self.sides.processing_deadline(),
+        )
+    }
+
+    /// Passes processing time on downstream.
+    pub fn advance_processing_time(&mut self, now: i64) -> Result<(), TaskError> {
+        self.next.advance_processing_time(now)?;
+        self.sides.advance_processing_time(now)
+    }
+
     /// Emits a watermark after every record collected so far, on the main
     /// and every side output (Flink broadcasts watermarks to side outputs).
     pub fn emit_watermark(&mut self, watermark: i64) -> Result<(), TaskError> {
@@ -111,6 +125,10 @@ pub trait SideOutput: Send {
     fn push_control(&mut self, control: Control) -> Result<(), TaskError>;
     /// Opens downstream.
     fn open(&mut self) -> Result<(), TaskError>;
+    /// The earliest processing-time deadline downstream.
+    fn processing_deadline(&self) -> Option<i64>;
+    /// Passes processing time on downstream.
+    fn advance_processing_time(&mut self, now: i64) -> Result<(), TaskError>;
     /// Closes downstream.
     fn close(&mut self) -> Result<(), TaskError>;
 }
@@ -156,6 +174,13 @@ impl<X: Send + 'static> SideOutput for SideSlot<X> {
     }
     fn open(&mut self) -> Result<(), TaskError> {
         self.next.open()
+    }
+    fn processing_deadline(&self) -> Option<i64> {
+        self.next.processing_deadline()
+    }
+    fn advance_processing_time(&mut self, now: i64) -> Result<(), TaskError> {
+        self.flush()?;
+        self.next.advance_processing_time(now)
     }
     fn close(&mut self) -> Result<(), TaskError> {
         self.next.close()
@@ -205,5 +230,24 @@ impl SideOutputs {
     }
     fn close(&mut self) -> Result<(), TaskError> {
         self.slots.iter_mut().try_for_each(|s| s.close())
+    }
+    fn processing_deadline(&self) -> Option<i64> {
+        self.slots
+            .iter()
+            .fold(None, |d, s| min_deadline(d, s.processing_deadline()))
+    }
+    fn advance_processing_time(&mut self, now: i64) -> Result<(), TaskError> {
+        self.slots
+            .iter_mut()
+            .try_for_each(|s| s.advance_processing_time(now))
+    }
+}
+
+/// The earlier of two optional deadlines.
+pub fn min_deadline(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
     }
 }

@@ -24,6 +24,8 @@ use crossbeam_channel::Select;
 
 use crate::cancel::CancelToken;
 use crate::error::TaskError;
+use crate::operator::{Downstream, Output};
+use crate::time::SharedClock;
 
 /// The longest a task blocks before looking at its timers again.
 const MAX_WAIT: Duration = Duration::from_millis(50);
@@ -44,6 +46,48 @@ pub struct TaskSettings {
     pub buffer_timeout: Option<Duration>,
     /// Cancellation of the job.
     pub cancel: CancelToken,
+    /// The job's processing-time clock.
+    pub clock: SharedClock,
+}
+
+/// When to next hand processing time to the chain: the earliest deadline
+/// anything in it asked for.
+struct ProcessingTime {
+    clock: SharedClock,
+    deadline: Option<i64>,
+}
+
+impl ProcessingTime {
+    fn new(clock: SharedClock) -> Self {
+        ProcessingTime {
+            clock,
+            deadline: None,
+        }
+    }
+
+    /// Fires what is due in `target`, then re-reads the deadline.
+    fn tick(&mut self, target: &mut impl TimeDriven) -> Result<(), TaskError> {
+        self.deadline = target.deadline();
+        if let Some(d) = self.deadline {
+            let now = self.clock.now_ms();
+            if now >= d {
+                target.advance(now)?;
+                self.deadline = target.deadline();
+            }
+        }
+        Ok(())
+    }
+
+    /// How long the task may block before the next deadline.
+    fn wait_limit(&self, other: Duration) -> Duration {
+        match self.deadline {
+            Some(d) => {
+                let ms = (d - self.clock.now_ms()).clamp(0, i64::MAX) as u64;
+                other.min(Duration::from_millis(ms))
+            }
+            None => other,
+        }
+    }
 }
 
 /// When to send partially filled output buffers.
@@ -86,6 +130,30 @@ impl FlushTimer {
                 .saturating_duration_since(Instant::now())
                 .min(MAX_WAIT),
         }
+    }
+}
+
+/// Something that takes processing time: a chain, an output.
+trait TimeDriven {
+    fn deadline(&self) -> Option<i64>;
+    fn advance(&mut self, now: i64) -> Result<(), TaskError>;
+}
+
+impl<T> TimeDriven for Box<dyn Downstream<T>> {
+    fn deadline(&self) -> Option<i64> {
+        self.processing_deadline()
+    }
+    fn advance(&mut self, now: i64) -> Result<(), TaskError> {
+        self.advance_processing_time(now)
+    }
+}
+
+impl<T: Send + 'static> TimeDriven for Output<T> {
+    fn deadline(&self) -> Option<i64> {
+        self.processing_deadline()
+    }
+    fn advance(&mut self, now: i64) -> Result<(), TaskError> {
+        self.advance_processing_time(now)
     }
 }
 

@@ -1,6 +1,8 @@
 //! The head of a task whose first operator has one input.
 
-use super::{wait_for_input, FlushTimer, GateEvent, InputGate, TaskHead, TaskSettings};
+use super::{
+    wait_for_input, FlushTimer, GateEvent, InputGate, ProcessingTime, TaskHead, TaskSettings,
+};
 use crate::element::Control;
 use crate::error::TaskError;
 use crate::operator::Downstream;
@@ -32,6 +34,7 @@ impl<T: Send + 'static> TaskHead for OneInputHead<T> {
         } = &mut *self;
         chain.open()?;
         let mut flush = FlushTimer::new(settings.buffer_timeout);
+        let mut time = ProcessingTime::new(settings.clock.clone());
         loop {
             if settings.cancel.is_cancelled() {
                 return Err(TaskError::Cancelled);
@@ -46,8 +49,12 @@ impl<T: Send + 'static> TaskHead for OneInputHead<T> {
                     chain.push_control(Control::Barrier(barrier))?
                 }
                 Some(GateEvent::Finished) => break,
-                None => wait_for_input(&[&*gate], &settings.cancel, flush.wait_limit())?,
+                None => {
+                    let limit = time.wait_limit(flush.wait_limit());
+                    wait_for_input(&[&*gate], &settings.cancel, limit)?
+                }
             }
+            time.tick(chain)?;
             if flush.due() {
                 chain.flush_buffers()?;
             }

@@ -1,6 +1,6 @@
 //! Sources: user functions that produce records, driven by the task loop.
 
-use super::{FlushTimer, TaskHead, TaskSettings};
+use super::{FlushTimer, ProcessingTime, TaskHead, TaskSettings};
 use crate::element::{Control, StreamRecord, MAX_WATERMARK};
 use crate::error::{FunctionResult, SubtaskName, TaskError};
 use crate::operator::{guarded, Output, RuntimeContext};
@@ -132,6 +132,7 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
         out.open()?;
         guarded(at, || source.open(ctx))?;
         let mut flush = FlushTimer::new(settings.buffer_timeout);
+        let mut time = ProcessingTime::new(settings.clock.clone());
         loop {
             if settings.cancel.is_cancelled() {
                 return Err(TaskError::Cancelled);
@@ -140,6 +141,7 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
                 source.poll_next(&mut SourceContext::new(out.records(), settings.batch_size))
             })?;
             out.flush()?;
+            time.tick(out)?;
             if flush.due() {
                 out.flush_buffers()?;
             }

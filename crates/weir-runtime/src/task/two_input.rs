@@ -1,9 +1,12 @@
 //! The head of a task whose first operator has two inputs (`connect`).
 
-use super::{wait_for_input, FlushTimer, GateEvent, InputGate, TaskHead, TaskSettings};
+use super::{
+    wait_for_input, FlushTimer, GateEvent, InputGate, ProcessingTime, TaskHead, TaskSettings,
+};
 use crate::element::{Control, WatermarkStatus};
 use crate::error::{SubtaskName, TaskError};
 use crate::metrics::OperatorMetrics;
+use crate::operator::min_deadline;
 use crate::operator::{guarded, Output, RuntimeContext, TwoInputOperator};
 use std::sync::Arc;
 
@@ -116,6 +119,24 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
     }
 }
 
+impl<Op: TwoInputOperator> super::TimeDriven for TwoInputHead<Op> {
+    fn deadline(&self) -> Option<i64> {
+        min_deadline(
+            self.op.processing_deadline(),
+            self.out.processing_deadline(),
+        )
+    }
+
+    fn advance(&mut self, now: i64) -> Result<(), TaskError> {
+        if self.op.processing_deadline().is_some_and(|d| d <= now) {
+            let (op, out) = (&mut self.op, &mut self.out);
+            guarded(&self.at, || op.on_processing_time(now, out))?;
+            self.out.flush()?;
+        }
+        self.out.advance_processing_time(now)
+    }
+}
+
 enum Either<A, B> {
     First(A),
     Second(B),
@@ -127,6 +148,7 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
         let (op, ctx) = (&mut self.op, &self.ctx);
         guarded(&self.at, || op.open(ctx))?;
         let mut flush = FlushTimer::new(self.settings.buffer_timeout);
+        let mut time = ProcessingTime::new(self.settings.clock.clone());
         let mut first = true;
         while !(self.gate1.is_finished() && self.gate2.is_finished()) {
             if self.settings.cancel.is_cancelled() {
@@ -139,9 +161,10 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
                 wait_for_input(
                     &[&self.gate1, &self.gate2],
                     &self.settings.cancel,
-                    flush.wait_limit(),
+                    time.wait_limit(flush.wait_limit()),
                 )?;
             }
+            time.tick(&mut *self)?;
             if flush.due() {
                 self.out.flush_buffers()?;
             }

@@ -1,0 +1,171 @@
+//! An ordered, de-duplicated queue of timers (Flink's internal timer service).
+//!
+//! Timers are `(timestamp, key, namespace)`; registering one twice keeps
+//! one. They fire in timestamp order; among equal timestamps, in
+//! registration order. Deleting is lazy: a deleted timer stays in the heap
+//! and is skipped when it comes up. The set of live timers is what a
+//! checkpoint snapshots.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::hash::Hash;
+
+/// A timer: fire at `timestamp` for `key` in `namespace` (e.g. a window).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Timer<K, N> {
+    /// When it fires (event time: when the watermark reaches it).
+    pub timestamp: i64,
+    /// The key it was registered for.
+    pub key: K,
+    /// The namespace it was registered in.
+    pub namespace: N,
+}
+
+/// Timers of one kind (event or processing time) of one operator.
+#[derive(Debug, Clone)]
+pub struct TimerQueue<K, N> {
+    heap: BinaryHeap<Reverse<(i64, u64)>>,
+    // Sequence number -> timer, so the heap holds only small entries.
+    by_seq: std::collections::HashMap<u64, Timer<K, N>, foldhash::fast::RandomState>,
+    live: HashSet<Timer<K, N>, foldhash::fast::RandomState>,
+    next_seq: u64,
+}
+
+impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> Default for TimerQueue<K, N> {
+    fn default() -> Self {
+        TimerQueue {
+            heap: BinaryHeap::new(),
+            by_seq: Default::default(),
+            live: Default::default(),
+            next_seq: 0,
+        }
+    }
+}
+
+impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a timer; a duplicate is ignored. Returns whether it was new.
+    pub fn register(&mut self, timestamp: i64, key: K, namespace: N) -> bool {
+        let timer = Timer {
+            timestamp,
+            key,
+            namespace,
+        };
+        if self.live.contains(&timer) {
+            return false;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.heap.push(Reverse((timestamp, seq)));
+        self.by_seq.insert(seq, timer.clone());
+        self.live.insert(timer);
+        true
+    }
+
+    /// Deletes a timer, if registered.
+    pub fn delete(&mut self, timestamp: i64, key: &K, namespace: &N) {
+        let timer = Timer {
+            timestamp,
+            key: key.clone(),
+            namespace: namespace.clone(),
+        };
+        self.live.remove(&timer);
+    }
+
+    /// Whether the timer is registered.
+    pub fn contains(&self, timestamp: i64, key: &K, namespace: &N) -> bool {
+        self.live.contains(&Timer {
+            timestamp,
+            key: key.clone(),
+            namespace: namespace.clone(),
+        })
+    }
+
+    /// The earliest live timer's timestamp.
+    pub fn peek_timestamp(&mut self) -> Option<i64> {
+        self.skip_deleted();
+        self.heap.peek().map(|Reverse((ts, _))| *ts)
+    }
+
+    /// Removes and returns the earliest timer with `timestamp <= time`.
+    pub fn pop_due(&mut self, time: i64) -> Option<Timer<K, N>> {
+        self.skip_deleted();
+        match self.heap.peek() {
+            Some(Reverse((ts, seq))) if *ts <= time => {
+                let seq = *seq;
+                self.heap.pop();
+                let timer = self.by_seq.remove(&seq)?;
+                self.live.remove(&timer);
+                Some(timer)
+            }
+            _ => None,
+        }
+    }
+
+    /// Number of live timers.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Whether no timer is live.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    /// The live timers, in no particular order (for snapshots).
+    pub fn iter(&self) -> impl Iterator<Item = &Timer<K, N>> {
+        self.live.iter()
+    }
+
+    fn skip_deleted(&mut self) {
+        while let Some(Reverse((_, seq))) = self.heap.peek() {
+            let seq = *seq;
+            match self.by_seq.get(&seq) {
+                Some(timer) if self.live.contains(timer) => return,
+                _ => {
+                    self.heap.pop();
+                    self.by_seq.remove(&seq);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fires_in_time_order_without_duplicates() {
+        let mut q = TimerQueue::new();
+        assert!(q.register(30, "a", 0));
+        assert!(q.register(10, "b", 0));
+        assert!(!q.register(30, "a", 0), "duplicate");
+        assert!(q.register(10, "a", 1));
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.pop_due(5), None);
+        let fired: Vec<_> = std::iter::from_fn(|| q.pop_due(100))
+            .map(|t| (t.timestamp, t.key, t.namespace))
+            .collect();
+        assert_eq!(fired, vec![(10, "b", 0), (10, "a", 1), (30, "a", 0)]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn deleted_timers_do_not_fire_and_can_come_back() {
+        let mut q = TimerQueue::new();
+        q.register(10, 1u32, ());
+        q.register(20, 2u32, ());
+        q.delete(10, &1, &());
+        assert!(!q.contains(10, &1, &()));
+        assert_eq!(q.peek_timestamp(), Some(20));
+        q.register(10, 1, ());
+        assert_eq!(q.pop_due(100).map(|t| t.key), Some(1));
+        assert_eq!(q.pop_due(100).map(|t| t.key), Some(2));
+        assert_eq!(q.pop_due(100), None);
+    }
+}
