@@ -13,6 +13,7 @@ use crate::config::{keys, Configuration};
 use crate::datastream::DataStream;
 use crate::error::{Error, Result};
 use crate::functions::SourceFunction;
+use crate::watermark::WatermarkStrategy;
 use crate::source::{
     CollectionSource, GeneratorSource, SequenceSource, SocketTextSource, TextFileSource,
 };
@@ -278,6 +279,19 @@ impl StreamExecutionEnvironment {
     /// Lines from a socket configured with delimiter and reconnect attempts.
     pub fn socket_text_stream_with(&self, source: SocketTextSource) -> DataStream<String> {
         self.add_source_node("Source: Socket Stream", source, true)
+    }
+
+    /// A stream from a user's parallel source with event time: every source
+    /// subtask assigns timestamps and generates watermarks with its own
+    /// copy of `strategy`, so a slow subtask holds the watermark back and an
+    /// idle one (with `with_idleness`) does not.
+    pub fn from_source<T, S>(&self, source: S, strategy: WatermarkStrategy<T>, name: &str) -> DataStream<T>
+    where
+        T: Clone + Send + 'static,
+        S: SourceFunction<T> + Clone + Sync,
+    {
+        self.add_parallel_source(source, name)
+            .assign_timestamps_and_watermarks(strategy)
     }
 
     /// A stream from a user's source function, run with parallelism 1.

@@ -52,6 +52,7 @@ pub mod functions;
 mod operators;
 pub mod sink;
 pub mod source;
+pub mod watermark;
 
 pub use datastream::{ConnectedStreams, DataStream, DataStreamSink, KeyedStream};
 pub use environment::{StreamExecutionEnvironment, DEFAULT_JOB_NAME};
@@ -75,6 +76,9 @@ pub mod prelude {
     };
     pub use crate::sink::DiscardingSink;
     pub use crate::source::{GeneratorSource, SocketTextSource};
+    pub use crate::watermark::{
+        BoundedOutOfOrderness, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
+    };
     pub use crate::{JobClient, JobExecutionResult};
     pub use std::time::Duration;
     pub use weir_state::StableHash;

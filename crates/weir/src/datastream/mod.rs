@@ -30,6 +30,7 @@ use crate::operators::{
     FilterOperator, FlatMapOperator, MapOperator, ProcessOperator, SinkOperator,
 };
 use crate::sink::{CollectSink, PrintSink, PrintTarget, TextFileSink};
+use crate::watermark::{TimestampsAndWatermarksOperator, WatermarkStrategy};
 
 /// A key: hashable, comparable, and with a [`StableHash`](weir_state::StableHash)
 /// that fixes its key group forever.
@@ -147,6 +148,16 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     {
         let factory = NodeFactory::one_input(move |_| ProcessOperator::new(f.clone()));
         self.add_operator("Process", factory)
+    }
+
+    /// Assigns event timestamps and generates watermarks (Flink's
+    /// `assignTimestampsAndWatermarks`). Chained to its input, so each
+    /// parallel subtask of the source gets its own generator.
+    pub fn assign_timestamps_and_watermarks(&self, strategy: WatermarkStrategy<T>) -> DataStream<T> {
+        let factory = NodeFactory::one_input(move |_| {
+            TimestampsAndWatermarksOperator::new(strategy.clone())
+        });
+        self.add_operator("Timestamps/Watermarks", factory)
     }
 
     /// Partitions the stream by key: records with equal keys go to the same

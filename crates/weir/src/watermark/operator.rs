@@ -1,0 +1,223 @@
+//! The operator that assigns timestamps and generates watermarks (Flink's
+//! `TimestampsAndWatermarksOperator`).
+
+use weir_runtime::element::{Control, StreamRecord, WatermarkStatus, MAX_WATERMARK};
+use weir_runtime::operator::{Operator, Output, RuntimeContext};
+use weir_runtime::time::SharedClock;
+use weir_runtime::FunctionResult;
+
+use super::{
+    BoundedOutOfOrderness, GeneratorKind, TimestampKind, WatermarkGenerator, WatermarkOutput,
+    WatermarkStrategy,
+};
+
+enum Generator<T> {
+    Bounded(BoundedOutOfOrderness),
+    None,
+    Custom(Box<dyn WatermarkGenerator<T>>),
+}
+
+/// Flink's `IdlenessTimer`: idle once no record arrived during a full
+/// timeout, measured from the first periodic check that saw no activity.
+struct Idleness {
+    timeout_ms: i64,
+    activity: u64,
+    last_seen_activity: u64,
+    inactive_since: Option<i64>,
+}
+
+impl Idleness {
+    fn is_idle(&mut self, now: i64) -> bool {
+        if self.activity != self.last_seen_activity {
+            self.last_seen_activity = self.activity;
+            self.inactive_since = None;
+            return false;
+        }
+        match self.inactive_since {
+            None => {
+                self.inactive_since = Some(now);
+                false
+            }
+            Some(since) => now - since > self.timeout_ms,
+        }
+    }
+}
+
+pub(crate) struct TimestampsAndWatermarksOperator<T> {
+    strategy: WatermarkStrategy<T>,
+    generator: Generator<T>,
+    idleness: Option<Idleness>,
+    clock: Option<SharedClock>,
+    interval_ms: i64,
+    next_periodic: Option<i64>,
+    current: i64,
+    idle: bool,
+}
+
+impl<T> TimestampsAndWatermarksOperator<T> {
+    pub fn new(strategy: WatermarkStrategy<T>) -> Self {
+        TimestampsAndWatermarksOperator {
+            strategy,
+            generator: Generator::None,
+            idleness: None,
+            clock: None,
+            interval_ms: 0,
+            next_periodic: None,
+            current: i64::MIN,
+            idle: false,
+        }
+    }
+
+    fn apply(&mut self, wm: WatermarkOutput, out: &mut Output<T>) -> FunctionResult
+    where
+        T: Send + 'static,
+    {
+        if let Some(w) = wm.watermark {
+            if self.idle {
+                self.idle = false;
+                out.forward_control(Control::WatermarkStatus(WatermarkStatus::Active))?;
+            }
+            if w > self.current {
+                self.current = w;
+                out.emit_watermark(w)?;
+            }
+        }
+        match wm.idle {
+            Some(true) if !self.idle => {
+                self.idle = true;
+                out.forward_control(Control::WatermarkStatus(WatermarkStatus::Idle))?;
+            }
+            Some(false) if self.idle => {
+                self.idle = false;
+                out.forward_control(Control::WatermarkStatus(WatermarkStatus::Active))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
+    type In = T;
+    type Out = T;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.generator = match &self.strategy.generator {
+            GeneratorKind::Bounded(d) => Generator::Bounded(BoundedOutOfOrderness::new(*d)),
+            GeneratorKind::None => Generator::None,
+            GeneratorKind::Custom(make) => Generator::Custom(make(ctx)),
+        };
+        self.idleness = self.strategy.idleness.map(|d| Idleness {
+            timeout_ms: d.as_millis() as i64,
+            activity: 0,
+            last_seen_activity: 0,
+            inactive_since: None,
+        });
+        self.interval_ms = ctx.auto_watermark_interval.as_millis() as i64;
+        if self.interval_ms > 0 {
+            self.next_periodic = Some(ctx.clock.now_ms() + self.interval_ms);
+        }
+        self.clock = Some(ctx.clock.clone());
+        Ok(())
+    }
+
+    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<T>) -> FunctionResult {
+        if input.is_empty() {
+            return Ok(());
+        }
+        if let Some(idleness) = &mut self.idleness {
+            idleness.activity += 1;
+        }
+        if self.idle {
+            self.idle = false;
+            out.forward_control(Control::WatermarkStatus(WatermarkStatus::Active))?;
+        }
+        let now = match (&self.strategy.timestamps, &self.clock) {
+            (TimestampKind::Ingestion, Some(clock)) => clock.now_ms(),
+            _ => 0,
+        };
+        match &mut self.generator {
+            // The common case stays free of per-record dynamic calls to the
+            // generator: only the maximum changes.
+            Generator::Bounded(g) => {
+                let records = out.records();
+                for mut r in input.drain(..) {
+                    r.timestamp = match &self.strategy.timestamps {
+                        TimestampKind::FromRecord => r.timestamp,
+                        TimestampKind::Ingestion => now,
+                        TimestampKind::Assigner(f) => f(&r.value, r.timestamp),
+                    };
+                    g.observe(r.timestamp);
+                    records.push(r);
+                }
+            }
+            Generator::None => {
+                let records = out.records();
+                for mut r in input.drain(..) {
+                    r.timestamp = match &self.strategy.timestamps {
+                        TimestampKind::FromRecord => r.timestamp,
+                        TimestampKind::Ingestion => now,
+                        TimestampKind::Assigner(f) => f(&r.value, r.timestamp),
+                    };
+                    records.push(r);
+                }
+            }
+            Generator::Custom(_) => {
+                let records: Vec<_> = input.drain(..).collect();
+                for mut r in records {
+                    r.timestamp = match &self.strategy.timestamps {
+                        TimestampKind::FromRecord => r.timestamp,
+                        TimestampKind::Ingestion => now,
+                        TimestampKind::Assigner(f) => f(&r.value, r.timestamp),
+                    };
+                    let mut wm = WatermarkOutput::default();
+                    if let Generator::Custom(g) = &mut self.generator {
+                        g.on_event(&r.value, r.timestamp, &mut wm);
+                    }
+                    out.collect(r);
+                    // A punctuated watermark follows the record that caused it.
+                    if wm.watermark.is_some() || wm.idle.is_some() {
+                        self.apply(wm, out)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: i64, out: &mut Output<T>) -> FunctionResult {
+        // Upstream watermarks are replaced by this operator's, except the
+        // final one that ends the input (as in Flink).
+        if watermark == MAX_WATERMARK && self.current != MAX_WATERMARK {
+            self.current = MAX_WATERMARK;
+            out.emit_watermark(MAX_WATERMARK)?;
+        }
+        Ok(())
+    }
+
+    fn processing_deadline(&self) -> Option<i64> {
+        self.next_periodic
+    }
+
+    fn on_processing_time(&mut self, now: i64, out: &mut Output<T>) -> FunctionResult {
+        let mut wm = WatermarkOutput::default();
+        let idle = self.idleness.as_mut().is_some_and(|i| i.is_idle(now));
+        if idle {
+            wm.mark_idle();
+        } else {
+            match &mut self.generator {
+                Generator::Bounded(g) => WatermarkGenerator::<T>::on_periodic_emit(g, &mut wm),
+                Generator::None => {}
+                Generator::Custom(g) => g.on_periodic_emit(&mut wm),
+            }
+        }
+        // While idle, a periodic watermark must not wake the stream up.
+        if self.idle && wm.watermark.is_some_and(|w| w <= self.current) {
+            wm.watermark = None;
+            wm.idle = None;
+        }
+        self.apply(wm, out)?;
+        self.next_periodic = Some(now + self.interval_ms);
+        Ok(())
+    }
+}
