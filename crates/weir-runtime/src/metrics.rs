@@ -11,6 +11,7 @@ pub struct OperatorMetrics {
     records_in: AtomicU64,
     records_out: AtomicU64,
     blocked_sends: AtomicU64,
+    late_records_dropped: AtomicU64,
 }
 
 impl OperatorMetrics {
@@ -30,6 +31,17 @@ impl OperatorMetrics {
     #[inline]
     pub fn add_blocked_send(&self) {
         self.blocked_sends.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` late records dropped (no late side output was set).
+    #[inline]
+    pub fn add_late_dropped(&self, n: u64) {
+        self.late_records_dropped.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Late records dropped so far (Flink's `numLateRecordsDropped`).
+    pub fn late_records_dropped(&self) -> u64 {
+        self.late_records_dropped.load(Ordering::Relaxed)
     }
 
     /// Records received so far.

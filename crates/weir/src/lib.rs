@@ -53,6 +53,7 @@ mod operators;
 pub mod sink;
 pub mod source;
 pub mod watermark;
+pub mod window;
 
 pub use datastream::{ConnectedStreams, DataStream, DataStreamSink, KeyedStream};
 pub use environment::{StreamExecutionEnvironment, DEFAULT_JOB_NAME};
@@ -76,6 +77,16 @@ pub mod prelude {
     };
     pub use crate::sink::DiscardingSink;
     pub use crate::source::{GeneratorSource, SocketTextSource};
+    pub use crate::window::{
+        AggregateFunction, AllWindowedStream, ContinuousEventTimeTrigger,
+        ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger, DeltaEvictor, Elements,
+        EventTimeSessionWindows, EventTimeTrigger, GlobalWindow, GlobalWindows,
+        ProcessWindowContext, ProcessWindowFunction, ProcessingTimeSessionWindows,
+        ProcessingTimeTrigger, PurgingTrigger, SlidingEventTimeWindows,
+        SlidingProcessingTimeWindows, TimeEvictor, TimeWindow, Trigger, TriggerContext,
+        TriggerResult, TumblingEventTimeWindows, TumblingProcessingTimeWindows, Window,
+        WindowAssigner, WindowFunction, WindowedStream,
+    };
     pub use crate::watermark::{
         BoundedOutOfOrderness, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
     };

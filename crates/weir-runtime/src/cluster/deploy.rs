@@ -292,6 +292,7 @@ impl<'g> Plan<'g> {
             attempt_number: 0,
             clock: self.config.clock.clone(),
             auto_watermark_interval: self.config.auto_watermark_interval,
+            metrics: Arc::clone(&self.metrics[id.0]),
         }
     }
 

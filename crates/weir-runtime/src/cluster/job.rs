@@ -54,6 +54,9 @@ pub struct OperatorResult {
     pub records_out: u64,
     /// Sends that waited on a full channel (back-pressure), over all subtasks.
     pub blocked_sends: u64,
+    /// Late records dropped by window operators without a late side output
+    /// (Flink's `numLateRecordsDropped`).
+    pub num_late_records_dropped: u64,
 }
 
 /// What a finished job reports (Flink's `JobExecutionResult`).
@@ -70,6 +73,11 @@ pub struct JobExecutionResult {
 }
 
 impl JobExecutionResult {
+    /// Late records dropped by all window operators of the job.
+    pub fn num_late_records_dropped(&self) -> u64 {
+        self.operators.iter().map(|o| o.num_late_records_dropped).sum()
+    }
+
     /// The counters of the first operator named `name`.
     pub fn operator(&self, name: &str) -> Option<&OperatorResult> {
         self.operators.iter().find(|o| o.name == name)
@@ -164,6 +172,7 @@ impl JobClient {
                     records_in: o.metrics.records_in(),
                     records_out: o.metrics.records_out(),
                     blocked_sends: o.metrics.blocked_sends(),
+                    num_late_records_dropped: o.metrics.late_records_dropped(),
                 })
                 .collect(),
         })

@@ -3,6 +3,9 @@
 use std::time::Duration;
 
 use crate::error::SubtaskName;
+use std::sync::Arc;
+
+use crate::metrics::OperatorMetrics;
 use crate::time::SharedClock;
 
 /// The runtime context of one parallel instance of an operator (Flink's
@@ -26,6 +29,8 @@ pub struct RuntimeContext {
     pub clock: SharedClock,
     /// Interval of periodic watermark emission; zero disables it.
     pub auto_watermark_interval: Duration,
+    /// The operator's counters (shared by its subtasks).
+    pub metrics: Arc<OperatorMetrics>,
 }
 
 impl RuntimeContext {

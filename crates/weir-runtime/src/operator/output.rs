@@ -54,6 +54,13 @@ impl<O: Send + 'static> Output<O> {
         (&mut self.buffer, &mut self.sides)
     }
 
+    /// Whether side outputs hold records not yet handed on. An operator
+    /// that must keep the order between its main and side output (the
+    /// window operator's late records) flushes before switching.
+    pub fn has_pending_side_records(&self) -> bool {
+        self.sides.has_pending()
+    }
+
     /// Hands pending records (main and side) to the next hop.
     pub fn flush(&mut self) -> Result<(), TaskError> {
         if !self.buffer.is_empty() {
@@ -125,6 +132,8 @@ pub trait SideOutput: Send {
     fn push_control(&mut self, control: Control) -> Result<(), TaskError>;
     /// Opens downstream.
     fn open(&mut self) -> Result<(), TaskError>;
+    /// Whether records wait in the buffer.
+    fn has_pending(&self) -> bool;
     /// The earliest processing-time deadline downstream.
     fn processing_deadline(&self) -> Option<i64>;
     /// Passes processing time on downstream.
@@ -175,6 +184,9 @@ impl<X: Send + 'static> SideOutput for SideSlot<X> {
     fn open(&mut self) -> Result<(), TaskError> {
         self.next.open()
     }
+    fn has_pending(&self) -> bool {
+        !self.buffer.is_empty()
+    }
     fn processing_deadline(&self) -> Option<i64> {
         self.next.processing_deadline()
     }
@@ -216,6 +228,9 @@ impl SideOutputs {
 
     fn flush(&mut self) -> Result<(), TaskError> {
         self.slots.iter_mut().try_for_each(|s| s.flush())
+    }
+    fn has_pending(&self) -> bool {
+        self.slots.iter().any(|s| s.has_pending())
     }
     fn flush_buffers(&mut self) -> Result<(), TaskError> {
         self.slots.iter_mut().try_for_each(|s| s.flush_buffers())

@@ -91,6 +91,12 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         self.heap.peek().map(|Reverse((ts, _))| *ts)
     }
 
+    /// The earliest timestamp in the queue, possibly of a deleted timer: a
+    /// lower bound of the next firing, readable without `&mut`.
+    pub fn earliest_hint(&self) -> Option<i64> {
+        self.heap.peek().map(|Reverse((ts, _))| *ts)
+    }
+
     /// Removes and returns the earliest timer with `timestamp <= time`.
     pub fn pop_due(&mut self, time: i64) -> Option<Timer<K, N>> {
         self.skip_deleted();

@@ -12,6 +12,10 @@ use crate::functions::{
     FilterFunction, FlatMapFunction, KeyedProcessFunction, MapFunction, ReduceFunction,
 };
 use crate::operators::{KeySelector, KeyedProcessOperator, KeyedReduceOperator};
+use crate::window::{
+    CountEvictor, CountTrigger, GlobalWindow, GlobalWindows, PurgingTrigger, WindowAssigner,
+    WindowedStream,
+};
 
 /// A stream partitioned by key (Flink's `KeyedStream`).
 pub struct KeyedStream<T, K> {
@@ -159,6 +163,26 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
             KeyedProcessOperator::new(f.clone(), Arc::clone(&key_of))
         });
         self.stream.add_operator("KeyedProcess", factory)
+    }
+
+    /// Cuts each key's records into windows.
+    pub fn window<A: WindowAssigner<T>>(&self, assigner: A) -> WindowedStream<T, K, A::W> {
+        WindowedStream::new(self.clone(), assigner, false)
+    }
+
+    /// Tumbling count windows: fire and purge every `size` records of a key
+    /// (Flink's `countWindow(size)`).
+    pub fn count_window(&self, size: u64) -> WindowedStream<T, K, GlobalWindow> {
+        self.window(GlobalWindows::create())
+            .trigger(PurgingTrigger::of(CountTrigger::of(size)))
+    }
+
+    /// Sliding count windows: every `slide` records, the last `size` records
+    /// (Flink's `countWindow(size, slide)`).
+    pub fn count_window_slide(&self, size: u64, slide: u64) -> WindowedStream<T, K, GlobalWindow> {
+        self.window(GlobalWindows::create())
+            .evictor(CountEvictor::of(size as usize))
+            .trigger(CountTrigger::of(slide))
     }
 
     /// `map` on the partitioned records.

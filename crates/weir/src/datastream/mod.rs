@@ -31,6 +31,10 @@ use crate::operators::{
 };
 use crate::sink::{CollectSink, PrintSink, PrintTarget, TextFileSink};
 use crate::watermark::{TimestampsAndWatermarksOperator, WatermarkStrategy};
+use crate::window::{
+    AllWindowedStream, CountEvictor, CountTrigger, GlobalWindow, GlobalWindows, PurgingTrigger,
+    WindowAssigner,
+};
 
 /// A key: hashable, comparable, and with a [`StableHash`](weir_state::StableHash)
 /// that fixes its key group forever.
@@ -168,6 +172,26 @@ impl<T: Clone + Send + 'static> DataStream<T> {
         F: Fn(&T) -> K + Send + Sync + 'static,
     {
         KeyedStream::new(self, Arc::new(key_of))
+    }
+
+    /// Cuts the whole stream into windows, processed by one subtask
+    /// (Flink's `windowAll`).
+    pub fn window_all<A: WindowAssigner<T>>(&self, assigner: A) -> AllWindowedStream<T, A::W> {
+        AllWindowedStream::new(self, assigner)
+    }
+
+    /// Tumbling count windows over the whole stream (`countWindowAll(size)`).
+    pub fn count_window_all(&self, size: u64) -> AllWindowedStream<T, GlobalWindow> {
+        self.window_all(GlobalWindows::create())
+            .trigger(PurgingTrigger::of(CountTrigger::of(size)))
+    }
+
+    /// Sliding count windows over the whole stream
+    /// (`countWindowAll(size, slide)`).
+    pub fn count_window_all_slide(&self, size: u64, slide: u64) -> AllWindowedStream<T, GlobalWindow> {
+        self.window_all(GlobalWindows::create())
+            .evictor(CountEvictor::of(size as usize))
+            .trigger(CountTrigger::of(slide))
     }
 
     /// Merges streams of the same type into one.

@@ -50,6 +50,11 @@ pub trait SinkFunction<T>: Send + 'static {
         Ok(())
     }
 
+    /// A new watermark reached the sink (Flink's `writeWatermark`).
+    fn write_watermark(&mut self, _watermark: i64) -> FunctionResult {
+        Ok(())
+    }
+
     /// Called at the end of input, before `close`: write out what is buffered.
     fn finish(&mut self) -> FunctionResult {
         Ok(())

@@ -47,7 +47,7 @@ where
 
     fn process_watermark(&mut self, watermark: i64, _out: &mut Output<()>) -> FunctionResult {
         self.watermark = watermark;
-        Ok(())
+        self.sink.write_watermark(watermark)
     }
 
     fn end_input(&mut self, _out: &mut Output<()>) -> FunctionResult {

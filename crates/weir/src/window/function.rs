@@ -1,0 +1,178 @@
+//! Window functions: what a window's contents turn into.
+
+use std::any::Any;
+
+use weir_runtime::element::StreamRecord;
+use weir_runtime::operator::SideOutputs;
+
+use crate::functions::{Collector, FunctionResult, OutputTag, RuntimeContext};
+
+/// Incremental aggregation with an accumulator (Flink's `AggregateFunction`).
+/// A window holds one accumulator per key, never its elements.
+pub trait AggregateFunction<T, Acc, O>: Send + 'static {
+    /// A new, empty accumulator.
+    fn create_accumulator(&mut self) -> Acc;
+    /// Adds a record.
+    fn add(&mut self, value: T, accumulator: &mut Acc);
+    /// The result of an accumulator (which is kept: the window may fire again).
+    fn get_result(&mut self, accumulator: &Acc) -> O;
+    /// Merges two accumulators (for merging windows).
+    fn merge(&mut self, a: Acc, b: Acc) -> Acc;
+}
+
+/// The contents of a window as a function sees them: its elements in
+/// arrival order (or the single pre-aggregated value).
+pub struct Elements<'a, T> {
+    inner: ElementsInner<'a, T>,
+}
+
+enum ElementsInner<'a, T> {
+    Records(std::slice::Iter<'a, StreamRecord<T>>),
+    One(Option<&'a T>),
+}
+
+impl<'a, T> Elements<'a, T> {
+    pub(crate) fn records(records: &'a [StreamRecord<T>]) -> Self {
+        Elements {
+            inner: ElementsInner::Records(records.iter()),
+        }
+    }
+
+    pub(crate) fn one(value: &'a T) -> Self {
+        Elements {
+            inner: ElementsInner::One(Some(value)),
+        }
+    }
+}
+
+impl<'a, T> Iterator for Elements<'a, T> {
+    type Item = &'a T;
+
+    fn next(&mut self) -> Option<&'a T> {
+        match &mut self.inner {
+            ElementsInner::Records(it) => it.next().map(|r| &r.value),
+            ElementsInner::One(v) => v.take(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match &self.inner {
+            ElementsInner::Records(it) => it.len(),
+            ElementsInner::One(v) => usize::from(v.is_some()),
+        };
+        (n, Some(n))
+    }
+}
+
+impl<T> ExactSizeIterator for Elements<'_, T> {}
+
+/// What a process window function may see and keep (Flink's
+/// `ProcessWindowFunction.Context`).
+pub struct ProcessWindowContext<'a, W> {
+    pub(crate) window: &'a W,
+    pub(crate) watermark: i64,
+    pub(crate) processing_time: i64,
+    pub(crate) window_state: &'a mut Option<Box<dyn Any + Send>>,
+    pub(crate) global_state: &'a mut Option<Box<dyn Any + Send>>,
+    pub(crate) sides: &'a mut SideOutputs,
+    pub(crate) timestamp: i64,
+}
+
+fn typed_slot<S: Default + Send + 'static>(slot: &mut Option<Box<dyn Any + Send>>) -> &mut S {
+    if !slot.as_ref().is_some_and(|s| s.is::<S>()) {
+        *slot = Some(Box::new(S::default()));
+    }
+    match slot.as_mut().and_then(|s| s.downcast_mut::<S>()) {
+        Some(s) => s,
+        None => unreachable!("slot was just set to this type"),
+    }
+}
+
+impl<W> ProcessWindowContext<'_, W> {
+    /// The window being emitted.
+    pub fn window(&self) -> &W {
+        self.window
+    }
+
+    /// The operator's watermark.
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
+    }
+
+    /// The current processing time.
+    pub fn current_processing_time(&self) -> i64 {
+        self.processing_time
+    }
+
+    /// State of this key and window, kept across firings of the window and
+    /// dropped with it (Flink's `windowState()`).
+    pub fn window_state<S: Default + Send + 'static>(&mut self) -> &mut S {
+        typed_slot(self.window_state)
+    }
+
+    /// State of this key across all its windows (Flink's `globalState()`).
+    pub fn global_state<S: Default + Send + 'static>(&mut self) -> &mut S {
+        typed_slot(self.global_state)
+    }
+
+    /// Emits `value` to the side output `tag`.
+    pub fn output<X: Send + 'static>(&mut self, tag: &OutputTag<X>, value: X) {
+        self.sides
+            .emit(tag.id(), StreamRecord::with_timestamp(value, self.timestamp));
+    }
+}
+
+/// Processes a whole window with context (Flink's `ProcessWindowFunction`).
+pub trait ProcessWindowFunction<T, O, K, W>: Send + 'static {
+    /// Called once per subtask before the first window.
+    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+        Ok(())
+    }
+
+    /// Emits the results of one firing of `ctx.window()` for `key`.
+    fn process(
+        &mut self,
+        key: &K,
+        ctx: &mut ProcessWindowContext<'_, W>,
+        elements: Elements<'_, T>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult;
+
+    /// A window is dropped: clean up its window state beyond the default.
+    fn clear(&mut self, _ctx: &mut ProcessWindowContext<'_, W>) -> FunctionResult {
+        Ok(())
+    }
+}
+
+impl<T, O, K, W, F> ProcessWindowFunction<T, O, K, W> for F
+where
+    F: FnMut(&K, &mut ProcessWindowContext<'_, W>, Elements<'_, T>, &mut Collector<'_, O>) -> FunctionResult
+        + Send
+        + 'static,
+{
+    fn process(
+        &mut self,
+        key: &K,
+        ctx: &mut ProcessWindowContext<'_, W>,
+        elements: Elements<'_, T>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
+        self(key, ctx, elements, out)
+    }
+}
+
+/// Emits the results of a window from key, window and contents (Flink's
+/// `WindowFunction`, used with `apply`).
+pub trait WindowFunction<T, O, K, W>: Send + 'static {
+    /// Emits the results of one firing.
+    fn apply(&mut self, key: &K, window: &W, elements: Elements<'_, T>, out: &mut Collector<'_, O>);
+}
+
+impl<T, O, K, W, F> WindowFunction<T, O, K, W> for F
+where
+    F: FnMut(&K, &W, Elements<'_, T>, &mut Collector<'_, O>) + Send + 'static,
+{
+    fn apply(&mut self, key: &K, window: &W, elements: Elements<'_, T>, out: &mut Collector<'_, O>) {
+        self(key, window, elements, out)
+    }
+}

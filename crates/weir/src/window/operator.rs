@@ -1,0 +1,597 @@
+//! The window operator (Flink's `WindowOperator` and
+//! `EvictingWindowOperator` in one), and the single internal shape every
+//! window function is normalised into.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use weir_runtime::element::StreamRecord;
+use weir_runtime::metrics::OperatorMetrics;
+use weir_runtime::operator::{Operator, Output, RuntimeContext};
+use weir_runtime::time::{SharedClock, TimerQueue};
+use weir_runtime::FunctionResult;
+
+use super::assigner::{AssignerContext, WindowAssigner};
+use super::evictor::{Evictor, EvictorContext};
+use super::function::ProcessWindowContext;
+use super::merging::{Merge, MergingWindowSet};
+use super::trigger::{TimerRequest, Trigger, TriggerContext, TriggerResult, TriggerState};
+use super::Window;
+use crate::functions::Collector;
+use crate::operators::KeySelector;
+
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type Slot = Option<Box<dyn Any + Send>>;
+
+/// What a window keeps and how it turns into output: the one shape that
+/// `reduce`, `aggregate`, `process` and `apply` (and their combinations)
+/// are all adapted to.
+pub(crate) trait WindowLogic<K, W, T, O>: Send + 'static {
+    /// The per-key, per-window contents.
+    type Acc: Send + 'static;
+
+    /// Whether `Acc` holds the elements themselves (see [`Self::buffer`]).
+    const KEEPS_ELEMENTS: bool = false;
+
+    /// Called once per subtask.
+    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+        Ok(())
+    }
+    /// Empty contents.
+    fn create(&mut self) -> Self::Acc;
+    /// Adds a record.
+    fn add(&mut self, acc: &mut Self::Acc, record: StreamRecord<T>);
+    /// Merges `from` into `into` (merging windows).
+    fn merge(&mut self, into: &mut Self::Acc, from: Self::Acc);
+    /// The element buffer, for evictors (only element-keeping logic has one).
+    fn buffer(_acc: &mut Self::Acc) -> Option<&mut Vec<StreamRecord<T>>> {
+        None
+    }
+    /// Emits one firing.
+    fn emit(
+        &mut self,
+        key: &K,
+        acc: &Self::Acc,
+        ctx: &mut ProcessWindowContext<'_, W>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult;
+    /// The window is dropped.
+    fn clear(&mut self, _ctx: &mut ProcessWindowContext<'_, W>) -> FunctionResult {
+        Ok(())
+    }
+}
+
+/// One key's one window.
+struct Entry<A> {
+    /// Contents (`None` when purged or never filled).
+    acc: Option<A>,
+    trigger_state: TriggerState,
+    window_state: Slot,
+    event_timers: Vec<i64>,
+    processing_timers: Vec<i64>,
+}
+
+impl<A> Default for Entry<A> {
+    fn default() -> Self {
+        Entry {
+            acc: None,
+            trigger_state: None,
+            window_state: None,
+            event_timers: Vec::new(),
+            processing_timers: Vec::new(),
+        }
+    }
+}
+
+impl<A> Entry<A> {
+    fn is_empty(&self) -> bool {
+        self.acc.is_none()
+            && self.trigger_state.is_none()
+            && self.window_state.is_none()
+            && self.event_timers.is_empty()
+            && self.processing_timers.is_empty()
+    }
+}
+
+struct KeyState<W, A> {
+    windows: Map<W, Entry<A>>,
+    merging: MergingWindowSet<W>,
+    global_state: Slot,
+}
+
+impl<W: Window, A> Default for KeyState<W, A> {
+    fn default() -> Self {
+        KeyState {
+            windows: Map::default(),
+            merging: MergingWindowSet::default(),
+            global_state: None,
+        }
+    }
+}
+
+/// Settings of a window operator, fixed when the job is built.
+pub(crate) struct WindowSpec<T, K, W> {
+    pub key_of: KeySelector<T, K>,
+    pub assigner: Arc<dyn WindowAssigner<T, W = W>>,
+    pub trigger: Box<dyn Trigger<T, W>>,
+    pub evictor: Option<Box<dyn Evictor<T, W>>>,
+    pub allowed_lateness: i64,
+    pub late_tag: Option<String>,
+}
+
+pub(crate) struct WindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
+    spec: WindowSpec<T, K, W>,
+    logic: L,
+    event_time: bool,
+    merging: bool,
+    keys: Map<K, KeyState<W, L::Acc>>,
+    event_timers: TimerQueue<K, W>,
+    processing_timers: TimerQueue<K, W>,
+    watermark: i64,
+    clock: Option<SharedClock>,
+    metrics: Option<Arc<OperatorMetrics>>,
+    scratch: Vec<W>,
+    requests: Vec<TimerRequest>,
+    _out: std::marker::PhantomData<fn() -> O>,
+}
+
+impl<T, K, W, O, L> WindowOperator<T, K, W, O, L>
+where
+    T: Clone + Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    pub fn new(spec: WindowSpec<T, K, W>, logic: L) -> Self {
+        let event_time = spec.assigner.is_event_time();
+        let merging = spec.assigner.is_merging();
+        WindowOperator {
+            spec,
+            logic,
+            event_time,
+            merging,
+            keys: Map::default(),
+            event_timers: TimerQueue::new(),
+            processing_timers: TimerQueue::new(),
+            watermark: i64::MIN,
+            clock: None,
+            metrics: None,
+            scratch: Vec::new(),
+            requests: Vec::new(),
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.as_ref().map_or(0, |c| c.now_ms())
+    }
+
+    /// When a window's state is dropped (Flink's `cleanupTime`).
+    fn cleanup_time(&self, window: &W) -> i64 {
+        if self.event_time {
+            window
+                .max_timestamp()
+                .checked_add(self.spec.allowed_lateness)
+                .unwrap_or(i64::MAX)
+        } else {
+            window.max_timestamp()
+        }
+    }
+
+    fn is_window_late(&self, window: &W) -> bool {
+        self.event_time && self.cleanup_time(window) <= self.watermark
+    }
+
+    fn is_element_late(&self, timestamp: i64) -> bool {
+        self.event_time
+            && timestamp.saturating_add(self.spec.allowed_lateness) <= self.watermark
+    }
+
+    fn register_timer(&mut self, key: &K, window: &W, event: bool, time: i64) {
+        let Some(ks) = self.keys.get_mut(key) else { return };
+        let entry = ks.windows.entry(window.clone()).or_default();
+        let (list, queue) = if event {
+            (&mut entry.event_timers, &mut self.event_timers)
+        } else {
+            (&mut entry.processing_timers, &mut self.processing_timers)
+        };
+        // Most registrations repeat one a window already has (the event-time
+        // trigger registers on every record); the entry's short list keeps
+        // them off the queue's hash set.
+        if !list.contains(&time) {
+            list.push(time);
+            queue.register(time, key.clone(), window.clone());
+        }
+    }
+
+    fn delete_timer(&mut self, key: &K, window: &W, event: bool, time: i64) {
+        let Some(entry) = self.keys.get_mut(key).and_then(|ks| ks.windows.get_mut(window)) else {
+            return;
+        };
+        let (list, queue) = if event {
+            (&mut entry.event_timers, &mut self.event_timers)
+        } else {
+            (&mut entry.processing_timers, &mut self.processing_timers)
+        };
+        if let Some(pos) = list.iter().position(|t| *t == time) {
+            list.swap_remove(pos);
+            queue.delete(time, key, window);
+        }
+    }
+
+    fn apply_requests(&mut self, key: &K, window: &W) {
+        let requests = std::mem::take(&mut self.requests);
+        for request in &requests {
+            match *request {
+                TimerRequest::RegisterEvent(t) => self.register_timer(key, window, true, t),
+                TimerRequest::RegisterProcessing(t) => self.register_timer(key, window, false, t),
+                TimerRequest::DeleteEvent(t) => self.delete_timer(key, window, true, t),
+                TimerRequest::DeleteProcessing(t) => self.delete_timer(key, window, false, t),
+            }
+        }
+        self.requests = requests;
+        self.requests.clear();
+    }
+
+    fn register_cleanup_timer(&mut self, key: &K, window: &W) {
+        let time = self.cleanup_time(window);
+        if time != i64::MAX {
+            self.register_timer(key, window, self.event_time, time);
+        }
+    }
+
+    fn delete_cleanup_timer(&mut self, key: &K, window: &W) {
+        let time = self.cleanup_time(window);
+        if time != i64::MAX {
+            self.delete_timer(key, window, self.event_time, time);
+        }
+    }
+
+    /// Runs a trigger callback for `key`'s `window` and applies its timers.
+    fn call_trigger(
+        &mut self,
+        key: &K,
+        window: &W,
+        call: impl FnOnce(&mut dyn Trigger<T, W>, &mut TriggerContext<'_>) -> TriggerResult,
+    ) -> TriggerResult {
+        let now = self.now();
+        let watermark = self.watermark;
+        let ks = self.keys.entry(key.clone()).or_default();
+        let entry = ks.windows.entry(window.clone()).or_default();
+        let mut ctx = TriggerContext::new(watermark, now, &mut entry.trigger_state, &mut self.requests);
+        let result = call(self.spec.trigger.as_mut(), &mut ctx);
+        self.apply_requests(key, window);
+        result
+    }
+
+    /// Emits the contents of `state_window` as the result of `window`.
+    fn fire(&mut self, key: &K, window: &W, state_window: &W, out: &mut Output<O>) -> FunctionResult {
+        let now = self.now();
+        let watermark = self.watermark;
+        let Some(ks) = self.keys.get_mut(key) else { return Ok(()) };
+        let KeyState {
+            windows,
+            global_state,
+            ..
+        } = ks;
+        let Some(entry) = windows.get_mut(state_window) else { return Ok(()) };
+        let Some(acc) = entry.acc.as_mut() else { return Ok(()) };
+        // Late records sent to the side output before this firing go first.
+        if out.has_pending_side_records() {
+            out.flush()?;
+        }
+        let evictor_ctx = EvictorContext {
+            current_watermark: watermark,
+            current_processing_time: now,
+        };
+        if let (Some(evictor), Some(buffer)) = (self.spec.evictor.as_mut(), L::buffer(acc)) {
+            evictor.evict_before(buffer, window, &evictor_ctx);
+        }
+        let (records, sides) = out.split();
+        let timestamp = window.max_timestamp();
+        let mut ctx = ProcessWindowContext {
+            window,
+            watermark,
+            processing_time: now,
+            window_state: &mut entry.window_state,
+            global_state,
+            sides,
+            timestamp,
+        };
+        self.logic
+            .emit(key, acc, &mut ctx, &mut Collector::new(records, timestamp))?;
+        if let (Some(evictor), Some(buffer)) = (self.spec.evictor.as_mut(), L::buffer(acc)) {
+            evictor.evict_after(buffer, window, &evictor_ctx);
+        }
+        Ok(())
+    }
+
+    fn purge(&mut self, key: &K, state_window: &W) {
+        if let Some(entry) = self
+            .keys
+            .get_mut(key)
+            .and_then(|ks| ks.windows.get_mut(state_window))
+        {
+            entry.acc = None;
+        }
+    }
+
+    fn handle(&mut self, result: TriggerResult, key: &K, window: &W, state_window: &W, out: &mut Output<O>) -> FunctionResult {
+        if result.is_fire() {
+            self.fire(key, window, state_window, out)?;
+        }
+        if result.is_purge() {
+            self.purge(key, state_window);
+        }
+        Ok(())
+    }
+
+    /// Drops everything of `window` (Flink's `clearAllState`).
+    fn clear_all_state(&mut self, key: &K, window: &W, state_window: &W, out: &mut Output<O>) -> FunctionResult {
+        self.call_trigger(key, window, |t, ctx| {
+            t.clear(window, ctx);
+            TriggerResult::Continue
+        });
+        let now = self.now();
+        let watermark = self.watermark;
+        if let Some(ks) = self.keys.get_mut(key) {
+            if let Some(entry) = ks.windows.get_mut(state_window) {
+                entry.acc = None;
+                if entry.window_state.is_some() {
+                    let (_, sides) = out.split();
+                    let mut ctx = ProcessWindowContext {
+                        window,
+                        watermark,
+                        processing_time: now,
+                        window_state: &mut entry.window_state,
+                        global_state: &mut ks.global_state,
+                        sides,
+                        timestamp: window.max_timestamp(),
+                    };
+                    self.logic.clear(&mut ctx)?;
+                    entry.window_state = None;
+                }
+            }
+            if let Some(entry) = ks.windows.get_mut(window) {
+                entry.trigger_state = None;
+            }
+            ks.merging.retire_window(window);
+            for w in [window, state_window] {
+                if ks.windows.get(w).is_some_and(Entry::is_empty) {
+                    ks.windows.remove(w);
+                }
+            }
+            if ks.windows.is_empty() && ks.merging.is_empty() && ks.global_state.is_none() {
+                self.keys.remove(key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Carries out one merge of session windows (Flink's merge function).
+    fn apply_merge(&mut self, key: &K, merge: Merge<W>) {
+        let Merge {
+            result,
+            merged,
+            state_window,
+            merged_state_windows,
+        } = merge;
+        let merged_states: Vec<TriggerState> = {
+            let ks = self.keys.entry(key.clone()).or_default();
+            merged
+                .iter()
+                .filter(|w| **w != result)
+                .filter_map(|w| ks.windows.get_mut(w).map(|e| e.trigger_state.take()))
+                .collect()
+        };
+        self.call_trigger(key, &result, |t, ctx| {
+            t.on_merge(&result, ctx, merged_states);
+            TriggerResult::Continue
+        });
+        for m in &merged {
+            self.call_trigger(key, m, |t, ctx| {
+                t.clear(m, ctx);
+                TriggerResult::Continue
+            });
+            self.delete_cleanup_timer(key, m);
+        }
+        let Some(ks) = self.keys.get_mut(key) else { return };
+        for sw in &merged_state_windows {
+            let from = ks.windows.get_mut(sw).and_then(|e| e.acc.take());
+            if let Some(from) = from {
+                let target = ks.windows.entry(state_window.clone()).or_default();
+                match target.acc.as_mut() {
+                    Some(into) => self.logic.merge(into, from),
+                    None => target.acc = Some(from),
+                }
+            }
+        }
+        for m in merged.iter().chain(&merged_state_windows) {
+            if *m != result && *m != state_window && ks.windows.get(m).is_some_and(Entry::is_empty) {
+                ks.windows.remove(m);
+            }
+        }
+    }
+
+    fn add_to(&mut self, key: &K, state_window: &W, record: StreamRecord<T>) {
+        let ks = self.keys.entry(key.clone()).or_default();
+        let entry = ks.windows.entry(state_window.clone()).or_default();
+        let acc = entry.acc.get_or_insert_with(|| self.logic.create());
+        self.logic.add(acc, record);
+    }
+
+    fn process_record(&mut self, record: StreamRecord<T>, now: i64, out: &mut Output<O>) -> FunctionResult {
+        let key = (self.spec.key_of)(&record.value);
+        let ctx = AssignerContext {
+            current_processing_time: now,
+        };
+        let mut windows = std::mem::take(&mut self.scratch);
+        windows.clear();
+        self.spec
+            .assigner
+            .assign_windows(&record.value, record.timestamp, &ctx, &mut windows);
+        let mut skipped = true;
+        let count = windows.len();
+        let timestamp = record.timestamp;
+        let mut record = Some(record);
+        for (i, window) in windows.drain(..).enumerate() {
+            let (actual, state_window) = if self.merging {
+                let assigner = Arc::clone(&self.spec.assigner);
+                let ks = self.keys.entry(key.clone()).or_default();
+                let (actual, merges) = ks
+                    .merging
+                    .add_window(window, |ws, cb| assigner.merge_windows(ws, cb));
+                for merge in merges {
+                    self.apply_merge(&key, merge);
+                }
+                if self.is_window_late(&actual) {
+                    if let Some(ks) = self.keys.get_mut(&key) {
+                        ks.merging.retire_window(&actual);
+                    }
+                    continue;
+                }
+                let state_window = self
+                    .keys
+                    .get(&key)
+                    .and_then(|ks| ks.merging.state_window(&actual))
+                    .cloned()
+                    .unwrap_or_else(|| actual.clone());
+                (actual, state_window)
+            } else {
+                if self.is_window_late(&window) {
+                    continue;
+                }
+                (window.clone(), window)
+            };
+            // The last window takes the record, the others a copy.
+            let element = if i + 1 == count {
+                record.take()
+            } else {
+                record.clone()
+            };
+            let Some(element) = element else { continue };
+            skipped = false;
+            // The trigger sees the element before it is added, which saves
+            // a copy; it fires after, so the firing includes the element.
+            let result = self.call_trigger(&key, &actual, |t, ctx| {
+                t.on_element(&element.value, timestamp, &actual, ctx)
+            });
+            self.add_to(&key, &state_window, element);
+            self.handle(result, &key, &actual, &state_window, out)?;
+            self.register_cleanup_timer(&key, &actual);
+        }
+        self.scratch = windows;
+        if let Some(record) = record.filter(|_| skipped && self.is_element_late(timestamp)) {
+            self.on_late(record, out)?;
+        }
+        Ok(())
+    }
+
+    fn on_late(&mut self, record: StreamRecord<T>, out: &mut Output<O>) -> FunctionResult {
+        match &self.spec.late_tag {
+            Some(tag) => {
+                // Results emitted before this record go first.
+                if !out.records().is_empty() {
+                    out.flush()?;
+                }
+                let (_, sides) = out.split();
+                sides.emit(tag, record);
+            }
+            None => {
+                if let Some(m) = &self.metrics {
+                    m.add_late_dropped(1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn on_timer(&mut self, key: K, window: W, time: i64, event: bool, out: &mut Output<O>) -> FunctionResult {
+        if let Some(entry) = self.keys.get_mut(&key).and_then(|ks| ks.windows.get_mut(&window)) {
+            let list = if event {
+                &mut entry.event_timers
+            } else {
+                &mut entry.processing_timers
+            };
+            list.retain(|t| *t != time);
+        }
+        let state_window = if self.merging {
+            match self.keys.get(&key).and_then(|ks| ks.merging.state_window(&window)) {
+                Some(sw) => sw.clone(),
+                // The window was merged away; its timers were cleared with it.
+                None => return Ok(()),
+            }
+        } else {
+            window.clone()
+        };
+        let result = self.call_trigger(&key, &window, |t, ctx| {
+            if event {
+                t.on_event_time(time, &window, ctx)
+            } else {
+                t.on_processing_time(time, &window, ctx)
+            }
+        });
+        self.handle(result, &key, &window, &state_window, out)?;
+        if event == self.event_time && time == self.cleanup_time(&window) {
+            self.clear_all_state(&key, &window, &state_window, out)?;
+        } else if let Some(ks) = self.keys.get_mut(&key) {
+            if ks.windows.get(&window).is_some_and(Entry::is_empty) {
+                ks.windows.remove(&window);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The logic every window operator instance runs, boxed per subtask.
+impl<T, K, W, O, L> Operator for WindowOperator<T, K, W, O, L>
+where
+    T: Clone + Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    type In = T;
+    type Out = O;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.clock = Some(ctx.clock.clone());
+        self.metrics = Some(Arc::clone(&ctx.metrics));
+        self.logic.open(ctx)
+    }
+
+    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<O>) -> FunctionResult {
+        let now = if self.event_time { 0 } else { self.now() };
+        for record in input.drain(..) {
+            self.process_record(record, now, out)?;
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
+        // Timers see the new watermark, as in Flink's timer service.
+        self.watermark = self.watermark.max(watermark);
+        while let Some(timer) = self.event_timers.pop_due(watermark) {
+            self.on_timer(timer.key, timer.namespace, timer.timestamp, true, out)?;
+        }
+        out.emit_watermark(watermark)?;
+        Ok(())
+    }
+
+    fn processing_deadline(&self) -> Option<i64> {
+        // `peek_timestamp` needs `&mut` to skip deleted timers; the queue's
+        // earliest entry is a safe lower bound.
+        self.processing_timers.earliest_hint()
+    }
+
+    fn on_processing_time(&mut self, now: i64, out: &mut Output<O>) -> FunctionResult {
+        while let Some(timer) = self.processing_timers.pop_due(now) {
+            self.on_timer(timer.key, timer.namespace, timer.timestamp, false, out)?;
+        }
+        Ok(())
+    }
+}
