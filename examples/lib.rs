@@ -1,2 +1,183 @@
-//! Weir's examples live beside this file; each is a `[[example]]` target.
-//! Run one with `cargo run --release --example NAME -- ARGS`.
+//! Helpers shared by Weir's examples: parsing input lines the way the
+//! examples' Flink originals do, reporting bad lines instead of failing.
+//!
+//! Each example is an `[[example]]` target beside this file; run one with
+//! `cargo run --release --example NAME -- ARGS`.
+
+use std::fmt;
+
+/// Why a line could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    /// 1-based line number in the input.
+    pub line: u64,
+    /// What was wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for BadLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "skipping line {}: {}", self.line, self.reason)
+    }
+}
+
+/// Splits `line` on commas into exactly `n` trimmed fields.
+pub fn fields(line: &str, n: usize) -> Result<Vec<&str>, String> {
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    if fields.len() == n {
+        Ok(fields)
+    } else {
+        Err(format!(
+            "expected {n} comma-separated fields, found {}",
+            fields.len()
+        ))
+    }
+}
+
+/// Parses an integer field, naming it in the error.
+pub fn int(field: &str, name: &str) -> Result<i64, String> {
+    field
+        .parse::<i64>()
+        .map_err(|_| format!("{name} '{field}' is not a whole number"))
+}
+
+/// Parses a decimal field, naming it in the error.
+pub fn decimal(field: &str, name: &str) -> Result<f64, String> {
+    field
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("{name} '{field}' is not a number"))
+}
+
+/// Parses `yyyy-MM-dd HH:mm:ss` (UTC) into ms since the epoch.
+pub fn datetime(field: &str) -> Result<i64, String> {
+    let bad = || format!("'{field}' is not a date like 2024-01-01 12:00:00");
+    let (date, time) = field.trim().split_once(' ').ok_or_else(bad)?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|p| p.parse::<i64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    let t: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse::<i64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    let (&[y, mo, day], &[h, mi, s]) = (&d[..], &t[..]) else {
+        return Err(bad());
+    };
+    if !(1..=12).contains(&mo)
+        || !(1..=31).contains(&day)
+        || h > 23
+        || mi > 59
+        || s > 59
+        || h < 0
+        || mi < 0
+        || s < 0
+    {
+        return Err(bad());
+    }
+    Ok((days_from_civil(y, mo, day) * 86_400 + h * 3_600 + mi * 60 + s) * 1_000)
+}
+
+/// Formats ms since the epoch as `yyyy-MM-dd HH:mm:ss` (UTC).
+pub fn format_datetime(ms: i64) -> String {
+    let secs = ms.div_euclid(1_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
+// Howard Hinnant's days-from-civil algorithm (proleptic Gregorian calendar).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Parses lines with `parse`, reporting bad ones on stderr with their line
+/// number and skipping them; comment (`#`) and blank lines are skipped
+/// silently. Use as the body of a `flat_map` over the input's lines, at
+/// parallelism 1 so that line numbers are the file's.
+#[derive(Clone)]
+pub struct LineParser<F> {
+    parse: F,
+    line: u64,
+}
+
+impl<F> LineParser<F> {
+    /// A parser applying `parse` to each non-comment line.
+    pub fn new(parse: F) -> Self {
+        LineParser { parse, line: 0 }
+    }
+
+    /// Parses the next line: `Some(value)`, or `None` if skipped.
+    pub fn next_line<T>(&mut self, line: &str) -> Option<T>
+    where
+        F: FnMut(&str) -> Result<T, String>,
+    {
+        self.line += 1;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            return None;
+        }
+        match (self.parse)(trimmed) {
+            Ok(v) => Some(v),
+            Err(reason) => {
+                eprintln!(
+                    "{}",
+                    BadLine {
+                        line: self.line,
+                        reason
+                    }
+                );
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datetimes_round_trip() {
+        assert_eq!(datetime("1970-01-01 00:00:00"), Ok(0));
+        assert_eq!(datetime("2024-02-29 12:34:56"), Ok(1_709_210_096_000));
+        assert_eq!(format_datetime(1_709_210_096_000), "2024-02-29 12:34:56");
+        assert!(datetime("2024-13-01 00:00:00").is_err());
+        assert!(datetime("yesterday").is_err());
+    }
+
+    #[test]
+    fn bad_lines_are_skipped_with_their_number() {
+        let mut p = LineParser::new(|l: &str| int(l, "n"));
+        assert_eq!(p.next_line("# comment"), None);
+        assert_eq!(p.next_line("12"), Some(12));
+        assert_eq!(p.next_line("x"), None);
+        assert_eq!(p.line, 3);
+    }
+}

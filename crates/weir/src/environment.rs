@@ -13,10 +13,10 @@ use crate::config::{keys, Configuration};
 use crate::datastream::DataStream;
 use crate::error::{Error, Result};
 use crate::functions::SourceFunction;
-use crate::watermark::WatermarkStrategy;
 use crate::source::{
     CollectionSource, GeneratorSource, SequenceSource, SocketTextSource, TextFileSource,
 };
+use crate::watermark::WatermarkStrategy;
 
 /// Job name used when none is given (Flink's).
 pub const DEFAULT_JOB_NAME: &str = "Weir Streaming Job";
@@ -285,7 +285,12 @@ impl StreamExecutionEnvironment {
     /// subtask assigns timestamps and generates watermarks with its own
     /// copy of `strategy`, so a slow subtask holds the watermark back and an
     /// idle one (with `with_idleness`) does not.
-    pub fn from_source<T, S>(&self, source: S, strategy: WatermarkStrategy<T>, name: &str) -> DataStream<T>
+    pub fn from_source<T, S>(
+        &self,
+        source: S,
+        strategy: WatermarkStrategy<T>,
+        name: &str,
+    ) -> DataStream<T>
     where
         T: Clone + Send + 'static,
         S: SourceFunction<T> + Clone + Sync,

@@ -77,6 +77,9 @@ pub mod prelude {
     };
     pub use crate::sink::DiscardingSink;
     pub use crate::source::{GeneratorSource, SocketTextSource};
+    pub use crate::watermark::{
+        BoundedOutOfOrderness, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
+    };
     pub use crate::window::{
         AggregateFunction, AllWindowedStream, ContinuousEventTimeTrigger,
         ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger, DeltaEvictor, Elements,
@@ -86,9 +89,6 @@ pub mod prelude {
         SlidingProcessingTimeWindows, TimeEvictor, TimeWindow, Trigger, TriggerContext,
         TriggerResult, TumblingEventTimeWindows, TumblingProcessingTimeWindows, Window,
         WindowAssigner, WindowFunction, WindowedStream,
-    };
-    pub use crate::watermark::{
-        BoundedOutOfOrderness, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
     };
     pub use crate::{JobClient, JobExecutionResult};
     pub use std::time::Duration;

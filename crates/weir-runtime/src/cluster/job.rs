@@ -75,7 +75,10 @@ pub struct JobExecutionResult {
 impl JobExecutionResult {
     /// Late records dropped by all window operators of the job.
     pub fn num_late_records_dropped(&self) -> u64 {
-        self.operators.iter().map(|o| o.num_late_records_dropped).sum()
+        self.operators
+            .iter()
+            .map(|o| o.num_late_records_dropped)
+            .sum()
     }
 
     /// The counters of the first operator named `name`.

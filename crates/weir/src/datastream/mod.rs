@@ -157,10 +157,12 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     /// Assigns event timestamps and generates watermarks (Flink's
     /// `assignTimestampsAndWatermarks`). Chained to its input, so each
     /// parallel subtask of the source gets its own generator.
-    pub fn assign_timestamps_and_watermarks(&self, strategy: WatermarkStrategy<T>) -> DataStream<T> {
-        let factory = NodeFactory::one_input(move |_| {
-            TimestampsAndWatermarksOperator::new(strategy.clone())
-        });
+    pub fn assign_timestamps_and_watermarks(
+        &self,
+        strategy: WatermarkStrategy<T>,
+    ) -> DataStream<T> {
+        let factory =
+            NodeFactory::one_input(move |_| TimestampsAndWatermarksOperator::new(strategy.clone()));
         self.add_operator("Timestamps/Watermarks", factory)
     }
 
@@ -188,7 +190,11 @@ impl<T: Clone + Send + 'static> DataStream<T> {
 
     /// Sliding count windows over the whole stream
     /// (`countWindowAll(size, slide)`).
-    pub fn count_window_all_slide(&self, size: u64, slide: u64) -> AllWindowedStream<T, GlobalWindow> {
+    pub fn count_window_all_slide(
+        &self,
+        size: u64,
+        slide: u64,
+    ) -> AllWindowedStream<T, GlobalWindow> {
         self.window_all(GlobalWindows::create())
             .evictor(CountEvictor::of(size as usize))
             .trigger(CountTrigger::of(slide))

@@ -93,7 +93,8 @@ impl<T> WatermarkGenerator<T> for BoundedOutOfOrderness {
 }
 
 type AssignerFn<T> = Arc<dyn Fn(&T, i64) -> i64 + Send + Sync>;
-type GeneratorFactory<T> = Arc<dyn Fn(&RuntimeContext) -> Box<dyn WatermarkGenerator<T>> + Send + Sync>;
+type GeneratorFactory<T> =
+    Arc<dyn Fn(&RuntimeContext) -> Box<dyn WatermarkGenerator<T>> + Send + Sync>;
 
 pub(crate) enum GeneratorKind<T> {
     /// Bounded out-of-orderness (monotonous = bound 0); kept apart from

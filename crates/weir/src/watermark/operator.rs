@@ -121,7 +121,11 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
         Ok(())
     }
 
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<T>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<T>>,
+        out: &mut Output<T>,
+    ) -> FunctionResult {
         if input.is_empty() {
             return Ok(());
         }

@@ -21,7 +21,13 @@ pub trait WindowAssigner<T>: Send + Sync + 'static {
     type W: Window;
 
     /// Appends the windows of `element` (event timestamp `timestamp`) to `out`.
-    fn assign_windows(&self, element: &T, timestamp: i64, ctx: &AssignerContext, out: &mut Vec<Self::W>);
+    fn assign_windows(
+        &self,
+        element: &T,
+        timestamp: i64,
+        ctx: &AssignerContext,
+        out: &mut Vec<Self::W>,
+    );
 
     /// The trigger used when the user sets none.
     fn default_trigger(&self) -> Box<dyn Trigger<T, Self::W>>;
@@ -115,8 +121,18 @@ macro_rules! tumbling {
             type W = TimeWindow;
 
             #[inline]
-            fn assign_windows(&self, _e: &T, ts: i64, ctx: &AssignerContext, out: &mut Vec<TimeWindow>) {
-                let time = if $event_time { ts } else { ctx.current_processing_time };
+            fn assign_windows(
+                &self,
+                _e: &T,
+                ts: i64,
+                ctx: &AssignerContext,
+                out: &mut Vec<TimeWindow>,
+            ) {
+                let time = if $event_time {
+                    ts
+                } else {
+                    ctx.current_processing_time
+                };
                 let start = TimeWindow::window_start(time, self.offset, self.size);
                 out.push(TimeWindow::new(start, start + self.size));
             }
@@ -179,8 +195,18 @@ macro_rules! sliding {
         impl<T: 'static> WindowAssigner<T> for $name {
             type W = TimeWindow;
 
-            fn assign_windows(&self, _e: &T, ts: i64, ctx: &AssignerContext, out: &mut Vec<TimeWindow>) {
-                let time = if $event_time { ts } else { ctx.current_processing_time };
+            fn assign_windows(
+                &self,
+                _e: &T,
+                ts: i64,
+                ctx: &AssignerContext,
+                out: &mut Vec<TimeWindow>,
+            ) {
+                let time = if $event_time {
+                    ts
+                } else {
+                    ctx.current_processing_time
+                };
                 // Latest window first, as Flink lists them.
                 let last_start = TimeWindow::window_start(time, self.offset, self.slide);
                 let mut start = last_start;
@@ -229,7 +255,9 @@ macro_rules! session {
         impl $name {
             /// Sessions that close after `gap` without records.
             pub fn with_gap(gap: Duration) -> Self {
-                $name { gap: ms(gap).max(1) }
+                $name {
+                    gap: ms(gap).max(1),
+                }
             }
 
             /// Sessions whose gap `f` computes from each record.
@@ -247,8 +275,18 @@ macro_rules! session {
         impl<T: 'static> WindowAssigner<T> for $name {
             type W = TimeWindow;
 
-            fn assign_windows(&self, _e: &T, ts: i64, ctx: &AssignerContext, out: &mut Vec<TimeWindow>) {
-                let time = if $event_time { ts } else { ctx.current_processing_time };
+            fn assign_windows(
+                &self,
+                _e: &T,
+                ts: i64,
+                ctx: &AssignerContext,
+                out: &mut Vec<TimeWindow>,
+            ) {
+                let time = if $event_time {
+                    ts
+                } else {
+                    ctx.current_processing_time
+                };
                 out.push(TimeWindow::new(time, time + self.gap));
             }
 
@@ -264,7 +302,11 @@ macro_rules! session {
                 true
             }
 
-            fn merge_windows(&self, windows: &[TimeWindow], merge: &mut dyn FnMut(Vec<TimeWindow>, TimeWindow)) {
+            fn merge_windows(
+                &self,
+                windows: &[TimeWindow],
+                merge: &mut dyn FnMut(Vec<TimeWindow>, TimeWindow),
+            ) {
                 merge_time_windows(windows, merge)
             }
         }
@@ -287,8 +329,18 @@ macro_rules! session {
         impl<T: 'static> WindowAssigner<T> for $dynamic<T> {
             type W = TimeWindow;
 
-            fn assign_windows(&self, e: &T, ts: i64, ctx: &AssignerContext, out: &mut Vec<TimeWindow>) {
-                let time = if $event_time { ts } else { ctx.current_processing_time };
+            fn assign_windows(
+                &self,
+                e: &T,
+                ts: i64,
+                ctx: &AssignerContext,
+                out: &mut Vec<TimeWindow>,
+            ) {
+                let time = if $event_time {
+                    ts
+                } else {
+                    ctx.current_processing_time
+                };
                 let gap = ms((self.gap)(e)).max(1);
                 out.push(TimeWindow::new(time, time + gap));
             }
@@ -305,7 +357,11 @@ macro_rules! session {
                 true
             }
 
-            fn merge_windows(&self, windows: &[TimeWindow], merge: &mut dyn FnMut(Vec<TimeWindow>, TimeWindow)) {
+            fn merge_windows(
+                &self,
+                windows: &[TimeWindow],
+                merge: &mut dyn FnMut(Vec<TimeWindow>, TimeWindow),
+            ) {
                 merge_time_windows(windows, merge)
             }
         }
@@ -342,7 +398,13 @@ impl GlobalWindows {
 impl<T: 'static> WindowAssigner<T> for GlobalWindows {
     type W = GlobalWindow;
 
-    fn assign_windows(&self, _e: &T, _ts: i64, _ctx: &AssignerContext, out: &mut Vec<GlobalWindow>) {
+    fn assign_windows(
+        &self,
+        _e: &T,
+        _ts: i64,
+        _ctx: &AssignerContext,
+        out: &mut Vec<GlobalWindow>,
+    ) {
         out.push(GlobalWindow);
     }
 
@@ -370,7 +432,10 @@ mod tests {
 
     #[test]
     fn tumbling_with_offset() {
-        let a = TumblingEventTimeWindows::of_with_offset(Duration::from_secs(10), Duration::from_secs(2));
+        let a = TumblingEventTimeWindows::of_with_offset(
+            Duration::from_secs(10),
+            Duration::from_secs(2),
+        );
         assert_eq!(windows(&a, 1_999), vec![(-8_000, 2_000)]);
         assert_eq!(windows(&a, 2_000), vec![(2_000, 12_000)]);
     }
@@ -393,7 +458,9 @@ mod tests {
             TimeWindow::new(12_001, 13_001),
         ];
         let mut merges = Vec::new();
-        WindowAssigner::<u8>::merge_windows(&a, &ws, &mut |members, result| merges.push((members, result)));
+        WindowAssigner::<u8>::merge_windows(&a, &ws, &mut |members, result| {
+            merges.push((members, result))
+        });
         assert_eq!(
             merges,
             vec![(vec![ws[0], ws[1]], TimeWindow::new(10_000, 12_000))]

@@ -20,10 +20,20 @@ pub struct EvictorContext {
 /// order. What is removed is gone for later firings too.
 pub trait Evictor<T, W>: Send + 'static {
     /// Before the window function runs.
-    fn evict_before(&mut self, elements: &mut Vec<StreamRecord<T>>, window: &W, ctx: &EvictorContext);
+    fn evict_before(
+        &mut self,
+        elements: &mut Vec<StreamRecord<T>>,
+        window: &W,
+        ctx: &EvictorContext,
+    );
 
     /// After the window function ran.
-    fn evict_after(&mut self, elements: &mut Vec<StreamRecord<T>>, window: &W, ctx: &EvictorContext);
+    fn evict_after(
+        &mut self,
+        elements: &mut Vec<StreamRecord<T>>,
+        window: &W,
+        ctx: &EvictorContext,
+    );
 }
 
 /// Keeps at most `max_count` elements, dropping the oldest (Flink's
@@ -97,7 +107,11 @@ impl TimeEvictor {
         if elements.is_empty() || elements.iter().any(|r| r.timestamp == NO_TIMESTAMP) {
             return;
         }
-        let max = elements.iter().map(|r| r.timestamp).max().unwrap_or(i64::MIN);
+        let max = elements
+            .iter()
+            .map(|r| r.timestamp)
+            .max()
+            .unwrap_or(i64::MIN);
         let cutoff = max - self.window_size;
         elements.retain(|r| r.timestamp > cutoff);
     }
@@ -185,7 +199,9 @@ mod tests {
     use super::*;
 
     fn recs(ts: &[i64]) -> Vec<StreamRecord<i64>> {
-        ts.iter().map(|t| StreamRecord::with_timestamp(*t, *t)).collect()
+        ts.iter()
+            .map(|t| StreamRecord::with_timestamp(*t, *t))
+            .collect()
     }
 
     const CTX: EvictorContext = EvictorContext {
@@ -203,8 +219,16 @@ mod tests {
     #[test]
     fn time_evictor_keeps_the_recent() {
         let mut v = recs(&[1000, 5000, 2000, 9000]);
-        Evictor::<i64, ()>::evict_before(&mut TimeEvictor::of(Duration::from_secs(5)), &mut v, &(), &CTX);
-        assert_eq!(v.iter().map(|r| r.value).collect::<Vec<_>>(), vec![5000, 9000]);
+        Evictor::<i64, ()>::evict_before(
+            &mut TimeEvictor::of(Duration::from_secs(5)),
+            &mut v,
+            &(),
+            &CTX,
+        );
+        assert_eq!(
+            v.iter().map(|r| r.value).collect::<Vec<_>>(),
+            vec![5000, 9000]
+        );
     }
 
     #[test]

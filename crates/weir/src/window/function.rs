@@ -117,8 +117,10 @@ impl<W> ProcessWindowContext<'_, W> {
 
     /// Emits `value` to the side output `tag`.
     pub fn output<X: Send + 'static>(&mut self, tag: &OutputTag<X>, value: X) {
-        self.sides
-            .emit(tag.id(), StreamRecord::with_timestamp(value, self.timestamp));
+        self.sides.emit(
+            tag.id(),
+            StreamRecord::with_timestamp(value, self.timestamp),
+        );
     }
 }
 
@@ -146,7 +148,12 @@ pub trait ProcessWindowFunction<T, O, K, W>: Send + 'static {
 
 impl<T, O, K, W, F> ProcessWindowFunction<T, O, K, W> for F
 where
-    F: FnMut(&K, &mut ProcessWindowContext<'_, W>, Elements<'_, T>, &mut Collector<'_, O>) -> FunctionResult
+    F: FnMut(
+            &K,
+            &mut ProcessWindowContext<'_, W>,
+            Elements<'_, T>,
+            &mut Collector<'_, O>,
+        ) -> FunctionResult
         + Send
         + 'static,
 {
@@ -172,7 +179,13 @@ impl<T, O, K, W, F> WindowFunction<T, O, K, W> for F
 where
     F: FnMut(&K, &W, Elements<'_, T>, &mut Collector<'_, O>) + Send + 'static,
 {
-    fn apply(&mut self, key: &K, window: &W, elements: Elements<'_, T>, out: &mut Collector<'_, O>) {
+    fn apply(
+        &mut self,
+        key: &K,
+        window: &W,
+        elements: Elements<'_, T>,
+        out: &mut Collector<'_, O>,
+    ) {
         self(key, window, elements, out)
     }
 }

@@ -4,7 +4,9 @@ use std::marker::PhantomData;
 
 use weir_runtime::element::StreamRecord;
 
-use super::function::{AggregateFunction, Elements, ProcessWindowContext, ProcessWindowFunction, WindowFunction};
+use super::function::{
+    AggregateFunction, Elements, ProcessWindowContext, ProcessWindowFunction, WindowFunction,
+};
 use super::operator::WindowLogic;
 use crate::functions::{Collector, FunctionResult, ReduceFunction, RuntimeContext};
 
@@ -43,7 +45,13 @@ where
         }
     }
 
-    fn emit(&mut self, _k: &K, acc: &Option<T>, _ctx: &mut ProcessWindowContext<'_, W>, out: &mut Collector<'_, T>) -> FunctionResult {
+    fn emit(
+        &mut self,
+        _k: &K,
+        acc: &Option<T>,
+        _ctx: &mut ProcessWindowContext<'_, W>,
+        out: &mut Collector<'_, T>,
+    ) -> FunctionResult {
         if let Some(v) = acc {
             out.collect(v.clone());
         }
@@ -84,7 +92,13 @@ where
         }
     }
 
-    fn emit(&mut self, k: &K, acc: &Option<T>, ctx: &mut ProcessWindowContext<'_, W>, out: &mut Collector<'_, O>) -> FunctionResult {
+    fn emit(
+        &mut self,
+        k: &K,
+        acc: &Option<T>,
+        ctx: &mut ProcessWindowContext<'_, W>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
         match acc {
             Some(v) => self.process.process(k, ctx, Elements::one(v), out),
             None => Ok(()),
@@ -125,7 +139,13 @@ where
         *into = self.agg.merge(a, from);
     }
 
-    fn emit(&mut self, _k: &K, acc: &Acc, _ctx: &mut ProcessWindowContext<'_, W>, out: &mut Collector<'_, R>) -> FunctionResult {
+    fn emit(
+        &mut self,
+        _k: &K,
+        acc: &Acc,
+        _ctx: &mut ProcessWindowContext<'_, W>,
+        out: &mut Collector<'_, R>,
+    ) -> FunctionResult {
         out.collect(self.agg.get_result(acc));
         Ok(())
     }
@@ -165,7 +185,13 @@ where
         *into = self.agg.merge(a, from);
     }
 
-    fn emit(&mut self, k: &K, acc: &Acc, ctx: &mut ProcessWindowContext<'_, W>, out: &mut Collector<'_, O>) -> FunctionResult {
+    fn emit(
+        &mut self,
+        k: &K,
+        acc: &Acc,
+        ctx: &mut ProcessWindowContext<'_, W>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
         let result = self.agg.get_result(acc);
         self.process.process(k, ctx, Elements::one(&result), out)
     }
@@ -209,7 +235,13 @@ where
         Some(acc)
     }
 
-    fn emit(&mut self, k: &K, acc: &Self::Acc, ctx: &mut ProcessWindowContext<'_, W>, out: &mut Collector<'_, O>) -> FunctionResult {
+    fn emit(
+        &mut self,
+        k: &K,
+        acc: &Self::Acc,
+        ctx: &mut ProcessWindowContext<'_, W>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
         self.process.process(k, ctx, Elements::records(acc), out)
     }
 
@@ -249,7 +281,13 @@ where
         Some(acc)
     }
 
-    fn emit(&mut self, k: &K, acc: &Self::Acc, ctx: &mut ProcessWindowContext<'_, W>, out: &mut Collector<'_, O>) -> FunctionResult {
+    fn emit(
+        &mut self,
+        k: &K,
+        acc: &Self::Acc,
+        ctx: &mut ProcessWindowContext<'_, W>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
         self.f.apply(k, ctx.window(), Elements::records(acc), out);
         Ok(())
     }
@@ -289,7 +327,13 @@ where
         Some(acc)
     }
 
-    fn emit(&mut self, k: &K, acc: &Self::Acc, ctx: &mut ProcessWindowContext<'_, W>, out: &mut Collector<'_, O>) -> FunctionResult {
+    fn emit(
+        &mut self,
+        k: &K,
+        acc: &Self::Acc,
+        ctx: &mut ProcessWindowContext<'_, W>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
         if acc.is_empty() {
             return Ok(());
         }

@@ -33,7 +33,10 @@ impl<W: Window> Default for MergingWindowSet<W> {
 impl<W: Window> MergingWindowSet<W> {
     /// The state window of `window`, if it is live.
     pub fn state_window(&self, window: &W) -> Option<&W> {
-        self.mapping.iter().find(|(w, _)| w == window).map(|(_, s)| s)
+        self.mapping
+            .iter()
+            .find(|(w, _)| w == window)
+            .map(|(_, s)| s)
     }
 
     /// Forgets `window` (it was cleaned up or is late).
@@ -67,7 +70,9 @@ impl<W: Window> MergingWindowSet<W> {
         let mut windows: Vec<W> = self.mapping.iter().map(|(w, _)| w.clone()).collect();
         windows.push(new_window.clone());
         let mut groups: Vec<(W, Vec<W>)> = Vec::new();
-        merge_windows(&windows, &mut |members, result| groups.push((result, members)));
+        merge_windows(&windows, &mut |members, result| {
+            groups.push((result, members))
+        });
 
         let mut result_window = new_window.clone();
         let mut merged_new_window = false;
@@ -114,7 +119,11 @@ mod tests {
     use crate::window::{EventTimeSessionWindows, WindowAssigner};
     use std::time::Duration;
 
-    fn add(set: &mut MergingWindowSet<TimeWindow>, start: i64, end: i64) -> (TimeWindow, Vec<Merge<TimeWindow>>) {
+    fn add(
+        set: &mut MergingWindowSet<TimeWindow>,
+        start: i64,
+        end: i64,
+    ) -> (TimeWindow, Vec<Merge<TimeWindow>>) {
         let assigner = EventTimeSessionWindows::with_gap(Duration::from_secs(1));
         set.add_window(TimeWindow::new(start, end), |ws, cb| {
             WindowAssigner::<u8>::merge_windows(&assigner, ws, cb)

@@ -26,9 +26,9 @@ mod trigger;
 
 pub use assigner::{
     AssignerContext, DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows,
-    EventTimeSessionWindows, GlobalWindows, ProcessingTimeSessionWindows,
-    SlidingEventTimeWindows, SlidingProcessingTimeWindows, TumblingEventTimeWindows,
-    TumblingProcessingTimeWindows, WindowAssigner,
+    EventTimeSessionWindows, GlobalWindows, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows, TumblingEventTimeWindows, TumblingProcessingTimeWindows,
+    WindowAssigner,
 };
 pub use evictor::{CountEvictor, DeltaEvictor, Evictor, EvictorContext, TimeEvictor};
 pub use function::{

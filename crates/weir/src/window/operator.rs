@@ -186,12 +186,13 @@ where
     }
 
     fn is_element_late(&self, timestamp: i64) -> bool {
-        self.event_time
-            && timestamp.saturating_add(self.spec.allowed_lateness) <= self.watermark
+        self.event_time && timestamp.saturating_add(self.spec.allowed_lateness) <= self.watermark
     }
 
     fn register_timer(&mut self, key: &K, window: &W, event: bool, time: i64) {
-        let Some(ks) = self.keys.get_mut(key) else { return };
+        let Some(ks) = self.keys.get_mut(key) else {
+            return;
+        };
         let entry = ks.windows.entry(window.clone()).or_default();
         let (list, queue) = if event {
             (&mut entry.event_timers, &mut self.event_timers)
@@ -208,7 +209,11 @@ where
     }
 
     fn delete_timer(&mut self, key: &K, window: &W, event: bool, time: i64) {
-        let Some(entry) = self.keys.get_mut(key).and_then(|ks| ks.windows.get_mut(window)) else {
+        let Some(entry) = self
+            .keys
+            .get_mut(key)
+            .and_then(|ks| ks.windows.get_mut(window))
+        else {
             return;
         };
         let (list, queue) = if event {
@@ -261,24 +266,37 @@ where
         let watermark = self.watermark;
         let ks = self.keys.entry(key.clone()).or_default();
         let entry = ks.windows.entry(window.clone()).or_default();
-        let mut ctx = TriggerContext::new(watermark, now, &mut entry.trigger_state, &mut self.requests);
+        let mut ctx =
+            TriggerContext::new(watermark, now, &mut entry.trigger_state, &mut self.requests);
         let result = call(self.spec.trigger.as_mut(), &mut ctx);
         self.apply_requests(key, window);
         result
     }
 
     /// Emits the contents of `state_window` as the result of `window`.
-    fn fire(&mut self, key: &K, window: &W, state_window: &W, out: &mut Output<O>) -> FunctionResult {
+    fn fire(
+        &mut self,
+        key: &K,
+        window: &W,
+        state_window: &W,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let now = self.now();
         let watermark = self.watermark;
-        let Some(ks) = self.keys.get_mut(key) else { return Ok(()) };
+        let Some(ks) = self.keys.get_mut(key) else {
+            return Ok(());
+        };
         let KeyState {
             windows,
             global_state,
             ..
         } = ks;
-        let Some(entry) = windows.get_mut(state_window) else { return Ok(()) };
-        let Some(acc) = entry.acc.as_mut() else { return Ok(()) };
+        let Some(entry) = windows.get_mut(state_window) else {
+            return Ok(());
+        };
+        let Some(acc) = entry.acc.as_mut() else {
+            return Ok(());
+        };
         // Late records sent to the side output before this firing go first.
         if out.has_pending_side_records() {
             out.flush()?;
@@ -319,7 +337,14 @@ where
         }
     }
 
-    fn handle(&mut self, result: TriggerResult, key: &K, window: &W, state_window: &W, out: &mut Output<O>) -> FunctionResult {
+    fn handle(
+        &mut self,
+        result: TriggerResult,
+        key: &K,
+        window: &W,
+        state_window: &W,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         if result.is_fire() {
             self.fire(key, window, state_window, out)?;
         }
@@ -330,7 +355,13 @@ where
     }
 
     /// Drops everything of `window` (Flink's `clearAllState`).
-    fn clear_all_state(&mut self, key: &K, window: &W, state_window: &W, out: &mut Output<O>) -> FunctionResult {
+    fn clear_all_state(
+        &mut self,
+        key: &K,
+        window: &W,
+        state_window: &W,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         self.call_trigger(key, window, |t, ctx| {
             t.clear(window, ctx);
             TriggerResult::Continue
@@ -398,7 +429,9 @@ where
             });
             self.delete_cleanup_timer(key, m);
         }
-        let Some(ks) = self.keys.get_mut(key) else { return };
+        let Some(ks) = self.keys.get_mut(key) else {
+            return;
+        };
         for sw in &merged_state_windows {
             let from = ks.windows.get_mut(sw).and_then(|e| e.acc.take());
             if let Some(from) = from {
@@ -410,7 +443,8 @@ where
             }
         }
         for m in merged.iter().chain(&merged_state_windows) {
-            if *m != result && *m != state_window && ks.windows.get(m).is_some_and(Entry::is_empty) {
+            if *m != result && *m != state_window && ks.windows.get(m).is_some_and(Entry::is_empty)
+            {
                 ks.windows.remove(m);
             }
         }
@@ -423,7 +457,12 @@ where
         self.logic.add(acc, record);
     }
 
-    fn process_record(&mut self, record: StreamRecord<T>, now: i64, out: &mut Output<O>) -> FunctionResult {
+    fn process_record(
+        &mut self,
+        record: StreamRecord<T>,
+        now: i64,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let key = (self.spec.key_of)(&record.value);
         let ctx = AssignerContext {
             current_processing_time: now,
@@ -509,8 +548,19 @@ where
         Ok(())
     }
 
-    fn on_timer(&mut self, key: K, window: W, time: i64, event: bool, out: &mut Output<O>) -> FunctionResult {
-        if let Some(entry) = self.keys.get_mut(&key).and_then(|ks| ks.windows.get_mut(&window)) {
+    fn on_timer(
+        &mut self,
+        key: K,
+        window: W,
+        time: i64,
+        event: bool,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
+        if let Some(entry) = self
+            .keys
+            .get_mut(&key)
+            .and_then(|ks| ks.windows.get_mut(&window))
+        {
             let list = if event {
                 &mut entry.event_timers
             } else {
@@ -519,7 +569,11 @@ where
             list.retain(|t| *t != time);
         }
         let state_window = if self.merging {
-            match self.keys.get(&key).and_then(|ks| ks.merging.state_window(&window)) {
+            match self
+                .keys
+                .get(&key)
+                .and_then(|ks| ks.merging.state_window(&window))
+            {
                 Some(sw) => sw.clone(),
                 // The window was merged away; its timers were cleared with it.
                 None => return Ok(()),
@@ -564,7 +618,11 @@ where
         self.logic.open(ctx)
     }
 
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<T>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let now = if self.event_time { 0 } else { self.now() };
         for record in input.drain(..) {
             self.process_record(record, now, out)?;

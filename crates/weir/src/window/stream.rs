@@ -9,9 +9,12 @@ use weir_runtime::graph::NodeFactory;
 
 use super::assigner::WindowAssigner;
 use super::evictor::Evictor;
-use super::function::{AggregateFunction, Elements, ProcessWindowContext, ProcessWindowFunction, WindowFunction};
+use super::function::{
+    AggregateFunction, Elements, ProcessWindowContext, ProcessWindowFunction, WindowFunction,
+};
 use super::logic::{
-    AggregateLogic, BufferedLogic, AggregateProcessLogic, ApplyLogic, ProcessLogic, ReduceLogic, ReduceProcessLogic,
+    AggregateLogic, AggregateProcessLogic, ApplyLogic, BufferedLogic, ProcessLogic, ReduceLogic,
+    ReduceProcessLogic,
 };
 use super::operator::{WindowLogic, WindowOperator, WindowSpec};
 use super::trigger::Trigger;
@@ -34,7 +37,11 @@ pub struct WindowedStream<T, K, W> {
 }
 
 impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
-    pub(crate) fn new<A: WindowAssigner<T, W = W>>(keyed: KeyedStream<T, K>, assigner: A, all: bool) -> Self {
+    pub(crate) fn new<A: WindowAssigner<T, W = W>>(
+        keyed: KeyedStream<T, K>,
+        assigner: A,
+        all: bool,
+    ) -> Self {
         WindowedStream {
             keyed,
             assigner: Arc::new(assigner),
@@ -264,14 +271,23 @@ impl<T: Clone + Send + 'static, W: Window> AllWindowedStream<T, W> {
     pub fn process<O, F>(&self, f: F) -> DataStream<O>
     where
         O: Clone + Send + 'static,
-        F: FnMut(&mut ProcessWindowContext<'_, W>, Elements<'_, T>, &mut Collector<'_, O>) -> FunctionResult
+        F: FnMut(
+                &mut ProcessWindowContext<'_, W>,
+                Elements<'_, T>,
+                &mut Collector<'_, O>,
+            ) -> FunctionResult
             + Clone
             + Send
             + Sync
             + 'static,
     {
         let mut f = f;
-        self.inner.process(move |_k: &(), ctx: &mut ProcessWindowContext<'_, W>, e: Elements<'_, T>, out: &mut Collector<'_, O>| f(ctx, e, out))
+        self.inner.process(
+            move |_k: &(),
+                  ctx: &mut ProcessWindowContext<'_, W>,
+                  e: Elements<'_, T>,
+                  out: &mut Collector<'_, O>| f(ctx, e, out),
+        )
     }
 
     /// Applies a function of the window and its elements (Flink's
@@ -282,7 +298,8 @@ impl<T: Clone + Send + 'static, W: Window> AllWindowedStream<T, W> {
         F: FnMut(&W, Elements<'_, T>, &mut Collector<'_, O>) + Clone + Send + Sync + 'static,
     {
         let mut f = f;
-        self.inner
-            .apply(move |_k: &(), w: &W, e: Elements<'_, T>, out: &mut Collector<'_, O>| f(w, e, out))
+        self.inner.apply(
+            move |_k: &(), w: &W, e: Elements<'_, T>, out: &mut Collector<'_, O>| f(w, e, out),
+        )
     }
 }

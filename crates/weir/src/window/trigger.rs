@@ -117,13 +117,29 @@ impl<'a> TriggerContext<'a> {
 /// keys and windows of a subtask; per-window state lives in the context.
 pub trait Trigger<T, W>: Send + 'static {
     /// A record was added to `window`.
-    fn on_element(&mut self, element: &T, timestamp: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult;
+    fn on_element(
+        &mut self,
+        element: &T,
+        timestamp: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult;
 
     /// An event-time timer of this window fired.
-    fn on_event_time(&mut self, time: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult;
+    fn on_event_time(
+        &mut self,
+        time: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult;
 
     /// A processing-time timer of this window fired.
-    fn on_processing_time(&mut self, time: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult;
+    fn on_processing_time(
+        &mut self,
+        time: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult;
 
     /// Whether the trigger supports merging windows (sessions).
     fn can_merge(&self) -> bool {
@@ -131,7 +147,8 @@ pub trait Trigger<T, W>: Send + 'static {
     }
 
     /// Windows were merged into `window`; `merged` holds their states.
-    fn on_merge(&mut self, _window: &W, _ctx: &mut TriggerContext<'_>, _merged: Vec<TriggerState>) {}
+    fn on_merge(&mut self, _window: &W, _ctx: &mut TriggerContext<'_>, _merged: Vec<TriggerState>) {
+    }
 
     /// The window is being dropped: delete timers and state.
     fn clear(&mut self, window: &W, ctx: &mut TriggerContext<'_>);
@@ -152,7 +169,13 @@ impl EventTimeTrigger {
 
 impl<T, W: Window> Trigger<T, W> for EventTimeTrigger {
     #[inline]
-    fn on_element(&mut self, _e: &T, _ts: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_element(
+        &mut self,
+        _e: &T,
+        _ts: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         if window.max_timestamp() <= ctx.current_watermark() {
             TriggerResult::Fire
         } else {
@@ -161,7 +184,12 @@ impl<T, W: Window> Trigger<T, W> for EventTimeTrigger {
         }
     }
 
-    fn on_event_time(&mut self, time: i64, window: &W, _ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_event_time(
+        &mut self,
+        time: i64,
+        window: &W,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         if time == window.max_timestamp() {
             TriggerResult::Fire
         } else {
@@ -169,7 +197,12 @@ impl<T, W: Window> Trigger<T, W> for EventTimeTrigger {
         }
     }
 
-    fn on_processing_time(&mut self, _t: i64, _w: &W, _ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_processing_time(
+        &mut self,
+        _t: i64,
+        _w: &W,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
 
@@ -203,7 +236,13 @@ impl ProcessingTimeTrigger {
 }
 
 impl<T, W: Window> Trigger<T, W> for ProcessingTimeTrigger {
-    fn on_element(&mut self, _e: &T, _ts: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_element(
+        &mut self,
+        _e: &T,
+        _ts: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         ctx.register_processing_time_timer(window.max_timestamp());
         TriggerResult::Continue
     }
@@ -212,7 +251,12 @@ impl<T, W: Window> Trigger<T, W> for ProcessingTimeTrigger {
         TriggerResult::Continue
     }
 
-    fn on_processing_time(&mut self, _t: i64, _w: &W, _ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_processing_time(
+        &mut self,
+        _t: i64,
+        _w: &W,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Fire
     }
 
@@ -247,7 +291,13 @@ impl CountTrigger {
 }
 
 impl<T, W: Window> Trigger<T, W> for CountTrigger {
-    fn on_element(&mut self, _e: &T, _ts: i64, _w: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_element(
+        &mut self,
+        _e: &T,
+        _ts: i64,
+        _w: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         let count = ctx.state::<u64>();
         *count += 1;
         if *count >= self.max_count {
@@ -262,7 +312,12 @@ impl<T, W: Window> Trigger<T, W> for CountTrigger {
         TriggerResult::Continue
     }
 
-    fn on_processing_time(&mut self, _t: i64, _w: &W, _ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_processing_time(
+        &mut self,
+        _t: i64,
+        _w: &W,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
 
@@ -355,7 +410,13 @@ fn next_fire(time: i64, interval: i64) -> i64 {
 }
 
 impl<T, W: Window> Trigger<T, W> for ContinuousEventTimeTrigger {
-    fn on_element(&mut self, _e: &T, ts: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_element(
+        &mut self,
+        _e: &T,
+        ts: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         if window.max_timestamp() <= ctx.current_watermark() {
             return TriggerResult::Fire;
         }
@@ -369,7 +430,12 @@ impl<T, W: Window> Trigger<T, W> for ContinuousEventTimeTrigger {
         TriggerResult::Continue
     }
 
-    fn on_event_time(&mut self, time: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_event_time(
+        &mut self,
+        time: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         if time == window.max_timestamp() {
             return TriggerResult::Fire;
         }
@@ -383,7 +449,12 @@ impl<T, W: Window> Trigger<T, W> for ContinuousEventTimeTrigger {
         TriggerResult::Continue
     }
 
-    fn on_processing_time(&mut self, _t: i64, _w: &W, _ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_processing_time(
+        &mut self,
+        _t: i64,
+        _w: &W,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
 
@@ -433,7 +504,13 @@ impl ContinuousProcessingTimeTrigger {
 }
 
 impl<T, W: Window> Trigger<T, W> for ContinuousProcessingTimeTrigger {
-    fn on_element(&mut self, _e: &T, _ts: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_element(
+        &mut self,
+        _e: &T,
+        _ts: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         let now = ctx.current_processing_time();
         let next = ctx.state::<Option<i64>>();
         if next.is_none() {
@@ -448,7 +525,12 @@ impl<T, W: Window> Trigger<T, W> for ContinuousProcessingTimeTrigger {
         TriggerResult::Continue
     }
 
-    fn on_processing_time(&mut self, time: i64, window: &W, ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_processing_time(
+        &mut self,
+        time: i64,
+        window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         let next = ctx.state::<Option<i64>>();
         if *next == Some(time) {
             let t = (time + self.interval_ms).min(window.max_timestamp());
@@ -498,13 +580,24 @@ impl<W> NeverTrigger<W> {
 }
 
 impl<T, W: Window> Trigger<T, W> for NeverTrigger<W> {
-    fn on_element(&mut self, _e: &T, _ts: i64, _w: &W, _ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_element(
+        &mut self,
+        _e: &T,
+        _ts: i64,
+        _w: &W,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
     fn on_event_time(&mut self, _t: i64, _w: &W, _ctx: &mut TriggerContext<'_>) -> TriggerResult {
         TriggerResult::Continue
     }
-    fn on_processing_time(&mut self, _t: i64, _w: &W, _ctx: &mut TriggerContext<'_>) -> TriggerResult {
+    fn on_processing_time(
+        &mut self,
+        _t: i64,
+        _w: &W,
+        _ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
         TriggerResult::Continue
     }
     fn clear(&mut self, _w: &W, _ctx: &mut TriggerContext<'_>) {}
