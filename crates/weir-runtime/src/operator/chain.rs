@@ -77,6 +77,12 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
         match control {
             Control::Watermark(wm) => guarded(&self.at, || op.process_watermark(wm, out)),
             Control::EndOfInput => {
+                // Bounded input ends with every processing-time timer firing,
+                // as in Flink's BATCH execution mode, so a bounded job emits
+                // each processing-time window once instead of dropping it.
+                if op.processing_deadline().is_some() {
+                    guarded(&self.at, || op.on_processing_time(i64::MAX, out))?;
+                }
                 guarded(&self.at, || op.end_input(out))?;
                 self.out.forward_control(control)
             }

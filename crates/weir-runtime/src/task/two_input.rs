@@ -171,6 +171,9 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
         }
         // Both gates may report `Finished` still; it carries no data.
         let (op, out) = (&mut self.op, &mut self.out);
+        if op.processing_deadline().is_some() {
+            guarded(&self.at, || op.on_processing_time(i64::MAX, out))?;
+        }
         guarded(&self.at, || op.end_input(out))?;
         self.out.forward_control(Control::EndOfInput)?;
         let op = &mut self.op;

@@ -221,7 +221,7 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
             wm.idle = None;
         }
         self.apply(wm, out)?;
-        self.next_periodic = Some(now + self.interval_ms);
+        self.next_periodic = Some(now.saturating_add(self.interval_ms));
         Ok(())
     }
 }

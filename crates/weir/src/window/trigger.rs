@@ -406,7 +406,7 @@ impl ContinuousEventTimeTrigger {
 
 /// The next firing time at or after `time` on an `interval` grid.
 fn next_fire(time: i64, interval: i64) -> i64 {
-    time - time.rem_euclid(interval) + interval
+    (time - time.rem_euclid(interval)).saturating_add(interval)
 }
 
 impl<T, W: Window> Trigger<T, W> for ContinuousEventTimeTrigger {
@@ -441,7 +441,9 @@ impl<T, W: Window> Trigger<T, W> for ContinuousEventTimeTrigger {
         }
         let next = ctx.state::<Option<i64>>();
         if *next == Some(time) {
-            let t = (time + self.interval_ms).min(window.max_timestamp());
+            let t = time
+                .saturating_add(self.interval_ms)
+                .min(window.max_timestamp());
             *next = Some(t);
             ctx.register_event_time_timer(t);
             return TriggerResult::Fire;
@@ -533,7 +535,9 @@ impl<T, W: Window> Trigger<T, W> for ContinuousProcessingTimeTrigger {
     ) -> TriggerResult {
         let next = ctx.state::<Option<i64>>();
         if *next == Some(time) {
-            let t = (time + self.interval_ms).min(window.max_timestamp());
+            let t = time
+                .saturating_add(self.interval_ms)
+                .min(window.max_timestamp());
             *next = Some(t);
             if t > time {
                 ctx.register_processing_time_timer(t);
