@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use weir::prelude::*;
+
 /// Why a line could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BadLine {
@@ -156,6 +158,63 @@ impl<F> LineParser<F> {
                 None
             }
         }
+    }
+}
+
+/// The examples' input: `--input FILE` (bounded), or a socket with
+/// `--host HOST --port PORT` (default localhost:9999), the `nc -lk 9999`
+/// workflow of Flink's tutorials.
+pub fn text_input(env: &StreamExecutionEnvironment) -> anyhow::Result<DataStream<String>> {
+    let args = env.args();
+    Ok(match args.get("input") {
+        Some(path) => env.read_text_file(path),
+        None => {
+            let port: u16 = args.get_parsed("port")?.unwrap_or(9999);
+            env.socket_text_stream(args.get_or("host", "localhost"), port)
+        }
+    })
+}
+
+/// Bounded out-of-orderness watermarks (`max_ts - bound - 1`), emitted
+/// after every event instead of periodically. Over a file, which is read
+/// faster than any watermark interval, this gives the result a person sees
+/// typing the same lines into `nc` with Flink's periodic watermarks.
+pub struct PunctuatedBoundedOutOfOrderness {
+    max_ts: i64,
+    bound_ms: i64,
+}
+
+impl PunctuatedBoundedOutOfOrderness {
+    /// Tolerates records up to `bound` out of order.
+    pub fn new(bound: Duration) -> Self {
+        let bound_ms = bound.as_millis() as i64;
+        PunctuatedBoundedOutOfOrderness {
+            max_ts: i64::MIN + bound_ms + 1,
+            bound_ms,
+        }
+    }
+}
+
+impl<T> WatermarkGenerator<T> for PunctuatedBoundedOutOfOrderness {
+    fn on_event(&mut self, _e: &T, timestamp: i64, output: &mut WatermarkOutput) {
+        self.max_ts = self.max_ts.max(timestamp);
+        output.emit_watermark(self.max_ts - self.bound_ms - 1);
+    }
+
+    fn on_periodic_emit(&mut self, _output: &mut WatermarkOutput) {}
+}
+
+/// Bounded out-of-orderness: periodic over a socket (Flink's
+/// `forBoundedOutOfOrderness`), punctuated over a file (see
+/// [`PunctuatedBoundedOutOfOrderness`]).
+pub fn bounded_out_of_orderness<T: 'static>(
+    env: &StreamExecutionEnvironment,
+    bound: Duration,
+) -> WatermarkStrategy<T> {
+    if env.args().has("input") {
+        WatermarkStrategy::for_generator(move |_| PunctuatedBoundedOutOfOrderness::new(bound))
+    } else {
+        WatermarkStrategy::for_bounded_out_of_orderness(bound)
     }
 }
 

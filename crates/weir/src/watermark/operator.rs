@@ -167,7 +167,7 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
                 }
             }
             Generator::Custom(_) => {
-                let records: Vec<_> = input.drain(..).collect();
+                let records = std::mem::take(input);
                 for mut r in records {
                     r.timestamp = match &self.strategy.timestamps {
                         TimestampKind::FromRecord => r.timestamp,

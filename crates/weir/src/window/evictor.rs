@@ -131,11 +131,13 @@ impl<T: 'static, W: 'static> Evictor<T, W> for TimeEvictor {
     }
 }
 
+type DeltaFn<T> = Arc<dyn Fn(&T, &T) -> f64 + Send + Sync>;
+
 /// Drops elements whose delta to the newest element is at least a
 /// threshold (Flink's `DeltaEvictor`).
 pub struct DeltaEvictor<T> {
     threshold: f64,
-    delta: Arc<dyn Fn(&T, &T) -> f64 + Send + Sync>,
+    delta: DeltaFn<T>,
     after: bool,
     _type: PhantomData<fn(&T)>,
 }

@@ -66,6 +66,17 @@ impl<'a, T> Iterator for Elements<'a, T> {
 
 impl<T> ExactSizeIterator for Elements<'_, T> {}
 
+impl<T> Clone for Elements<'_, T> {
+    fn clone(&self) -> Self {
+        Elements {
+            inner: match &self.inner {
+                ElementsInner::Records(it) => ElementsInner::Records(it.clone()),
+                ElementsInner::One(v) => ElementsInner::One(*v),
+            },
+        }
+    }
+}
+
 /// What a process window function may see and keep (Flink's
 /// `ProcessWindowFunction.Context`).
 pub struct ProcessWindowContext<'a, W> {

@@ -140,6 +140,20 @@ impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
         })
     }
 
+    /// Sums a field over each window; other fields come from the window's
+    /// first record (Flink's `sum(pos)`).
+    pub fn sum<N, F>(&self, field: F) -> DataStream<T>
+    where
+        N: std::ops::AddAssign + Copy + Send + 'static,
+        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+    {
+        self.reduce(move |mut acc: T, mut value: T| {
+            let add = *field(&mut value);
+            *field(&mut acc) += add;
+            acc
+        })
+    }
+
     /// Reduces each window incrementally and hands the result to `process`
     /// with the window's metadata.
     pub fn reduce_with<O, F, P>(&self, f: F, process: P) -> DataStream<O>
@@ -264,6 +278,15 @@ impl<T: Clone + Send + 'static, W: Window> AllWindowedStream<T, W> {
         A: AggregateFunction<T, Acc, R> + Clone + Sync,
     {
         self.inner.aggregate(agg)
+    }
+
+    /// Sums a field over each window (Flink's `sum(pos)`).
+    pub fn sum<N, F>(&self, field: F) -> DataStream<T>
+    where
+        N: std::ops::AddAssign + Copy + Send + 'static,
+        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+    {
+        self.inner.sum(field)
     }
 
     /// Processes all elements of each window with context (Flink's

@@ -1,0 +1,43 @@
+//! Sliding processing-time window: every 5 seconds, the sum per key over the
+//! last 10 seconds (Flink's `SlidingProcessingTimeWindows.of(10s, 5s)`).
+//!
+//! Start `nc -lk 9999`, run
+//!
+//! ```text
+//! cargo run --release --example sliding_window_sum -- --port 9999
+//! ```
+//!
+//! and type `key,n` lines. Each line counts in two windows, so typing `a,1`
+//! prints `(a,1)` at the end of the current 5-second slot and again five
+//! seconds later; typing `a,2` in the next slot makes the second print
+//! `(a,3)`.
+//!
+//! `--input FILE` reads lines from a file; at its end every open window fires
+//! once. Malformed lines are reported on stderr and skipped.
+
+use weir::prelude::*;
+use weir_examples::{fields, int, text_input, LineParser};
+
+fn main() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::from_args()?;
+    let mut parser = LineParser::new(|line: &str| {
+        let f = fields(line, 2)?;
+        Ok((f[0].to_string(), int(f[1], "n")?))
+    });
+    text_input(&env)?
+        .flat_map(move |line: String, out: &mut Collector<(String, i64)>| {
+            if let Some(pair) = parser.next_line(&line) {
+                out.collect(pair);
+            }
+        })
+        .key_by(|(key, _)| key.clone())
+        .window(SlidingProcessingTimeWindows::of(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+        ))
+        .sum(|(_, n)| n)
+        .map(|(key, sum): (String, i64)| format!("({key},{sum})"))
+        .print();
+    env.execute("SlidingWindowSum")?;
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! Each example, run as a user would, over its bundled sample input.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    target.join("examples").join(name)
+}
+
+fn data(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(file)
+}
+
+/// Runs an example over a sample file; returns (stdout, stderr).
+fn run(name: &str, input: &str, extra: &[&str]) -> (String, String) {
+    let out = Command::new(example(name))
+        .arg("--input")
+        .arg(data(input))
+        .args(extra)
+        .output()
+        .expect("run example");
+    assert!(
+        out.status.success(),
+        "{name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `(key,n)` lines summed per key.
+fn totals(stdout: &str) -> BTreeMap<String, i64> {
+    let mut t = BTreeMap::new();
+    for line in stdout.lines() {
+        let inner = line.trim_start_matches('(').trim_end_matches(')');
+        let (k, n) = inner.split_once(',').expect("a (key,n) line");
+        *t.entry(k.to_string()).or_default() += n.parse::<i64>().expect("a number");
+    }
+    t
+}
+
+#[test]
+fn order_report_fires_refires_and_sends_late_orders_aside() {
+    let (stdout, stderr) = run("order_report", "orders.csv", &[]);
+    let expected = "\
+user alice [2024-05-01 10:00:00, 10:00:10): 3 orders, total 35.50 (o1, o3, o5)
+user bob [2024-05-01 10:00:00, 10:00:10): 1 order, total 8.00 (o2)
+user bob [2024-05-01 10:00:00, 10:00:10): 2 orders, total 10.00 (o2, o7)
+late> order o9 of carol at 2024-05-01 10:00:08: 1.00
+user bob [2024-05-01 10:00:10, 10:00:20): 1 order, total 5.25 (o4)
+user carol [2024-05-01 10:00:10, 10:00:20): 1 order, total 40.00 (o6)
+user alice [2024-05-01 10:00:10, 10:00:20): 1 order, total 7.75 (o8)
+user bob [2024-05-01 10:00:20, 10:00:30): 1 order, total 9.99 (o10)
+";
+    // Windows of different users firing at the same watermark may come in
+    // any order; each user's lines keep theirs.
+    let sorted = |s: &str| {
+        let mut v: Vec<&str> = s.lines().collect();
+        v.sort_unstable();
+        v.join("\n")
+    };
+    assert_eq!(sorted(&stdout), sorted(expected));
+    let bob: Vec<&str> = stdout.lines().filter(|l| l.contains(" bob ")).collect();
+    assert!(
+        bob[0].contains("(o2)") && bob[1].contains("(o2, o7)"),
+        "{bob:?}"
+    );
+    assert!(
+        stderr.contains("skipping line 12: expected 4 comma-separated fields"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn event_time_window_sum_closes_windows_by_watermark() {
+    let (stdout, _) = run("event_time_window_sum", "events.txt", &[]);
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        vec![
+            "a [2024-01-01 12:00:00, 2024-01-01 12:00:10): 4",
+            "a [2024-01-01 12:00:10, 2024-01-01 12:00:20): 5",
+            "b [2024-01-01 12:00:00, 2024-01-01 12:00:10): 2",
+            "b [2024-01-01 12:00:20, 2024-01-01 12:00:30): 6",
+        ]
+    );
+}
+
+#[test]
+fn count_window_sum_sums_every_five() {
+    let (stdout, _) = run("count_window_sum", "numbers.txt", &[]);
+    // 1..=12: two full windows; the last two numbers never fire.
+    assert_eq!(stdout, "15\n40\n");
+}
+
+#[test]
+fn processing_time_windows_account_for_every_record() {
+    // Which 5-second window each line falls in depends on the clock; what
+    // every window adds up to does not.
+    let expected: BTreeMap<String, i64> = [("a", 4), ("b", 1), ("c", 10)]
+        .map(|(k, n)| (k.to_string(), n))
+        .into();
+    let (stdout, _) = run("tumbling_window_sum", "pairs.txt", &[]);
+    assert_eq!(totals(&stdout), expected);
+    // Sliding 10 s / 5 s: each record counts in two windows.
+    let (stdout, _) = run("sliding_window_sum", "pairs.txt", &[]);
+    let doubled: BTreeMap<String, i64> = expected.iter().map(|(k, n)| (k.clone(), n * 2)).collect();
+    assert_eq!(totals(&stdout), doubled);
+}
+
+#[test]
+fn session_window_groups_a_burst() {
+    let (stdout, _) = run("session_window", "pairs.txt", &[]);
+    assert_eq!(stdout, "session of 5 records: sum 15, keys [a, b, c]\n");
+}
+
+#[test]
+fn word_count_counts_words_at_any_parallelism() {
+    let (stdout, _) = run("word_count", "words.txt", &[]);
+    assert!(
+        stdout.starts_with("(to,1)\n(be,1)\n(or,1)\n(not,1)\n(to,2)\n(be,2)\n"),
+        "{stdout}"
+    );
+    let last_to = stdout.lines().rev().find(|l| l.starts_with("(to,"));
+    assert_eq!(last_to, Some("(to,13)"));
+    let (stdout, _) = run("word_count", "words.txt", &["-p", "2"]);
+    assert!(stdout.lines().any(|l| l.ends_with("> (to,13)")), "{stdout}");
+}
