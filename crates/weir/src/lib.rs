@@ -73,7 +73,7 @@ pub mod prelude {
         CoProcessFunction, Collector, FilterFunction, FlatMapFunction, FunctionError,
         FunctionResult, KeyedProcessFunction, MapFunction, OutputTag, ProcessContext,
         ProcessFunction, ReduceFunction, RuntimeContext, SinkContext, SinkFunction, SourceContext,
-        SourceFunction, SourceStatus,
+        SourceFunction, SourceStatus, TimeDomain, TimerService,
     };
     pub use crate::sink::DiscardingSink;
     pub use crate::source::{GeneratorSource, SocketTextSource};

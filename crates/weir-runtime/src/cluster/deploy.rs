@@ -210,8 +210,17 @@ impl<'g> Plan<'g> {
                 };
                 let edge = &graph.edges[e];
                 let from = graph.node(edge.from);
+                let forward = match &partitioning[e] {
+                    Partitioning::Forward => true,
+                    Partitioning::Custom(w) => {
+                        w.chains_at_parallelism_one()
+                            && parallelism[edge.from.0] == 1
+                            && parallelism[node.id.0] == 1
+                    }
+                    _ => false,
+                };
                 let chainable = config.chaining
-                    && matches!(partitioning[e], Partitioning::Forward)
+                    && forward
                     && parallelism[edge.from.0] == parallelism[node.id.0]
                     && matches!(node.factory, NodeFactory::OneInput(_))
                     && node.chaining == ChainingStrategy::Always

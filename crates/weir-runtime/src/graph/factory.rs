@@ -69,6 +69,14 @@ pub struct WriterContext {
 pub trait WriterFactory: Send + Sync {
     /// Name shown in plans (`HASH`, `CUSTOM`).
     fn name(&self) -> &'static str;
+    /// Whether an edge of this partitioning between two operators that both
+    /// run with parallelism 1 may be chained. True for key groups: every key
+    /// belongs to the one subtask, so the edge is a forward edge in effect
+    /// and the records need not cross threads.
+    fn chains_at_parallelism_one(&self) -> bool {
+        false
+    }
+
     /// A `Box<dyn Downstream<T>>` writing to `senders`
     /// (`Vec<Sender<Message<T>>>`, one per target subtask, in order).
     fn writer(&self, senders: Erased, ctx: &WriterContext) -> Result<Erased, JobError>;

@@ -37,6 +37,10 @@ impl<T: Clone + Send + 'static, K: Key> WriterFactory for KeyGroupWriter<T, K> {
         "HASH"
     }
 
+    fn chains_at_parallelism_one(&self) -> bool {
+        true
+    }
+
     fn writer(&self, targets: Erased, ctx: &WriterContext) -> Result<Erased, JobError> {
         let key_of = Arc::clone(&self.key_of);
         let partitioner = KeyGroupPartitioner::new(move |t: &T| key_of(t), ctx.max_parallelism);

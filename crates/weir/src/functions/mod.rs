@@ -13,8 +13,10 @@ mod process;
 mod sink;
 
 pub use collector::Collector;
+pub(crate) use process::KeyedTimers;
 pub use process::{
     CoProcessFunction, KeyedProcessFunction, OutputTag, ProcessContext, ProcessFunction,
+    TimeDomain, TimerService,
 };
 pub use sink::{SinkContext, SinkFunction};
 pub use weir_runtime::error::{FunctionError, FunctionResult};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::operator::SideOutputs;
+use weir_runtime::time::TimerQueue;
 
 use super::{Collector, FunctionResult, RuntimeContext};
 
@@ -46,13 +47,96 @@ impl<T> std::fmt::Debug for OutputTag<T> {
     }
 }
 
-/// What a process function may ask about the record it is processing, and
-/// where it sends side output. `K` is the key type on keyed streams.
+/// Which clock a timer belongs to (Flink's `TimeDomain`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeDomain {
+    /// Fired by the watermark.
+    EventTime,
+    /// Fired by the processing-time clock.
+    ProcessingTime,
+}
+
+/// The timers of a keyed process operator: per key, de-duplicated, fired in
+/// timestamp order.
+pub(crate) struct KeyedTimers<K> {
+    pub event: TimerQueue<K, ()>,
+    pub processing: TimerQueue<K, ()>,
+}
+
+impl<K: Clone + Eq + std::hash::Hash> Default for KeyedTimers<K> {
+    fn default() -> Self {
+        KeyedTimers {
+            event: TimerQueue::new(),
+            processing: TimerQueue::new(),
+        }
+    }
+}
+
+/// Timers and time, for the current key (Flink's `TimerService`).
+pub struct TimerService<'a, K> {
+    key: &'a K,
+    timers: Option<&'a mut KeyedTimers<K>>,
+    watermark: i64,
+    processing_time: i64,
+}
+
+impl<K: Clone + Eq + std::hash::Hash> TimerService<'_, K> {
+    fn timers(&mut self) -> &mut KeyedTimers<K> {
+        match self.timers.as_deref_mut() {
+            Some(t) => t,
+            // As Flink's UnsupportedOperationException: the panic fails the
+            // job with this message, naming the operator.
+            None => panic!("setting timers is only supported on keyed streams"),
+        }
+    }
+
+    /// The operator's current event-time watermark.
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
+    }
+
+    /// The current processing time.
+    pub fn current_processing_time(&self) -> i64 {
+        self.processing_time
+    }
+
+    /// Calls `on_timer` for this key when the watermark reaches `time`.
+    /// Registering the same time twice registers it once.
+    pub fn register_event_time_timer(&mut self, time: i64) {
+        let key = self.key.clone();
+        self.timers().event.register(time, key, ());
+    }
+
+    /// Calls `on_timer` for this key when processing time reaches `time`.
+    pub fn register_processing_time_timer(&mut self, time: i64) {
+        let key = self.key.clone();
+        self.timers().processing.register(time, key, ());
+    }
+
+    /// Deletes this key's event-time timer at `time`, if any.
+    pub fn delete_event_time_timer(&mut self, time: i64) {
+        let key = self.key.clone();
+        self.timers().event.delete(time, &key, &());
+    }
+
+    /// Deletes this key's processing-time timer at `time`, if any.
+    pub fn delete_processing_time_timer(&mut self, time: i64) {
+        let key = self.key.clone();
+        self.timers().processing.delete(time, &key, &());
+    }
+}
+
+/// What a process function may ask about the record it is processing (or
+/// the timer firing), and where it sends side output. `K` is the key type
+/// on keyed streams.
 pub struct ProcessContext<'a, K = ()> {
     timestamp: i64,
     watermark: i64,
+    processing_time: i64,
     key: &'a K,
     sides: &'a mut SideOutputs,
+    timers: Option<&'a mut KeyedTimers<K>>,
+    time_domain: Option<TimeDomain>,
 }
 
 impl<'a, K> ProcessContext<'a, K> {
@@ -65,9 +149,43 @@ impl<'a, K> ProcessContext<'a, K> {
         ProcessContext {
             timestamp,
             watermark,
+            processing_time: 0,
             key,
             sides,
+            timers: None,
+            time_domain: None,
         }
+    }
+
+    pub(crate) fn with_timers(
+        mut self,
+        timers: &'a mut KeyedTimers<K>,
+        processing_time: i64,
+    ) -> Self {
+        self.timers = Some(timers);
+        self.processing_time = processing_time;
+        self
+    }
+
+    pub(crate) fn in_timer(mut self, domain: TimeDomain) -> Self {
+        self.time_domain = Some(domain);
+        self
+    }
+
+    /// Timers and time for the current key. Registering timers outside a
+    /// keyed stream fails the job, as in Flink.
+    pub fn timer_service(&mut self) -> TimerService<'_, K> {
+        TimerService {
+            key: self.key,
+            timers: self.timers.as_deref_mut(),
+            watermark: self.watermark,
+            processing_time: self.processing_time,
+        }
+    }
+
+    /// In `on_timer`: which kind of timer fired.
+    pub fn time_domain(&self) -> Option<TimeDomain> {
+        self.time_domain
     }
 
     /// The record's event timestamp, if it has one.
@@ -141,6 +259,16 @@ pub trait KeyedProcessFunction<K, I, O>: Send + 'static {
         ctx: &mut ProcessContext<'_, K>,
         out: &mut Collector<'_, O>,
     ) -> FunctionResult;
+    /// A timer of `ctx.get_current_key()` fired at `timestamp`
+    /// (`ctx.time_domain()` says which kind).
+    fn on_timer(
+        &mut self,
+        _timestamp: i64,
+        _ctx: &mut ProcessContext<'_, K>,
+        _out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
+        Ok(())
+    }
     /// Called once per subtask after the last record.
     fn close(&mut self) -> FunctionResult {
         Ok(())

@@ -2,12 +2,17 @@
 
 use std::marker::PhantomData;
 
-use weir_runtime::element::StreamRecord;
+use std::hash::Hash;
+
+use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
+use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
 
 use super::KeySelector;
-use crate::functions::{Collector, KeyedProcessFunction, ProcessContext, ProcessFunction};
+use crate::functions::{
+    Collector, KeyedProcessFunction, KeyedTimers, ProcessContext, ProcessFunction, TimeDomain,
+};
 
 pub(crate) struct ProcessOperator<F, I, O> {
     f: F,
@@ -67,24 +72,58 @@ pub(crate) struct KeyedProcessOperator<F, K, I, O> {
     f: F,
     key_of: KeySelector<I, K>,
     watermark: i64,
+    timers: KeyedTimers<K>,
+    clock: Option<SharedClock>,
     _types: PhantomData<fn(I) -> O>,
 }
 
-impl<F, K, I, O> KeyedProcessOperator<F, K, I, O> {
+impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
     pub fn new(f: F, key_of: KeySelector<I, K>) -> Self {
         KeyedProcessOperator {
             f,
             key_of,
             watermark: i64::MIN,
+            timers: KeyedTimers::default(),
+            clock: None,
             _types: PhantomData,
         }
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.as_ref().map_or(0, |c| c.now_ms())
+    }
+
+    fn fire(
+        &mut self,
+        key: K,
+        timestamp: i64,
+        domain: TimeDomain,
+        out: &mut Output<O>,
+    ) -> FunctionResult
+    where
+        F: KeyedProcessFunction<K, I, O>,
+        O: Send + 'static,
+    {
+        let now = self.now();
+        // Results of event-time timers carry the timer's time; those of
+        // processing-time timers carry none (as Flink's collector).
+        let out_ts = match domain {
+            TimeDomain::EventTime => timestamp,
+            TimeDomain::ProcessingTime => NO_TIMESTAMP,
+        };
+        let (records, sides) = out.split();
+        let mut ctx = ProcessContext::new(out_ts, self.watermark, &key, sides)
+            .with_timers(&mut self.timers, now)
+            .in_timer(domain);
+        self.f
+            .on_timer(timestamp, &mut ctx, &mut Collector::new(records, out_ts))
     }
 }
 
 impl<F, K, I, O> Operator for KeyedProcessOperator<F, K, I, O>
 where
     F: KeyedProcessFunction<K, I, O>,
-    K: Send + 'static,
+    K: Clone + Eq + Hash + Send + 'static,
     I: Send + 'static,
     O: Send + 'static,
 {
@@ -92,6 +131,7 @@ where
     type Out = O;
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.clock = Some(ctx.clock.clone());
         self.f.open(ctx)
     }
 
@@ -100,10 +140,12 @@ where
         input: &mut Vec<StreamRecord<I>>,
         out: &mut Output<O>,
     ) -> FunctionResult {
+        let now = self.now();
         let (records, sides) = out.split();
         for r in input.drain(..) {
             let key = (self.key_of)(&r.value);
-            let mut ctx = ProcessContext::new(r.timestamp, self.watermark, &key, sides);
+            let mut ctx = ProcessContext::new(r.timestamp, self.watermark, &key, sides)
+                .with_timers(&mut self.timers, now);
             self.f
                 .process_element(r.value, &mut ctx, &mut Collector::new(records, r.timestamp))?;
         }
@@ -111,8 +153,23 @@ where
     }
 
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
-        self.watermark = watermark;
+        // Timers see the new watermark, as in Flink's timer service.
+        self.watermark = self.watermark.max(watermark);
+        while let Some(timer) = self.timers.event.pop_due(watermark) {
+            self.fire(timer.key, timer.timestamp, TimeDomain::EventTime, out)?;
+        }
         out.emit_watermark(watermark)?;
+        Ok(())
+    }
+
+    fn processing_deadline(&self) -> Option<i64> {
+        self.timers.processing.earliest_hint()
+    }
+
+    fn on_processing_time(&mut self, now: i64, out: &mut Output<O>) -> FunctionResult {
+        while let Some(timer) = self.timers.processing.pop_due(now) {
+            self.fire(timer.key, timer.timestamp, TimeDomain::ProcessingTime, out)?;
+        }
         Ok(())
     }
 

@@ -7,6 +7,7 @@ mod partitioning;
 mod runtime;
 mod sinks;
 mod sources;
+mod time;
 
 /// Sorts a vector, for comparing multisets of results.
 pub fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {

@@ -1,0 +1,410 @@
+//! Event time and processing time: watermark strategies, timers, idleness,
+//! processing-time windows on a manual clock.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use weir::prelude::*;
+use weir::window::ProcessingTimeSessionWindows;
+use weir_runtime::time::ManualClock;
+
+use crate::sorted;
+
+/// Emits `after every event`: max_ts - bound - 1.
+struct Punctuated {
+    max: i64,
+}
+
+impl<T> WatermarkGenerator<T> for Punctuated {
+    fn on_event(&mut self, _e: &T, ts: i64, out: &mut WatermarkOutput) {
+        self.max = self.max.max(ts);
+        out.emit_watermark(self.max - 1);
+    }
+    fn on_periodic_emit(&mut self, _out: &mut WatermarkOutput) {}
+}
+
+fn punctuated<T: 'static>() -> WatermarkStrategy<T> {
+    WatermarkStrategy::for_generator(|_| Punctuated { max: i64::MIN + 1 })
+}
+
+/// Fires a timer 10 ms after each record's time; reports record and timer
+/// events with the watermark it saw.
+#[derive(Clone, Default)]
+struct Delayed;
+
+impl KeyedProcessFunction<String, (String, i64), String> for Delayed {
+    fn process_element(
+        &mut self,
+        (key, ts): (String, i64),
+        ctx: &mut ProcessContext<'_, String>,
+        out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        let mut timers = ctx.timer_service();
+        timers.register_event_time_timer(ts + 10);
+        // A duplicate registration fires once.
+        timers.register_event_time_timer(ts + 10);
+        if ts == 5 {
+            // Registered, then deleted: never fires.
+            timers.register_event_time_timer(1_000);
+            timers.delete_event_time_timer(1_000);
+        }
+        out.collect(format!("record {key}@{ts}"));
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut ProcessContext<'_, String>,
+        out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        assert_eq!(ctx.time_domain(), Some(TimeDomain::EventTime));
+        assert_eq!(ctx.timestamp(), Some(timestamp));
+        out.collect(format!("timer {}@{timestamp}", ctx.get_current_key()));
+        Ok(())
+    }
+}
+
+#[test]
+fn event_time_timers_fire_in_order_per_key_once() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_auto_watermark_interval(Duration::ZERO);
+    let out = env
+        .from_elements(vec![
+            ("a".to_string(), 5),
+            ("b".to_string(), 7),
+            ("a".to_string(), 12),
+            ("a".to_string(), 30),
+        ])
+        .assign_timestamps_and_watermarks(
+            punctuated().with_timestamp_assigner(|e: &(String, i64), _| e.1),
+        )
+        .key_by(|e| e.0.clone())
+        .process(Delayed)
+        .execute_and_collect()?;
+    assert_eq!(
+        out,
+        vec![
+            "record a@5",
+            "record b@7",
+            "record a@12",
+            // Watermark 29 passes 15 and 17 (timers at ts + 10).
+            "record a@30",
+            "timer a@15",
+            "timer b@17",
+            "timer a@22",
+            // The end of input fires the rest.
+            "timer a@40",
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn timers_outside_a_keyed_stream_fail_the_job() {
+    let env = StreamExecutionEnvironment::new();
+    env.from_elements(vec![1i64])
+        .process(
+            |_x: i64, ctx: &mut ProcessContext<'_>, _out: &mut Collector<'_, i64>| {
+                ctx.timer_service().register_event_time_timer(10);
+                Ok(())
+            },
+        )
+        .add_sink(DiscardingSink);
+    let err = env
+        .execute("timers")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("only supported on keyed streams"), "{err}");
+}
+
+#[test]
+fn bounded_out_of_orderness_emits_periodically_on_the_clock() -> anyhow::Result<()> {
+    // Records 0..=2000 ms; the generator's watermark is max - 100 - 1, and
+    // only the final watermark reaches the window when the clock stands
+    // still: every window fires at the end of input.
+    let clock = ManualClock::new(0);
+    let env = StreamExecutionEnvironment::new();
+    env.set_clock(Arc::new(clock.clone()));
+    let out = env
+        .from_sequence(0, 2000)
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(100))
+                .with_timestamp_assigner(|x: &i64, _| *x),
+        )
+        .window_all(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+        .reduce(|a: i64, b: i64| a + b)
+        .execute_and_collect()?;
+    assert_eq!(out, vec![(0..1000).sum::<i64>(), (1000..2000).sum(), 2000]);
+    Ok(())
+}
+
+/// A source that moves a manual clock before each record, one record per
+/// poll, so the chained operators see a known processing time.
+#[derive(Clone)]
+struct ClockedSource {
+    clock: ManualClock,
+    script: Vec<(i64, &'static str)>,
+    next: usize,
+}
+
+impl SourceFunction<String> for ClockedSource {
+    fn poll_next(&mut self, ctx: &mut SourceContext<'_, String>) -> FunctionResult<SourceStatus> {
+        let Some((time, key)) = self.script.get(self.next) else {
+            return Ok(SourceStatus::Finished);
+        };
+        self.clock.set(*time);
+        ctx.collect(key.to_string());
+        self.next += 1;
+        Ok(SourceStatus::More)
+    }
+}
+
+#[test]
+fn processing_time_windows_follow_the_manual_clock() -> anyhow::Result<()> {
+    let clock = ManualClock::new(0);
+    let env = StreamExecutionEnvironment::new();
+    env.set_clock(Arc::new(clock.clone()));
+    let source = ClockedSource {
+        clock,
+        script: vec![
+            (1_000, "a"),
+            (3_000, "b"),
+            (4_000, "a"),
+            (6_000, "a"),
+            (12_000, "b"),
+        ],
+        next: 0,
+    };
+    let out = env
+        .add_source(source, "clocked")
+        .map(|k: String| (k, 1i64))
+        .key_by(|(k, _)| k.clone())
+        .window(TumblingProcessingTimeWindows::of(Duration::from_secs(5)))
+        .process(
+            |k: &String,
+             ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             e: Elements<'_, (String, i64)>,
+             out: &mut Collector<'_, String>| {
+                out.collect(format!(
+                    "{k} {}..{} {}",
+                    ctx.window().start,
+                    ctx.window().end,
+                    e.len()
+                ));
+                Ok(())
+            },
+        )
+        .execute_and_collect()?;
+    // [0,5000) fires when the clock passes 4999 (at the record of 6000, which
+    // already belongs to [5000,10000)); the rest fire at the end of input.
+    assert_eq!(
+        sorted(out),
+        vec![
+            "a 0..5000 2",
+            "a 5000..10000 1",
+            "b 0..5000 1",
+            "b 10000..15000 1"
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn processing_time_sessions_close_after_the_gap() -> anyhow::Result<()> {
+    let clock = ManualClock::new(0);
+    let env = StreamExecutionEnvironment::new();
+    env.set_clock(Arc::new(clock.clone()));
+    let source = ClockedSource {
+        clock,
+        script: vec![(1_000, "x"), (2_000, "y"), (9_000, "z"), (9_500, "w")],
+        next: 0,
+    };
+    let out = env
+        .add_source(source, "clocked")
+        .window_all(ProcessingTimeSessionWindows::with_gap(Duration::from_secs(
+            5,
+        )))
+        .apply(
+            |w: &TimeWindow, e: Elements<'_, String>, out: &mut Collector<'_, String>| {
+                out.collect(format!(
+                    "{}..{} {}",
+                    w.start,
+                    w.end,
+                    e.cloned().collect::<Vec<_>>().join("")
+                ));
+            },
+        )
+        .execute_and_collect()?;
+    assert_eq!(out, vec!["1000..7000 xy", "9000..14500 zw"]);
+    Ok(())
+}
+
+#[derive(Clone, Default)]
+struct Ticker {
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl KeyedProcessFunction<String, String, String> for Ticker {
+    fn process_element(
+        &mut self,
+        value: String,
+        ctx: &mut ProcessContext<'_, String>,
+        _out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        let now = ctx.timer_service().current_processing_time();
+        ctx.timer_service()
+            .register_processing_time_timer(now + 500);
+        self.seen
+            .lock()
+            .map_err(|_| "poisoned")?
+            .push(format!("{value}@{now}"));
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut ProcessContext<'_, String>,
+        out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        assert_eq!(ctx.time_domain(), Some(TimeDomain::ProcessingTime));
+        assert_eq!(ctx.timestamp(), None);
+        out.collect(format!("{} fired {timestamp}", ctx.get_current_key()));
+        Ok(())
+    }
+}
+
+#[test]
+fn processing_time_timers_fire_from_the_clock() -> anyhow::Result<()> {
+    let clock = ManualClock::new(0);
+    let env = StreamExecutionEnvironment::new();
+    env.set_clock(Arc::new(clock.clone()));
+    let source = ClockedSource {
+        clock,
+        script: vec![(100, "a"), (200, "b"), (700, "a")],
+        next: 0,
+    };
+    let ticker = Ticker::default();
+    let seen = Arc::clone(&ticker.seen);
+    let out = env
+        .add_source(source, "clocked")
+        .key_by(|k: &String| k.clone())
+        .process(ticker)
+        .execute_and_collect()?;
+    // a's timer at 600 fires when the clock reaches 700; the rest at the end.
+    assert_eq!(out[0], "a fired 600");
+    assert_eq!(
+        sorted(out[1..].to_vec()),
+        vec!["a fired 1200", "b fired 700"]
+    );
+    assert_eq!(
+        *seen.lock().map_err(|_| anyhow::anyhow!("poisoned"))?,
+        vec!["a@100", "b@200", "a@700"]
+    );
+    Ok(())
+}
+
+/// Subtask 0 emits ascending timestamps then goes quiet without ending;
+/// subtask 1 never emits anything.
+#[derive(Clone)]
+struct TwoPartitions {
+    emitted: Arc<AtomicBool>,
+    subtask: u32,
+    next: i64,
+}
+
+impl SourceFunction<i64> for TwoPartitions {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.subtask = ctx.subtask_index;
+        Ok(())
+    }
+
+    fn poll_next(&mut self, ctx: &mut SourceContext<'_, i64>) -> FunctionResult<SourceStatus> {
+        if self.subtask == 0 && self.next <= 25_000 {
+            ctx.collect_with_timestamp(self.next, self.next);
+            self.next += 1_000;
+            if self.next > 25_000 {
+                self.emitted.store(true, Ordering::SeqCst);
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(SourceStatus::More)
+    }
+}
+
+/// Runs the two-partition job, moving the manual clock forward, until a
+/// window result arrives or `budget` of real time passes; returns results.
+fn run_two_partitions(idleness: Option<Duration>, budget: Duration) -> anyhow::Result<Vec<i64>> {
+    let clock = ManualClock::new(0);
+    let env = StreamExecutionEnvironment::new();
+    env.set_clock(Arc::new(clock.clone()));
+    env.set_parallelism(2);
+    let emitted = Arc::new(AtomicBool::new(false));
+    let mut strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO);
+    if let Some(timeout) = idleness {
+        strategy = strategy.with_idleness(timeout);
+    }
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let sink_results = Arc::clone(&results);
+    env.from_source(
+        TwoPartitions {
+            emitted: Arc::clone(&emitted),
+            subtask: 0,
+            next: 0,
+        },
+        strategy,
+        "two partitions",
+    )
+    .window_all(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+    .reduce(|a: i64, b: i64| a + b)
+    .add_sink(move |sum: i64| {
+        sink_results.lock().map_err(|_| "poisoned")?.push(sum);
+        Ok(())
+    })
+    .set_parallelism(1);
+    let client = env.execute_async("idleness")?;
+    let start = Instant::now();
+    let ticks = AtomicU64::new(0);
+    while start.elapsed() < budget {
+        if emitted.load(Ordering::SeqCst) {
+            clock.advance(100);
+            ticks.fetch_add(1, Ordering::Relaxed);
+        }
+        if !results
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .is_empty()
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    client.cancel();
+    let _ = client.wait();
+    let out = results
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    Ok(out)
+}
+
+#[test]
+fn an_idle_partition_does_not_hold_back_windows() -> anyhow::Result<()> {
+    let out = run_two_partitions(Some(Duration::from_secs(1)), Duration::from_secs(30))?;
+    // The first window [0, 10000) holds 0, 1000, …, 9000.
+    assert_eq!(out.first(), Some(&45_000), "{out:?}");
+    Ok(())
+}
+
+#[test]
+fn without_idleness_an_empty_partition_holds_windows_back() -> anyhow::Result<()> {
+    // Whatever the clock does, the silent partition's watermark stays at the
+    // minimum, so no window can fire while the job runs.
+    let out = run_two_partitions(None, Duration::from_secs(2))?;
+    assert!(out.is_empty(), "{out:?}");
+    Ok(())
+}
