@@ -8,6 +8,7 @@ mod runtime;
 mod sinks;
 mod sources;
 mod time;
+mod windows;
 
 /// Sorts a vector, for comparing multisets of results.
 pub fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {

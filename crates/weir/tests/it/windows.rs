@@ -1,0 +1,348 @@
+//! Window functions, triggers, evictors and lateness through whole jobs.
+//! (Window semantics against Flink's own output are the golden tests of the
+//! examples crate; these cover the API around them.)
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use weir::prelude::*;
+
+use crate::sorted;
+
+/// Event (key, timestamp, value) with punctuated watermarks `max - ooo - 1`.
+fn events(
+    env: &StreamExecutionEnvironment,
+    input: Vec<(u8, i64, i64)>,
+    ooo: i64,
+) -> DataStream<(u8, i64, i64)> {
+    struct Punctuated {
+        max: i64,
+        ooo: i64,
+    }
+    impl<T> WatermarkGenerator<T> for Punctuated {
+        fn on_event(&mut self, _e: &T, ts: i64, out: &mut WatermarkOutput) {
+            self.max = self.max.max(ts);
+            out.emit_watermark(self.max - self.ooo - 1);
+        }
+        fn on_periodic_emit(&mut self, _out: &mut WatermarkOutput) {}
+    }
+    env.set_auto_watermark_interval(std::time::Duration::ZERO);
+    env.from_collection(input)
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::for_generator(move |_| Punctuated {
+                max: i64::MIN + ooo + 1,
+                ooo,
+            })
+            .with_timestamp_assigner(|e: &(u8, i64, i64), _| e.1),
+        )
+        // One generator sees every record, so lateness does not depend on the
+        // parallelism of what follows.
+        .set_parallelism(1)
+}
+
+#[derive(Clone)]
+struct SumCount;
+
+impl AggregateFunction<(u8, i64, i64), (i64, i64), (i64, i64)> for SumCount {
+    fn create_accumulator(&mut self) -> (i64, i64) {
+        (0, 0)
+    }
+    fn add(&mut self, v: (u8, i64, i64), acc: &mut (i64, i64)) {
+        acc.0 += v.2;
+        acc.1 += 1;
+    }
+    fn get_result(&mut self, acc: &(i64, i64)) -> (i64, i64) {
+        *acc
+    }
+    fn merge(&mut self, a: (i64, i64), b: (i64, i64)) -> (i64, i64) {
+        (a.0 + b.0, a.1 + b.1)
+    }
+}
+
+type Row = (u8, i64, i64, i64, i64);
+
+fn with_window<W: Window>(
+    f: impl Fn(&W) -> (i64, i64) + Clone + Send + Sync + 'static,
+) -> impl ProcessWindowFunction<(i64, i64), Row, u8, W> + Clone {
+    move |k: &u8,
+          ctx: &mut ProcessWindowContext<'_, W>,
+          r: Elements<'_, (i64, i64)>,
+          out: &mut Collector<'_, Row>| {
+        let (start, end) = f(ctx.window());
+        for (sum, count) in r {
+            out.collect((*k, start, end, *sum, *count));
+        }
+        Ok(())
+    }
+}
+
+fn run_incremental(input: Vec<(u8, i64, i64)>, p: u32, session: bool) -> Vec<Row> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(p);
+    let keyed = events(&env, input, 50).key_by(|e| e.0);
+    let f = with_window(|w: &TimeWindow| (w.start, w.end));
+    let out = if session {
+        keyed
+            .window(EventTimeSessionWindows::with_gap(Duration::from_millis(30)))
+            .allowed_lateness(Duration::from_millis(20))
+            .aggregate_with(SumCount, f)
+    } else {
+        keyed
+            .window(SlidingEventTimeWindows::of(
+                Duration::from_millis(100),
+                Duration::from_millis(40),
+            ))
+            .allowed_lateness(Duration::from_millis(20))
+            .aggregate_with(SumCount, f)
+    };
+    sorted(out.execute_and_collect().unwrap_or_default())
+}
+
+fn run_buffered(input: Vec<(u8, i64, i64)>, session: bool) -> Vec<Row> {
+    let env = StreamExecutionEnvironment::new();
+    let keyed = events(&env, input, 50).key_by(|e| e.0);
+    let f = |k: &u8,
+             ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             e: Elements<'_, (u8, i64, i64)>,
+             out: &mut Collector<'_, Row>| {
+        let (sum, count) = e.fold((0, 0), |(s, c), v| (s + v.2, c + 1));
+        out.collect((*k, ctx.window().start, ctx.window().end, sum, count));
+        Ok(())
+    };
+    let out = if session {
+        keyed
+            .window(EventTimeSessionWindows::with_gap(Duration::from_millis(30)))
+            .allowed_lateness(Duration::from_millis(20))
+            .process(f)
+    } else {
+        keyed
+            .window(SlidingEventTimeWindows::of(
+                Duration::from_millis(100),
+                Duration::from_millis(40),
+            ))
+            .allowed_lateness(Duration::from_millis(20))
+            .process(f)
+    };
+    sorted(out.execute_and_collect().unwrap_or_default())
+}
+
+fn stream() -> impl Strategy<Value = Vec<(u8, i64, i64)>> {
+    // Timestamps drift upwards with disorder and the odd very late record.
+    proptest::collection::vec((0u8..4, 0i64..60, 0i64..100, any::<bool>()), 1..120).prop_map(|v| {
+        let mut t = 0;
+        v.into_iter()
+            .map(|(k, step, value, late)| {
+                t += step;
+                let ts = if late { t - 200 } else { t - step / 2 };
+                (k, ts, value)
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn incremental_aggregate_equals_process_over_all_elements(input in stream(), session in any::<bool>()) {
+        prop_assert_eq!(run_incremental(input.clone(), 1, session), run_buffered(input, session));
+    }
+
+    #[test]
+    fn keyed_windows_give_the_same_results_at_parallelism_1_and_4(input in stream(), session in any::<bool>()) {
+        // With punctuated watermarks from one source subtask, lateness is
+        // decided identically at any parallelism of the window operator.
+        prop_assert_eq!(run_incremental(input.clone(), 1, session), run_incremental(input, 4, session));
+    }
+}
+
+#[test]
+fn late_records_without_a_side_output_are_counted() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    events(
+        &env,
+        vec![(1, 100, 1), (1, 20_000, 2), (1, 50, 3), (2, 60, 4)],
+        0,
+    )
+    .key_by(|e| e.0)
+    .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+    .reduce(|a: (u8, i64, i64), b: (u8, i64, i64)| (a.0, a.1, a.2 + b.2))
+    .add_sink(DiscardingSink);
+    let result = env.execute("late")?;
+    assert_eq!(result.num_late_records_dropped(), 2);
+    assert_eq!(
+        result
+            .operator("Window")
+            .map(|o| o.num_late_records_dropped),
+        Some(2)
+    );
+    Ok(())
+}
+
+#[test]
+fn windows_with_offsets_and_negative_timestamps() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    let out = events(
+        &env,
+        vec![(0, -1, 1), (0, 1_999, 2), (0, 2_000, 4), (0, -10_001, 8)],
+        100_000,
+    )
+    .key_by(|e| e.0)
+    .window(TumblingEventTimeWindows::of_with_offset(
+        Duration::from_secs(10),
+        Duration::from_secs(2),
+    ))
+    .aggregate_with(SumCount, with_window(|w: &TimeWindow| (w.start, w.end)))
+    .execute_and_collect()?;
+    assert_eq!(
+        out,
+        vec![
+            (0, -18_000, -8_000, 8, 1),
+            (0, -8_000, 2_000, 3, 2),
+            (0, 2_000, 12_000, 4, 1)
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn time_evictor_keeps_the_newest_elements_of_each_firing() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    let out = events(&env, (0..10).map(|i| (0u8, i * 1_000, i)).collect(), 0)
+        .key_by(|e| e.0)
+        .window(GlobalWindows::create())
+        .trigger(CountTrigger::of(5))
+        .evictor(TimeEvictor::of(Duration::from_millis(2_500)))
+        .reduce(|a: (u8, i64, i64), b: (u8, i64, i64)| (a.0, b.1, a.2 + b.2))
+        .execute_and_collect()?;
+    // After 5 records (t = 0..4 s) the evictor keeps t > 1.5 s: 2 + 3 + 4;
+    // after 10, t > 6.5 s: 7 + 8 + 9.
+    assert_eq!(out.iter().map(|e| e.2).collect::<Vec<_>>(), vec![9, 24]);
+    Ok(())
+}
+
+#[test]
+fn delta_evictor_and_count_trigger() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    let out = env
+        .from_elements(vec![1i64, 2, 50, 51, 52, 3, 53])
+        .count_window_all(1)
+        .evictor(DeltaEvictor::of(10.0, |a: &i64, b: &i64| {
+            (b - a).abs() as f64
+        }))
+        .apply(
+            |_w: &GlobalWindow, e: Elements<'_, i64>, out: &mut Collector<'_, String>| {
+                out.collect(e.map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
+            },
+        )
+        .execute_and_collect()?;
+    // Count window of 1 fires and purges on every record; the evictor drops
+    // nothing then. The purge keeps each window to its own record.
+    assert_eq!(out, vec!["1", "2", "50", "51", "52", "3", "53"]);
+    let env = StreamExecutionEnvironment::new();
+    let out = env
+        .from_elements(vec![1i64, 2, 50, 51, 3, 52])
+        .window_all(GlobalWindows::create())
+        .trigger(CountTrigger::of(2))
+        .evictor(DeltaEvictor::of(10.0, |a: &i64, b: &i64| {
+            (b - a).abs() as f64
+        }))
+        .apply(
+            |_w: &GlobalWindow, e: Elements<'_, i64>, out: &mut Collector<'_, String>| {
+                out.collect(e.map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
+            },
+        )
+        .execute_and_collect()?;
+    // Every 2 records, elements 10 or more from the newest are evicted; the
+    // rest stay for the next firing.
+    assert_eq!(out, vec!["1 2", "50 51", "50 51 52"]);
+    Ok(())
+}
+
+#[test]
+fn continuous_event_time_trigger_fires_early_results() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    let out = events(&env, (0..10).map(|i| (0u8, i * 1_000, 1)).collect(), 0)
+        .key_by(|e| e.0)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+        .trigger(ContinuousEventTimeTrigger::of(Duration::from_secs(3)))
+        .aggregate(SumCount)
+        .execute_and_collect()?;
+    // Early firings at 3 s, 6 s and 9 s, each when the record one second
+    // later raises the watermark past it (that record already counted),
+    // then the window's end at the end of input.
+    assert_eq!(
+        out.iter().map(|r| r.1).collect::<Vec<_>>(),
+        vec![5, 8, 10, 10]
+    );
+    Ok(())
+}
+
+#[test]
+fn process_window_functions_keep_window_and_global_state() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    let late = OutputTag::<String>::new("audit");
+    let tag = late.clone();
+    let out = events(
+        &env,
+        vec![(1, 1_000, 1), (1, 11_000, 2), (1, 5_000, 3), (1, 30_000, 4)],
+        0,
+    )
+    .key_by(|e| e.0)
+    .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+    .allowed_lateness(Duration::from_secs(5))
+    .process(
+        move |_k: &u8,
+              ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+              e: Elements<'_, (u8, i64, i64)>,
+              out: &mut Collector<'_, String>| {
+            *ctx.window_state::<u32>() += 1;
+            *ctx.global_state::<u32>() += 1;
+            let (firing, total) = (*ctx.window_state::<u32>(), *ctx.global_state::<u32>());
+            let sum: i64 = e.map(|v| v.2).sum();
+            ctx.output(&tag, format!("fired {}", ctx.window().start));
+            out.collect(format!(
+                "{} sum {sum} firing {firing} total {total}",
+                ctx.window().start
+            ));
+            Ok(())
+        },
+    );
+    let audit = Arc::new(AtomicI64::new(0));
+    let counter = Arc::clone(&audit);
+    out.get_side_output(&late).add_sink(move |_s: String| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    });
+    let out = out.execute_and_collect()?;
+    assert_eq!(
+        out,
+        vec![
+            "0 sum 1 firing 1 total 1",
+            // The late record (5 s) re-fires window 0: its second firing.
+            "0 sum 4 firing 2 total 2",
+            "10000 sum 2 firing 1 total 3",
+            "30000 sum 4 firing 1 total 4",
+        ]
+    );
+    assert_eq!(audit.load(Ordering::SeqCst), 4);
+    Ok(())
+}
+
+#[test]
+fn count_windows_per_key_in_parallel() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(3);
+    let out = env
+        .from_sequence(1, 20)
+        // One source subtask: each key's records arrive in order.
+        .set_parallelism(1)
+        .key_by(|x: &i64| x % 2)
+        .count_window(4)
+        .reduce(|a: i64, b: i64| a + b)
+        .execute_and_collect()?;
+    // Odd: 1+3+5+7, 9+..+15; even: 2+4+6+8, 10+..+16; 17, 19, 18, 20 never fire.
+    assert_eq!(sorted(out), vec![16, 20, 48, 52]);
+    Ok(())
+}
