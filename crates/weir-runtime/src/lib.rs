@@ -28,6 +28,7 @@ pub mod graph;
 pub mod metrics;
 pub mod operator;
 pub mod task;
+pub mod testing;
 pub mod time;
 
 pub use error::{FunctionError, FunctionResult, JobError, TaskError};

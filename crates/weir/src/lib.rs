@@ -66,7 +66,10 @@ pub use weir_runtime::cluster::{
 pub mod prelude {
     pub use crate::args::ParameterTool;
     pub use crate::config::Configuration;
-    pub use crate::datastream::{ConnectedStreams, DataStream, DataStreamSink, Key, KeyedStream};
+    pub use crate::datastream::{
+        ConnectedStreams, DataStream, DataStreamSink, Key, KeyedStream, ProcessJoinContext,
+        TaggedUnion,
+    };
     pub use crate::environment::StreamExecutionEnvironment;
     pub use crate::error::{Error, Result};
     pub use crate::functions::{

@@ -34,7 +34,11 @@ impl<A: Clone + Send + 'static, B: Clone + Send + 'static> ConnectedStreams<A, B
         }
     }
 
-    fn add<O: Clone + Send + 'static>(&self, name: &str, factory: NodeFactory) -> DataStream<O> {
+    pub(crate) fn add<O: Clone + Send + 'static>(
+        &self,
+        name: &str,
+        factory: NodeFactory,
+    ) -> DataStream<O> {
         let env = self.first.env.clone();
         let id = env.with_graph(|graph| {
             let id = graph.add_node(name, factory, TypeOf::<O>::shared());

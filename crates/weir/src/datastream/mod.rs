@@ -5,10 +5,14 @@
 //! and returns a handle on its output. Nothing runs until `execute`.
 
 mod connected;
+mod interval_join;
+mod join;
 mod keyed;
 mod partitioning;
 
 pub use connected::ConnectedStreams;
+pub use interval_join::{IntervalJoin, IntervalJoined, ProcessJoinContext};
+pub use join::{CoGroup, Join, JoinEqualTo, JoinWhere, JoinWindow, JoinedStreams, TaggedUnion};
 pub use keyed::KeyedStream;
 
 use std::fmt::Display;

@@ -6,12 +6,14 @@
 
 mod basic;
 mod co;
+mod interval_join;
 mod process;
 mod reduce;
 mod sink;
 
 pub(crate) use basic::{FilterOperator, FlatMapOperator, MapOperator};
 pub(crate) use co::{CoFlatMapOperator, CoMapOperator, CoProcessOperator};
+pub(crate) use interval_join::IntervalJoinOperator;
 pub(crate) use process::{KeyedProcessOperator, ProcessOperator};
 pub(crate) use reduce::KeyedReduceOperator;
 pub(crate) use sink::SinkOperator;

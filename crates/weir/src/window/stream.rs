@@ -59,6 +59,11 @@ impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
         self
     }
 
+    pub(crate) fn with_trigger_factory(mut self, make: TriggerFactory<T, W>) -> Self {
+        self.trigger = Some(make);
+        self
+    }
+
     /// Evicts elements before or after the window function runs. Windows
     /// with an evictor keep every element, even for `reduce`/`aggregate`.
     pub fn evictor<E: Evictor<T, W> + Clone + Sync>(mut self, evictor: E) -> Self {

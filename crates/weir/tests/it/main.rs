@@ -3,6 +3,7 @@
 
 mod api;
 mod config;
+mod joins;
 mod partitioning;
 mod runtime;
 mod sinks;
