@@ -40,6 +40,7 @@ fn main() -> anyhow::Result<()> {
     let events: u64 = params.get_parsed("events")?.unwrap_or(50_000_000);
     match args.first().map(String::as_str) {
         Some("stateless") => suite(events, &["chained", "keyed-sum"], &[1, 2]),
+        Some("windows") => suite(events, &["tumbling", "sliding", "session"], &[1, 2]),
         Some("job") => {
             let name = params.required("name")?;
             let p: u32 = params.get_parsed("parallelism")?.unwrap_or(1);
@@ -51,7 +52,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         _ => {
-            eprintln!("usage: weir-bench stateless [--events N]");
+            eprintln!("usage: weir-bench stateless|windows [--events N]");
             eprintln!(
                 "       weir-bench job --name chained|keyed-sum [--parallelism P] [--events N]"
             );
@@ -128,6 +129,9 @@ fn run_job(name: &str, parallelism: u32, events: u64) -> anyhow::Result<()> {
                 })
                 .add_sink(DiscardingSink);
         }
+        "tumbling" | "sliding" | "session" => {
+            window_job(&env, name, events);
+        }
         other => bail!("unknown job {other}"),
     }
     let start = Instant::now();
@@ -135,6 +139,71 @@ fn run_job(name: &str, parallelism: u32, events: u64) -> anyhow::Result<()> {
     let secs = start.elapsed().as_secs_f64();
     println!("{:.0} {}", events as f64 / secs, peak_rss_kib());
     Ok(())
+}
+
+/// Event time of the window jobs: 100 events per ms, up to 2 s of disorder.
+#[inline]
+fn event_time(i: u64) -> i64 {
+    let base = (i / 100) as i64;
+    base - (i.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 53) as i64 % 2_000
+}
+
+/// Session keys: 1,000 keys active per 10 s of event time, ten groups in
+/// turn, so each key's session closes after its turn.
+#[inline]
+fn session_key(i: u64) -> u64 {
+    (i % 1_000) + 1_000 * ((i / 1_000_000) % 10)
+}
+
+#[derive(Clone)]
+struct CountSum;
+
+impl AggregateFunction<Event, (u64, u64), (u64, u64)> for CountSum {
+    fn create_accumulator(&mut self) -> (u64, u64) {
+        (0, 0)
+    }
+    #[inline]
+    fn add(&mut self, e: Event, acc: &mut (u64, u64)) {
+        acc.0 += 1;
+        acc.1 += e.value;
+    }
+    fn get_result(&mut self, acc: &(u64, u64)) -> (u64, u64) {
+        *acc
+    }
+    fn merge(&mut self, a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+        (a.0 + b.0, a.1 + b.1)
+    }
+}
+
+/// Keyed event-time windows counting and summing per key and window.
+fn window_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
+    let session = name == "session";
+    let timed = env
+        .from_generator(events, move |i| {
+            let mut e = event(i);
+            if session {
+                e.key = session_key(i);
+            }
+            (e, event_time(i))
+        })
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_secs(2))
+                .with_timestamp_assigner(|e: &(Event, i64), _| e.1),
+        )
+        .map(|(e, _): (Event, i64)| e);
+    let keyed = timed.key_by(|e: &Event| e.key);
+    let out = match name {
+        "tumbling" => keyed
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+            .aggregate(CountSum),
+        "sliding" => keyed
+            .window(SlidingEventTimeWindows::of(Duration::from_secs(60), Duration::from_secs(1)))
+            .aggregate(CountSum),
+        _ => keyed
+            .window(EventTimeSessionWindows::with_gap(Duration::from_secs(1)))
+            .aggregate(CountSum),
+    };
+    out.add_sink(DiscardingSink);
 }
 
 /// The bare loop: one thread, one hash map, the same events, the same sum.

@@ -45,6 +45,14 @@ where
         }
     }
 
+    const MERGES_BY_REF: bool = true;
+
+    fn merge_ref(&mut self, into: &mut Option<T>, from: &Option<T>) {
+        if let Some(v) = from {
+            reduce_into(&mut self.f, into, v.clone());
+        }
+    }
+
     fn emit(
         &mut self,
         _k: &K,
@@ -92,6 +100,14 @@ where
         }
     }
 
+    const MERGES_BY_REF: bool = true;
+
+    fn merge_ref(&mut self, into: &mut Option<T>, from: &Option<T>) {
+        if let Some(v) = from {
+            reduce_into(&mut self.f, into, v.clone());
+        }
+    }
+
     fn emit(
         &mut self,
         k: &K,
@@ -119,7 +135,7 @@ pub(crate) struct AggregateLogic<A, T, Acc, R> {
 impl<K, W, T, Acc, R, A> WindowLogic<K, W, T, R> for AggregateLogic<A, T, Acc, R>
 where
     T: Send + 'static,
-    Acc: Send + 'static,
+    Acc: Clone + Send + 'static,
     R: Send + 'static,
     A: AggregateFunction<T, Acc, R>,
 {
@@ -137,6 +153,13 @@ where
     fn merge(&mut self, into: &mut Acc, from: Acc) {
         let a = std::mem::replace(into, self.agg.create_accumulator());
         *into = self.agg.merge(a, from);
+    }
+
+    const MERGES_BY_REF: bool = true;
+
+    fn merge_ref(&mut self, into: &mut Acc, from: &Acc) {
+        let a = std::mem::replace(into, self.agg.create_accumulator());
+        *into = self.agg.merge(a, from.clone());
     }
 
     fn emit(
@@ -161,7 +184,7 @@ pub(crate) struct AggregateProcessLogic<A, P, T, Acc, R> {
 impl<K, W, T, Acc, R, O, A, P> WindowLogic<K, W, T, O> for AggregateProcessLogic<A, P, T, Acc, R>
 where
     T: Send + 'static,
-    Acc: Send + 'static,
+    Acc: Clone + Send + 'static,
     R: Send + 'static,
     A: AggregateFunction<T, Acc, R>,
     P: ProcessWindowFunction<R, O, K, W>,
@@ -183,6 +206,13 @@ where
     fn merge(&mut self, into: &mut Acc, from: Acc) {
         let a = std::mem::replace(into, self.agg.create_accumulator());
         *into = self.agg.merge(a, from);
+    }
+
+    const MERGES_BY_REF: bool = true;
+
+    fn merge_ref(&mut self, into: &mut Acc, from: &Acc) {
+        let a = std::mem::replace(into, self.agg.create_accumulator());
+        *into = self.agg.merge(a, from.clone());
     }
 
     fn emit(

@@ -15,6 +15,7 @@
 //! late (side output or dropped and counted). Session windows merge when
 //! they touch. See `docs/design/windows.md`.
 
+mod aligned;
 mod assigner;
 mod evictor;
 mod function;
@@ -51,6 +52,13 @@ use std::hash::Hash;
 pub trait Window: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// The largest timestamp in the window; results carry it.
     fn max_timestamp(&self) -> i64;
+
+    /// The time window `[start, end)` as this type, if it is a time window
+    /// (lets operators for aligned time windows stay generic).
+    #[doc(hidden)]
+    fn from_time_window(_start: i64, _end: i64) -> Option<Self> {
+        None
+    }
 }
 
 /// A time window `[start, end)` in ms (Flink's `TimeWindow`).
@@ -92,6 +100,10 @@ impl Window for TimeWindow {
     #[inline]
     fn max_timestamp(&self) -> i64 {
         self.end - 1
+    }
+
+    fn from_time_window(start: i64, end: i64) -> Option<Self> {
+        Some(TimeWindow::new(start, end))
     }
 }
 

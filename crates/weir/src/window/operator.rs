@@ -22,8 +22,8 @@ use super::Window;
 use crate::functions::Collector;
 use crate::operators::KeySelector;
 
-type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-type Slot = Option<Box<dyn Any + Send>>;
+pub(crate) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+pub(crate) type Slot = Option<Box<dyn Any + Send>>;
 
 /// What a window keeps and how it turns into output: the one shape that
 /// `reduce`, `aggregate`, `process` and `apply` (and their combinations)
@@ -45,6 +45,11 @@ pub(crate) trait WindowLogic<K, W, T, O>: Send + 'static {
     fn add(&mut self, acc: &mut Self::Acc, record: StreamRecord<T>);
     /// Merges `from` into `into` (merging windows).
     fn merge(&mut self, into: &mut Self::Acc, from: Self::Acc);
+    /// Whether [`Self::merge_ref`] is implemented (sliding windows kept as
+    /// slices need it).
+    const MERGES_BY_REF: bool = false;
+    /// Merges a copy of `from` into `into`.
+    fn merge_ref(&mut self, _into: &mut Self::Acc, _from: &Self::Acc) {}
     /// The element buffer, for evictors (only element-keeping logic has one).
     fn buffer(_acc: &mut Self::Acc) -> Option<&mut Vec<StreamRecord<T>>> {
         None

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use weir_runtime::graph::NodeFactory;
 
+use super::aligned::AlignedWindowOperator;
 use super::assigner::WindowAssigner;
 use super::evictor::Evictor;
 use super::function::{
@@ -97,7 +98,45 @@ impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
         if self.evictor.is_some() && !L::KEEPS_ELEMENTS {
             return self.build_operator(move || BufferedLogic { inner: make() });
         }
+        // Event-time tumbling and sliding windows with the default trigger
+        // keep state by time slice (see `aligned`), which needs merging by
+        // reference unless a slice is a whole window.
+        if let (Some(grid), true, true) = (
+            self.assigner.aligned(),
+            self.trigger.is_none(),
+            self.evictor.is_none(),
+        ) {
+            if grid.0 == grid.1 || L::MERGES_BY_REF {
+                return self.build_aligned(grid, make);
+            }
+        }
         self.build_operator(make)
+    }
+
+    fn build_aligned<O, L, F>(&self, grid: (i64, i64, i64), make: F) -> DataStream<O>
+    where
+        O: Clone + Send + 'static,
+        L: WindowLogic<K, W, T, O>,
+        F: Fn() -> L + Send + Sync + 'static,
+    {
+        let key_of = self.keyed.key_selector();
+        let allowed_lateness = self.allowed_lateness_ms;
+        let late_tag = self.late_tag.clone();
+        let factory = NodeFactory::one_input(move |_| {
+            AlignedWindowOperator::new(
+                Arc::clone(&key_of),
+                make(),
+                grid,
+                allowed_lateness,
+                late_tag.clone(),
+            )
+        });
+        let stream = self.keyed.as_stream().add_operator("Window", factory);
+        if self.all {
+            stream.set_parallelism(1)
+        } else {
+            stream
+        }
     }
 
     fn build_operator<O, L, F>(&self, make: F) -> DataStream<O>
@@ -177,7 +216,7 @@ impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
     /// Aggregates each window incrementally and emits `get_result`.
     pub fn aggregate<Acc, R, A>(&self, agg: A) -> DataStream<R>
     where
-        Acc: Send + 'static,
+        Acc: Clone + Send + 'static,
         R: Clone + Send + 'static,
         A: AggregateFunction<T, Acc, R> + Clone + Sync,
     {
@@ -191,7 +230,7 @@ impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
     /// `process` with the window's metadata.
     pub fn aggregate_with<Acc, R, O, A, P>(&self, agg: A, process: P) -> DataStream<O>
     where
-        Acc: Send + 'static,
+        Acc: Clone + Send + 'static,
         R: Send + 'static,
         O: Clone + Send + 'static,
         A: AggregateFunction<T, Acc, R> + Clone + Sync,
@@ -278,7 +317,7 @@ impl<T: Clone + Send + 'static, W: Window> AllWindowedStream<T, W> {
     /// Aggregates each window incrementally.
     pub fn aggregate<Acc, R, A>(&self, agg: A) -> DataStream<R>
     where
-        Acc: Send + 'static,
+        Acc: Clone + Send + 'static,
         R: Clone + Send + 'static,
         A: AggregateFunction<T, Acc, R> + Clone + Sync,
     {

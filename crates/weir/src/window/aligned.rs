@@ -1,0 +1,344 @@
+//! The window operator for event-time tumbling and sliding windows with the
+//! default trigger: state kept by time slice, not by key and window.
+//!
+//! Every key shares the same window ends, so instead of Flink's one state
+//! entry and one timer per key and window, the state is a short list of
+//! slices (`gcd(size, slide)` long), each a map from key to accumulator. A
+//! record touches one map entry, whatever the number of windows it belongs
+//! to; a watermark fires whole windows at once, merging a window's slices
+//! per key (for tumbling windows a slice is the window). The results —
+//! which windows fire when, with what contents, and which records are late —
+//! are exactly those of [`WindowOperator`](super::operator::WindowOperator)
+//! with an `EventTimeTrigger`, which the golden and property tests check.
+
+use std::collections::BTreeSet;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use weir_runtime::element::StreamRecord;
+use weir_runtime::metrics::OperatorMetrics;
+use weir_runtime::operator::{Operator, Output, RuntimeContext};
+use weir_runtime::FunctionResult;
+
+use super::function::ProcessWindowContext;
+use super::operator::{Map, Slot, WindowLogic};
+use super::{TimeWindow, Window};
+use crate::functions::Collector;
+use crate::operators::KeySelector;
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+struct Slice<K, A> {
+    start: i64,
+    entries: Map<K, A>,
+}
+
+pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
+    key_of: KeySelector<T, K>,
+    logic: L,
+    size: i64,
+    slide: i64,
+    offset: i64,
+    slice: i64,
+    allowed_lateness: i64,
+    late_tag: Option<String>,
+    /// Slices in ascending start order.
+    slices: Vec<Slice<K, L::Acc>>,
+    window_states: Map<(K, i64), Slot>,
+    global_states: Map<K, Slot>,
+    watermark: i64,
+    metrics: Option<Arc<OperatorMetrics>>,
+    clock: Option<weir_runtime::time::SharedClock>,
+    _out: std::marker::PhantomData<fn() -> (W, O)>,
+}
+
+impl<T, K, W, O, L> AlignedWindowOperator<T, K, W, O, L>
+where
+    T: Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    /// Windows of `size` every `slide` (equal for tumbling), shifted by `offset`.
+    pub fn new(
+        key_of: KeySelector<T, K>,
+        logic: L,
+        (size, slide, offset): (i64, i64, i64),
+        allowed_lateness: i64,
+        late_tag: Option<String>,
+    ) -> Self {
+        let slice = gcd(size, slide);
+        AlignedWindowOperator {
+            key_of,
+            logic,
+            size,
+            slide,
+            offset,
+            slice,
+            allowed_lateness,
+            late_tag,
+            slices: Vec::new(),
+            window_states: Map::default(),
+            global_states: Map::default(),
+            watermark: i64::MIN,
+            metrics: None,
+            clock: None,
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    fn cleanup_time(&self, window_start: i64) -> i64 {
+        (window_start.saturating_add(self.size) - 1).saturating_add(self.allowed_lateness)
+    }
+
+    /// The start of the latest window that holds `ts`.
+    fn last_window_start(&self, ts: i64) -> i64 {
+        TimeWindow::window_start(ts, self.offset, self.slide)
+    }
+
+    fn slice_index(&mut self, start: i64) -> usize {
+        // Records mostly go to the newest slices: look there first.
+        for (i, s) in self.slices.iter().enumerate().rev().take(3) {
+            if s.start == start {
+                return i;
+            }
+        }
+        match self.slices.binary_search_by_key(&start, |s| s.start) {
+            Ok(i) => i,
+            Err(i) => {
+                self.slices.insert(
+                    i,
+                    Slice {
+                        start,
+                        entries: Map::default(),
+                    },
+                );
+                i
+            }
+        }
+    }
+
+    /// Emits `key`'s result for the window starting at `start`.
+    fn emit_key(&mut self, key: &K, start: i64, out: &mut Output<O>) -> FunctionResult {
+        let end = start.saturating_add(self.size);
+        let window = W::from_time_window(start, end)
+            .ok_or("aligned windows are time windows")?;
+        let acc = if self.size == self.slice {
+            None
+        } else {
+            let mut merged: Option<L::Acc> = None;
+            for s in self.slices.iter().filter(|s| s.start >= start && s.start < end) {
+                if let Some(a) = s.entries.get(key) {
+                    let m = merged.get_or_insert_with(|| self.logic.create());
+                    self.logic.merge_ref(m, a);
+                }
+            }
+            merged
+        };
+        let acc_ref = match &acc {
+            Some(a) => a,
+            None => match self
+                .slices
+                .iter()
+                .find(|s| s.start == start)
+                .and_then(|s| s.entries.get(key))
+            {
+                Some(a) => a,
+                None => return Ok(()),
+            },
+        };
+        if out.has_pending_side_records() {
+            out.flush()?;
+        }
+        let (records, sides) = out.split();
+        let mut window_state = self.window_states.remove(&(key.clone(), start)).flatten();
+        let global_state = self.global_states.entry(key.clone()).or_default();
+        let mut ctx = ProcessWindowContext {
+            window: &window,
+            watermark: self.watermark,
+            processing_time: self.clock.as_ref().map_or(0, |c| c.now_ms()),
+            window_state: &mut window_state,
+            global_state,
+            sides,
+            timestamp: end - 1,
+        };
+        self.logic
+            .emit(key, acc_ref, &mut ctx, &mut Collector::new(records, end - 1))?;
+        if window_state.is_some() {
+            self.window_states.insert((key.clone(), start), window_state);
+        }
+        if self.global_states.get(key).is_some_and(Option::is_none) {
+            self.global_states.remove(key);
+        }
+        Ok(())
+    }
+
+    /// Emits every key's result of the window starting at `start`.
+    fn fire_window(&mut self, start: i64, out: &mut Output<O>) -> FunctionResult {
+        let end = start + self.size;
+        let mut keys: Vec<K> = Vec::new();
+        if self.size == self.slice {
+            if let Some(s) = self.slices.iter().find(|s| s.start == start) {
+                keys.extend(s.entries.keys().cloned());
+            }
+        } else {
+            let mut seen: Map<K, ()> = Map::default();
+            for s in self.slices.iter().filter(|s| s.start >= start && s.start < end) {
+                for k in s.entries.keys() {
+                    if !seen.contains_key(k) {
+                        seen.insert(k.clone(), ());
+                        keys.push(k.clone());
+                    }
+                }
+            }
+        }
+        for key in &keys {
+            self.emit_key(key, start, out)?;
+        }
+        Ok(())
+    }
+
+    fn on_late(&mut self, record: StreamRecord<T>, out: &mut Output<O>) -> FunctionResult {
+        match &self.late_tag {
+            Some(tag) => {
+                if !out.records().is_empty() {
+                    out.flush()?;
+                }
+                out.split().1.emit(tag, record);
+            }
+            None => {
+                if let Some(m) = &self.metrics {
+                    m.add_late_dropped(1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A record at or behind the watermark: late, or re-firing the windows
+    /// it belongs to that already fired (allowed lateness).
+    fn process_behind(&mut self, record: StreamRecord<T>, out: &mut Output<O>) -> FunctionResult {
+        let ts = record.timestamp;
+        let last_start = self.last_window_start(ts);
+        if self.cleanup_time(last_start) <= self.watermark {
+            return self.on_late(record, out);
+        }
+        let key = (self.key_of)(&record.value);
+        let slice_start = TimeWindow::window_start(ts, self.offset, self.slice);
+        let i = self.slice_index(slice_start);
+        let acc = self.slices[i]
+            .entries
+            .entry(key.clone())
+            .or_insert_with(|| self.logic.create());
+        self.logic.add(acc, record);
+        // Flink lists windows latest first and fires each one that already
+        // fired but is not yet cleaned up.
+        let mut start = last_start;
+        while start > ts - self.size {
+            let max_ts = start + self.size - 1;
+            if max_ts <= self.watermark && self.cleanup_time(start) > self.watermark {
+                self.emit_key(&key, start, out)?;
+            }
+            start -= self.slide;
+        }
+        Ok(())
+    }
+
+    /// Windows holding any slice, with `max_timestamp` in `(from, to]`, in
+    /// ascending order.
+    fn windows_due(&self, from: i64, to: i64) -> BTreeSet<i64> {
+        let mut due = BTreeSet::new();
+        for s in &self.slices {
+            // Windows containing [s.start, s.start + slice).
+            let mut start = TimeWindow::window_start(s.start, self.offset, self.slide);
+            while start.saturating_add(self.size) >= s.start.saturating_add(self.slice) {
+                let max_ts = start.saturating_add(self.size) - 1;
+                if max_ts > from && max_ts <= to {
+                    due.insert(start);
+                }
+                start -= self.slide;
+            }
+        }
+        due
+    }
+}
+
+impl<T, K, W, O, L> Operator for AlignedWindowOperator<T, K, W, O, L>
+where
+    T: Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    type In = T;
+    type Out = O;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.metrics = Some(Arc::clone(&ctx.metrics));
+        self.clock = Some(ctx.clock.clone());
+        self.logic.open(ctx)
+    }
+
+    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<O>) -> FunctionResult {
+        let mut cached: Option<(i64, usize)> = None;
+        for record in input.drain(..) {
+            let ts = record.timestamp;
+            if ts <= self.watermark {
+                cached = None;
+                self.process_behind(record, out)?;
+                continue;
+            }
+            let slice_start = TimeWindow::window_start(ts, self.offset, self.slice);
+            let i = match cached {
+                Some((start, i)) if start == slice_start => i,
+                _ => {
+                    let i = self.slice_index(slice_start);
+                    cached = Some((slice_start, i));
+                    i
+                }
+            };
+            let key = (self.key_of)(&record.value);
+            let entries = &mut self.slices[i].entries;
+            match entries.get_mut(&key) {
+                Some(acc) => self.logic.add(acc, record),
+                None => {
+                    let mut acc = self.logic.create();
+                    self.logic.add(&mut acc, record);
+                    entries.insert(key, acc);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
+        if watermark <= self.watermark {
+            return Ok(());
+        }
+        let previous = self.watermark;
+        self.watermark = watermark;
+        for start in self.windows_due(previous, watermark) {
+            self.fire_window(start, out)?;
+        }
+        // Drop slices whose last window is past its cleanup time.
+        let (size, lateness, offset, slide) = (self.size, self.allowed_lateness, self.offset, self.slide);
+        self.slices.retain(|s| {
+            let last = TimeWindow::window_start(s.start, offset, slide);
+            (last.saturating_add(size) - 1).saturating_add(lateness) > watermark
+        });
+        if !self.window_states.is_empty() {
+            let cutoff = |start: i64| (start.saturating_add(size) - 1).saturating_add(lateness) > watermark;
+            self.window_states.retain(|(_, start), _| cutoff(*start));
+        }
+        out.emit_watermark(watermark)?;
+        Ok(())
+    }
+}
