@@ -128,79 +128,99 @@ where
     /// Emits `key`'s result for the window starting at `start`.
     fn emit_key(&mut self, key: &K, start: i64, out: &mut Output<O>) -> FunctionResult {
         let end = start.saturating_add(self.size);
-        let window = W::from_time_window(start, end)
-            .ok_or("aligned windows are time windows")?;
-        let acc = if self.size == self.slice {
-            None
-        } else {
-            let mut merged: Option<L::Acc> = None;
-            for s in self.slices.iter().filter(|s| s.start >= start && s.start < end) {
-                if let Some(a) = s.entries.get(key) {
-                    let m = merged.get_or_insert_with(|| self.logic.create());
-                    self.logic.merge_ref(m, a);
-                }
+        if self.size == self.slice {
+            let Some(i) = self.slices.iter().position(|s| s.start == start) else {
+                return Ok(());
+            };
+            // Take the accumulator out while emitting, so the logic can be
+            // borrowed mutably; it goes back right after.
+            let Some(acc) = self.slices[i].entries.remove(key) else {
+                return Ok(());
+            };
+            let result = self.emit_acc(key, start, &acc, out);
+            self.slices[i].entries.insert(key.clone(), acc);
+            return result;
+        }
+        let mut merged: Option<L::Acc> = None;
+        for s in self.slices.iter().filter(|s| s.start >= start && s.start < end) {
+            if let Some(a) = s.entries.get(key) {
+                let m = merged.get_or_insert_with(|| self.logic.create());
+                self.logic.merge_ref(m, a);
             }
-            merged
-        };
-        let acc_ref = match &acc {
-            Some(a) => a,
-            None => match self
-                .slices
-                .iter()
-                .find(|s| s.start == start)
-                .and_then(|s| s.entries.get(key))
-            {
-                Some(a) => a,
-                None => return Ok(()),
-            },
-        };
+        }
+        match merged {
+            Some(acc) => self.emit_acc(key, start, &acc, out),
+            None => Ok(()),
+        }
+    }
+
+    /// Emits one key's result `acc` for the window starting at `start`.
+    fn emit_acc(&mut self, key: &K, start: i64, acc: &L::Acc, out: &mut Output<O>) -> FunctionResult {
+        let end = start.saturating_add(self.size);
+        let window = W::from_time_window(start, end).ok_or("aligned windows are time windows")?;
         if out.has_pending_side_records() {
             out.flush()?;
         }
         let (records, sides) = out.split();
-        let mut window_state = self.window_states.remove(&(key.clone(), start)).flatten();
-        let global_state = self.global_states.entry(key.clone()).or_default();
+        let mut window_state = if self.window_states.is_empty() {
+            None
+        } else {
+            self.window_states.remove(&(key.clone(), start)).flatten()
+        };
+        let mut global_state = if self.global_states.is_empty() {
+            None
+        } else {
+            self.global_states.remove(key).flatten()
+        };
         let mut ctx = ProcessWindowContext {
             window: &window,
             watermark: self.watermark,
             processing_time: self.clock.as_ref().map_or(0, |c| c.now_ms()),
             window_state: &mut window_state,
-            global_state,
+            global_state: &mut global_state,
             sides,
             timestamp: end - 1,
         };
         self.logic
-            .emit(key, acc_ref, &mut ctx, &mut Collector::new(records, end - 1))?;
+            .emit(key, acc, &mut ctx, &mut Collector::new(records, end - 1))?;
         if window_state.is_some() {
             self.window_states.insert((key.clone(), start), window_state);
         }
-        if self.global_states.get(key).is_some_and(Option::is_none) {
-            self.global_states.remove(key);
+        if global_state.is_some() {
+            self.global_states.insert(key.clone(), global_state);
         }
         Ok(())
     }
 
     /// Emits every key's result of the window starting at `start`.
     fn fire_window(&mut self, start: i64, out: &mut Output<O>) -> FunctionResult {
-        let end = start + self.size;
-        let mut keys: Vec<K> = Vec::new();
         if self.size == self.slice {
-            if let Some(s) = self.slices.iter().find(|s| s.start == start) {
-                keys.extend(s.entries.keys().cloned());
+            let keys: Vec<K> = match self.slices.iter().find(|s| s.start == start) {
+                Some(s) => s.entries.keys().cloned().collect(),
+                None => return Ok(()),
+            };
+            for key in &keys {
+                self.emit_key(key, start, out)?;
             }
-        } else {
-            let mut seen: Map<K, ()> = Map::default();
-            for s in self.slices.iter().filter(|s| s.start >= start && s.start < end) {
-                for k in s.entries.keys() {
-                    if !seen.contains_key(k) {
-                        seen.insert(k.clone(), ());
-                        keys.push(k.clone());
+            return Ok(());
+        }
+        // One pass over the window's slices merges every key's slices.
+        let end = start.saturating_add(self.size);
+        let mut merged: Map<K, L::Acc> = Map::default();
+        for s in self.slices.iter().filter(|s| s.start >= start && s.start < end) {
+            for (k, a) in &s.entries {
+                match merged.get_mut(k) {
+                    Some(m) => self.logic.merge_ref(m, a),
+                    None => {
+                        let mut m = self.logic.create();
+                        self.logic.merge_ref(&mut m, a);
+                        merged.insert(k.clone(), m);
                     }
                 }
             }
         }
-        for key in &keys {
-            self.emit_key(key, start, out)?;
+        for (key, acc) in &merged {
+            self.emit_acc(key, start, acc, out)?;
         }
         Ok(())
     }
