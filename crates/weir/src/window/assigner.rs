@@ -44,6 +44,13 @@ pub trait WindowAssigner<T>: Send + Sync + 'static {
     /// group of two or more windows that become one.
     fn merge_windows(&self, _windows: &[Self::W], _merge: &mut dyn FnMut(Vec<Self::W>, Self::W)) {}
 
+    /// Whether `merge_windows` merges exactly the time windows that
+    /// intersect (inclusively) into their cover, as session windows do.
+    /// Lets the operator merge without listing every live window.
+    fn merges_by_intersection(&self) -> bool {
+        false
+    }
+
     /// For event-time tumbling and sliding windows: `(size, slide, offset)`
     /// in ms, which lets the operator keep state by window end.
     fn aligned(&self) -> Option<(i64, i64, i64)> {

@@ -59,6 +59,53 @@ impl<W: Window> MergingWindowSet<W> {
         self.mapping.push((window, state_window));
     }
 
+    /// [`add_window`](Self::add_window) for assigners that merge
+    /// intersecting time windows: when the new window touches at most one
+    /// live window — nearly always — the outcome is computed directly, with
+    /// the same result as the general path; otherwise it falls back to it.
+    pub fn add_time_window(
+        &mut self,
+        new_window: W,
+        merge_windows: impl FnOnce(&[W], &mut dyn FnMut(Vec<W>, W)),
+    ) -> (W, Vec<Merge<W>>) {
+        let Some((ns, ne)) = new_window.time_bounds() else {
+            return self.add_window(new_window, merge_windows);
+        };
+        let mut touching = None;
+        for (i, (w, _)) in self.mapping.iter().enumerate() {
+            let Some((s, e)) = w.time_bounds() else {
+                return self.add_window(new_window, merge_windows);
+            };
+            if s <= ne && e >= ns {
+                if touching.is_some() {
+                    return self.add_window(new_window, merge_windows);
+                }
+                touching = Some((i, s, e));
+            }
+        }
+        let Some((i, s, e)) = touching else {
+            self.insert(new_window.clone(), new_window.clone());
+            return (new_window, Vec::new());
+        };
+        let (start, end) = (s.min(ns), e.max(ne));
+        if (start, end) == (s, e) {
+            // The live window covers the new one: nothing merges.
+            return (self.mapping[i].0.clone(), Vec::new());
+        }
+        let Some(result) = W::from_time_window(start, end) else {
+            return self.add_window(new_window, merge_windows);
+        };
+        let (old, state_window) = self.mapping.swap_remove(i);
+        self.mapping.push((result.clone(), state_window.clone()));
+        let merge = Merge {
+            result: result.clone(),
+            merged: vec![old],
+            state_window,
+            merged_state_windows: Vec::new(),
+        };
+        (result, vec![merge])
+    }
+
     /// Adds `new_window`, merging it with live windows as `merge_windows`
     /// says (Flink's `addWindow`). Returns the window the new element belongs
     /// to and the merges to carry out, in order.
@@ -165,5 +212,27 @@ mod tests {
         let (w, merges) = add(&mut set, 1000, 2000);
         assert_eq!(w, TimeWindow::new(0, 5000));
         assert!(merges.is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_path_agrees_with_the_general_one(windows in proptest::collection::vec((0i64..200, 1i64..40), 1..30)) {
+            let assigner = EventTimeSessionWindows::with_gap(Duration::from_secs(1));
+            let mut fast = MergingWindowSet::default();
+            let mut slow = MergingWindowSet::default();
+            for (start, len) in windows {
+                let w = TimeWindow::new(start, start + len);
+                let a = fast.add_time_window(w, |ws, cb| WindowAssigner::<u8>::merge_windows(&assigner, ws, cb));
+                let b = slow.add_window(w, |ws, cb| WindowAssigner::<u8>::merge_windows(&assigner, ws, cb));
+                proptest::prop_assert_eq!(a.0, b.0);
+                let shape = |ms: &[Merge<TimeWindow>]| ms.iter().map(|m| (m.result, { let mut v = m.merged.clone(); v.sort(); v }, m.merged_state_windows.len())).collect::<Vec<_>>();
+                proptest::prop_assert_eq!(shape(&a.1), shape(&b.1));
+                let mut fm: Vec<_> = fast.mapping.iter().map(|(w, _)| *w).collect();
+                let mut sm: Vec<_> = slow.mapping.iter().map(|(w, _)| *w).collect();
+                fm.sort();
+                sm.sort();
+                proptest::prop_assert_eq!(fm, sm);
+            }
+        }
     }
 }

@@ -22,6 +22,7 @@ mod function;
 mod logic;
 mod merging;
 mod operator;
+mod session;
 mod stream;
 mod trigger;
 
@@ -57,6 +58,12 @@ pub trait Window: Clone + Eq + Hash + Debug + Send + Sync + 'static {
     /// (lets operators for aligned time windows stay generic).
     #[doc(hidden)]
     fn from_time_window(_start: i64, _end: i64) -> Option<Self> {
+        None
+    }
+
+    /// `(start, end)` if this is a time window.
+    #[doc(hidden)]
+    fn time_bounds(&self) -> Option<(i64, i64)> {
         None
     }
 }
@@ -104,6 +111,10 @@ impl Window for TimeWindow {
 
     fn from_time_window(start: i64, end: i64) -> Option<Self> {
         Some(TimeWindow::new(start, end))
+    }
+
+    fn time_bounds(&self) -> Option<(i64, i64)> {
+        Some((self.start, self.end))
     }
 }
 

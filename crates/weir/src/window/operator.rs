@@ -485,9 +485,13 @@ where
             let (actual, state_window) = if self.merging {
                 let assigner = Arc::clone(&self.spec.assigner);
                 let ks = self.keys.entry(key.clone()).or_default();
-                let (actual, merges) = ks
-                    .merging
-                    .add_window(window, |ws, cb| assigner.merge_windows(ws, cb));
+                let (actual, merges) = if assigner.merges_by_intersection() {
+                    ks.merging
+                        .add_time_window(window, |ws, cb| assigner.merge_windows(ws, cb))
+                } else {
+                    ks.merging
+                        .add_window(window, |ws, cb| assigner.merge_windows(ws, cb))
+                };
                 for merge in merges {
                     self.apply_merge(&key, merge);
                 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use weir_runtime::graph::NodeFactory;
 
 use super::aligned::AlignedWindowOperator;
+use super::session::SessionWindowOperator;
 use super::assigner::WindowAssigner;
 use super::evictor::Evictor;
 use super::function::{
@@ -110,7 +111,45 @@ impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
                 return self.build_aligned(grid, make);
             }
         }
+        // Event-time sessions with the default trigger merge directly.
+        if self.assigner.merges_by_intersection()
+            && self.assigner.is_event_time()
+            && self.trigger.is_none()
+            && self.evictor.is_none()
+        {
+            return self.build_sessions(make);
+        }
         self.build_operator(make)
+    }
+
+    fn build_sessions<O, L, F>(&self, make: F) -> DataStream<O>
+    where
+        O: Clone + Send + 'static,
+        L: WindowLogic<K, W, T, O>,
+        F: Fn() -> L + Send + Sync + 'static,
+    {
+        let key_of = self.keyed.key_selector();
+        let assigner = Arc::clone(&self.assigner);
+        let allowed_lateness = self.allowed_lateness_ms;
+        let late_tag = self.late_tag.clone();
+        let factory = NodeFactory::one_input(move |_| {
+            SessionWindowOperator::new(
+                Arc::clone(&key_of),
+                Arc::clone(&assigner),
+                make(),
+                allowed_lateness,
+                late_tag.clone(),
+            )
+        });
+        self.finish(self.keyed.as_stream().add_operator("Window", factory))
+    }
+
+    fn finish<O: Clone + Send + 'static>(&self, stream: DataStream<O>) -> DataStream<O> {
+        if self.all {
+            stream.set_parallelism(1)
+        } else {
+            stream
+        }
     }
 
     fn build_aligned<O, L, F>(&self, grid: (i64, i64, i64), make: F) -> DataStream<O>

@@ -137,6 +137,7 @@ fn run_buffered(input: Vec<(u8, i64, i64)>, kind: Kind) -> Vec<Row> {
             .process(f),
         Kind::Session => keyed
             .window(EventTimeSessionWindows::with_gap(Duration::from_millis(30)))
+            .trigger(EventTimeTrigger::create())
             .allowed_lateness(lateness)
             .process(f),
     };
@@ -158,7 +159,7 @@ fn stream() -> impl Strategy<Value = Vec<(u8, i64, i64)>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn incremental_aggregate_equals_process_over_all_elements(input in stream(), kind in kind()) {

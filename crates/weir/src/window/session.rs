@@ -1,0 +1,313 @@
+//! The window operator for event-time session windows with the default
+//! trigger: each key's live sessions in a short list, merged directly.
+//!
+//! Flink's `WindowOperator` merges sessions through a `MergingWindowSet`,
+//! state namespaces and per-window timers that are deleted and registered
+//! again at every merge. For sessions with the event-time trigger the
+//! outcome of all that is simple: a record's window merges with every live
+//! session of its key that it touches; the merged session fires when the
+//! watermark reaches its end (at once if it already has) and is dropped
+//! `allowed_lateness` later. This operator does exactly that, with one
+//! timer queue entry per scheduled firing (stale entries of sessions that
+//! merged away are skipped when they come up). The property tests compare
+//! it with the general operator.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use weir_runtime::element::StreamRecord;
+use weir_runtime::metrics::OperatorMetrics;
+use weir_runtime::operator::{Operator, Output, RuntimeContext};
+use weir_runtime::time::SharedClock;
+use weir_runtime::FunctionResult;
+
+use super::assigner::{AssignerContext, WindowAssigner};
+use super::function::ProcessWindowContext;
+use super::operator::{Map, Slot, WindowLogic};
+use super::Window;
+use crate::functions::Collector;
+use crate::operators::KeySelector;
+
+struct Session<A> {
+    start: i64,
+    end: i64,
+    acc: A,
+    window_state: Slot,
+}
+
+/// A scheduled firing (`cleanup == false`) or cleanup of `key`'s session
+/// `[start, end)`, valid only while that session is live.
+struct Scheduled<K> {
+    key: K,
+    start: i64,
+    end: i64,
+    cleanup: bool,
+}
+
+pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
+    key_of: KeySelector<T, K>,
+    assigner: Arc<dyn WindowAssigner<T, W = W>>,
+    logic: L,
+    allowed_lateness: i64,
+    late_tag: Option<String>,
+    sessions: Map<K, Vec<Session<L::Acc>>>,
+    global_states: Map<K, Slot>,
+    queue: BinaryHeap<Reverse<(i64, u64)>>,
+    scheduled: Map<u64, Scheduled<K>>,
+    next_seq: u64,
+    watermark: i64,
+    scratch: Vec<W>,
+    metrics: Option<Arc<OperatorMetrics>>,
+    clock: Option<SharedClock>,
+    _out: std::marker::PhantomData<fn() -> O>,
+}
+
+impl<T, K, W, O, L> SessionWindowOperator<T, K, W, O, L>
+where
+    T: Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    pub fn new(
+        key_of: KeySelector<T, K>,
+        assigner: Arc<dyn WindowAssigner<T, W = W>>,
+        logic: L,
+        allowed_lateness: i64,
+        late_tag: Option<String>,
+    ) -> Self {
+        SessionWindowOperator {
+            key_of,
+            assigner,
+            logic,
+            allowed_lateness,
+            late_tag,
+            sessions: Map::default(),
+            global_states: Map::default(),
+            queue: BinaryHeap::new(),
+            scheduled: Map::default(),
+            next_seq: 0,
+            watermark: i64::MIN,
+            scratch: Vec::new(),
+            metrics: None,
+            clock: None,
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    fn cleanup_time(&self, end: i64) -> i64 {
+        (end - 1).saturating_add(self.allowed_lateness)
+    }
+
+    fn schedule(&mut self, time: i64, key: &K, start: i64, end: i64, cleanup: bool) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.push(Reverse((time, seq)));
+        self.scheduled.insert(
+            seq,
+            Scheduled {
+                key: key.clone(),
+                start,
+                end,
+                cleanup,
+            },
+        );
+    }
+
+    fn emit(&mut self, key: &K, index: usize, out: &mut Output<O>) -> FunctionResult {
+        let now = self.clock.as_ref().map_or(0, |c| c.now_ms());
+        let Some(list) = self.sessions.get_mut(key) else { return Ok(()) };
+        let Some(session) = list.get_mut(index) else { return Ok(()) };
+        let window =
+            W::from_time_window(session.start, session.end).ok_or("sessions are time windows")?;
+        let timestamp = session.end - 1;
+        if out.has_pending_side_records() {
+            out.flush()?;
+        }
+        let (records, sides) = out.split();
+        let global_state = self.global_states.entry(key.clone()).or_default();
+        let mut ctx = ProcessWindowContext {
+            window: &window,
+            watermark: self.watermark,
+            processing_time: now,
+            window_state: &mut session.window_state,
+            global_state,
+            sides,
+            timestamp,
+        };
+        self.logic
+            .emit(key, &session.acc, &mut ctx, &mut Collector::new(records, timestamp))?;
+        if self.global_states.get(key).is_some_and(Option::is_none) {
+            self.global_states.remove(key);
+        }
+        Ok(())
+    }
+
+    fn on_late(&mut self, record: StreamRecord<T>, out: &mut Output<O>) -> FunctionResult {
+        match &self.late_tag {
+            Some(tag) => {
+                if !out.records().is_empty() {
+                    out.flush()?;
+                }
+                out.split().1.emit(tag, record);
+            }
+            None => {
+                if let Some(m) = &self.metrics {
+                    m.add_late_dropped(1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn process_record(&mut self, record: StreamRecord<T>, out: &mut Output<O>) -> FunctionResult {
+        let ts = record.timestamp;
+        let mut windows = std::mem::take(&mut self.scratch);
+        windows.clear();
+        let ctx = AssignerContext {
+            current_processing_time: 0,
+        };
+        self.assigner.assign_windows(&record.value, ts, &ctx, &mut windows);
+        let bounds = windows.first().and_then(Window::time_bounds);
+        self.scratch = windows;
+        let Some((mut start, mut end)) = bounds else {
+            return Err("session windows are time windows".into());
+        };
+        let key = (self.key_of)(&record.value);
+        let list = self.sessions.entry(key.clone()).or_default();
+        // Merge every live session the new window touches (inclusively).
+        let mut merged: Option<Session<L::Acc>> = None;
+        let mut i = 0;
+        while i < list.len() {
+            let s = &list[i];
+            if s.start <= end && s.end >= start {
+                let s = list.swap_remove(i);
+                start = start.min(s.start);
+                end = end.max(s.end);
+                merged = Some(match merged {
+                    None => s,
+                    Some(mut m) => {
+                        self.logic.merge(&mut m.acc, s.acc);
+                        m.window_state = m.window_state.or(s.window_state);
+                        m
+                    }
+                });
+            } else {
+                i += 1;
+            }
+        }
+        let cleanup = (end - 1).saturating_add(self.allowed_lateness);
+        if merged.is_none() && cleanup <= self.watermark {
+            // Alone and past its cleanup time: the record is late.
+            if list.is_empty() {
+                self.sessions.remove(&key);
+            }
+            if ts.saturating_add(self.allowed_lateness) <= self.watermark {
+                return self.on_late(record, out);
+            }
+            return Ok(());
+        }
+        let mut session = merged.unwrap_or_else(|| Session {
+            start,
+            end,
+            acc: self.logic.create(),
+            window_state: None,
+        });
+        session.start = start;
+        session.end = end;
+        self.logic.add(&mut session.acc, record);
+        list.push(session);
+        let index = list.len() - 1;
+        if end - 1 <= self.watermark {
+            // Already due (a late record within the allowed lateness).
+            self.emit(&key, index, out)?;
+        } else {
+            self.schedule(end - 1, &key, start, end, false);
+        }
+        // With zero lateness the firing entry cleans up too.
+        if cleanup != i64::MAX && cleanup != end - 1 {
+            self.schedule(cleanup, &key, start, end, true);
+        }
+        Ok(())
+    }
+
+    fn on_scheduled(&mut self, time: i64, entry: Scheduled<K>, out: &mut Output<O>) -> FunctionResult {
+        let Some(index) = self.sessions.get(&entry.key).and_then(|list| {
+            list.iter()
+                .position(|s| s.start == entry.start && s.end == entry.end)
+        }) else {
+            // The session merged into a bigger one or was dropped.
+            return Ok(());
+        };
+        if !entry.cleanup {
+            self.emit(&entry.key, index, out)?;
+        }
+        if time == self.cleanup_time(entry.end) {
+            let Some(list) = self.sessions.get_mut(&entry.key) else { return Ok(()) };
+            let mut session = list.swap_remove(index);
+            if session.window_state.is_some() {
+                let window = W::from_time_window(session.start, session.end)
+                    .ok_or("sessions are time windows")?;
+                let (_, sides) = out.split();
+                let global_state = self.global_states.entry(entry.key.clone()).or_default();
+                let mut ctx = ProcessWindowContext {
+                    window: &window,
+                    watermark: self.watermark,
+                    processing_time: 0,
+                    window_state: &mut session.window_state,
+                    global_state,
+                    sides,
+                    timestamp: session.end - 1,
+                };
+                self.logic.clear(&mut ctx)?;
+            }
+            if list.is_empty() {
+                self.sessions.remove(&entry.key);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T, K, W, O, L> Operator for SessionWindowOperator<T, K, W, O, L>
+where
+    T: Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    type In = T;
+    type Out = O;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.metrics = Some(Arc::clone(&ctx.metrics));
+        self.clock = Some(ctx.clock.clone());
+        self.logic.open(ctx)
+    }
+
+    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<O>) -> FunctionResult {
+        for record in input.drain(..) {
+            self.process_record(record, out)?;
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
+        self.watermark = self.watermark.max(watermark);
+        while let Some(Reverse((time, seq))) = self.queue.peek().copied() {
+            if time > watermark {
+                break;
+            }
+            self.queue.pop();
+            if let Some(entry) = self.scheduled.remove(&seq) {
+                self.on_scheduled(time, entry, out)?;
+            }
+        }
+        out.emit_watermark(watermark)?;
+        Ok(())
+    }
+}
