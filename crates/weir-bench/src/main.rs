@@ -197,7 +197,10 @@ fn window_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
             .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
             .aggregate(CountSum),
         "sliding" => keyed
-            .window(SlidingEventTimeWindows::of(Duration::from_secs(60), Duration::from_secs(1)))
+            .window(SlidingEventTimeWindows::of(
+                Duration::from_secs(60),
+                Duration::from_secs(1),
+            ))
             .aggregate(CountSum),
         _ => keyed
             .window(EventTimeSessionWindows::with_gap(Duration::from_secs(1)))

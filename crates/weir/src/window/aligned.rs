@@ -142,7 +142,11 @@ where
             return result;
         }
         let mut merged: Option<L::Acc> = None;
-        for s in self.slices.iter().filter(|s| s.start >= start && s.start < end) {
+        for s in self
+            .slices
+            .iter()
+            .filter(|s| s.start >= start && s.start < end)
+        {
             if let Some(a) = s.entries.get(key) {
                 let m = merged.get_or_insert_with(|| self.logic.create());
                 self.logic.merge_ref(m, a);
@@ -155,7 +159,13 @@ where
     }
 
     /// Emits one key's result `acc` for the window starting at `start`.
-    fn emit_acc(&mut self, key: &K, start: i64, acc: &L::Acc, out: &mut Output<O>) -> FunctionResult {
+    fn emit_acc(
+        &mut self,
+        key: &K,
+        start: i64,
+        acc: &L::Acc,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let end = start.saturating_add(self.size);
         let window = W::from_time_window(start, end).ok_or("aligned windows are time windows")?;
         if out.has_pending_side_records() {
@@ -184,7 +194,8 @@ where
         self.logic
             .emit(key, acc, &mut ctx, &mut Collector::new(records, end - 1))?;
         if window_state.is_some() {
-            self.window_states.insert((key.clone(), start), window_state);
+            self.window_states
+                .insert((key.clone(), start), window_state);
         }
         if global_state.is_some() {
             self.global_states.insert(key.clone(), global_state);
@@ -207,7 +218,11 @@ where
         // One pass over the window's slices merges every key's slices.
         let end = start.saturating_add(self.size);
         let mut merged: Map<K, L::Acc> = Map::default();
-        for s in self.slices.iter().filter(|s| s.start >= start && s.start < end) {
+        for s in self
+            .slices
+            .iter()
+            .filter(|s| s.start >= start && s.start < end)
+        {
             for (k, a) in &s.entries {
                 match merged.get_mut(k) {
                     Some(m) => self.logic.merge_ref(m, a),
@@ -307,7 +322,11 @@ where
         self.logic.open(ctx)
     }
 
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<T>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let mut cached: Option<(i64, usize)> = None;
         for record in input.drain(..) {
             let ts = record.timestamp;
@@ -349,13 +368,15 @@ where
             self.fire_window(start, out)?;
         }
         // Drop slices whose last window is past its cleanup time.
-        let (size, lateness, offset, slide) = (self.size, self.allowed_lateness, self.offset, self.slide);
+        let (size, lateness, offset, slide) =
+            (self.size, self.allowed_lateness, self.offset, self.slide);
         self.slices.retain(|s| {
             let last = TimeWindow::window_start(s.start, offset, slide);
             (last.saturating_add(size) - 1).saturating_add(lateness) > watermark
         });
         if !self.window_states.is_empty() {
-            let cutoff = |start: i64| (start.saturating_add(size) - 1).saturating_add(lateness) > watermark;
+            let cutoff =
+                |start: i64| (start.saturating_add(size) - 1).saturating_add(lateness) > watermark;
             self.window_states.retain(|(_, start), _| cutoff(*start));
         }
         out.emit_watermark(watermark)?;

@@ -316,6 +316,10 @@ macro_rules! session {
             ) {
                 merge_time_windows(windows, merge)
             }
+
+            fn merges_by_intersection(&self) -> bool {
+                true
+            }
         }
 
         #[doc = concat!("[`", stringify!($name), "`] with a gap computed per record.")]
@@ -370,6 +374,10 @@ macro_rules! session {
                 merge: &mut dyn FnMut(Vec<TimeWindow>, TimeWindow),
             ) {
                 merge_time_windows(windows, merge)
+            }
+
+            fn merges_by_intersection(&self) -> bool {
+                true
             }
         }
     };

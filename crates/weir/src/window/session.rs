@@ -31,18 +31,26 @@ use crate::functions::Collector;
 use crate::operators::KeySelector;
 
 struct Session<A> {
+    id: u64,
     start: i64,
     end: i64,
     acc: A,
     window_state: Slot,
+    /// Time of this session's firing entry in the queue, if it has one.
+    fire_at: Option<i64>,
+    /// Time of its cleanup entry, if it has one.
+    cleanup_at: Option<i64>,
+    /// The end the session last fired with from the queue.
+    fired_end: Option<i64>,
 }
 
-/// A scheduled firing (`cleanup == false`) or cleanup of `key`'s session
-/// `[start, end)`, valid only while that session is live.
+/// A queue entry: fire (`cleanup == false`) or clean up session `id` of
+/// `key`. A session keeps at most one entry of each kind: when it grows by
+/// merging, its entry comes up early and is moved to the new time then, so
+/// the queue does not grow with every record.
 struct Scheduled<K> {
     key: K,
-    start: i64,
-    end: i64,
+    id: u64,
     cleanup: bool,
 }
 
@@ -57,6 +65,7 @@ pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     queue: BinaryHeap<Reverse<(i64, u64)>>,
     scheduled: Map<u64, Scheduled<K>>,
     next_seq: u64,
+    next_id: u64,
     watermark: i64,
     scratch: Vec<W>,
     metrics: Option<Arc<OperatorMetrics>>,
@@ -90,6 +99,7 @@ where
             queue: BinaryHeap::new(),
             scheduled: Map::default(),
             next_seq: 0,
+            next_id: 0,
             watermark: i64::MIN,
             scratch: Vec::new(),
             metrics: None,
@@ -98,11 +108,7 @@ where
         }
     }
 
-    fn cleanup_time(&self, end: i64) -> i64 {
-        (end - 1).saturating_add(self.allowed_lateness)
-    }
-
-    fn schedule(&mut self, time: i64, key: &K, start: i64, end: i64, cleanup: bool) {
+    fn schedule(&mut self, time: i64, key: &K, id: u64, cleanup: bool) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queue.push(Reverse((time, seq)));
@@ -110,17 +116,44 @@ where
             seq,
             Scheduled {
                 key: key.clone(),
-                start,
-                end,
+                id,
                 cleanup,
             },
         );
     }
 
+    /// Makes sure session `index` of `key` has the queue entries it needs.
+    fn ensure_scheduled(&mut self, key: &K, index: usize) {
+        let lateness = self.allowed_lateness;
+        let watermark = self.watermark;
+        let Some(session) = self.sessions.get_mut(key).and_then(|l| l.get_mut(index)) else {
+            return;
+        };
+        let id = session.id;
+        let due = session.end - 1;
+        let cleanup = due.saturating_add(lateness);
+        let mut wanted = Vec::with_capacity(2);
+        if due > watermark && session.fire_at.is_none() {
+            session.fire_at = Some(due);
+            wanted.push((due, false));
+        }
+        if lateness > 0 && cleanup != i64::MAX && session.cleanup_at.is_none() {
+            session.cleanup_at = Some(cleanup);
+            wanted.push((cleanup, true));
+        }
+        for (time, is_cleanup) in wanted {
+            self.schedule(time, key, id, is_cleanup);
+        }
+    }
+
     fn emit(&mut self, key: &K, index: usize, out: &mut Output<O>) -> FunctionResult {
         let now = self.clock.as_ref().map_or(0, |c| c.now_ms());
-        let Some(list) = self.sessions.get_mut(key) else { return Ok(()) };
-        let Some(session) = list.get_mut(index) else { return Ok(()) };
+        let Some(list) = self.sessions.get_mut(key) else {
+            return Ok(());
+        };
+        let Some(session) = list.get_mut(index) else {
+            return Ok(());
+        };
         let window =
             W::from_time_window(session.start, session.end).ok_or("sessions are time windows")?;
         let timestamp = session.end - 1;
@@ -138,8 +171,12 @@ where
             sides,
             timestamp,
         };
-        self.logic
-            .emit(key, &session.acc, &mut ctx, &mut Collector::new(records, timestamp))?;
+        self.logic.emit(
+            key,
+            &session.acc,
+            &mut ctx,
+            &mut Collector::new(records, timestamp),
+        )?;
         if self.global_states.get(key).is_some_and(Option::is_none) {
             self.global_states.remove(key);
         }
@@ -170,7 +207,8 @@ where
         let ctx = AssignerContext {
             current_processing_time: 0,
         };
-        self.assigner.assign_windows(&record.value, ts, &ctx, &mut windows);
+        self.assigner
+            .assign_windows(&record.value, ts, &ctx, &mut windows);
         let bounds = windows.first().and_then(Window::time_bounds);
         self.scratch = windows;
         let Some((mut start, mut end)) = bounds else {
@@ -192,6 +230,8 @@ where
                     Some(mut m) => {
                         self.logic.merge(&mut m.acc, s.acc);
                         m.window_state = m.window_state.or(s.window_state);
+                        // The absorbed session's queue entries carry its id
+                        // and go stale; only the survivor's entries count.
                         m
                     }
                 });
@@ -210,11 +250,19 @@ where
             }
             return Ok(());
         }
-        let mut session = merged.unwrap_or_else(|| Session {
-            start,
-            end,
-            acc: self.logic.create(),
-            window_state: None,
+        let id = self.next_id;
+        let mut session = merged.unwrap_or_else(|| {
+            self.next_id += 1;
+            Session {
+                id,
+                start,
+                end,
+                acc: self.logic.create(),
+                window_state: None,
+                fire_at: None,
+                cleanup_at: None,
+                fired_end: None,
+            }
         });
         session.start = start;
         session.end = end;
@@ -223,50 +271,77 @@ where
         let index = list.len() - 1;
         if end - 1 <= self.watermark {
             // Already due (a late record within the allowed lateness).
+            if let Some(s) = self.sessions.get_mut(&key).and_then(|l| l.get_mut(index)) {
+                s.fired_end = Some(end);
+            }
             self.emit(&key, index, out)?;
-        } else {
-            self.schedule(end - 1, &key, start, end, false);
         }
-        // With zero lateness the firing entry cleans up too.
-        if cleanup != i64::MAX && cleanup != end - 1 {
-            self.schedule(cleanup, &key, start, end, true);
-        }
+        self.ensure_scheduled(&key, index);
         Ok(())
     }
 
-    fn on_scheduled(&mut self, time: i64, entry: Scheduled<K>, out: &mut Output<O>) -> FunctionResult {
-        let Some(index) = self.sessions.get(&entry.key).and_then(|list| {
-            list.iter()
-                .position(|s| s.start == entry.start && s.end == entry.end)
-        }) else {
-            // The session merged into a bigger one or was dropped.
+    fn on_scheduled(&mut self, entry: Scheduled<K>, out: &mut Output<O>) -> FunctionResult {
+        let Some(index) = self
+            .sessions
+            .get(&entry.key)
+            .and_then(|list| list.iter().position(|s| s.id == entry.id))
+        else {
+            // The session was merged into another or dropped.
             return Ok(());
         };
-        if !entry.cleanup {
+        let lateness = self.allowed_lateness;
+        let Some(session) = self
+            .sessions
+            .get_mut(&entry.key)
+            .and_then(|l| l.get_mut(index))
+        else {
+            return Ok(());
+        };
+        let due = session.end - 1;
+        let cleanup = due.saturating_add(lateness);
+        if entry.cleanup {
+            session.cleanup_at = None;
+        } else {
+            session.fire_at = None;
+        }
+        // Whatever entry comes up, a session whose end is due fires once
+        // for that end before anything else (an entry made before the
+        // session grew comes up early; a stale cleanup entry must not drop
+        // a session that still has to fire).
+        if due <= self.watermark && session.fired_end != Some(session.end) {
+            session.fired_end = Some(session.end);
             self.emit(&entry.key, index, out)?;
         }
-        if time == self.cleanup_time(entry.end) {
-            let Some(list) = self.sessions.get_mut(&entry.key) else { return Ok(()) };
-            let mut session = list.swap_remove(index);
-            if session.window_state.is_some() {
-                let window = W::from_time_window(session.start, session.end)
-                    .ok_or("sessions are time windows")?;
-                let (_, sides) = out.split();
-                let global_state = self.global_states.entry(entry.key.clone()).or_default();
-                let mut ctx = ProcessWindowContext {
-                    window: &window,
-                    watermark: self.watermark,
-                    processing_time: 0,
-                    window_state: &mut session.window_state,
-                    global_state,
-                    sides,
-                    timestamp: session.end - 1,
-                };
-                self.logic.clear(&mut ctx)?;
-            }
-            if list.is_empty() {
-                self.sessions.remove(&entry.key);
-            }
+        if cleanup <= self.watermark {
+            return self.drop_session(&entry.key, index, out);
+        }
+        self.ensure_scheduled(&entry.key, index);
+        Ok(())
+    }
+
+    fn drop_session(&mut self, key: &K, index: usize, out: &mut Output<O>) -> FunctionResult {
+        let Some(list) = self.sessions.get_mut(key) else {
+            return Ok(());
+        };
+        let mut session = list.swap_remove(index);
+        if list.is_empty() {
+            self.sessions.remove(key);
+        }
+        if session.window_state.is_some() {
+            let window = W::from_time_window(session.start, session.end)
+                .ok_or("sessions are time windows")?;
+            let (_, sides) = out.split();
+            let global_state = self.global_states.entry(key.clone()).or_default();
+            let mut ctx = ProcessWindowContext {
+                window: &window,
+                watermark: self.watermark,
+                processing_time: 0,
+                window_state: &mut session.window_state,
+                global_state,
+                sides,
+                timestamp: session.end - 1,
+            };
+            self.logic.clear(&mut ctx)?;
         }
         Ok(())
     }
@@ -289,7 +364,11 @@ where
         self.logic.open(ctx)
     }
 
-    fn process_batch(&mut self, input: &mut Vec<StreamRecord<T>>, out: &mut Output<O>) -> FunctionResult {
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<T>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         for record in input.drain(..) {
             self.process_record(record, out)?;
         }
@@ -304,7 +383,7 @@ where
             }
             self.queue.pop();
             if let Some(entry) = self.scheduled.remove(&seq) {
-                self.on_scheduled(time, entry, out)?;
+                self.on_scheduled(entry, out)?;
             }
         }
         out.emit_watermark(watermark)?;

@@ -8,7 +8,6 @@ use std::time::Duration;
 use weir_runtime::graph::NodeFactory;
 
 use super::aligned::AlignedWindowOperator;
-use super::session::SessionWindowOperator;
 use super::assigner::WindowAssigner;
 use super::evictor::Evictor;
 use super::function::{
@@ -19,6 +18,7 @@ use super::logic::{
     ReduceProcessLogic,
 };
 use super::operator::{WindowLogic, WindowOperator, WindowSpec};
+use super::session::SessionWindowOperator;
 use super::trigger::Trigger;
 use super::Window;
 use crate::datastream::{DataStream, Key, KeyedStream};

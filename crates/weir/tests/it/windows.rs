@@ -85,7 +85,11 @@ enum Kind {
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
-    prop_oneof![Just(Kind::Tumbling), Just(Kind::Sliding), Just(Kind::Session)]
+    prop_oneof![
+        Just(Kind::Tumbling),
+        Just(Kind::Sliding),
+        Just(Kind::Session)
+    ]
 }
 
 /// The default path: incremental aggregation (aligned windows keep state by
@@ -102,7 +106,10 @@ fn run_incremental(input: Vec<(u8, i64, i64)>, p: u32, kind: Kind) -> Vec<Row> {
             .allowed_lateness(lateness)
             .aggregate_with(SumCount, f),
         Kind::Sliding => keyed
-            .window(SlidingEventTimeWindows::of(Duration::from_millis(100), Duration::from_millis(40)))
+            .window(SlidingEventTimeWindows::of(
+                Duration::from_millis(100),
+                Duration::from_millis(40),
+            ))
             .allowed_lateness(lateness)
             .aggregate_with(SumCount, f),
         Kind::Session => keyed
@@ -118,7 +125,10 @@ fn run_incremental(input: Vec<(u8, i64, i64)>, p: u32, kind: Kind) -> Vec<Row> {
 fn run_buffered(input: Vec<(u8, i64, i64)>, kind: Kind) -> Vec<Row> {
     let env = StreamExecutionEnvironment::new();
     let keyed = events(&env, input, 50).key_by(|e| e.0);
-    let f = |k: &u8, ctx: &mut ProcessWindowContext<'_, TimeWindow>, e: Elements<'_, (u8, i64, i64)>, out: &mut Collector<'_, Row>| {
+    let f = |k: &u8,
+             ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             e: Elements<'_, (u8, i64, i64)>,
+             out: &mut Collector<'_, Row>| {
         let (sum, count) = e.fold((0, 0), |(s, c), v| (s + v.2, c + 1));
         out.collect((*k, ctx.window().start, ctx.window().end, sum, count));
         Ok(())
@@ -131,7 +141,10 @@ fn run_buffered(input: Vec<(u8, i64, i64)>, kind: Kind) -> Vec<Row> {
             .allowed_lateness(lateness)
             .process(f),
         Kind::Sliding => keyed
-            .window(SlidingEventTimeWindows::of(Duration::from_millis(100), Duration::from_millis(40)))
+            .window(SlidingEventTimeWindows::of(
+                Duration::from_millis(100),
+                Duration::from_millis(40),
+            ))
             .trigger(EventTimeTrigger::create())
             .allowed_lateness(lateness)
             .process(f),
