@@ -141,29 +141,29 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
             _ => 0,
         };
         match &mut self.generator {
-            // The common case stays free of per-record dynamic calls to the
-            // generator: only the maximum changes.
-            Generator::Bounded(g) => {
-                let records = out.records();
-                for mut r in input.drain(..) {
-                    r.timestamp = match &self.strategy.timestamps {
-                        TimestampKind::FromRecord => r.timestamp,
-                        TimestampKind::Ingestion => now,
-                        TimestampKind::Assigner(f) => f(&r.value, r.timestamp),
-                    };
-                    g.observe(r.timestamp);
-                    records.push(r);
+            // The common cases stay free of per-record dynamic calls to the
+            // generator, and stamp records in place: the batch is handed on
+            // as it is.
+            Generator::Bounded(_) | Generator::None => {
+                match &self.strategy.timestamps {
+                    TimestampKind::FromRecord => {}
+                    TimestampKind::Ingestion => input.iter_mut().for_each(|r| r.timestamp = now),
+                    TimestampKind::Assigner(f) => {
+                        for r in input.iter_mut() {
+                            r.timestamp = f(&r.value, r.timestamp);
+                        }
+                    }
                 }
-            }
-            Generator::None => {
+                if let Generator::Bounded(g) = &mut self.generator {
+                    if let Some(max) = input.iter().map(|r| r.timestamp).max() {
+                        g.observe(max);
+                    }
+                }
                 let records = out.records();
-                for mut r in input.drain(..) {
-                    r.timestamp = match &self.strategy.timestamps {
-                        TimestampKind::FromRecord => r.timestamp,
-                        TimestampKind::Ingestion => now,
-                        TimestampKind::Assigner(f) => f(&r.value, r.timestamp),
-                    };
-                    records.push(r);
+                if records.is_empty() {
+                    std::mem::swap(records, input);
+                } else {
+                    records.append(input);
                 }
             }
             Generator::Custom(_) => {

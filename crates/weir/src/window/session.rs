@@ -132,17 +132,20 @@ where
         let id = session.id;
         let due = session.end - 1;
         let cleanup = due.saturating_add(lateness);
-        let mut wanted = Vec::with_capacity(2);
-        if due > watermark && session.fire_at.is_none() {
-            session.fire_at = Some(due);
-            wanted.push((due, false));
+        let fire = (due > watermark && session.fire_at.is_none()).then_some(due);
+        let clean = (lateness > 0 && cleanup != i64::MAX && session.cleanup_at.is_none())
+            .then_some(cleanup);
+        if fire.is_some() {
+            session.fire_at = fire;
         }
-        if lateness > 0 && cleanup != i64::MAX && session.cleanup_at.is_none() {
-            session.cleanup_at = Some(cleanup);
-            wanted.push((cleanup, true));
+        if clean.is_some() {
+            session.cleanup_at = clean;
         }
-        for (time, is_cleanup) in wanted {
-            self.schedule(time, key, id, is_cleanup);
+        if let Some(time) = fire {
+            self.schedule(time, key, id, false);
+        }
+        if let Some(time) = clean {
+            self.schedule(time, key, id, true);
         }
     }
 
