@@ -14,7 +14,8 @@ use crate::datastream::DataStream;
 use crate::error::{Error, Result};
 use crate::functions::SourceFunction;
 use crate::source::{
-    CollectionSource, GeneratorSource, SequenceSource, SocketTextSource, TextFileSource,
+    CollectionSource, GeneratorSource, SequenceSource, SocketTextSource, SplitSourceFunction,
+    SplitWatermarkSource, TextFileSource,
 };
 use crate::watermark::WatermarkStrategy;
 
@@ -297,6 +298,28 @@ impl StreamExecutionEnvironment {
     {
         self.add_parallel_source(source, name)
             .assign_timestamps_and_watermarks(strategy)
+    }
+
+    /// A stream from a parallel source of several splits each, with a
+    /// watermark generator per split: a lagging split holds the watermark
+    /// back, an idle or finished one does not (Flink's per-split
+    /// watermarks).
+    pub fn from_split_source<T, S>(
+        &self,
+        source: S,
+        strategy: WatermarkStrategy<T>,
+        name: &str,
+    ) -> DataStream<T>
+    where
+        T: Clone + Send + 'static,
+        S: SplitSourceFunction<T> + Clone + Sync,
+    {
+        let factory = NodeFactory::source(move |_| {
+            Box::new(SplitWatermarkSource::new(source.clone(), strategy.clone()))
+        });
+        let id = self
+            .with_graph(|g| g.add_node(format!("Source: {name}"), factory, TypeOf::<T>::shared()));
+        DataStream::from_node(self.clone(), id)
     }
 
     /// A stream from a user's source function, run with parallelism 1.

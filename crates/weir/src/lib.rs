@@ -79,7 +79,7 @@ pub mod prelude {
         SourceFunction, SourceStatus, TimeDomain, TimerService,
     };
     pub use crate::sink::DiscardingSink;
-    pub use crate::source::{GeneratorSource, SocketTextSource};
+    pub use crate::source::{GeneratorSource, SocketTextSource, SplitContext, SplitSourceFunction};
     pub use crate::watermark::{
         BoundedOutOfOrderness, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
     };

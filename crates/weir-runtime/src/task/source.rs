@@ -1,7 +1,7 @@
 //! Sources: user functions that produce records, driven by the task loop.
 
 use super::{FlushTimer, ProcessingTime, TaskHead, TaskSettings};
-use crate::element::{Control, StreamRecord, MAX_WATERMARK};
+use crate::element::{Control, StreamRecord, WatermarkStatus, MAX_WATERMARK};
 use crate::error::{FunctionResult, SubtaskName, TaskError};
 use crate::operator::{guarded, Output, RuntimeContext};
 
@@ -14,16 +14,41 @@ pub enum SourceStatus {
     Finished,
 }
 
-/// Where a source writes the records of one poll.
+/// Where a source writes the records of one poll, and, for sources that
+/// generate their own watermarks, the watermark and idleness after them.
 pub struct SourceContext<'a, T> {
     records: &'a mut Vec<StreamRecord<T>>,
     limit: usize,
+    watermark: Option<i64>,
+    idle: Option<bool>,
 }
 
 impl<'a, T> SourceContext<'a, T> {
     /// A context appending to `records` until it holds `limit` records.
     pub fn new(records: &'a mut Vec<StreamRecord<T>>, limit: usize) -> Self {
-        SourceContext { records, limit }
+        SourceContext {
+            records,
+            limit,
+            watermark: None,
+            idle: None,
+        }
+    }
+
+    /// Emits a watermark after this poll's records. Only watermarks above
+    /// the source's last one are forwarded.
+    pub fn emit_watermark(&mut self, watermark: i64) {
+        self.watermark = Some(self.watermark.map_or(watermark, |w| w.max(watermark)));
+    }
+
+    /// Marks the source idle (after this poll's records) until it emits
+    /// records or a watermark again.
+    pub fn mark_idle(&mut self) {
+        self.idle = Some(true);
+    }
+
+    /// Marks the source active again.
+    pub fn mark_active(&mut self) {
+        self.idle = Some(false);
     }
 
     /// Emits a record without timestamp.
@@ -133,14 +158,30 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
         guarded(at, || source.open(ctx))?;
         let mut flush = FlushTimer::new(settings.buffer_timeout);
         let mut time = ProcessingTime::new(settings.clock.clone());
+        let (mut watermark, mut idle) = (i64::MIN, false);
         loop {
             if settings.cancel.is_cancelled() {
                 return Err(TaskError::Cancelled);
             }
-            let status = guarded(at, || {
-                source.poll_next(&mut SourceContext::new(out.records(), settings.batch_size))
+            let (status, wm, now_idle) = guarded(at, || {
+                let mut ctx = SourceContext::new(out.records(), settings.batch_size);
+                let status = source.poll_next(&mut ctx)?;
+                Ok((status, ctx.watermark, ctx.idle))
             })?;
+            let emitted = !out.records().is_empty();
+            if idle && (emitted || wm.is_some_and(|w| w > watermark) || now_idle == Some(false)) {
+                idle = false;
+                out.forward_control(Control::WatermarkStatus(WatermarkStatus::Active))?;
+            }
             out.flush()?;
+            if let Some(w) = wm.filter(|w| *w > watermark) {
+                watermark = w;
+                out.emit_watermark(w)?;
+            }
+            if now_idle == Some(true) && !idle {
+                idle = true;
+                out.forward_control(Control::WatermarkStatus(WatermarkStatus::Idle))?;
+            }
             time.tick(out)?;
             if flush.due() {
                 out.flush_buffers()?;

@@ -4,9 +4,12 @@
 mod collection;
 mod generator;
 mod socket;
+mod split;
 mod text_file;
 
 pub use collection::{CollectionSource, SequenceSource};
 pub use generator::GeneratorSource;
 pub use socket::SocketTextSource;
+pub(crate) use split::SplitWatermarkSource;
+pub use split::{SplitContext, SplitSourceFunction};
 pub use text_file::TextFileSource;

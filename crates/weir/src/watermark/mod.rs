@@ -9,7 +9,7 @@
 
 mod operator;
 
-pub(crate) use operator::TimestampsAndWatermarksOperator;
+pub(crate) use operator::{assign_timestamp, Generator, Idleness, TimestampsAndWatermarksOperator};
 
 use std::sync::Arc;
 use std::time::Duration;

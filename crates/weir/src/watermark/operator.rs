@@ -11,23 +11,74 @@ use super::{
     WatermarkStrategy,
 };
 
-enum Generator<T> {
+/// A strategy's generator, instantiated; the bounded kind kept apart so its
+/// per-record call is static.
+pub(crate) enum Generator<T> {
     Bounded(BoundedOutOfOrderness),
     None,
     Custom(Box<dyn WatermarkGenerator<T>>),
 }
 
+impl<T> Generator<T> {
+    pub(crate) fn new(kind: &GeneratorKind<T>, ctx: &RuntimeContext) -> Self {
+        match kind {
+            GeneratorKind::Bounded(d) => Generator::Bounded(BoundedOutOfOrderness::new(*d)),
+            GeneratorKind::None => Generator::None,
+            GeneratorKind::Custom(make) => Generator::Custom(make(ctx)),
+        }
+    }
+
+    pub(crate) fn on_event(&mut self, event: &T, timestamp: i64, out: &mut WatermarkOutput) {
+        match self {
+            Generator::Bounded(g) => g.observe(timestamp),
+            Generator::None => {}
+            Generator::Custom(g) => g.on_event(event, timestamp, out),
+        }
+    }
+
+    pub(crate) fn on_periodic_emit(&mut self, out: &mut WatermarkOutput) {
+        match self {
+            Generator::Bounded(g) => WatermarkGenerator::<T>::on_periodic_emit(g, out),
+            Generator::None => {}
+            Generator::Custom(g) => g.on_periodic_emit(out),
+        }
+    }
+}
+
+/// The timestamp a strategy gives a record.
+pub(crate) fn assign_timestamp<T>(
+    kind: &TimestampKind<T>,
+    value: &T,
+    previous: i64,
+    now: i64,
+) -> i64 {
+    match kind {
+        TimestampKind::FromRecord => previous,
+        TimestampKind::Ingestion => now,
+        TimestampKind::Assigner(f) => f(value, previous),
+    }
+}
+
 /// Flink's `IdlenessTimer`: idle once no record arrived during a full
 /// timeout, measured from the first periodic check that saw no activity.
-struct Idleness {
+pub(crate) struct Idleness {
     timeout_ms: i64,
-    activity: u64,
+    pub activity: u64,
     last_seen_activity: u64,
     inactive_since: Option<i64>,
 }
 
 impl Idleness {
-    fn is_idle(&mut self, now: i64) -> bool {
+    pub(crate) fn new(timeout: std::time::Duration) -> Self {
+        Idleness {
+            timeout_ms: timeout.as_millis() as i64,
+            activity: 0,
+            last_seen_activity: 0,
+            inactive_since: None,
+        }
+    }
+
+    pub(crate) fn is_idle(&mut self, now: i64) -> bool {
         if self.activity != self.last_seen_activity {
             self.last_seen_activity = self.activity;
             self.inactive_since = None;
@@ -102,17 +153,8 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
     type Out = T;
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        self.generator = match &self.strategy.generator {
-            GeneratorKind::Bounded(d) => Generator::Bounded(BoundedOutOfOrderness::new(*d)),
-            GeneratorKind::None => Generator::None,
-            GeneratorKind::Custom(make) => Generator::Custom(make(ctx)),
-        };
-        self.idleness = self.strategy.idleness.map(|d| Idleness {
-            timeout_ms: d.as_millis() as i64,
-            activity: 0,
-            last_seen_activity: 0,
-            inactive_since: None,
-        });
+        self.generator = Generator::new(&self.strategy.generator, ctx);
+        self.idleness = self.strategy.idleness.map(Idleness::new);
         self.interval_ms = ctx.auto_watermark_interval.as_millis() as i64;
         if self.interval_ms > 0 {
             self.next_periodic = Some(ctx.clock.now_ms() + self.interval_ms);
@@ -169,15 +211,10 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
             Generator::Custom(_) => {
                 let records = std::mem::take(input);
                 for mut r in records {
-                    r.timestamp = match &self.strategy.timestamps {
-                        TimestampKind::FromRecord => r.timestamp,
-                        TimestampKind::Ingestion => now,
-                        TimestampKind::Assigner(f) => f(&r.value, r.timestamp),
-                    };
+                    r.timestamp =
+                        assign_timestamp(&self.strategy.timestamps, &r.value, r.timestamp, now);
                     let mut wm = WatermarkOutput::default();
-                    if let Generator::Custom(g) = &mut self.generator {
-                        g.on_event(&r.value, r.timestamp, &mut wm);
-                    }
+                    self.generator.on_event(&r.value, r.timestamp, &mut wm);
                     out.collect(r);
                     // A punctuated watermark follows the record that caused it.
                     if wm.watermark.is_some() || wm.idle.is_some() {
@@ -209,11 +246,7 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
         if idle {
             wm.mark_idle();
         } else {
-            match &mut self.generator {
-                Generator::Bounded(g) => WatermarkGenerator::<T>::on_periodic_emit(g, &mut wm),
-                Generator::None => {}
-                Generator::Custom(g) => g.on_periodic_emit(&mut wm),
-            }
+            self.generator.on_periodic_emit(&mut wm);
         }
         // While idle, a periodic watermark must not wake the stream up.
         if self.idle && wm.watermark.is_some_and(|w| w <= self.current) {

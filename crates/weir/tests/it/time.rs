@@ -408,3 +408,153 @@ fn without_idleness_an_empty_partition_holds_windows_back() -> anyhow::Result<()
     assert!(out.is_empty(), "{out:?}");
     Ok(())
 }
+
+/// Passes records through and fails the job if the watermark it sees ever
+/// goes back (the invariant every operator relies on).
+#[derive(Clone, Default)]
+struct MonotonicWatermarks {
+    last: i64,
+}
+
+impl ProcessFunction<(u8, i64), (u8, i64)> for MonotonicWatermarks {
+    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+        self.last = i64::MIN;
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        value: (u8, i64),
+        ctx: &mut ProcessContext<'_>,
+        out: &mut Collector<'_, (u8, i64)>,
+    ) -> FunctionResult {
+        let wm = ctx.current_watermark();
+        if wm < self.last {
+            return Err(format!("watermark went back from {} to {wm}", self.last).into());
+        }
+        self.last = wm;
+        out.collect(value);
+        Ok(())
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
+
+    #[test]
+    fn watermarks_never_regress_through_a_parallel_pipeline(
+        input in proptest::collection::vec((0u8..8, 0i64..10_000), 1..300),
+        p in 1u32..5,
+    ) {
+        let env = StreamExecutionEnvironment::new();
+        env.set_parallelism(p).set_auto_watermark_interval(Duration::ZERO);
+        let out = env
+            .from_collection(input.clone())
+            .rebalance()
+            .assign_timestamps_and_watermarks(
+                punctuated().with_timestamp_assigner(|e: &(u8, i64), _| e.1),
+            )
+            .process(MonotonicWatermarks::default())
+            .key_by(|e| e.0)
+            .as_stream()
+            .process(MonotonicWatermarks::default())
+            .rebalance()
+            .process(MonotonicWatermarks::default())
+            .execute_and_collect();
+        let out = out.map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+        proptest::prop_assert_eq!(sorted(out), sorted(input));
+    }
+}
+
+/// Two splits in one source subtask: split 0 runs ahead to 30 s, split 1
+/// stops at 5 s and, if `finish`, says it is done.
+#[derive(Clone)]
+struct TwoSplits {
+    finish: bool,
+    done: Arc<AtomicBool>,
+    step: i64,
+}
+
+impl SplitSourceFunction<i64> for TwoSplits {
+    fn poll_next(&mut self, ctx: &mut SplitContext<'_, i64>) -> FunctionResult<SourceStatus> {
+        if self.step <= 30 {
+            ctx.collect_with_timestamp(0, self.step, self.step * 1_000);
+            if self.step <= 5 {
+                ctx.collect_with_timestamp(1, 100 + self.step, self.step * 1_000);
+            }
+            if self.step == 5 && self.finish {
+                ctx.finish_split(1);
+            }
+            self.step += 1;
+        } else {
+            self.done.store(true, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(SourceStatus::More)
+    }
+}
+
+fn run_two_splits(finish: bool) -> anyhow::Result<Vec<i64>> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_auto_watermark_interval(Duration::ZERO);
+    let done = Arc::new(AtomicBool::new(false));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let sink_results = Arc::clone(&results);
+    env.from_split_source(
+        TwoSplits {
+            finish,
+            done: Arc::clone(&done),
+            step: 0,
+        },
+        punctuated(),
+        "two splits",
+    )
+    .set_parallelism(1)
+    .window_all(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+    .reduce(|a: i64, b: i64| a + b)
+    .add_sink(move |sum: i64| {
+        sink_results.lock().map_err(|_| "poisoned")?.push(sum);
+        Ok(())
+    });
+    let client = env.execute_async("splits")?;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        let got = results
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .len();
+        if got >= 2
+            || (done.load(Ordering::SeqCst)
+                && start.elapsed() > Duration::from_millis(300)
+                && !finish)
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    client.cancel();
+    let _ = client.wait();
+    let out = results
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .clone();
+    Ok(out)
+}
+
+#[test]
+fn a_lagging_split_holds_the_watermark_back() -> anyhow::Result<()> {
+    // Split 0 alone would fire [0, 10 s) and [10 s, 20 s); split 1 stopped
+    // at 5 s, so the source's watermark stays at 4.999 s.
+    assert!(run_two_splits(false)?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn a_finished_split_stops_holding_the_watermark_back() -> anyhow::Result<()> {
+    let out = run_two_splits(true)?;
+    // [0, 10 s): split 0's 0..=9 plus split 1's 100..=105.
+    let first: i64 = (0..=9).sum::<i64>() + (100..=105).sum::<i64>();
+    assert_eq!(out.first(), Some(&first), "{out:?}");
+    assert_eq!(out.get(1), Some(&(10..=19).sum::<i64>()), "{out:?}");
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! Sources that read several splits (partitions, files, shards) at once,
+//! with a watermark generator per split (Flink's per-split watermarks).
+//!
+//! A split whose records lag behind holds the source's watermark back; a
+//! split that is idle (with `with_idleness`) or finished does not. The
+//! source's watermark is the minimum over its active splits, emitted after
+//! each poll.
+
+use weir_runtime::time::SharedClock;
+
+use crate::functions::{
+    FunctionResult, RuntimeContext, SourceContext, SourceFunction, SourceStatus,
+};
+use crate::watermark::{assign_timestamp, Generator, Idleness, WatermarkOutput, WatermarkStrategy};
+
+/// Where a split source writes the records of one poll, each with its split.
+pub struct SplitContext<'a, T> {
+    records: &'a mut Vec<(usize, T, i64)>,
+    finished: &'a mut Vec<usize>,
+    limit: usize,
+}
+
+impl<T> SplitContext<'_, T> {
+    /// Emits a record of `split` without timestamp (the strategy's
+    /// assigner gives it one).
+    pub fn collect(&mut self, split: usize, value: T) {
+        self.records
+            .push((split, value, weir_runtime::element::NO_TIMESTAMP));
+    }
+
+    /// Emits a record of `split` with an event timestamp.
+    pub fn collect_with_timestamp(&mut self, split: usize, value: T, timestamp: i64) {
+        self.records.push((split, value, timestamp));
+    }
+
+    /// `split` has no more records: it stops holding the watermark back.
+    pub fn finish_split(&mut self, split: usize) {
+        self.finished.push(split);
+    }
+
+    /// How many more records this poll should emit.
+    pub fn remaining(&self) -> usize {
+        self.limit.saturating_sub(self.records.len())
+    }
+}
+
+/// A source of several splits (see the module docs). Same contract as
+/// [`SourceFunction`]: `poll_next` returns within about 100 ms.
+pub trait SplitSourceFunction<T>: Send + 'static {
+    /// Called once before the first poll.
+    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+        Ok(())
+    }
+
+    /// Emits up to `ctx.remaining()` records, each tagged with its split.
+    fn poll_next(&mut self, ctx: &mut SplitContext<'_, T>) -> FunctionResult<SourceStatus>;
+
+    /// Called once after the last poll.
+    fn close(&mut self) -> FunctionResult {
+        Ok(())
+    }
+}
+
+struct Split<T> {
+    generator: Generator<T>,
+    idleness: Option<Idleness>,
+    watermark: i64,
+    idle: bool,
+    finished: bool,
+}
+
+/// Runs a [`SplitSourceFunction`] with a watermark generator per split.
+pub(crate) struct SplitWatermarkSource<S, T> {
+    inner: S,
+    strategy: WatermarkStrategy<T>,
+    splits: Vec<Split<T>>,
+    ctx: Option<RuntimeContext>,
+    clock: Option<SharedClock>,
+    interval_ms: i64,
+    next_periodic: i64,
+    buffer: Vec<(usize, T, i64)>,
+    finished: Vec<usize>,
+}
+
+impl<S, T> SplitWatermarkSource<S, T> {
+    pub fn new(inner: S, strategy: WatermarkStrategy<T>) -> Self {
+        SplitWatermarkSource {
+            inner,
+            strategy,
+            splits: Vec::new(),
+            ctx: None,
+            clock: None,
+            interval_ms: 0,
+            next_periodic: i64::MAX,
+            buffer: Vec::new(),
+            finished: Vec::new(),
+        }
+    }
+
+    fn split(&mut self, index: usize) -> Option<&mut Split<T>> {
+        while self.splits.len() <= index {
+            let ctx = self.ctx.as_ref()?;
+            self.splits.push(Split {
+                generator: Generator::new(&self.strategy.generator, ctx),
+                idleness: self.strategy.idleness.map(Idleness::new),
+                watermark: i64::MIN,
+                idle: false,
+                finished: false,
+            });
+        }
+        self.splits.get_mut(index)
+    }
+}
+
+impl<S: SplitSourceFunction<T>, T: Send + 'static> SourceFunction<T>
+    for SplitWatermarkSource<S, T>
+{
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.ctx = Some(ctx.clone());
+        self.clock = Some(ctx.clock.clone());
+        self.interval_ms = ctx.auto_watermark_interval.as_millis() as i64;
+        if self.interval_ms > 0 {
+            self.next_periodic = ctx.clock.now_ms().saturating_add(self.interval_ms);
+        }
+        self.inner.open(ctx)
+    }
+
+    fn poll_next(&mut self, ctx: &mut SourceContext<'_, T>) -> FunctionResult<SourceStatus> {
+        let mut buffer = std::mem::take(&mut self.buffer);
+        let mut finished = std::mem::take(&mut self.finished);
+        let status = self.inner.poll_next(&mut SplitContext {
+            records: &mut buffer,
+            finished: &mut finished,
+            limit: ctx.remaining().max(1),
+        })?;
+        let now = self.clock.as_ref().map_or(0, |c| c.now_ms());
+        for (index, value, timestamp) in buffer.drain(..) {
+            let timestamp = assign_timestamp(&self.strategy.timestamps, &value, timestamp, now);
+            if let Some(split) = self.split(index) {
+                let mut out = WatermarkOutput::default();
+                split.generator.on_event(&value, timestamp, &mut out);
+                split.idle = false;
+                if let Some(i) = &mut split.idleness {
+                    i.activity += 1;
+                }
+                if let Some(w) = out.watermark {
+                    split.watermark = split.watermark.max(w);
+                }
+            }
+            ctx.collect_with_timestamp(value, timestamp);
+        }
+        for index in finished.drain(..) {
+            if let Some(split) = self.split(index) {
+                split.finished = true;
+            }
+        }
+        self.buffer = buffer;
+        self.finished = finished;
+        if now >= self.next_periodic {
+            self.next_periodic = now.saturating_add(self.interval_ms);
+            for split in &mut self.splits {
+                if split.idleness.as_mut().is_some_and(|i| i.is_idle(now)) {
+                    split.idle = true;
+                    continue;
+                }
+                let mut out = WatermarkOutput::default();
+                split.generator.on_periodic_emit(&mut out);
+                if let Some(w) = out.watermark {
+                    split.watermark = split.watermark.max(w);
+                }
+            }
+        }
+        let live: Vec<&Split<T>> = self.splits.iter().filter(|s| !s.finished).collect();
+        match live.iter().filter(|s| !s.idle).map(|s| s.watermark).min() {
+            Some(w) => ctx.emit_watermark(w),
+            None if live.iter().any(|s| s.idle) => ctx.mark_idle(),
+            None => {}
+        }
+        Ok(status)
+    }
+
+    fn close(&mut self) -> FunctionResult {
+        self.inner.close()
+    }
+}
