@@ -175,6 +175,24 @@ pub fn text_input(env: &StreamExecutionEnvironment) -> anyhow::Result<DataStream
     })
 }
 
+/// `key,n` lines as `(key, n)` pairs, bad lines reported and skipped (the
+/// input of the tutorials' window examples).
+pub fn key_value_pairs(
+    env: &StreamExecutionEnvironment,
+) -> anyhow::Result<DataStream<(String, i64)>> {
+    let mut parser = LineParser::new(|line: &str| {
+        let f = fields(line, 2)?;
+        Ok((f[0].to_string(), int(f[1], "n")?))
+    });
+    Ok(
+        text_input(env)?.flat_map(move |line: String, out: &mut Collector<(String, i64)>| {
+            if let Some(pair) = parser.next_line(&line) {
+                out.collect(pair);
+            }
+        }),
+    )
+}
+
 /// Bounded out-of-orderness watermarks (`max_ts - bound - 1`), emitted
 /// after every event instead of periodically. Over a file, which is read
 /// faster than any watermark interval, this gives the result a person sees

@@ -21,20 +21,11 @@
 use std::collections::BTreeSet;
 
 use weir::prelude::*;
-use weir_examples::{fields, int, text_input, LineParser};
+use weir_examples::key_value_pairs;
 
 fn main() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::from_args()?;
-    let mut parser = LineParser::new(|line: &str| {
-        let f = fields(line, 2)?;
-        Ok((f[0].to_string(), int(f[1], "n")?))
-    });
-    text_input(&env)?
-        .flat_map(move |line: String, out: &mut Collector<(String, i64)>| {
-            if let Some(pair) = parser.next_line(&line) {
-                out.collect(pair);
-            }
-        })
+    key_value_pairs(&env)?
         .window_all(ProcessingTimeSessionWindows::with_gap(Duration::from_secs(
             5,
         )))

@@ -21,7 +21,7 @@ use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::FunctionResult;
 
 use super::function::ProcessWindowContext;
-use super::operator::{Map, Slot, WindowLogic};
+use super::operator::{emit_late, Map, Slot, WindowLogic};
 use super::{TimeWindow, Window};
 use crate::functions::Collector;
 use crate::operators::KeySelector;
@@ -241,20 +241,12 @@ where
     }
 
     fn on_late(&mut self, record: StreamRecord<T>, out: &mut Output<O>) -> FunctionResult {
-        match &self.late_tag {
-            Some(tag) => {
-                if !out.records().is_empty() {
-                    out.flush()?;
-                }
-                out.split().1.emit(tag, record);
-            }
-            None => {
-                if let Some(m) = &self.metrics {
-                    m.add_late_dropped(1);
-                }
-            }
-        }
-        Ok(())
+        emit_late(
+            self.late_tag.as_deref(),
+            self.metrics.as_deref(),
+            record,
+            out,
+        )
     }
 
     /// A record at or behind the watermark: late, or re-firing the windows

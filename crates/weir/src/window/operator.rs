@@ -68,6 +68,31 @@ pub(crate) trait WindowLogic<K, W, T, O>: Send + 'static {
     }
 }
 
+/// Sends a late record to the late side output `tag`, after the results
+/// emitted before it, or, without a tag, drops it and counts it (Flink's
+/// `numLateRecordsDropped`). Shared by every window operator.
+pub(crate) fn emit_late<T: Send + 'static, O: Send + 'static>(
+    tag: Option<&str>,
+    metrics: Option<&OperatorMetrics>,
+    record: StreamRecord<T>,
+    out: &mut Output<O>,
+) -> FunctionResult {
+    match tag {
+        Some(tag) => {
+            if !out.records().is_empty() {
+                out.flush()?;
+            }
+            out.split().1.emit(tag, record);
+        }
+        None => {
+            if let Some(m) = metrics {
+                m.add_late_dropped(1);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One key's one window.
 struct Entry<A> {
     /// Contents (`None` when purged or never filled).
@@ -539,22 +564,12 @@ where
     }
 
     fn on_late(&mut self, record: StreamRecord<T>, out: &mut Output<O>) -> FunctionResult {
-        match &self.spec.late_tag {
-            Some(tag) => {
-                // Results emitted before this record go first.
-                if !out.records().is_empty() {
-                    out.flush()?;
-                }
-                let (_, sides) = out.split();
-                sides.emit(tag, record);
-            }
-            None => {
-                if let Some(m) = &self.metrics {
-                    m.add_late_dropped(1);
-                }
-            }
-        }
-        Ok(())
+        emit_late(
+            self.spec.late_tag.as_deref(),
+            self.metrics.as_deref(),
+            record,
+            out,
+        )
     }
 
     fn on_timer(
