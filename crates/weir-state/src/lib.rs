@@ -18,9 +18,23 @@
 //!
 //! Keyed and operator state backends (heap and RocksDB) build on this crate.
 
+mod codec;
+mod descriptor;
+mod error;
+mod heap;
 mod key_group;
+mod store;
 
+pub use codec::{decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION};
+pub use descriptor::{
+    AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor,
+    StateKind, StateValue, ValueStateDescriptor,
+};
+pub use error::StateError;
 pub use key_group::{
     assign_to_key_group, key_group_range_for_operator, operator_index_for_key_group, KeyGroup,
     KeyGroupRange, StableHash, DEFAULT_MAX_PARALLELISM, KEY_HASH_SEED, MAX_MAX_PARALLELISM,
+};
+pub use store::{
+    AggregatingState, KeyedStateStore, ListState, MapState, ReducingState, StateEntry, ValueState,
 };

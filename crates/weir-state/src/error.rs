@@ -1,0 +1,38 @@
+//! Errors of state access.
+
+/// Why a state operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// Keyed state was used where there is no key (not on a keyed stream,
+    /// or outside record processing).
+    #[error("keyed state '{0}' is only available on a keyed stream (after key_by)")]
+    NotKeyed(String),
+    /// The same state name was registered with another kind or type.
+    #[error("state '{name}' is already registered as {existing}")]
+    Conflict {
+        /// The state's name.
+        name: String,
+        /// What it was registered as.
+        existing: String,
+    },
+    /// A key, namespace or value could not be encoded or decoded.
+    #[error("state codec error: {0}")]
+    Codec(String),
+    /// State bytes carry a format version this build does not read.
+    #[error("state value has format version {found}, expected {expected}")]
+    Version {
+        /// The version found.
+        found: u8,
+        /// The version this build writes.
+        expected: u8,
+    },
+    /// A bug in Weir.
+    #[error("internal state error: {0}")]
+    Internal(String),
+}
+
+impl From<postcard::Error> for StateError {
+    fn from(e: postcard::Error) -> Self {
+        StateError::Codec(e.to_string())
+    }
+}

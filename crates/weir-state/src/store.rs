@@ -1,0 +1,548 @@
+//! The keyed state of one operator subtask, as the operator and the user's
+//! functions share it, and the typed handles functions use.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::codec::encode_key;
+use crate::descriptor::{
+    AggregateFns, AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReduceFn,
+    ReducingStateDescriptor, StateKind, StateValue, ValueStateDescriptor,
+};
+use crate::error::StateError;
+use crate::heap::{HeapBackend, TypedTable};
+use crate::key_group::{assign_to_key_group, KeyGroup, KeyGroupRange, StableHash};
+
+struct Inner {
+    backend: Mutex<HeapBackend>,
+    // Whether any state was registered: operators skip encoding the key of
+    // every record for functions without state.
+    in_use: AtomicBool,
+}
+
+/// The keyed state of one operator subtask (Flink's keyed state backend),
+/// shared between the operator, which sets the current key for each record,
+/// and the handles of the user's functions. All access happens on the
+/// subtask's thread; the lock is never contended.
+#[derive(Clone)]
+pub struct KeyedStateStore {
+    inner: Arc<Inner>,
+}
+
+/// One snapshot entry: the state's name, the key group, the encoded key and
+/// the encoded value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateEntry {
+    /// Name of the state.
+    pub state: String,
+    /// Key group of the key.
+    pub key_group: KeyGroup,
+    /// The key, encoded.
+    pub key: Vec<u8>,
+    /// The value, encoded (version byte first).
+    pub value: Vec<u8>,
+}
+
+impl KeyedStateStore {
+    /// An in-memory store for the key groups `range` of `max_parallelism`.
+    pub fn heap(max_parallelism: u32, range: KeyGroupRange) -> Self {
+        KeyedStateStore {
+            inner: Arc::new(Inner {
+                backend: Mutex::new(HeapBackend::new(max_parallelism, range)),
+                in_use: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, HeapBackend>, StateError> {
+        self.inner
+            .backend
+            .lock()
+            .map_err(|_| StateError::Internal("state backend poisoned by a panic".into()))
+    }
+
+    /// Whether any state was declared.
+    #[inline]
+    pub fn in_use(&self) -> bool {
+        self.inner.in_use.load(Ordering::Relaxed)
+    }
+
+    /// Makes `key` the key that handles read and write.
+    pub fn set_current_key<K: Serialize + StableHash + ?Sized>(
+        &self,
+        key: &K,
+    ) -> Result<(), StateError> {
+        let mut b = self.lock()?;
+        let kg = assign_to_key_group(key, b.max_parallelism);
+        encode_key(key, &mut b.key)?;
+        b.set_key(kg)
+    }
+
+    fn register<V: Serialize + DeserializeOwned + Send + 'static>(
+        &self,
+        name: &str,
+        kind: StateKind,
+    ) -> Result<usize, StateError> {
+        let id = self.lock()?.register::<V>(name, kind)?;
+        self.inner.in_use.store(true, Ordering::Relaxed);
+        Ok(id)
+    }
+
+    /// A handle on the value state `desc`.
+    pub fn value_state<T: StateValue>(
+        &self,
+        desc: &ValueStateDescriptor<T>,
+    ) -> Result<ValueState<T>, StateError> {
+        Ok(ValueState {
+            handle: Handle::new(
+                self.clone(),
+                self.register::<T>(&desc.name, StateKind::Value)?,
+            ),
+        })
+    }
+
+    /// A handle on the list state `desc`.
+    pub fn list_state<T: StateValue>(
+        &self,
+        desc: &ListStateDescriptor<T>,
+    ) -> Result<ListState<T>, StateError> {
+        Ok(ListState {
+            handle: Handle::new(
+                self.clone(),
+                self.register::<Vec<T>>(&desc.name, StateKind::List)?,
+            ),
+        })
+    }
+
+    /// A handle on the map state `desc`.
+    pub fn map_state<K, V>(
+        &self,
+        desc: &MapStateDescriptor<K, V>,
+    ) -> Result<MapState<K, V>, StateError>
+    where
+        K: StateValue + Hash + Eq,
+        V: StateValue,
+    {
+        Ok(MapState {
+            handle: Handle::new(
+                self.clone(),
+                self.register::<HashMap<K, V>>(&desc.name, StateKind::Map)?,
+            ),
+        })
+    }
+
+    /// A handle on the reducing state `desc`.
+    pub fn reducing_state<T: StateValue>(
+        &self,
+        desc: &ReducingStateDescriptor<T>,
+    ) -> Result<ReducingState<T>, StateError> {
+        Ok(ReducingState {
+            handle: Handle::new(
+                self.clone(),
+                self.register::<T>(&desc.name, StateKind::Reducing)?,
+            ),
+            reduce: Arc::clone(&desc.reduce),
+        })
+    }
+
+    /// A handle on the aggregating state `desc`.
+    pub fn aggregating_state<In, Acc, Out>(
+        &self,
+        desc: &AggregatingStateDescriptor<In, Acc, Out>,
+    ) -> Result<AggregatingState<In, Acc, Out>, StateError>
+    where
+        Acc: StateValue,
+    {
+        Ok(AggregatingState {
+            handle: Handle::new(
+                self.clone(),
+                self.register::<Acc>(&desc.name, StateKind::Aggregating)?,
+            ),
+            fns: desc.fns.clone(),
+        })
+    }
+
+    /// Every entry of key group `key_group`, for a snapshot.
+    pub fn snapshot_key_group(&self, key_group: KeyGroup) -> Result<Vec<StateEntry>, StateError> {
+        let b = self.lock()?;
+        if !b.range.contains(key_group) {
+            return Ok(Vec::new());
+        }
+        let group = (key_group.0 - b.range.start) as usize;
+        let mut out = Vec::new();
+        let mut pairs = Vec::new();
+        for t in &b.tables {
+            pairs.clear();
+            t.snapshot_group(group, &mut pairs)?;
+            out.extend(pairs.drain(..).map(|(key, value)| StateEntry {
+                state: t.name().to_string(),
+                key_group,
+                key,
+                value,
+            }));
+        }
+        Ok(out)
+    }
+
+    /// Puts back a snapshot entry. The state must be registered first (as
+    /// in Flink, where state is restored lazily when declared).
+    pub fn restore(&self, entry: &StateEntry) -> Result<(), StateError> {
+        let mut b = self.lock()?;
+        if !b.range.contains(entry.key_group) {
+            return Ok(());
+        }
+        let group = (entry.key_group.0 - b.range.start) as usize;
+        let table = b
+            .tables
+            .iter_mut()
+            .find(|t| t.name() == entry.state)
+            .ok_or_else(|| {
+                StateError::Internal(format!("state '{}' not registered", entry.state))
+            })?;
+        table.restore_entry(group, &entry.key, &entry.value)
+    }
+
+    /// Number of keys holding state `name`.
+    pub fn len(&self, name: &str) -> Result<usize, StateError> {
+        let b = self.lock()?;
+        Ok(b.tables
+            .iter()
+            .find(|t| t.name() == name)
+            .map_or(0, |t| t.len()))
+    }
+}
+
+/// What every handle holds: the store and the state's index.
+struct Handle<V> {
+    store: KeyedStateStore,
+    id: usize,
+    _type: PhantomData<fn() -> V>,
+}
+
+impl<V> Clone for Handle<V> {
+    fn clone(&self) -> Self {
+        Handle {
+            store: self.store.clone(),
+            id: self.id,
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<V: Send + 'static> Handle<V> {
+    fn new(store: KeyedStateStore, id: usize) -> Self {
+        Handle {
+            store,
+            id,
+            _type: PhantomData,
+        }
+    }
+
+    /// Runs `f` on the current key's value, if any. No allocation.
+    fn with<R>(&self, f: impl FnOnce(Option<&mut V>) -> R) -> Result<R, StateError> {
+        let mut b = self.store.lock()?;
+        let HeapBackend {
+            key,
+            group,
+            has_key,
+            tables,
+            ..
+        } = &mut *b;
+        if !*has_key {
+            return Err(StateError::NotKeyed(format!("#{}", self.id)));
+        }
+        let table = typed::<V>(tables, self.id)?;
+        Ok(f(table.groups[*group].get_mut(key.as_slice())))
+    }
+
+    fn get(&self) -> Result<Option<V>, StateError>
+    where
+        V: Clone,
+    {
+        self.with(|slot| slot.cloned())
+    }
+
+    /// Replaces the current key's value by `f(old)`. Allocates only when a
+    /// key gets its first value (the stored key reuses its allocation).
+    fn update(&self, f: impl FnOnce(Option<V>) -> Option<V>) -> Result<(), StateError> {
+        let mut b = self.store.lock()?;
+        let HeapBackend {
+            key,
+            group,
+            has_key,
+            tables,
+            ..
+        } = &mut *b;
+        if !*has_key {
+            return Err(StateError::NotKeyed(format!("#{}", self.id)));
+        }
+        let map = &mut typed::<V>(tables, self.id)?.groups[*group];
+        let (stored_key, old) = match map.remove_entry(key.as_slice()) {
+            Some((k, v)) => (k, Some(v)),
+            None => (key.as_slice().into(), None),
+        };
+        if let Some(new) = f(old) {
+            map.insert(stored_key, new);
+        }
+        Ok(())
+    }
+}
+
+fn typed<V: 'static>(
+    tables: &mut [Box<dyn crate::heap::StateTable>],
+    id: usize,
+) -> Result<&mut TypedTable<V>, StateError> {
+    tables
+        .get_mut(id)
+        .and_then(|t| t.as_any_mut().downcast_mut::<TypedTable<V>>())
+        .ok_or_else(|| StateError::Internal(format!("state {id} has another type")))
+}
+
+/// One value per key (Flink's `ValueState`).
+pub struct ValueState<T> {
+    handle: Handle<T>,
+}
+
+impl<T> Clone for ValueState<T> {
+    fn clone(&self) -> Self {
+        ValueState {
+            handle: self.handle.clone(),
+        }
+    }
+}
+
+impl<T: StateValue> ValueState<T> {
+    /// The current key's value, if any.
+    pub fn value(&self) -> Result<Option<T>, StateError> {
+        self.handle.get()
+    }
+
+    /// Sets the current key's value.
+    pub fn update(&self, value: T) -> Result<(), StateError> {
+        self.handle.update(|_| Some(value))
+    }
+
+    /// Removes the current key's value.
+    pub fn clear(&self) -> Result<(), StateError> {
+        self.handle.update(|_| None)
+    }
+}
+
+/// A list per key (Flink's `ListState`).
+pub struct ListState<T> {
+    handle: Handle<Vec<T>>,
+}
+
+impl<T> Clone for ListState<T> {
+    fn clone(&self) -> Self {
+        ListState {
+            handle: self.handle.clone(),
+        }
+    }
+}
+
+impl<T: StateValue> ListState<T> {
+    /// The current key's list (empty if none).
+    pub fn get(&self) -> Result<Vec<T>, StateError> {
+        Ok(self.handle.get()?.unwrap_or_default())
+    }
+
+    /// Appends a value.
+    pub fn add(&self, value: T) -> Result<(), StateError> {
+        self.handle.update(|old| {
+            let mut list = old.unwrap_or_default();
+            list.push(value);
+            Some(list)
+        })
+    }
+
+    /// Appends values.
+    pub fn add_all(&self, values: impl IntoIterator<Item = T>) -> Result<(), StateError> {
+        self.handle.update(|old| {
+            let mut list = old.unwrap_or_default();
+            list.extend(values);
+            Some(list)
+        })
+    }
+
+    /// Replaces the list (an empty list clears it).
+    pub fn update(&self, values: Vec<T>) -> Result<(), StateError> {
+        self.handle
+            .update(|_| (!values.is_empty()).then_some(values))
+    }
+
+    /// Removes the current key's list.
+    pub fn clear(&self) -> Result<(), StateError> {
+        self.handle.update(|_| None)
+    }
+}
+
+/// A map per key (Flink's `MapState`).
+pub struct MapState<K, V> {
+    handle: Handle<HashMap<K, V>>,
+}
+
+impl<K, V> Clone for MapState<K, V> {
+    fn clone(&self) -> Self {
+        MapState {
+            handle: self.handle.clone(),
+        }
+    }
+}
+
+impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
+    /// The value under `key` in the current key's map.
+    pub fn get(&self, key: &K) -> Result<Option<V>, StateError> {
+        self.handle
+            .with(|slot| slot.and_then(|m| m.get(key).cloned()))
+    }
+
+    /// Puts `value` under `key`.
+    pub fn put(&self, key: K, value: V) -> Result<(), StateError> {
+        self.handle.update(|old| {
+            let mut map = old.unwrap_or_default();
+            map.insert(key, value);
+            Some(map)
+        })
+    }
+
+    /// Puts every entry.
+    pub fn put_all(&self, entries: impl IntoIterator<Item = (K, V)>) -> Result<(), StateError> {
+        self.handle.update(|old| {
+            let mut map = old.unwrap_or_default();
+            map.extend(entries);
+            Some(map)
+        })
+    }
+
+    /// Removes `key`.
+    pub fn remove(&self, key: &K) -> Result<(), StateError> {
+        self.handle.update(|old| {
+            let mut map = old?;
+            map.remove(key);
+            (!map.is_empty()).then_some(map)
+        })
+    }
+
+    /// Whether `key` is present.
+    pub fn contains(&self, key: &K) -> Result<bool, StateError> {
+        self.handle
+            .with(|slot| slot.is_some_and(|m| m.contains_key(key)))
+    }
+
+    /// The entries of the current key's map (in no particular order).
+    pub fn entries(&self) -> Result<Vec<(K, V)>, StateError> {
+        self.handle.with(|slot| {
+            slot.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default()
+        })
+    }
+
+    /// The keys of the current key's map.
+    pub fn keys(&self) -> Result<Vec<K>, StateError> {
+        self.handle.with(|slot| {
+            slot.map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        })
+    }
+
+    /// The values of the current key's map.
+    pub fn values(&self) -> Result<Vec<V>, StateError> {
+        self.handle.with(|slot| {
+            slot.map(|m| m.values().cloned().collect())
+                .unwrap_or_default()
+        })
+    }
+
+    /// Whether the current key's map is empty.
+    pub fn is_empty(&self) -> Result<bool, StateError> {
+        self.handle.with(|slot| slot.is_none_or(|m| m.is_empty()))
+    }
+
+    /// Removes the current key's map.
+    pub fn clear(&self) -> Result<(), StateError> {
+        self.handle.update(|_| None)
+    }
+}
+
+/// One value per key, folded by a reduce function (Flink's `ReducingState`).
+pub struct ReducingState<T> {
+    handle: Handle<T>,
+    reduce: ReduceFn<T>,
+}
+
+impl<T> Clone for ReducingState<T> {
+    fn clone(&self) -> Self {
+        ReducingState {
+            handle: self.handle.clone(),
+            reduce: Arc::clone(&self.reduce),
+        }
+    }
+}
+
+impl<T: StateValue> ReducingState<T> {
+    /// The folded value.
+    pub fn get(&self) -> Result<Option<T>, StateError> {
+        self.handle.get()
+    }
+
+    /// Folds `value` in.
+    pub fn add(&self, value: T) -> Result<(), StateError> {
+        let reduce = &self.reduce;
+        self.handle.update(|old| {
+            Some(match old {
+                Some(acc) => reduce(acc, value),
+                None => value,
+            })
+        })
+    }
+
+    /// Removes the current key's value.
+    pub fn clear(&self) -> Result<(), StateError> {
+        self.handle.update(|_| None)
+    }
+}
+
+/// One accumulator per key (Flink's `AggregatingState`).
+pub struct AggregatingState<In, Acc, Out> {
+    handle: Handle<Acc>,
+    fns: AggregateFns<In, Acc, Out>,
+}
+
+impl<In, Acc, Out> Clone for AggregatingState<In, Acc, Out> {
+    fn clone(&self) -> Self {
+        AggregatingState {
+            handle: self.handle.clone(),
+            fns: self.fns.clone(),
+        }
+    }
+}
+
+impl<In, Acc: StateValue, Out> AggregatingState<In, Acc, Out> {
+    /// The result of the current key's accumulator.
+    pub fn get(&self) -> Result<Option<Out>, StateError> {
+        let result = &self.fns.result;
+        self.handle.with(|slot| slot.map(|acc| result(acc)))
+    }
+
+    /// Adds an input.
+    pub fn add(&self, value: In) -> Result<(), StateError> {
+        let fns = &self.fns;
+        self.handle.update(|old| {
+            let mut acc = old.unwrap_or_else(|| (fns.create)());
+            (fns.add)(value, &mut acc);
+            Some(acc)
+        })
+    }
+
+    /// Removes the current key's accumulator.
+    pub fn clear(&self) -> Result<(), StateError> {
+        self.handle.update(|_| None)
+    }
+}
