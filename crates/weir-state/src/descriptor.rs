@@ -117,10 +117,12 @@ impl<T> ReducingStateDescriptor<T> {
     }
 }
 
+type AddFn<In, Acc> = Arc<dyn Fn(In, &mut Acc) + Send + Sync>;
+
 /// How an aggregating state folds inputs into an accumulator and reads it.
 pub(crate) struct AggregateFns<In, Acc, Out> {
     pub create: Arc<dyn Fn() -> Acc + Send + Sync>,
-    pub add: Arc<dyn Fn(In, &mut Acc) + Send + Sync>,
+    pub add: AddFn<In, Acc>,
     pub result: Arc<dyn Fn(&Acc) -> Out + Send + Sync>,
 }
 
