@@ -26,6 +26,7 @@ fn main() -> anyhow::Result<()> {
                 out.collect(n);
             }
         })
+        .set_parallelism(1)
         .count_window_all(5)
         .reduce(|a: i64, b: i64| a + b)
         .print();

@@ -55,6 +55,7 @@ fn main() -> anyhow::Result<()> {
                 out.collect(r);
             }
         })
+        .set_parallelism(1)
         .assign_timestamps_and_watermarks(
             bounded_out_of_orderness(&env, Duration::from_secs(2))
                 .with_timestamp_assigner(|r: &Reading, _| r.time_ms),

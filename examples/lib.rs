@@ -122,7 +122,8 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 /// Parses lines with `parse`, reporting bad ones on stderr with their line
 /// number and skipping them; comment (`#`) and blank lines are skipped
 /// silently. Use as the body of a `flat_map` over the input's lines, at
-/// parallelism 1 so that line numbers are the file's.
+/// parallelism 1 (chained to the source) so that line numbers and the
+/// order of lines are the input's.
 #[derive(Clone)]
 pub struct LineParser<F> {
     parse: F,

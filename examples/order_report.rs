@@ -70,6 +70,7 @@ fn main() -> anyhow::Result<()> {
                 out.collect(order);
             }
         })
+        .set_parallelism(1)
         .assign_timestamps_and_watermarks(
             bounded_out_of_orderness(&env, Duration::from_secs(2))
                 .with_timestamp_assigner(|o: &Order, _| o.time_ms),

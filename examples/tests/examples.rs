@@ -137,3 +137,39 @@ fn word_count_counts_words_at_any_parallelism() {
     let (stdout, _) = run("word_count", "words.txt", &["-p", "2"]);
     assert!(stdout.lines().any(|l| l.ends_with("> (to,13)")), "{stdout}");
 }
+
+#[test]
+fn keyed_state_max_keeps_a_running_max_per_city() {
+    let (stdout, stderr) = run("keyed_state_max", "cities.csv", &[]);
+    assert_eq!(
+        stdout,
+        "shenzhen -> 5\nbeijing -> 3\nshenzhen -> 9\nshenzhen -> 9\nbeijing -> 7\nshanghai -> 1\n"
+    );
+    assert!(stderr.contains("skipping line 6"), "{stderr}");
+    // Each city's lines stay in order at any parallelism.
+    let (stdout, _) = run("keyed_state_max", "cities.csv", &["-p", "3"]);
+    let shenzhen: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("shenzhen"))
+        .map(|l| l.split_once("> ").map_or(l, |(_, rest)| rest))
+        .collect();
+    assert_eq!(
+        shenzhen,
+        vec!["shenzhen -> 5", "shenzhen -> 9", "shenzhen -> 9"]
+    );
+}
+
+#[test]
+fn running_total_word_count_counts_every_word() {
+    let (stdout, _) = run("running_total_word_count", "words.txt", &[]);
+    assert!(
+        stdout.starts_with("(to,1)\n(be,2)\n(or,3)\n(not,4)\n"),
+        "{stdout}"
+    );
+    let words = std::fs::read_to_string(data("words.txt")).expect("sample");
+    let n = words
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .count();
+    assert!(stdout.trim_end().ends_with(&format!(",{n})")), "{stdout}");
+}

@@ -49,6 +49,14 @@ pub struct StateEntry {
     pub value: Vec<u8>,
 }
 
+impl std::fmt::Debug for KeyedStateStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyedStateStore")
+            .field("in_use", &self.in_use())
+            .finish_non_exhaustive()
+    }
+}
+
 impl KeyedStateStore {
     /// An in-memory store for the key groups `range` of `max_parallelism`.
     pub fn heap(max_parallelism: u32, range: KeyGroupRange) -> Self {

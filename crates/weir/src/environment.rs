@@ -109,6 +109,23 @@ impl StreamExecutionEnvironment {
         if let Some(timeout) = config.buffer_timeout()? {
             job.buffer_timeout = timeout;
         }
+        if let Some(backend) = config.get(keys::STATE_BACKEND) {
+            match backend.trim().to_ascii_lowercase().as_str() {
+                "hashmap" | "heap" => {}
+                "rocksdb" => {
+                    return Err(Error::Config(
+                        "state.backend.type 'rocksdb': the RocksDB backend is not built yet; \
+                         use 'hashmap'"
+                            .into(),
+                    ))
+                }
+                other => {
+                    return Err(Error::Config(format!(
+                        "state.backend.type must be 'hashmap' or 'rocksdb', is '{other}'"
+                    )))
+                }
+            }
+        }
         if let Some(interval) = config.get_duration(keys::AUTO_WATERMARK_INTERVAL)? {
             job.auto_watermark_interval = interval;
         }

@@ -95,5 +95,9 @@ pub mod prelude {
     };
     pub use crate::{JobClient, JobExecutionResult};
     pub use std::time::Duration;
-    pub use weir_state::StableHash;
+    pub use weir_state::{
+        AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState,
+        MapStateDescriptor, ReducingState, ReducingStateDescriptor, StableHash, StateError,
+        ValueState, ValueStateDescriptor,
+    };
 }

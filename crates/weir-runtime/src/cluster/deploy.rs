@@ -302,6 +302,7 @@ impl<'g> Plan<'g> {
             clock: self.config.clock.clone(),
             auto_watermark_interval: self.config.auto_watermark_interval,
             metrics: Arc::clone(&self.metrics[id.0]),
+            keyed_state: None,
         }
     }
 

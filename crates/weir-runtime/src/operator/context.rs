@@ -7,6 +7,11 @@ use std::sync::Arc;
 
 use crate::metrics::OperatorMetrics;
 use crate::time::SharedClock;
+use weir_state::{
+    AggregatingState, AggregatingStateDescriptor, KeyedStateStore, ListState, ListStateDescriptor,
+    MapState, MapStateDescriptor, ReducingState, ReducingStateDescriptor, StateError, StateValue,
+    ValueState, ValueStateDescriptor,
+};
 
 /// The runtime context of one parallel instance of an operator (Flink's
 /// `RuntimeContext`): which subtask it is, of how many. Keyed state will be
@@ -31,9 +36,62 @@ pub struct RuntimeContext {
     pub auto_watermark_interval: Duration,
     /// The operator's counters (shared by its subtasks).
     pub metrics: Arc<OperatorMetrics>,
+    /// Keyed state of this subtask, on keyed streams only.
+    pub keyed_state: Option<KeyedStateStore>,
 }
 
 impl RuntimeContext {
+    fn keyed(&self, name: &str) -> Result<&KeyedStateStore, StateError> {
+        self.keyed_state
+            .as_ref()
+            .ok_or_else(|| StateError::NotKeyed(name.to_string()))
+    }
+
+    /// The value state `desc` of the current key (Flink's `getState`).
+    /// Only on keyed streams; elsewhere a [`StateError::NotKeyed`].
+    pub fn get_state<T: StateValue>(
+        &self,
+        desc: &ValueStateDescriptor<T>,
+    ) -> Result<ValueState<T>, StateError> {
+        self.keyed(desc.name())?.value_state(desc)
+    }
+
+    /// The list state `desc` of the current key.
+    pub fn get_list_state<T: StateValue>(
+        &self,
+        desc: &ListStateDescriptor<T>,
+    ) -> Result<ListState<T>, StateError> {
+        self.keyed(desc.name())?.list_state(desc)
+    }
+
+    /// The map state `desc` of the current key.
+    pub fn get_map_state<K, V>(
+        &self,
+        desc: &MapStateDescriptor<K, V>,
+    ) -> Result<MapState<K, V>, StateError>
+    where
+        K: StateValue + std::hash::Hash + Eq,
+        V: StateValue,
+    {
+        self.keyed(desc.name())?.map_state(desc)
+    }
+
+    /// The reducing state `desc` of the current key.
+    pub fn get_reducing_state<T: StateValue>(
+        &self,
+        desc: &ReducingStateDescriptor<T>,
+    ) -> Result<ReducingState<T>, StateError> {
+        self.keyed(desc.name())?.reducing_state(desc)
+    }
+
+    /// The aggregating state `desc` of the current key.
+    pub fn get_aggregating_state<In, Acc: StateValue, Out>(
+        &self,
+        desc: &AggregatingStateDescriptor<In, Acc, Out>,
+    ) -> Result<AggregatingState<In, Acc, Out>, StateError> {
+        self.keyed(desc.name())?.aggregating_state(desc)
+    }
+
     /// `Name (i/n)`, as Flink names a subtask in logs and errors.
     pub fn subtask_name(&self) -> SubtaskName {
         SubtaskName {

@@ -9,7 +9,8 @@ use weir_runtime::graph::{NodeFactory, Partitioning};
 use super::partitioning::KeyGroupWriter;
 use super::{DataStream, Key};
 use crate::functions::{
-    FilterFunction, FlatMapFunction, KeyedProcessFunction, MapFunction, ReduceFunction,
+    Collector, FilterFunction, FlatMapFunction, FunctionResult, KeyedProcessFunction, MapFunction,
+    ProcessContext, ReduceFunction, RuntimeContext,
 };
 use crate::operators::{KeySelector, KeyedProcessOperator, KeyedReduceOperator};
 use crate::window::{
@@ -152,17 +153,13 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
         })
     }
 
-    /// Processes every record knowing its key (timers come with event time).
+    /// Processes every record knowing its key, with keyed state and timers.
     pub fn process<O, F>(&self, f: F) -> DataStream<O>
     where
         O: Clone + Send + 'static,
         F: KeyedProcessFunction<K, T, O> + Clone + Sync,
     {
-        let key_of = Arc::clone(&self.key_of);
-        let factory = NodeFactory::one_input(move |_| {
-            KeyedProcessOperator::new(f.clone(), Arc::clone(&key_of))
-        });
-        self.stream.add_operator("KeyedProcess", factory)
+        self.keyed_process("KeyedProcess", f)
     }
 
     /// Cuts each key's records into windows.
@@ -185,29 +182,109 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
             .trigger(CountTrigger::of(slide))
     }
 
-    /// `map` on the partitioned records.
+    fn keyed_process<O, F>(&self, name: &str, f: F) -> DataStream<O>
+    where
+        O: Clone + Send + 'static,
+        F: KeyedProcessFunction<K, T, O> + Clone + Sync,
+    {
+        let key_of = Arc::clone(&self.key_of);
+        let factory = NodeFactory::one_input(move |_| {
+            KeyedProcessOperator::new(f.clone(), Arc::clone(&key_of))
+        });
+        self.stream.add_operator(name, factory)
+    }
+
+    /// `map` with keyed state: the function's state handles follow the key
+    /// of each record (Flink's `RichMapFunction` on a `KeyedStream`).
     pub fn map<O, F>(&self, f: F) -> DataStream<O>
     where
         O: Clone + Send + 'static,
         F: MapFunction<T, O> + Clone + Sync,
     {
-        self.stream.map(f)
+        self.keyed_process("Map", KeyedMap(f))
     }
 
-    /// `flat_map` on the partitioned records.
+    /// `flat_map` with keyed state.
     pub fn flat_map<O, F>(&self, f: F) -> DataStream<O>
     where
         O: Clone + Send + 'static,
         F: FlatMapFunction<T, O> + Clone + Sync,
     {
-        self.stream.flat_map(f)
+        self.keyed_process("Flat Map", KeyedFlatMap(f))
     }
 
-    /// `filter` on the partitioned records.
+    /// `filter` with keyed state.
     pub fn filter<F>(&self, f: F) -> DataStream<T>
     where
         F: FilterFunction<T> + Clone + Sync,
     {
-        self.stream.filter(f)
+        self.keyed_process("Filter", KeyedFilter(f))
+    }
+}
+
+/// A map function run as a keyed process function, so keyed state follows
+/// each record's key.
+#[derive(Clone)]
+struct KeyedMap<F>(F);
+
+impl<K, T, O, F: MapFunction<T, O>> KeyedProcessFunction<K, T, O> for KeyedMap<F> {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.0.open(ctx)
+    }
+    fn process_element(
+        &mut self,
+        value: T,
+        _ctx: &mut ProcessContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
+        out.collect(self.0.map(value));
+        Ok(())
+    }
+    fn close(&mut self) -> FunctionResult {
+        self.0.close()
+    }
+}
+
+#[derive(Clone)]
+struct KeyedFlatMap<F>(F);
+
+impl<K, T, O, F: FlatMapFunction<T, O>> KeyedProcessFunction<K, T, O> for KeyedFlatMap<F> {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.0.open(ctx)
+    }
+    fn process_element(
+        &mut self,
+        value: T,
+        _ctx: &mut ProcessContext<'_, K>,
+        out: &mut Collector<'_, O>,
+    ) -> FunctionResult {
+        self.0.flat_map(value, out);
+        Ok(())
+    }
+    fn close(&mut self) -> FunctionResult {
+        self.0.close()
+    }
+}
+
+#[derive(Clone)]
+struct KeyedFilter<F>(F);
+
+impl<K, T, F: FilterFunction<T>> KeyedProcessFunction<K, T, T> for KeyedFilter<F> {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.0.open(ctx)
+    }
+    fn process_element(
+        &mut self,
+        value: T,
+        _ctx: &mut ProcessContext<'_, K>,
+        out: &mut Collector<'_, T>,
+    ) -> FunctionResult {
+        if self.0.filter(&value) {
+            out.collect(value);
+        }
+        Ok(())
+    }
+    fn close(&mut self) -> FunctionResult {
+        self.0.close()
     }
 }

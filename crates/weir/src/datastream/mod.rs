@@ -40,10 +40,17 @@ use crate::window::{
     WindowAssigner,
 };
 
-/// A key: hashable, comparable, and with a [`StableHash`](weir_state::StableHash)
-/// that fixes its key group forever.
-pub trait Key: Hash + Eq + Clone + Send + Sync + weir_state::StableHash + 'static {}
-impl<K: Hash + Eq + Clone + Send + Sync + weir_state::StableHash + 'static> Key for K {}
+/// A key: hashable, comparable, serializable (keyed state stores it), and
+/// with a [`StableHash`](weir_state::StableHash) that fixes its key group
+/// forever.
+pub trait Key:
+    Hash + Eq + Clone + Send + Sync + serde::Serialize + weir_state::StableHash + 'static
+{
+}
+impl<K> Key for K where
+    K: Hash + Eq + Clone + Send + Sync + serde::Serialize + weir_state::StableHash + 'static
+{
+}
 
 /// One input of the next operator: an operator's main or side output, and
 /// how records reach the next operator from it.

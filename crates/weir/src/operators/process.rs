@@ -4,10 +4,12 @@ use std::marker::PhantomData;
 
 use std::hash::Hash;
 
+use serde::Serialize;
 use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
+use weir_state::{key_group_range_for_operator, KeyedStateStore, StableHash};
 
 use super::KeySelector;
 use crate::functions::{
@@ -74,7 +76,31 @@ pub(crate) struct KeyedProcessOperator<F, K, I, O> {
     watermark: i64,
     timers: KeyedTimers<K>,
     clock: Option<SharedClock>,
+    state: Option<KeyedStateStore>,
     _types: PhantomData<fn(I) -> O>,
+}
+
+/// The keyed state of a keyed operator's subtask, and the context its
+/// functions open with.
+pub(crate) fn keyed_context(ctx: &RuntimeContext) -> (RuntimeContext, KeyedStateStore) {
+    let range =
+        key_group_range_for_operator(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index);
+    let store = KeyedStateStore::heap(ctx.max_parallelism, range);
+    let mut keyed = ctx.clone();
+    keyed.keyed_state = Some(store.clone());
+    (keyed, store)
+}
+
+/// Points keyed state at `key`, if the function declared any.
+#[inline]
+pub(crate) fn set_current_key<K: Serialize + StableHash>(
+    store: &Option<KeyedStateStore>,
+    key: &K,
+) -> FunctionResult {
+    if let Some(store) = store.as_ref().filter(|s| s.in_use()) {
+        store.set_current_key(key)?;
+    }
+    Ok(())
 }
 
 impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
@@ -85,6 +111,7 @@ impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
             watermark: i64::MIN,
             timers: KeyedTimers::default(),
             clock: None,
+            state: None,
             _types: PhantomData,
         }
     }
@@ -102,6 +129,7 @@ impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
     ) -> FunctionResult
     where
         F: KeyedProcessFunction<K, I, O>,
+        K: Serialize + StableHash,
         O: Send + 'static,
     {
         let now = self.now();
@@ -111,6 +139,7 @@ impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
             TimeDomain::EventTime => timestamp,
             TimeDomain::ProcessingTime => NO_TIMESTAMP,
         };
+        set_current_key(&self.state, &key)?;
         let (records, sides) = out.split();
         let mut ctx = ProcessContext::new(out_ts, self.watermark, &key, sides)
             .with_timers(&mut self.timers, now)
@@ -123,7 +152,7 @@ impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
 impl<F, K, I, O> Operator for KeyedProcessOperator<F, K, I, O>
 where
     F: KeyedProcessFunction<K, I, O>,
-    K: Clone + Eq + Hash + Send + 'static,
+    K: Clone + Eq + Hash + Serialize + StableHash + Send + 'static,
     I: Send + 'static,
     O: Send + 'static,
 {
@@ -132,7 +161,9 @@ where
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.clock = Some(ctx.clock.clone());
-        self.f.open(ctx)
+        let (ctx, store) = keyed_context(ctx);
+        self.state = Some(store);
+        self.f.open(&ctx)
     }
 
     fn process_batch(
@@ -144,6 +175,7 @@ where
         let (records, sides) = out.split();
         for r in input.drain(..) {
             let key = (self.key_of)(&r.value);
+            set_current_key(&self.state, &key)?;
             let mut ctx = ProcessContext::new(r.timestamp, self.watermark, &key, sides)
                 .with_timers(&mut self.timers, now);
             self.f

@@ -8,6 +8,7 @@ mod partitioning;
 mod runtime;
 mod sinks;
 mod sources;
+mod state;
 mod time;
 mod windows;
 

@@ -1,0 +1,192 @@
+//! Keyed state through whole jobs: handles declared in `open`, scoped to
+//! each record's key.
+
+use weir::prelude::*;
+
+use crate::sorted;
+
+/// Keeps the running maximum per city (the `keyed_state_max` example).
+#[derive(Clone, Default)]
+struct RunningMax {
+    max: Option<ValueState<i64>>,
+}
+
+impl MapFunction<(String, String, i64), String> for RunningMax {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.max = Some(ctx.get_state(&ValueStateDescriptor::<i64>::new("max"))?);
+        Ok(())
+    }
+
+    fn map(&mut self, (city, _district, value): (String, String, i64)) -> String {
+        // A map function cannot return an error; a state failure panics,
+        // which fails the job naming this operator.
+        let state = self.max.as_ref().expect("opened");
+        let max = state
+            .value()
+            .expect("state readable")
+            .map_or(value, |m| m.max(value));
+        state.update(max).expect("state writable");
+        format!("{city} -> {max}")
+    }
+}
+
+fn readings() -> Vec<(String, String, i64)> {
+    [
+        ("sz", "a", 5),
+        ("bj", "x", 3),
+        ("sz", "b", 9),
+        ("sz", "c", 2),
+        ("bj", "y", 4),
+    ]
+    .into_iter()
+    .map(|(c, d, v)| (c.to_string(), d.to_string(), v))
+    .collect()
+}
+
+#[test]
+fn value_state_keeps_a_running_max_per_key() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    let out = env
+        .from_collection(readings())
+        .key_by(|r| r.0.clone())
+        .map(RunningMax::default())
+        .execute_and_collect()?;
+    assert_eq!(
+        out,
+        vec!["sz -> 5", "bj -> 3", "sz -> 9", "sz -> 9", "bj -> 4"]
+    );
+    Ok(())
+}
+
+#[test]
+fn keyed_state_gives_the_same_results_at_parallelism_4() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(4);
+    let input: Vec<(String, String, i64)> = (0..2000)
+        .map(|i| (format!("c{}", i % 37), String::new(), (i * 7919) % 1000))
+        .collect();
+    let out = env
+        .from_collection(input.clone())
+        .key_by(|r| r.0.clone())
+        .map(RunningMax::default())
+        .execute_and_collect()?;
+    let env1 = StreamExecutionEnvironment::new();
+    let expected = env1
+        .from_collection(input)
+        .key_by(|r| r.0.clone())
+        .map(RunningMax::default())
+        .execute_and_collect()?;
+    assert_eq!(sorted(out), sorted(expected));
+    Ok(())
+}
+
+/// Counts records per key in MapState by parity, and emits the counts when
+/// an event-time timer fires.
+#[derive(Clone, Default)]
+struct ParityCounts {
+    counts: Option<MapState<bool, u32>>,
+    seen: Option<ListState<i64>>,
+}
+
+impl KeyedProcessFunction<u8, (u8, i64), String> for ParityCounts {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.counts = Some(ctx.get_map_state(&MapStateDescriptor::new("parity"))?);
+        self.seen = Some(ctx.get_list_state(&ListStateDescriptor::new("seen"))?);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        (_, v): (u8, i64),
+        ctx: &mut ProcessContext<'_, u8>,
+        _out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        let counts = self.counts.as_ref().ok_or("not opened")?;
+        let even = v % 2 == 0;
+        counts.put(even, counts.get(&even)?.unwrap_or(0) + 1)?;
+        self.seen.as_ref().ok_or("not opened")?.add(v)?;
+        ctx.timer_service().register_event_time_timer(1_000);
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        _ts: i64,
+        ctx: &mut ProcessContext<'_, u8>,
+        out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        let counts = self.counts.as_ref().ok_or("not opened")?;
+        let seen = self.seen.as_ref().ok_or("not opened")?.get()?;
+        out.collect(format!(
+            "{}: even {} odd {} seen {:?}",
+            ctx.get_current_key(),
+            counts.get(&true)?.unwrap_or(0),
+            counts.get(&false)?.unwrap_or(0),
+            seen
+        ));
+        counts.clear()?;
+        Ok(())
+    }
+}
+
+#[test]
+fn state_is_scoped_to_the_key_in_timers_too() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2);
+    let out = env
+        .from_elements(vec![(1u8, 1i64), (2, 2), (1, 3), (1, 4), (2, 6)])
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::no_watermarks().with_timestamp_assigner(|_: &(u8, i64), _| 0),
+        )
+        // One upstream subtask keeps each key's records in order.
+        .set_parallelism(1)
+        .key_by(|e| e.0)
+        .process(ParityCounts::default())
+        .execute_and_collect()?;
+    assert_eq!(
+        sorted(out),
+        vec![
+            "1: even 1 odd 2 seen [1, 3, 4]",
+            "2: even 2 odd 0 seen [2, 6]"
+        ]
+    );
+    Ok(())
+}
+
+#[derive(Clone, Default)]
+struct WantsState;
+
+impl MapFunction<i64, i64> for WantsState {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        ctx.get_state(&ValueStateDescriptor::<i64>::new("nope"))?;
+        Ok(())
+    }
+    fn map(&mut self, v: i64) -> i64 {
+        v
+    }
+}
+
+#[test]
+fn keyed_state_outside_a_keyed_stream_is_a_clear_error() {
+    let env = StreamExecutionEnvironment::new();
+    env.from_elements(vec![1i64])
+        .map(WantsState)
+        .name("Unkeyed")
+        .add_sink(DiscardingSink);
+    let err = env
+        .execute("unkeyed")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("Unkeyed"), "{err}");
+    assert!(err.contains("only available on a keyed stream"), "{err}");
+}
+
+#[test]
+fn the_rocksdb_backend_is_refused_until_it_exists() {
+    let result = StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=rocksdb"]);
+    assert!(matches!(result, Err(weir::Error::Config(_))));
+    assert!(
+        StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=hashmap"]).is_ok()
+    );
+}
