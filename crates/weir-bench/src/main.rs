@@ -41,6 +41,11 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("stateless") => suite(events, &["chained", "keyed-sum"], &[1, 2]),
         Some("windows") => suite(events, &["tumbling", "sliding", "session"], &[1, 2]),
+        Some("state") => suite(
+            events,
+            &["value-state-10k", "value-state-1m", "map-state"],
+            &[1],
+        ),
         Some("job") => {
             let name = params.required("name")?;
             let p: u32 = params.get_parsed("parallelism")?.unwrap_or(1);
@@ -132,6 +137,9 @@ fn run_job(name: &str, parallelism: u32, events: u64) -> anyhow::Result<()> {
         "tumbling" | "sliding" | "session" => {
             window_job(&env, name, events);
         }
+        "value-state-10k" | "value-state-1m" | "map-state" => {
+            state_job(&env, name, events);
+        }
         other => bail!("unknown job {other}"),
     }
     let start = Instant::now();
@@ -207,6 +215,62 @@ fn window_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
             .aggregate(CountSum),
     };
     out.add_sink(DiscardingSink);
+}
+
+/// Counts per key in a `ValueState` (updated on every record), or puts and
+/// gets in a `MapState`, on the heap backend.
+fn state_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
+    #[derive(Clone, Default)]
+    struct Counter {
+        count: Option<ValueState<u64>>,
+        map: Option<MapState<u64, u64>>,
+        use_map: bool,
+    }
+    impl KeyedProcessFunction<u64, Event, u64> for Counter {
+        fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+            if self.use_map {
+                self.map = Some(ctx.get_map_state(&MapStateDescriptor::new("m"))?);
+            } else {
+                self.count = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
+            }
+            Ok(())
+        }
+        #[inline]
+        fn process_element(
+            &mut self,
+            e: Event,
+            _ctx: &mut ProcessContext<'_, u64>,
+            out: &mut Collector<'_, u64>,
+        ) -> FunctionResult {
+            if let Some(map) = &self.map {
+                let field = e.value & 7;
+                let v = map.get(&field)?.unwrap_or(0) + 1;
+                map.put(field, v)?;
+                out.collect(v);
+            } else if let Some(count) = &self.count {
+                let c = count.value()?.unwrap_or(0) + 1;
+                count.update(c)?;
+                out.collect(c);
+            }
+            Ok(())
+        }
+    }
+    let keys: u64 = if name == "value-state-1m" {
+        1_000_000
+    } else {
+        KEYS
+    };
+    env.set_max_parallelism(4096);
+    env.from_generator(events, move |i| Event {
+        key: i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % keys,
+        value: i & 0xff,
+    })
+    .key_by(|e: &Event| e.key)
+    .process(Counter {
+        use_map: name == "map-state",
+        ..Counter::default()
+    })
+    .add_sink(DiscardingSink);
 }
 
 /// The bare loop: one thread, one hash map, the same events, the same sum.

@@ -1,10 +1,10 @@
-//! The heap backend: typed values in hash maps, one map per key group, so a
+//! The heap backend: typed values in hash tables, one per key group, so a
 //! snapshot can be taken (and restored at another parallelism) key group by
 //! key group. Reads and writes never serialize values; only the current key
-//! is encoded, once per record, into a reused buffer.
+//! is encoded and hashed, once per record, and every access of that record
+//! reuses the hash.
 
 use std::any::Any;
-use std::collections::HashMap;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -12,9 +12,15 @@ use serde::Serialize;
 use crate::codec::{decode_value, encode_value};
 use crate::descriptor::StateKind;
 use crate::error::StateError;
+use crate::key_bytes::KeyBytes;
 use crate::key_group::{KeyGroup, KeyGroupRange};
 
-pub(crate) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+
+/// The hash of encoded keys, fixed per backend.
+pub(crate) type KeyHasher = foldhash::fast::RandomState;
 
 /// One registered state of a backend, its value type erased.
 pub(crate) trait StateTable: Send {
@@ -39,16 +45,42 @@ pub(crate) trait StateTable: Send {
 pub(crate) struct TypedTable<V> {
     name: String,
     kind: StateKind,
-    pub groups: Vec<Map<Box<[u8]>, V>>,
+    hasher: KeyHasher,
+    pub groups: Vec<HashTable<(KeyBytes, V)>>,
 }
 
 impl<V> TypedTable<V> {
-    pub fn new(name: &str, kind: StateKind, groups: usize) -> Self {
+    pub fn new(name: &str, kind: StateKind, groups: usize, hasher: KeyHasher) -> Self {
         TypedTable {
             name: name.to_string(),
             kind,
-            groups: (0..groups).map(|_| Map::default()).collect(),
+            hasher,
+            groups: (0..groups).map(|_| HashTable::new()).collect(),
         }
+    }
+
+    /// The value of `key` (hashed to `hash`) in key group offset `group`.
+    #[inline]
+    pub fn get_mut(&mut self, group: usize, hash: u64, key: &[u8]) -> Option<&mut V> {
+        self.groups[group]
+            .find_mut(hash, |e| e.0.as_slice() == key)
+            .map(|e| &mut e.1)
+    }
+
+    /// Removes `key`, returning the stored key (to reuse) and its value.
+    #[inline]
+    pub fn remove(&mut self, group: usize, hash: u64, key: &[u8]) -> Option<(KeyBytes, V)> {
+        match self.groups[group].find_entry(hash, |e| e.0.as_slice() == key) {
+            Ok(entry) => Some(entry.remove().0),
+            Err(_) => None,
+        }
+    }
+
+    /// Inserts a key known to be absent.
+    #[inline]
+    pub fn insert(&mut self, group: usize, hash: u64, key: KeyBytes, value: V) {
+        let hasher = &self.hasher;
+        self.groups[group].insert_unique(hash, (key, value), |e| hasher.hash_one(e.0.as_slice()));
     }
 }
 
@@ -70,22 +102,29 @@ impl<V: Serialize + DeserializeOwned + Send + 'static> StateTable for TypedTable
         group: usize,
         out: &mut Vec<(Vec<u8>, Vec<u8>)>,
     ) -> Result<(), StateError> {
-        if let Some(map) = self.groups.get(group) {
-            for (k, v) in map {
-                out.push((k.to_vec(), encode_value(v)?));
+        if let Some(table) = self.groups.get(group) {
+            for (k, v) in table {
+                out.push((k.as_slice().to_vec(), encode_value(v)?));
             }
         }
         Ok(())
     }
     fn restore_entry(&mut self, group: usize, key: &[u8], value: &[u8]) -> Result<(), StateError> {
-        let map = self.groups.get_mut(group).ok_or_else(|| {
-            StateError::Internal(format!("key group offset {group} out of range"))
-        })?;
-        map.insert(key.into(), decode_value(value)?);
+        if group >= self.groups.len() {
+            return Err(StateError::Internal(format!(
+                "key group offset {group} out of range"
+            )));
+        }
+        let hash = self.hasher.hash_one(key);
+        let value = decode_value(value)?;
+        match self.get_mut(group, hash, key) {
+            Some(v) => *v = value,
+            None => self.insert(group, hash, key.into(), value),
+        }
         Ok(())
     }
     fn len(&self) -> usize {
-        self.groups.iter().map(Map::len).sum()
+        self.groups.iter().map(HashTable::len).sum()
     }
 }
 
@@ -94,6 +133,8 @@ pub(crate) struct HeapBackend {
     pub range: KeyGroupRange,
     pub max_parallelism: u32,
     pub key: Vec<u8>,
+    pub key_hash: u64,
+    pub hasher: KeyHasher,
     pub group: usize,
     pub has_key: bool,
     pub tables: Vec<Box<dyn StateTable>>,
@@ -105,6 +146,8 @@ impl HeapBackend {
             range,
             max_parallelism,
             key: Vec::with_capacity(64),
+            key_hash: 0,
+            hasher: KeyHasher::default(),
             group: 0,
             has_key: false,
             tables: Vec::new(),
@@ -128,8 +171,12 @@ impl HeapBackend {
             return Ok(i);
         }
         let groups = self.range.len() as usize;
-        self.tables
-            .push(Box::new(TypedTable::<V>::new(name, kind, groups)));
+        self.tables.push(Box::new(TypedTable::<V>::new(
+            name,
+            kind,
+            groups,
+            self.hasher.clone(),
+        )));
         Ok(self.tables.len() - 1)
     }
 
@@ -142,6 +189,7 @@ impl HeapBackend {
             )));
         }
         self.group = (key_group.0 - self.range.start) as usize;
+        self.key_hash = self.hasher.hash_one(self.key.as_slice());
         self.has_key = true;
         Ok(())
     }

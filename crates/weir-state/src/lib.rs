@@ -22,6 +22,7 @@ mod codec;
 mod descriptor;
 mod error;
 mod heap;
+mod key_bytes;
 mod key_group;
 mod store;
 

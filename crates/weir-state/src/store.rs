@@ -257,6 +257,7 @@ impl<V: Send + 'static> Handle<V> {
         let mut b = self.store.lock()?;
         let HeapBackend {
             key,
+            key_hash,
             group,
             has_key,
             tables,
@@ -266,7 +267,7 @@ impl<V: Send + 'static> Handle<V> {
             return Err(StateError::NotKeyed(format!("#{}", self.id)));
         }
         let table = typed::<V>(tables, self.id)?;
-        Ok(f(table.groups[*group].get_mut(key.as_slice())))
+        Ok(f(table.get_mut(*group, *key_hash, key)))
     }
 
     fn get(&self) -> Result<Option<V>, StateError>
@@ -276,12 +277,23 @@ impl<V: Send + 'static> Handle<V> {
         self.with(|slot| slot.cloned())
     }
 
-    /// Replaces the current key's value by `f(old)`. Allocates only when a
-    /// key gets its first value (the stored key reuses its allocation).
-    fn update(&self, f: impl FnOnce(Option<V>) -> Option<V>) -> Result<(), StateError> {
+    /// Sets the current key's value: one hash look-up when it has one.
+    fn put(&self, value: V) -> Result<(), StateError> {
+        self.modify_or_insert(|| value, |_| {}, true)
+    }
+
+    /// Changes the current key's value in place, inserting `init()` first
+    /// when it has none; `replace` drops an existing value for `init()`.
+    fn modify_or_insert(
+        &self,
+        init: impl FnOnce() -> V,
+        f: impl FnOnce(&mut V),
+        replace: bool,
+    ) -> Result<(), StateError> {
         let mut b = self.store.lock()?;
         let HeapBackend {
             key,
+            key_hash,
             group,
             has_key,
             tables,
@@ -290,13 +302,41 @@ impl<V: Send + 'static> Handle<V> {
         if !*has_key {
             return Err(StateError::NotKeyed(format!("#{}", self.id)));
         }
-        let map = &mut typed::<V>(tables, self.id)?.groups[*group];
-        let (stored_key, old) = match map.remove_entry(key.as_slice()) {
+        let table = typed::<V>(tables, self.id)?;
+        match table.get_mut(*group, *key_hash, key) {
+            Some(v) if replace => *v = init(),
+            Some(v) => f(v),
+            None => {
+                let mut v = init();
+                f(&mut v);
+                table.insert(*group, *key_hash, key.as_slice().into(), v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the current key's value by `f(old)` (the stored key is
+    /// reused, so only a key's first value allocates).
+    fn update(&self, f: impl FnOnce(Option<V>) -> Option<V>) -> Result<(), StateError> {
+        let mut b = self.store.lock()?;
+        let HeapBackend {
+            key,
+            key_hash,
+            group,
+            has_key,
+            tables,
+            ..
+        } = &mut *b;
+        if !*has_key {
+            return Err(StateError::NotKeyed(format!("#{}", self.id)));
+        }
+        let table = typed::<V>(tables, self.id)?;
+        let (stored_key, old) = match table.remove(*group, *key_hash, key) {
             Some((k, v)) => (k, Some(v)),
             None => (key.as_slice().into(), None),
         };
         if let Some(new) = f(old) {
-            map.insert(stored_key, new);
+            table.insert(*group, *key_hash, stored_key, new);
         }
         Ok(())
     }
@@ -333,7 +373,7 @@ impl<T: StateValue> ValueState<T> {
 
     /// Sets the current key's value.
     pub fn update(&self, value: T) -> Result<(), StateError> {
-        self.handle.update(|_| Some(value))
+        self.handle.put(value)
     }
 
     /// Removes the current key's value.
@@ -363,11 +403,8 @@ impl<T: StateValue> ListState<T> {
 
     /// Appends a value.
     pub fn add(&self, value: T) -> Result<(), StateError> {
-        self.handle.update(|old| {
-            let mut list = old.unwrap_or_default();
-            list.push(value);
-            Some(list)
-        })
+        self.handle
+            .modify_or_insert(Vec::new, |l| l.push(value), false)
     }
 
     /// Appends values.
@@ -413,11 +450,13 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
 
     /// Puts `value` under `key`.
     pub fn put(&self, key: K, value: V) -> Result<(), StateError> {
-        self.handle.update(|old| {
-            let mut map = old.unwrap_or_default();
-            map.insert(key, value);
-            Some(map)
-        })
+        self.handle.modify_or_insert(
+            HashMap::new,
+            |m| {
+                m.insert(key, value);
+            },
+            false,
+        )
     }
 
     /// Puts every entry.
@@ -542,11 +581,8 @@ impl<In, Acc: StateValue, Out> AggregatingState<In, Acc, Out> {
     /// Adds an input.
     pub fn add(&self, value: In) -> Result<(), StateError> {
         let fns = &self.fns;
-        self.handle.update(|old| {
-            let mut acc = old.unwrap_or_else(|| (fns.create)());
-            (fns.add)(value, &mut acc);
-            Some(acc)
-        })
+        self.handle
+            .modify_or_insert(|| (fns.create)(), |acc| (fns.add)(value, acc), false)
     }
 
     /// Removes the current key's accumulator.
