@@ -5,6 +5,8 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::ttl::StateTtlConfig;
+
 /// What every state value must be: storable in a snapshot or RocksDB, and
 /// movable between threads.
 pub trait StateValue:
@@ -31,6 +33,7 @@ pub enum StateKind {
 /// Declares a `ValueState<T>`.
 pub struct ValueStateDescriptor<T> {
     pub(crate) name: String,
+    pub(crate) ttl: Option<StateTtlConfig>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -39,6 +42,7 @@ impl<T> ValueStateDescriptor<T> {
     pub fn new(name: impl Into<String>) -> Self {
         ValueStateDescriptor {
             name: name.into(),
+            ttl: None,
             _type: PhantomData,
         }
     }
@@ -47,11 +51,18 @@ impl<T> ValueStateDescriptor<T> {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Lets values expire (Flink's `enableTimeToLive`).
+    pub fn enable_time_to_live(mut self, ttl: StateTtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
 }
 
 /// Declares a `ListState<T>`.
 pub struct ListStateDescriptor<T> {
     pub(crate) name: String,
+    pub(crate) ttl: Option<StateTtlConfig>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -60,6 +71,7 @@ impl<T> ListStateDescriptor<T> {
     pub fn new(name: impl Into<String>) -> Self {
         ListStateDescriptor {
             name: name.into(),
+            ttl: None,
             _type: PhantomData,
         }
     }
@@ -68,11 +80,18 @@ impl<T> ListStateDescriptor<T> {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Lets values expire (Flink's `enableTimeToLive`).
+    pub fn enable_time_to_live(mut self, ttl: StateTtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
 }
 
 /// Declares a `MapState<K, V>`.
 pub struct MapStateDescriptor<K, V> {
     pub(crate) name: String,
+    pub(crate) ttl: Option<StateTtlConfig>,
     _type: PhantomData<fn() -> (K, V)>,
 }
 
@@ -81,6 +100,7 @@ impl<K, V> MapStateDescriptor<K, V> {
     pub fn new(name: impl Into<String>) -> Self {
         MapStateDescriptor {
             name: name.into(),
+            ttl: None,
             _type: PhantomData,
         }
     }
@@ -89,6 +109,12 @@ impl<K, V> MapStateDescriptor<K, V> {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// Lets values expire (Flink's `enableTimeToLive`).
+    pub fn enable_time_to_live(mut self, ttl: StateTtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
 }
 
 pub(crate) type ReduceFn<T> = Arc<dyn Fn(T, T) -> T + Send + Sync>;
@@ -96,6 +122,7 @@ pub(crate) type ReduceFn<T> = Arc<dyn Fn(T, T) -> T + Send + Sync>;
 /// Declares a `ReducingState<T>`: values added are folded with `reduce`.
 pub struct ReducingStateDescriptor<T> {
     pub(crate) name: String,
+    pub(crate) ttl: Option<StateTtlConfig>,
     pub(crate) reduce: ReduceFn<T>,
 }
 
@@ -107,6 +134,7 @@ impl<T> ReducingStateDescriptor<T> {
     ) -> Self {
         ReducingStateDescriptor {
             name: name.into(),
+            ttl: None,
             reduce: Arc::new(reduce),
         }
     }
@@ -114,6 +142,12 @@ impl<T> ReducingStateDescriptor<T> {
     /// The state's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Lets values expire (Flink's `enableTimeToLive`).
+    pub fn enable_time_to_live(mut self, ttl: StateTtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
     }
 }
 
@@ -139,6 +173,7 @@ impl<In, Acc, Out> Clone for AggregateFns<In, Acc, Out> {
 /// Declares an `AggregatingState<In, Out>` with accumulator `Acc`.
 pub struct AggregatingStateDescriptor<In, Acc, Out> {
     pub(crate) name: String,
+    pub(crate) ttl: Option<StateTtlConfig>,
     pub(crate) fns: AggregateFns<In, Acc, Out>,
 }
 
@@ -153,6 +188,7 @@ impl<In, Acc, Out> AggregatingStateDescriptor<In, Acc, Out> {
     ) -> Self {
         AggregatingStateDescriptor {
             name: name.into(),
+            ttl: None,
             fns: AggregateFns {
                 create: Arc::new(create),
                 add: Arc::new(add),
@@ -164,5 +200,11 @@ impl<In, Acc, Out> AggregatingStateDescriptor<In, Acc, Out> {
     /// The state's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Lets values expire (Flink's `enableTimeToLive`).
+    pub fn enable_time_to_live(mut self, ttl: StateTtlConfig) -> Self {
+        self.ttl = Some(ttl);
+        self
     }
 }

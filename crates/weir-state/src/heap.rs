@@ -9,11 +9,13 @@ use std::any::Any;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::clock::SharedClock;
 use crate::codec::{decode_value, encode_value};
 use crate::descriptor::StateKind;
 use crate::error::StateError;
 use crate::key_bytes::KeyBytes;
 use crate::key_group::{KeyGroup, KeyGroupRange};
+use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 
 use std::hash::BuildHasher;
 
@@ -28,10 +30,12 @@ pub(crate) trait StateTable: Send {
     fn kind(&self) -> StateKind;
     fn type_name(&self) -> &'static str;
     fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// `(key bytes, value bytes)` of every key in key group offset `group`.
+    /// `(key bytes, value bytes)` of every key in key group offset `group`
+    /// (values with their TTL stamp); expired ones left out if configured.
     fn snapshot_group(
         &self,
         group: usize,
+        now: i64,
         out: &mut Vec<(Vec<u8>, Vec<u8>)>,
     ) -> Result<(), StateError>;
     /// Puts back an entry written by `snapshot_group`.
@@ -46,41 +50,110 @@ pub(crate) struct TypedTable<V> {
     name: String,
     kind: StateKind,
     hasher: KeyHasher,
-    pub groups: Vec<HashTable<(KeyBytes, V)>>,
+    pub ttl: Option<StateTtlConfig>,
+    /// Per key group: key, value, and when the value was last touched (for
+    /// TTL; unused without).
+    pub groups: Vec<HashTable<(KeyBytes, V, i64)>>,
 }
 
 impl<V> TypedTable<V> {
-    pub fn new(name: &str, kind: StateKind, groups: usize, hasher: KeyHasher) -> Self {
+    pub fn new(
+        name: &str,
+        kind: StateKind,
+        groups: usize,
+        hasher: KeyHasher,
+        ttl: Option<StateTtlConfig>,
+    ) -> Self {
         TypedTable {
             name: name.to_string(),
             kind,
             hasher,
+            ttl,
             groups: (0..groups).map(|_| HashTable::new()).collect(),
         }
     }
 
-    /// The value of `key` (hashed to `hash`) in key group offset `group`.
+    /// Whether an entry touched at `stamp` reads as absent at `now`.
     #[inline]
-    pub fn get_mut(&mut self, group: usize, hash: u64, key: &[u8]) -> Option<&mut V> {
-        self.groups[group]
-            .find_mut(hash, |e| e.0.as_slice() == key)
-            .map(|e| &mut e.1)
+    fn hidden(&self, stamp: i64, now: i64) -> bool {
+        self.ttl.is_some_and(|t| {
+            t.visibility == StateVisibility::NeverReturnExpired && t.is_expired(stamp, now)
+        })
     }
 
-    /// Removes `key`, returning the stored key (to reuse) and its value.
+    /// The value of `key` (hashed to `hash`) in key group offset `group`,
+    /// for reading: an expired value is dropped (unless visible), and with
+    /// `OnReadAndWrite` reading restarts its time-to-live.
     #[inline]
-    pub fn remove(&mut self, group: usize, hash: u64, key: &[u8]) -> Option<(KeyBytes, V)> {
+    pub fn read(&mut self, group: usize, hash: u64, key: &[u8], now: i64) -> Option<&mut V> {
+        self.access(group, hash, key, now, false)
+    }
+
+    /// The value of `key`, for changing it in place: an expired value is
+    /// dropped (unless visible); the time-to-live restarts.
+    #[inline]
+    pub fn write(&mut self, group: usize, hash: u64, key: &[u8], now: i64) -> Option<&mut V> {
+        self.access(group, hash, key, now, true)
+    }
+
+    #[inline]
+    fn access(
+        &mut self,
+        group: usize,
+        hash: u64,
+        key: &[u8],
+        now: i64,
+        write: bool,
+    ) -> Option<&mut V> {
+        let Some(ttl) = self.ttl else {
+            return self.groups[group]
+                .find_mut(hash, |e| e.0.as_slice() == key)
+                .map(|e| &mut e.1);
+        };
+        let hidden = match self.groups[group].find(hash, |e| e.0.as_slice() == key) {
+            None => return None,
+            Some(e) => self.hidden(e.2, now),
+        };
+        if hidden {
+            self.remove(group, hash, key);
+            return None;
+        }
+        let entry = self.groups[group].find_mut(hash, |e| e.0.as_slice() == key)?;
+        if write || ttl.update_type == UpdateType::OnReadAndWrite {
+            entry.2 = now;
+        }
+        Some(&mut entry.1)
+    }
+
+    /// Removes `key`, returning the stored key (to reuse) and its value, or
+    /// `None` for the value if it had expired (and is not visible).
+    #[inline]
+    pub fn take(
+        &mut self,
+        group: usize,
+        hash: u64,
+        key: &[u8],
+        now: i64,
+    ) -> Option<(KeyBytes, Option<V>)> {
+        let (k, v, stamp) = self.remove(group, hash, key)?;
+        let hidden = self.hidden(stamp, now);
+        Some((k, (!hidden).then_some(v)))
+    }
+
+    #[inline]
+    fn remove(&mut self, group: usize, hash: u64, key: &[u8]) -> Option<(KeyBytes, V, i64)> {
         match self.groups[group].find_entry(hash, |e| e.0.as_slice() == key) {
             Ok(entry) => Some(entry.remove().0),
             Err(_) => None,
         }
     }
 
-    /// Inserts a key known to be absent.
+    /// Inserts a key known to be absent, touched at `now`.
     #[inline]
-    pub fn insert(&mut self, group: usize, hash: u64, key: KeyBytes, value: V) {
+    pub fn insert(&mut self, group: usize, hash: u64, key: KeyBytes, value: V, now: i64) {
         let hasher = &self.hasher;
-        self.groups[group].insert_unique(hash, (key, value), |e| hasher.hash_one(e.0.as_slice()));
+        self.groups[group]
+            .insert_unique(hash, (key, value, now), |e| hasher.hash_one(e.0.as_slice()));
     }
 }
 
@@ -100,11 +173,16 @@ impl<V: Serialize + DeserializeOwned + Send + 'static> StateTable for TypedTable
     fn snapshot_group(
         &self,
         group: usize,
+        now: i64,
         out: &mut Vec<(Vec<u8>, Vec<u8>)>,
     ) -> Result<(), StateError> {
+        let skip_expired = self.ttl.filter(|t| t.cleanup_full_snapshot);
         if let Some(table) = self.groups.get(group) {
-            for (k, v) in table {
-                out.push((k.as_slice().to_vec(), encode_value(v)?));
+            for (k, v, stamp) in table {
+                if skip_expired.is_some_and(|t| t.is_expired(*stamp, now)) {
+                    continue;
+                }
+                out.push((k.as_slice().to_vec(), encode_value(&(*stamp, v))?));
             }
         }
         Ok(())
@@ -116,11 +194,9 @@ impl<V: Serialize + DeserializeOwned + Send + 'static> StateTable for TypedTable
             )));
         }
         let hash = self.hasher.hash_one(key);
-        let value = decode_value(value)?;
-        match self.get_mut(group, hash, key) {
-            Some(v) => *v = value,
-            None => self.insert(group, hash, key.into(), value),
-        }
+        let (stamp, value): (i64, V) = decode_value(value)?;
+        self.remove(group, hash, key);
+        self.insert(group, hash, key.into(), value, stamp);
         Ok(())
     }
     fn len(&self) -> usize {
@@ -135,14 +211,16 @@ pub(crate) struct HeapBackend {
     pub key: Vec<u8>,
     pub key_hash: u64,
     pub hasher: KeyHasher,
+    pub clock: SharedClock,
     pub group: usize,
     pub has_key: bool,
     pub tables: Vec<Box<dyn StateTable>>,
 }
 
 impl HeapBackend {
-    pub fn new(max_parallelism: u32, range: KeyGroupRange) -> Self {
+    pub fn new(max_parallelism: u32, range: KeyGroupRange, clock: SharedClock) -> Self {
         HeapBackend {
+            clock,
             range,
             max_parallelism,
             key: Vec::with_capacity(64),
@@ -159,6 +237,7 @@ impl HeapBackend {
         &mut self,
         name: &str,
         kind: StateKind,
+        ttl: Option<StateTtlConfig>,
     ) -> Result<usize, StateError> {
         if let Some(i) = self.tables.iter().position(|t| t.name() == name) {
             let t = &self.tables[i];
@@ -176,6 +255,7 @@ impl HeapBackend {
             kind,
             groups,
             self.hasher.clone(),
+            ttl,
         )));
         Ok(self.tables.len() - 1)
     }

@@ -18,6 +18,7 @@
 //!
 //! Keyed and operator state backends (heap and RocksDB) build on this crate.
 
+mod clock;
 mod codec;
 mod descriptor;
 mod error;
@@ -25,7 +26,9 @@ mod heap;
 mod key_bytes;
 mod key_group;
 mod store;
+mod ttl;
 
+pub use clock::{system_clock, Clock, ManualClock, SharedClock, SystemClock};
 pub use codec::{decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION};
 pub use descriptor::{
     AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor,
@@ -39,3 +42,4 @@ pub use key_group::{
 pub use store::{
     AggregatingState, KeyedStateStore, ListState, MapState, ReducingState, StateEntry, ValueState,
 };
+pub use ttl::{StateTtlConfig, StateTtlConfigBuilder, StateVisibility, UpdateType};

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::clock::{system_clock, SharedClock};
 use crate::codec::encode_key;
 use crate::descriptor::{
     AggregateFns, AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReduceFn,
@@ -18,6 +19,7 @@ use crate::descriptor::{
 use crate::error::StateError;
 use crate::heap::{HeapBackend, TypedTable};
 use crate::key_group::{assign_to_key_group, KeyGroup, KeyGroupRange, StableHash};
+use crate::ttl::StateTtlConfig;
 
 struct Inner {
     backend: Mutex<HeapBackend>,
@@ -58,11 +60,17 @@ impl std::fmt::Debug for KeyedStateStore {
 }
 
 impl KeyedStateStore {
-    /// An in-memory store for the key groups `range` of `max_parallelism`.
+    /// An in-memory store for the key groups `range` of `max_parallelism`,
+    /// on the system clock.
     pub fn heap(max_parallelism: u32, range: KeyGroupRange) -> Self {
+        Self::heap_with_clock(max_parallelism, range, system_clock())
+    }
+
+    /// An in-memory store whose TTL runs on `clock`.
+    pub fn heap_with_clock(max_parallelism: u32, range: KeyGroupRange, clock: SharedClock) -> Self {
         KeyedStateStore {
             inner: Arc::new(Inner {
-                backend: Mutex::new(HeapBackend::new(max_parallelism, range)),
+                backend: Mutex::new(HeapBackend::new(max_parallelism, range, clock)),
                 in_use: AtomicBool::new(false),
             }),
         }
@@ -96,8 +104,9 @@ impl KeyedStateStore {
         &self,
         name: &str,
         kind: StateKind,
+        ttl: Option<StateTtlConfig>,
     ) -> Result<usize, StateError> {
-        let id = self.lock()?.register::<V>(name, kind)?;
+        let id = self.lock()?.register::<V>(name, kind, ttl)?;
         self.inner.in_use.store(true, Ordering::Relaxed);
         Ok(id)
     }
@@ -110,7 +119,7 @@ impl KeyedStateStore {
         Ok(ValueState {
             handle: Handle::new(
                 self.clone(),
-                self.register::<T>(&desc.name, StateKind::Value)?,
+                self.register::<T>(&desc.name, StateKind::Value, desc.ttl)?,
             ),
         })
     }
@@ -123,7 +132,7 @@ impl KeyedStateStore {
         Ok(ListState {
             handle: Handle::new(
                 self.clone(),
-                self.register::<Vec<T>>(&desc.name, StateKind::List)?,
+                self.register::<Vec<T>>(&desc.name, StateKind::List, desc.ttl)?,
             ),
         })
     }
@@ -140,7 +149,7 @@ impl KeyedStateStore {
         Ok(MapState {
             handle: Handle::new(
                 self.clone(),
-                self.register::<HashMap<K, V>>(&desc.name, StateKind::Map)?,
+                self.register::<HashMap<K, V>>(&desc.name, StateKind::Map, desc.ttl)?,
             ),
         })
     }
@@ -153,7 +162,7 @@ impl KeyedStateStore {
         Ok(ReducingState {
             handle: Handle::new(
                 self.clone(),
-                self.register::<T>(&desc.name, StateKind::Reducing)?,
+                self.register::<T>(&desc.name, StateKind::Reducing, desc.ttl)?,
             ),
             reduce: Arc::clone(&desc.reduce),
         })
@@ -170,7 +179,7 @@ impl KeyedStateStore {
         Ok(AggregatingState {
             handle: Handle::new(
                 self.clone(),
-                self.register::<Acc>(&desc.name, StateKind::Aggregating)?,
+                self.register::<Acc>(&desc.name, StateKind::Aggregating, desc.ttl)?,
             ),
             fns: desc.fns.clone(),
         })
@@ -183,11 +192,12 @@ impl KeyedStateStore {
             return Ok(Vec::new());
         }
         let group = (key_group.0 - b.range.start) as usize;
+        let now = b.clock.now_ms();
         let mut out = Vec::new();
         let mut pairs = Vec::new();
         for t in &b.tables {
             pairs.clear();
-            t.snapshot_group(group, &mut pairs)?;
+            t.snapshot_group(group, now, &mut pairs)?;
             out.extend(pairs.drain(..).map(|(key, value)| StateEntry {
                 state: t.name().to_string(),
                 key_group,
@@ -261,13 +271,19 @@ impl<V: Send + 'static> Handle<V> {
             group,
             has_key,
             tables,
+            clock,
             ..
         } = &mut *b;
         if !*has_key {
             return Err(StateError::NotKeyed(format!("#{}", self.id)));
         }
         let table = typed::<V>(tables, self.id)?;
-        Ok(f(table.get_mut(*group, *key_hash, key)))
+        let now = if table.ttl.is_some() {
+            clock.now_ms()
+        } else {
+            0
+        };
+        Ok(f(table.read(*group, *key_hash, key, now)))
     }
 
     fn get(&self) -> Result<Option<V>, StateError>
@@ -297,19 +313,25 @@ impl<V: Send + 'static> Handle<V> {
             group,
             has_key,
             tables,
+            clock,
             ..
         } = &mut *b;
         if !*has_key {
             return Err(StateError::NotKeyed(format!("#{}", self.id)));
         }
         let table = typed::<V>(tables, self.id)?;
-        match table.get_mut(*group, *key_hash, key) {
+        let now = if table.ttl.is_some() {
+            clock.now_ms()
+        } else {
+            0
+        };
+        match table.write(*group, *key_hash, key, now) {
             Some(v) if replace => *v = init(),
             Some(v) => f(v),
             None => {
                 let mut v = init();
                 f(&mut v);
-                table.insert(*group, *key_hash, key.as_slice().into(), v);
+                table.insert(*group, *key_hash, key.as_slice().into(), v, now);
             }
         }
         Ok(())
@@ -325,18 +347,24 @@ impl<V: Send + 'static> Handle<V> {
             group,
             has_key,
             tables,
+            clock,
             ..
         } = &mut *b;
         if !*has_key {
             return Err(StateError::NotKeyed(format!("#{}", self.id)));
         }
         let table = typed::<V>(tables, self.id)?;
-        let (stored_key, old) = match table.remove(*group, *key_hash, key) {
-            Some((k, v)) => (k, Some(v)),
+        let now = if table.ttl.is_some() {
+            clock.now_ms()
+        } else {
+            0
+        };
+        let (stored_key, old) = match table.take(*group, *key_hash, key, now) {
+            Some((k, v)) => (k, v),
             None => (key.as_slice().into(), None),
         };
         if let Some(new) = f(old) {
-            table.insert(*group, *key_hash, stored_key, new);
+            table.insert(*group, *key_hash, stored_key, new, now);
         }
         Ok(())
     }

@@ -98,6 +98,6 @@ pub mod prelude {
     pub use weir_state::{
         AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState,
         MapStateDescriptor, ReducingState, ReducingStateDescriptor, StableHash, StateError,
-        ValueState, ValueStateDescriptor,
+        StateTtlConfig, StateVisibility, UpdateType, ValueState, ValueStateDescriptor,
     };
 }

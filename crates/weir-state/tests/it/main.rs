@@ -3,10 +3,13 @@
 //! with `conformance!`, so a backend passes exactly when it behaves like
 //! the others.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use weir_state::{
     key_group_range_for_operator, AggregatingStateDescriptor, KeyGroupRange, KeyedStateStore,
-    ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, StateError,
-    ValueStateDescriptor,
+    ListStateDescriptor, ManualClock, MapStateDescriptor, ReducingStateDescriptor, SharedClock,
+    StateError, StateTtlConfig, StateVisibility, UpdateType, ValueStateDescriptor,
 };
 
 /// The whole key-group range of 128 key groups.
@@ -20,8 +23,101 @@ macro_rules! conformance {
             use super::*;
 
             fn store(range: KeyGroupRange) -> KeyedStateStore {
-                let make: fn(u32, KeyGroupRange) -> KeyedStateStore = $make;
-                make(128, range)
+                store_with_clock(range, Arc::new(ManualClock::new(0)))
+            }
+
+            fn store_with_clock(range: KeyGroupRange, clock: SharedClock) -> KeyedStateStore {
+                let make: fn(u32, KeyGroupRange, SharedClock) -> KeyedStateStore = $make;
+                make(128, range, clock)
+            }
+
+            fn ttl_store(
+                update: UpdateType,
+                visibility: StateVisibility,
+            ) -> Result<(ManualClock, KeyedStateStore, weir_state::ValueState<i64>), StateError>
+            {
+                let clock = ManualClock::new(1_000);
+                let s = store_with_clock(all_groups(), Arc::new(clock.clone()));
+                let ttl = StateTtlConfig::new_builder(Duration::from_millis(100))
+                    .set_update_type(update)
+                    .set_state_visibility(visibility)
+                    .build();
+                let v =
+                    s.value_state(&ValueStateDescriptor::<i64>::new("v").enable_time_to_live(ttl))?;
+                s.set_current_key("k")?;
+                Ok((clock, s, v))
+            }
+
+            #[test]
+            fn ttl_expires_values_after_the_last_write() -> Result<(), StateError> {
+                let (clock, _s, v) = ttl_store(
+                    UpdateType::OnCreateAndWrite,
+                    StateVisibility::NeverReturnExpired,
+                )?;
+                v.update(1)?;
+                clock.advance(60);
+                assert_eq!(v.value()?, Some(1));
+                // Reading does not extend the life with OnCreateAndWrite.
+                clock.advance(40);
+                assert_eq!(v.value()?, None, "expired at 100 ms after the write");
+                v.update(2)?;
+                clock.advance(99);
+                assert_eq!(v.value()?, Some(2));
+                Ok(())
+            }
+
+            #[test]
+            fn ttl_on_read_and_write_extends_on_reads() -> Result<(), StateError> {
+                let (clock, _s, v) = ttl_store(
+                    UpdateType::OnReadAndWrite,
+                    StateVisibility::NeverReturnExpired,
+                )?;
+                v.update(1)?;
+                for _ in 0..5 {
+                    clock.advance(60);
+                    assert_eq!(v.value()?, Some(1), "each read restarts the 100 ms");
+                }
+                clock.advance(100);
+                assert_eq!(v.value()?, None);
+                Ok(())
+            }
+
+            #[test]
+            fn ttl_can_return_expired_values_until_cleaned_up() -> Result<(), StateError> {
+                let (clock, s, v) = ttl_store(
+                    UpdateType::OnCreateAndWrite,
+                    StateVisibility::ReturnExpiredIfNotCleanedUp,
+                )?;
+                v.update(7)?;
+                clock.advance(500);
+                assert_eq!(v.value()?, Some(7), "expired but still stored");
+                assert_eq!(s.len("v")?, 1);
+                Ok(())
+            }
+
+            #[test]
+            fn ttl_cleanup_in_full_snapshot_leaves_expired_values_out() -> Result<(), StateError> {
+                let clock = ManualClock::new(0);
+                let s = store_with_clock(all_groups(), Arc::new(clock.clone()));
+                let ttl = StateTtlConfig::new_builder(Duration::from_millis(100))
+                    .cleanup_full_snapshot()
+                    .build();
+                let v =
+                    s.value_state(&ValueStateDescriptor::<i64>::new("v").enable_time_to_live(ttl))?;
+                s.set_current_key(&1u32)?;
+                v.update(1)?;
+                clock.advance(50);
+                s.set_current_key(&2u32)?;
+                v.update(2)?;
+                clock.advance(60);
+                let entries: usize = (0..128)
+                    .map(|kg| {
+                        s.snapshot_key_group(weir_state::KeyGroup(kg))
+                            .map(|e| e.len())
+                    })
+                    .sum::<Result<usize, _>>()?;
+                assert_eq!(entries, 1, "key 1 expired at 100 ms, key 2 lives to 150 ms");
+                Ok(())
             }
 
             #[test]
@@ -180,4 +276,4 @@ macro_rules! conformance {
     };
 }
 
-conformance!(heap, KeyedStateStore::heap);
+conformance!(heap, KeyedStateStore::heap_with_clock);

@@ -85,7 +85,7 @@ pub(crate) struct KeyedProcessOperator<F, K, I, O> {
 pub(crate) fn keyed_context(ctx: &RuntimeContext) -> (RuntimeContext, KeyedStateStore) {
     let range =
         key_group_range_for_operator(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index);
-    let store = KeyedStateStore::heap(ctx.max_parallelism, range);
+    let store = KeyedStateStore::heap_with_clock(ctx.max_parallelism, range, ctx.clock.clone());
     let mut keyed = ctx.clone();
     keyed.keyed_state = Some(store.clone());
     (keyed, store)
