@@ -20,11 +20,14 @@
 
 mod clock;
 mod codec;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 mod descriptor;
 mod error;
 mod heap;
 mod key_bytes;
 mod key_group;
+mod kv;
 mod store;
 mod ttl;
 
@@ -39,6 +42,7 @@ pub use key_group::{
     assign_to_key_group, key_group_range_for_operator, operator_index_for_key_group, KeyGroup,
     KeyGroupRange, StableHash, DEFAULT_MAX_PARALLELISM, KEY_HASH_SEED, MAX_MAX_PARALLELISM,
 };
+pub use kv::KvStore;
 pub use store::{
     AggregatingState, KeyedStateStore, ListState, MapState, ReducingState, StateEntry, ValueState,
 };

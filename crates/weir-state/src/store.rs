@@ -19,10 +19,17 @@ use crate::descriptor::{
 use crate::error::StateError;
 use crate::heap::{HeapBackend, TypedTable};
 use crate::key_group::{assign_to_key_group, KeyGroup, KeyGroupRange, StableHash};
+use crate::kv::{KvBackend, KvStore};
 use crate::ttl::StateTtlConfig;
 
+/// Where the state lives: typed in memory, or as bytes in a key-value store.
+enum Backend {
+    Heap(HeapBackend),
+    Kv(KvBackend),
+}
+
 struct Inner {
-    backend: Mutex<HeapBackend>,
+    backend: Mutex<Backend>,
     // Whether any state was registered: operators skip encoding the key of
     // every record for functions without state.
     in_use: AtomicBool,
@@ -68,15 +75,38 @@ impl KeyedStateStore {
 
     /// An in-memory store whose TTL runs on `clock`.
     pub fn heap_with_clock(max_parallelism: u32, range: KeyGroupRange, clock: SharedClock) -> Self {
+        Self::with_backend(Backend::Heap(HeapBackend::new(
+            max_parallelism,
+            range,
+            clock,
+        )))
+    }
+
+    /// A store keeping state as bytes in `store` (e.g. RocksDB).
+    pub fn kv(
+        store: Box<dyn KvStore>,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        clock: SharedClock,
+    ) -> Self {
+        Self::with_backend(Backend::Kv(KvBackend::new(
+            store,
+            max_parallelism,
+            range,
+            clock,
+        )))
+    }
+
+    fn with_backend(backend: Backend) -> Self {
         KeyedStateStore {
             inner: Arc::new(Inner {
-                backend: Mutex::new(HeapBackend::new(max_parallelism, range, clock)),
+                backend: Mutex::new(backend),
                 in_use: AtomicBool::new(false),
             }),
         }
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, HeapBackend>, StateError> {
+    fn lock(&self) -> Result<MutexGuard<'_, Backend>, StateError> {
         self.inner
             .backend
             .lock()
@@ -95,9 +125,26 @@ impl KeyedStateStore {
         key: &K,
     ) -> Result<(), StateError> {
         let mut b = self.lock()?;
-        let kg = assign_to_key_group(key, b.max_parallelism);
-        encode_key(key, &mut b.key)?;
-        b.set_key(kg)
+        match &mut *b {
+            Backend::Heap(h) => {
+                let kg = assign_to_key_group(key, h.max_parallelism);
+                encode_key(key, &mut h.key)?;
+                h.set_key(kg)
+            }
+            Backend::Kv(k) => {
+                let kg = assign_to_key_group(key, k.max_parallelism);
+                if !k.range.contains(kg) {
+                    return Err(StateError::Internal(format!(
+                        "key group {kg} is not in this subtask's range {}..={}",
+                        k.range.start, k.range.end
+                    )));
+                }
+                encode_key(key, &mut k.key)?;
+                k.key_group = kg;
+                k.has_key = true;
+                Ok(())
+            }
+        }
     }
 
     fn register<V: Serialize + DeserializeOwned + Send + 'static>(
@@ -106,7 +153,10 @@ impl KeyedStateStore {
         kind: StateKind,
         ttl: Option<StateTtlConfig>,
     ) -> Result<usize, StateError> {
-        let id = self.lock()?.register::<V>(name, kind, ttl)?;
+        let id = match &mut *self.lock()? {
+            Backend::Heap(h) => h.register::<V>(name, kind, ttl)?,
+            Backend::Kv(k) => k.register::<V>(name, kind, ttl)?,
+        };
         self.inner.in_use.store(true, Ordering::Relaxed);
         Ok(id)
     }
@@ -187,23 +237,43 @@ impl KeyedStateStore {
 
     /// Every entry of key group `key_group`, for a snapshot.
     pub fn snapshot_key_group(&self, key_group: KeyGroup) -> Result<Vec<StateEntry>, StateError> {
-        let b = self.lock()?;
-        if !b.range.contains(key_group) {
-            return Ok(Vec::new());
-        }
-        let group = (key_group.0 - b.range.start) as usize;
-        let now = b.clock.now_ms();
+        let mut b = self.lock()?;
         let mut out = Vec::new();
-        let mut pairs = Vec::new();
-        for t in &b.tables {
-            pairs.clear();
-            t.snapshot_group(group, now, &mut pairs)?;
-            out.extend(pairs.drain(..).map(|(key, value)| StateEntry {
-                state: t.name().to_string(),
-                key_group,
-                key,
-                value,
-            }));
+        match &mut *b {
+            Backend::Heap(h) => {
+                if !h.range.contains(key_group) {
+                    return Ok(out);
+                }
+                let group = (key_group.0 - h.range.start) as usize;
+                let now = h.clock.now_ms();
+                let mut pairs = Vec::new();
+                for t in &h.tables {
+                    pairs.clear();
+                    t.snapshot_group(group, now, &mut pairs)?;
+                    out.extend(pairs.drain(..).map(|(key, value)| StateEntry {
+                        state: t.name().to_string(),
+                        key_group,
+                        key,
+                        value,
+                    }));
+                }
+            }
+            Backend::Kv(k) => {
+                if !k.range.contains(key_group) {
+                    return Ok(out);
+                }
+                for id in 0..k.tables.len() {
+                    let name = k.tables[id].name.clone();
+                    for (key, value) in k.snapshot(id, key_group)? {
+                        out.push(StateEntry {
+                            state: name.clone(),
+                            key_group,
+                            key,
+                            value,
+                        });
+                    }
+                }
+            }
         }
         Ok(out)
     }
@@ -211,28 +281,47 @@ impl KeyedStateStore {
     /// Puts back a snapshot entry. The state must be registered first (as
     /// in Flink, where state is restored lazily when declared).
     pub fn restore(&self, entry: &StateEntry) -> Result<(), StateError> {
-        let mut b = self.lock()?;
-        if !b.range.contains(entry.key_group) {
-            return Ok(());
+        let missing = || StateError::Internal(format!("state '{}' not registered", entry.state));
+        match &mut *self.lock()? {
+            Backend::Heap(h) => {
+                if !h.range.contains(entry.key_group) {
+                    return Ok(());
+                }
+                let group = (entry.key_group.0 - h.range.start) as usize;
+                let table = h
+                    .tables
+                    .iter_mut()
+                    .find(|t| t.name() == entry.state)
+                    .ok_or_else(missing)?;
+                table.restore_entry(group, &entry.key, &entry.value)
+            }
+            Backend::Kv(k) => {
+                if !k.range.contains(entry.key_group) {
+                    return Ok(());
+                }
+                let id = k
+                    .tables
+                    .iter()
+                    .position(|t| t.name == entry.state)
+                    .ok_or_else(missing)?;
+                k.restore(id, entry.key_group, &entry.key, &entry.value)
+            }
         }
-        let group = (entry.key_group.0 - b.range.start) as usize;
-        let table = b
-            .tables
-            .iter_mut()
-            .find(|t| t.name() == entry.state)
-            .ok_or_else(|| {
-                StateError::Internal(format!("state '{}' not registered", entry.state))
-            })?;
-        table.restore_entry(group, &entry.key, &entry.value)
     }
 
     /// Number of keys holding state `name`.
     pub fn len(&self, name: &str) -> Result<usize, StateError> {
-        let b = self.lock()?;
-        Ok(b.tables
-            .iter()
-            .find(|t| t.name() == name)
-            .map_or(0, |t| t.len()))
+        match &mut *self.lock()? {
+            Backend::Heap(h) => Ok(h
+                .tables
+                .iter()
+                .find(|t| t.name() == name)
+                .map_or(0, |t| t.len())),
+            Backend::Kv(k) => match k.tables.iter().position(|t| t.name == name) {
+                Some(id) => k.len(id),
+                None => Ok(0),
+            },
+        }
     }
 }
 
@@ -253,7 +342,7 @@ impl<V> Clone for Handle<V> {
     }
 }
 
-impl<V: Send + 'static> Handle<V> {
+impl<V: Serialize + DeserializeOwned + Send + 'static> Handle<V> {
     fn new(store: KeyedStateStore, id: usize) -> Self {
         Handle {
             store,
@@ -264,7 +353,14 @@ impl<V: Send + 'static> Handle<V> {
 
     /// Runs `f` on the current key's value, if any. No allocation.
     fn with<R>(&self, f: impl FnOnce(Option<&mut V>) -> R) -> Result<R, StateError> {
-        let mut b = self.store.lock()?;
+        let mut guard = self.store.lock()?;
+        let b = match &mut *guard {
+            Backend::Heap(h) => h,
+            Backend::Kv(k) => {
+                let mut value = k.read::<V>(self.id)?;
+                return Ok(f(value.as_mut()));
+            }
+        };
         let HeapBackend {
             key,
             key_hash,
@@ -306,7 +402,25 @@ impl<V: Send + 'static> Handle<V> {
         f: impl FnOnce(&mut V),
         replace: bool,
     ) -> Result<(), StateError> {
-        let mut b = self.store.lock()?;
+        let mut guard = self.store.lock()?;
+        let b = match &mut *guard {
+            Backend::Heap(h) => h,
+            Backend::Kv(k) => {
+                let value = match k.read::<V>(self.id)? {
+                    Some(_) if replace => init(),
+                    Some(mut v) => {
+                        f(&mut v);
+                        v
+                    }
+                    None => {
+                        let mut v = init();
+                        f(&mut v);
+                        v
+                    }
+                };
+                return k.write(self.id, &value);
+            }
+        };
         let HeapBackend {
             key,
             key_hash,
@@ -315,7 +429,7 @@ impl<V: Send + 'static> Handle<V> {
             tables,
             clock,
             ..
-        } = &mut *b;
+        } = b;
         if !*has_key {
             return Err(StateError::NotKeyed(format!("#{}", self.id)));
         }
@@ -340,7 +454,17 @@ impl<V: Send + 'static> Handle<V> {
     /// Replaces the current key's value by `f(old)` (the stored key is
     /// reused, so only a key's first value allocates).
     fn update(&self, f: impl FnOnce(Option<V>) -> Option<V>) -> Result<(), StateError> {
-        let mut b = self.store.lock()?;
+        let mut guard = self.store.lock()?;
+        let b = match &mut *guard {
+            Backend::Heap(h) => h,
+            Backend::Kv(k) => {
+                let old = k.read::<V>(self.id)?;
+                return match f(old) {
+                    Some(new) => k.write(self.id, &new),
+                    None => k.delete(self.id),
+                };
+            }
+        };
         let HeapBackend {
             key,
             key_hash,

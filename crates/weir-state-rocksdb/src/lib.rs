@@ -1,0 +1,181 @@
+//! The RocksDB keyed-state backend of Weir.
+//!
+//! The principal type is [`RocksDbStateBackend`]: options (block cache,
+//! write buffers, local working directory) from which each keyed operator
+//! subtask opens its own RocksDB instance, wrapped as a
+//! [`KeyedStateStore`](weir_state::KeyedStateStore) with the same API as the
+//! heap backend. State may be far larger than memory: RocksDB keeps it on
+//! local disk, with memory bounded by the block cache and write buffers.
+//!
+//! This is the only crate of the workspace that links RocksDB, so the
+//! state API cannot leak its types. It links Debian's `librocksdb-dev`
+//! (see `.cargo/config.toml`) instead of compiling RocksDB's C++.
+//!
+//! ```no_run
+//! use weir_state::{KeyGroupRange, ManualClock, ValueStateDescriptor};
+//! use weir_state_rocksdb::RocksDbStateBackend;
+//! # fn main() -> Result<(), weir_state::StateError> {
+//! let backend = RocksDbStateBackend::new(std::env::temp_dir());
+//! let store = backend.open(128, KeyGroupRange { start: 0, end: 127 }, std::sync::Arc::new(ManualClock::new(0)))?;
+//! let count = store.value_state(&ValueStateDescriptor::<u64>::new("count"))?;
+//! store.set_current_key("user-1")?;
+//! count.update(1)?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rocksdb::{BlockBasedOptions, Cache, Direction, IteratorMode, Options, WriteOptions, DB};
+use weir_state::{KeyGroupRange, KeyedStateStore, KvStore, SharedClock, StateError};
+
+/// Options of the RocksDB backend (Flink's `state.backend.rocksdb.*`).
+#[derive(Debug, Clone)]
+pub struct RocksDbStateBackend {
+    /// Directory under which each subtask makes its instance's directory
+    /// (Flink's `state.backend.rocksdb.localdir`).
+    pub local_dir: PathBuf,
+    /// Block cache size in bytes, per instance.
+    pub block_cache_bytes: usize,
+    /// Write buffer (memtable) size in bytes; two are kept.
+    pub write_buffer_bytes: usize,
+}
+
+impl RocksDbStateBackend {
+    /// A backend working under `local_dir`, with 8 MiB of block cache and
+    /// 4 MiB write buffers per instance.
+    pub fn new(local_dir: impl Into<PathBuf>) -> Self {
+        RocksDbStateBackend {
+            local_dir: local_dir.into(),
+            block_cache_bytes: 8 << 20,
+            write_buffer_bytes: 4 << 20,
+        }
+    }
+
+    /// Opens a fresh instance for one operator subtask's key groups.
+    pub fn open(
+        &self,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        clock: SharedClock,
+    ) -> Result<KeyedStateStore, StateError> {
+        let store = RocksDbKvStore::open(self)?;
+        Ok(KeyedStateStore::kv(
+            Box::new(store),
+            max_parallelism,
+            range,
+            clock,
+        ))
+    }
+}
+
+fn storage_error(e: impl std::fmt::Display) -> StateError {
+    StateError::Internal(format!("rocksdb: {e}"))
+}
+
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
+
+/// One RocksDB instance in its own directory, removed when dropped (state
+/// outlives it only through checkpoints).
+pub struct RocksDbKvStore {
+    db: Option<DB>,
+    dir: PathBuf,
+    write: WriteOptions,
+}
+
+impl RocksDbKvStore {
+    fn open(backend: &RocksDbStateBackend) -> Result<Self, StateError> {
+        let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
+        let dir = backend
+            .local_dir
+            .join(format!("weir-rocksdb-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| StateError::Internal(format!("cannot create '{}': {e}", dir.display())))?;
+        let cache = Cache::new_lru_cache(backend.block_cache_bytes).map_err(storage_error)?;
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&cache);
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.set_block_based_table_factory(&table);
+        opts.set_write_buffer_size(backend.write_buffer_bytes);
+        opts.set_max_write_buffer_number(2);
+        let db = DB::open(&opts, &dir).map_err(storage_error)?;
+        let mut write = WriteOptions::default();
+        // Durability comes from checkpoints, as in Flink: no write-ahead log.
+        write.disable_wal(true);
+        Ok(RocksDbKvStore {
+            db: Some(db),
+            dir,
+            write,
+        })
+    }
+
+    fn db(&self) -> Result<&DB, StateError> {
+        self.db
+            .as_ref()
+            .ok_or_else(|| StateError::Internal("rocksdb instance closed".into()))
+    }
+
+    /// The instance's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for RocksDbKvStore {
+    fn drop(&mut self) {
+        // Close before deleting the files.
+        self.db.take();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl KvStore for RocksDbKvStore {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        self.db()?.get(key).map_err(storage_error)
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+        self.db()?
+            .put_opt(key, value, &self.write)
+            .map_err(storage_error)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
+        self.db()?
+            .delete_opt(key, &self.write)
+            .map_err(storage_error)
+    }
+
+    fn scan_prefix(
+        &mut self,
+        prefix: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let db = self.db()?;
+        for item in db.iterator(IteratorMode::From(prefix, Direction::Forward)) {
+            let (k, v) = item.map_err(storage_error)?;
+            if !k.starts_with(prefix) {
+                break;
+            }
+            f(&k, &v)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(max_parallelism: u32, range: KeyGroupRange, clock: SharedClock) -> KeyedStateStore {
+        let backend = RocksDbStateBackend::new(std::env::temp_dir());
+        match backend.open(max_parallelism, range, clock) {
+            Ok(store) => store,
+            Err(e) => panic!("cannot open rocksdb: {e}"),
+        }
+    }
+
+    weir_state::keyed_state_conformance!(rocksdb, super::open);
+}

@@ -1,0 +1,274 @@
+//! The keyed-state conformance suite: every state kind and TTL behaviour
+//! through the public API of a [`KeyedStateStore`](crate::KeyedStateStore).
+//! Each backend instantiates the same tests with
+//! `keyed_state_conformance!(name, constructor)`, where the constructor is
+//! `fn(max_parallelism, KeyGroupRange, SharedClock) -> KeyedStateStore`; a
+//! backend conforms exactly when it behaves like the others.
+
+#[macro_export]
+macro_rules! keyed_state_conformance {
+    ($backend:ident, $make:expr) => {
+        mod $backend {
+            use std::sync::Arc;
+            use std::time::Duration;
+
+            use $crate::{
+                key_group_range_for_operator, AggregatingStateDescriptor, KeyGroupRange,
+                KeyedStateStore, ListStateDescriptor, ManualClock, MapStateDescriptor,
+                ReducingStateDescriptor, SharedClock, StateError, StateTtlConfig, StateVisibility,
+                UpdateType, ValueStateDescriptor,
+            };
+
+            fn all_groups() -> KeyGroupRange {
+                KeyGroupRange { start: 0, end: 127 }
+            }
+
+            fn store(range: KeyGroupRange) -> KeyedStateStore {
+                store_with_clock(range, Arc::new(ManualClock::new(0)))
+            }
+
+            fn store_with_clock(range: KeyGroupRange, clock: SharedClock) -> KeyedStateStore {
+                let make: fn(u32, KeyGroupRange, SharedClock) -> KeyedStateStore = $make;
+                make(128, range, clock)
+            }
+
+            fn ttl_store(
+                update: UpdateType,
+                visibility: StateVisibility,
+            ) -> Result<(ManualClock, KeyedStateStore, $crate::ValueState<i64>), StateError> {
+                let clock = ManualClock::new(1_000);
+                let s = store_with_clock(all_groups(), Arc::new(clock.clone()));
+                let ttl = StateTtlConfig::new_builder(Duration::from_millis(100))
+                    .set_update_type(update)
+                    .set_state_visibility(visibility)
+                    .build();
+                let v =
+                    s.value_state(&ValueStateDescriptor::<i64>::new("v").enable_time_to_live(ttl))?;
+                s.set_current_key("k")?;
+                Ok((clock, s, v))
+            }
+
+            #[test]
+            fn ttl_expires_values_after_the_last_write() -> Result<(), StateError> {
+                let (clock, _s, v) = ttl_store(
+                    UpdateType::OnCreateAndWrite,
+                    StateVisibility::NeverReturnExpired,
+                )?;
+                v.update(1)?;
+                clock.advance(60);
+                assert_eq!(v.value()?, Some(1));
+                // Reading does not extend the life with OnCreateAndWrite.
+                clock.advance(40);
+                assert_eq!(v.value()?, None, "expired at 100 ms after the write");
+                v.update(2)?;
+                clock.advance(99);
+                assert_eq!(v.value()?, Some(2));
+                Ok(())
+            }
+
+            #[test]
+            fn ttl_on_read_and_write_extends_on_reads() -> Result<(), StateError> {
+                let (clock, _s, v) = ttl_store(
+                    UpdateType::OnReadAndWrite,
+                    StateVisibility::NeverReturnExpired,
+                )?;
+                v.update(1)?;
+                for _ in 0..5 {
+                    clock.advance(60);
+                    assert_eq!(v.value()?, Some(1), "each read restarts the 100 ms");
+                }
+                clock.advance(100);
+                assert_eq!(v.value()?, None);
+                Ok(())
+            }
+
+            #[test]
+            fn ttl_can_return_expired_values_until_cleaned_up() -> Result<(), StateError> {
+                let (clock, s, v) = ttl_store(
+                    UpdateType::OnCreateAndWrite,
+                    StateVisibility::ReturnExpiredIfNotCleanedUp,
+                )?;
+                v.update(7)?;
+                clock.advance(500);
+                assert_eq!(v.value()?, Some(7), "expired but still stored");
+                assert_eq!(s.len("v")?, 1);
+                Ok(())
+            }
+
+            #[test]
+            fn ttl_cleanup_in_full_snapshot_leaves_expired_values_out() -> Result<(), StateError> {
+                let clock = ManualClock::new(0);
+                let s = store_with_clock(all_groups(), Arc::new(clock.clone()));
+                let ttl = StateTtlConfig::new_builder(Duration::from_millis(100))
+                    .cleanup_full_snapshot()
+                    .build();
+                let v =
+                    s.value_state(&ValueStateDescriptor::<i64>::new("v").enable_time_to_live(ttl))?;
+                s.set_current_key(&1u32)?;
+                v.update(1)?;
+                clock.advance(50);
+                s.set_current_key(&2u32)?;
+                v.update(2)?;
+                clock.advance(60);
+                let entries: usize = (0..128)
+                    .map(|kg| s.snapshot_key_group($crate::KeyGroup(kg)).map(|e| e.len()))
+                    .sum::<Result<usize, _>>()?;
+                assert_eq!(entries, 1, "key 1 expired at 100 ms, key 2 lives to 150 ms");
+                Ok(())
+            }
+
+            #[test]
+            fn value_state_is_per_key() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let v = s.value_state(&ValueStateDescriptor::<i64>::new("max"))?;
+                s.set_current_key("a")?;
+                assert_eq!(v.value()?, None);
+                v.update(5)?;
+                s.set_current_key("b")?;
+                assert_eq!(v.value()?, None);
+                v.update(7)?;
+                s.set_current_key("a")?;
+                assert_eq!(v.value()?, Some(5));
+                v.clear()?;
+                assert_eq!(v.value()?, None);
+                s.set_current_key("b")?;
+                assert_eq!(v.value()?, Some(7));
+                assert_eq!(s.len("max")?, 1);
+                Ok(())
+            }
+
+            #[test]
+            fn list_state_adds_and_replaces() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let l = s.list_state(&ListStateDescriptor::<String>::new("seen"))?;
+                s.set_current_key(&1u64)?;
+                assert!(l.get()?.is_empty());
+                l.add("x".into())?;
+                l.add_all(["y".to_string(), "z".to_string()])?;
+                assert_eq!(l.get()?, vec!["x", "y", "z"]);
+                l.update(vec!["only".into()])?;
+                assert_eq!(l.get()?, vec!["only"]);
+                s.set_current_key(&2u64)?;
+                assert!(l.get()?.is_empty());
+                Ok(())
+            }
+
+            #[test]
+            fn map_state_has_the_map_operations() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let m = s.map_state(&MapStateDescriptor::<String, i32>::new("m"))?;
+                s.set_current_key("k")?;
+                assert!(m.is_empty()?);
+                m.put("a".into(), 1)?;
+                m.put_all([("b".to_string(), 2), ("c".to_string(), 3)])?;
+                assert_eq!(m.get(&"b".into())?, Some(2));
+                assert!(m.contains(&"c".into())?);
+                m.remove(&"c".into())?;
+                assert!(!m.contains(&"c".into())?);
+                let mut keys = m.keys()?;
+                keys.sort();
+                assert_eq!(keys, vec!["a", "b"]);
+                let mut values = m.values()?;
+                values.sort();
+                assert_eq!(values, vec![1, 2]);
+                assert_eq!(m.entries()?.len(), 2);
+                s.set_current_key("other")?;
+                assert!(m.is_empty()?);
+                Ok(())
+            }
+
+            #[test]
+            fn reducing_and_aggregating_state_fold() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let r =
+                    s.reducing_state(&ReducingStateDescriptor::new("sum", |a: i64, b: i64| a + b))?;
+                let avg = s.aggregating_state(&AggregatingStateDescriptor::new(
+                    "avg",
+                    || (0i64, 0i64),
+                    |x: i64, acc: &mut (i64, i64)| {
+                        acc.0 += x;
+                        acc.1 += 1;
+                    },
+                    |acc: &(i64, i64)| acc.0 as f64 / acc.1 as f64,
+                ))?;
+                s.set_current_key("k")?;
+                for x in [2, 4, 9] {
+                    r.add(x)?;
+                    avg.add(x)?;
+                }
+                assert_eq!(r.get()?, Some(15));
+                assert_eq!(avg.get()?, Some(5.0));
+                r.clear()?;
+                avg.clear()?;
+                assert_eq!(r.get()?, None);
+                assert_eq!(avg.get()?, None);
+                Ok(())
+            }
+
+            #[test]
+            fn state_without_a_current_key_is_an_error() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let v = s.value_state(&ValueStateDescriptor::<i64>::new("v"))?;
+                assert!(matches!(v.value(), Err(StateError::NotKeyed(_))));
+                Ok(())
+            }
+
+            #[test]
+            fn a_name_registered_twice_must_agree() -> Result<(), StateError> {
+                let s = store(all_groups());
+                s.value_state(&ValueStateDescriptor::<i64>::new("x"))?;
+                // The same declaration again is fine (e.g. two functions).
+                s.value_state(&ValueStateDescriptor::<i64>::new("x"))?;
+                let clash = s.list_state(&ListStateDescriptor::<i64>::new("x"));
+                assert!(matches!(clash, Err(StateError::Conflict { .. })));
+                let clash = s.value_state(&ValueStateDescriptor::<String>::new("x"));
+                assert!(matches!(clash, Err(StateError::Conflict { .. })));
+                Ok(())
+            }
+
+            #[test]
+            fn snapshots_by_key_group_restore_at_another_parallelism() -> Result<(), StateError> {
+                // One subtask holds every key; two take over half each.
+                let one = store(key_group_range_for_operator(128, 1, 0));
+                let v = one.value_state(&ValueStateDescriptor::<u64>::new("count"))?;
+                for k in 0..200u64 {
+                    one.set_current_key(&k)?;
+                    v.update(k * 10)?;
+                }
+                let halves: Vec<KeyedStateStore> = (0..2)
+                    .map(|i| store(key_group_range_for_operator(128, 2, i)))
+                    .collect();
+                let handles = halves
+                    .iter()
+                    .map(|h| h.value_state(&ValueStateDescriptor::<u64>::new("count")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                for kg in 0..128 {
+                    for entry in one.snapshot_key_group($crate::KeyGroup(kg))? {
+                        for h in &halves {
+                            h.restore(&entry)?;
+                        }
+                    }
+                }
+                for k in 0..200u64 {
+                    let kg = $crate::assign_to_key_group(&k, 128);
+                    let owner = $crate::operator_index_for_key_group(128, 2, kg) as usize;
+                    halves[owner].set_current_key(&k)?;
+                    assert_eq!(handles[owner].value()?, Some(k * 10), "key {k}");
+                }
+                assert_eq!(halves[0].len("count")? + halves[1].len("count")?, 200);
+                Ok(())
+            }
+
+            #[test]
+            fn a_key_outside_the_range_is_rejected() -> Result<(), StateError> {
+                let s = store(KeyGroupRange { start: 0, end: 0 });
+                s.value_state(&ValueStateDescriptor::<u64>::new("v"))?;
+                let outside = (0..1000u64)
+                    .find(|k| $crate::assign_to_key_group(k, 128).0 != 0)
+                    .unwrap_or(1);
+                assert!(s.set_current_key(&outside).is_err());
+                Ok(())
+            }
+        }
+    };
+}

@@ -1,0 +1,217 @@
+//! Keyed state in a sorted key-value store, as bytes (the RocksDB backend).
+//!
+//! Layout of a store key: `state id (2 bytes, big endian) | key group
+//! (2 bytes, big endian) | encoded key`, so one state's key-group range is
+//! one contiguous scan. A value is the versioned encoding of `(ttl stamp,
+//! value)`. List and map state keep a key's whole list or map in one value.
+
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::Serialize;
+
+use crate::clock::SharedClock;
+use crate::codec::{decode_value, encode_value};
+use crate::descriptor::StateKind;
+use crate::error::StateError;
+use crate::key_group::{KeyGroup, KeyGroupRange};
+use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
+
+/// A sorted key-value store holding keyed state. By implementing this
+/// trait, you promise that `scan_prefix` visits every key starting with the
+/// prefix, in byte order.
+pub trait KvStore: Send {
+    /// The value of `key`.
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError>;
+    /// Sets `key` to `value`.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;
+    /// Removes `key`.
+    fn delete(&mut self, key: &[u8]) -> Result<(), StateError>;
+    /// Calls `f(key, value)` for every key starting with `prefix`.
+    fn scan_prefix(
+        &mut self,
+        prefix: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StateError>,
+    ) -> Result<(), StateError>;
+}
+
+pub(crate) struct KvTable {
+    pub name: String,
+    pub kind: StateKind,
+    pub type_name: &'static str,
+    pub ttl: Option<StateTtlConfig>,
+}
+
+/// Keyed state of one operator subtask in a [`KvStore`].
+pub(crate) struct KvBackend {
+    pub store: Box<dyn KvStore>,
+    pub range: KeyGroupRange,
+    pub max_parallelism: u32,
+    pub clock: SharedClock,
+    pub key: Vec<u8>,
+    pub key_group: KeyGroup,
+    pub has_key: bool,
+    pub tables: Vec<KvTable>,
+    db_key: Vec<u8>,
+}
+
+fn prefix(id: usize, key_group: KeyGroup) -> [u8; 4] {
+    let id = (id as u16).to_be_bytes();
+    let kg = (key_group.0 as u16).to_be_bytes();
+    [id[0], id[1], kg[0], kg[1]]
+}
+
+impl KvBackend {
+    pub fn new(
+        store: Box<dyn KvStore>,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        clock: SharedClock,
+    ) -> Self {
+        KvBackend {
+            store,
+            range,
+            max_parallelism,
+            clock,
+            key: Vec::with_capacity(64),
+            key_group: KeyGroup(0),
+            has_key: false,
+            tables: Vec::new(),
+            db_key: Vec::with_capacity(96),
+        }
+    }
+
+    pub fn register<V>(
+        &mut self,
+        name: &str,
+        kind: StateKind,
+        ttl: Option<StateTtlConfig>,
+    ) -> Result<usize, StateError> {
+        let type_name = std::any::type_name::<V>();
+        if let Some(i) = self.tables.iter().position(|t| t.name == name) {
+            let t = &self.tables[i];
+            if t.kind != kind || t.type_name != type_name {
+                return Err(StateError::Conflict {
+                    name: name.to_string(),
+                    existing: format!("{:?} of {}", t.kind, t.type_name),
+                });
+            }
+            return Ok(i);
+        }
+        if self.tables.len() >= usize::from(u16::MAX) {
+            return Err(StateError::Internal(
+                "too many states in one operator".into(),
+            ));
+        }
+        self.tables.push(KvTable {
+            name: name.to_string(),
+            kind,
+            type_name,
+            ttl,
+        });
+        Ok(self.tables.len() - 1)
+    }
+
+    fn db_key(&mut self, id: usize) -> Result<&[u8], StateError> {
+        if !self.has_key {
+            return Err(StateError::NotKeyed(format!("#{id}")));
+        }
+        self.db_key.clear();
+        self.db_key.extend_from_slice(&prefix(id, self.key_group));
+        self.db_key.extend_from_slice(&self.key);
+        Ok(&self.db_key)
+    }
+
+    /// The current key's value of state `id`, applying TTL: a hidden expired
+    /// value is deleted and reads as `None`; with `OnReadAndWrite` a read
+    /// restarts the value's life.
+    pub fn read<V: Serialize + DeserializeOwned>(
+        &mut self,
+        id: usize,
+    ) -> Result<Option<V>, StateError> {
+        let ttl = self.tables.get(id).and_then(|t| t.ttl);
+        let key = self.db_key(id)?.to_vec();
+        let Some(bytes) = self.store.get(&key)? else {
+            return Ok(None);
+        };
+        let (stamp, value): (i64, V) = decode_value(&bytes)?;
+        if let Some(ttl) = ttl {
+            let now = self.clock.now_ms();
+            if ttl.is_expired(stamp, now) && ttl.visibility == StateVisibility::NeverReturnExpired {
+                self.store.delete(&key)?;
+                return Ok(None);
+            }
+            if ttl.update_type == UpdateType::OnReadAndWrite && !ttl.is_expired(stamp, now) {
+                self.store.put(&key, &encode_value(&(now, &value))?)?;
+            }
+        }
+        Ok(Some(value))
+    }
+
+    /// Sets the current key's value of state `id`.
+    pub fn write<V: Serialize>(&mut self, id: usize, value: &V) -> Result<(), StateError> {
+        let now = if self.tables.get(id).and_then(|t| t.ttl).is_some() {
+            self.clock.now_ms()
+        } else {
+            0
+        };
+        let bytes = encode_value(&(now, value))?;
+        let key = self.db_key(id)?.to_vec();
+        self.store.put(&key, &bytes)
+    }
+
+    /// Removes the current key's value of state `id`.
+    pub fn delete(&mut self, id: usize) -> Result<(), StateError> {
+        let key = self.db_key(id)?.to_vec();
+        self.store.delete(&key)
+    }
+
+    /// `(key, value)` of every key of state `id` in `key_group`.
+    pub fn snapshot(
+        &mut self,
+        id: usize,
+        key_group: KeyGroup,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StateError> {
+        let skip = self
+            .tables
+            .get(id)
+            .and_then(|t| t.ttl)
+            .filter(|t| t.cleanup_full_snapshot);
+        let now = self.clock.now_ms();
+        let mut out = Vec::new();
+        self.store
+            .scan_prefix(&prefix(id, key_group), &mut |k, v| {
+                if let Some(ttl) = skip {
+                    let (stamp, _): (i64, IgnoredAny) = decode_value(v)?;
+                    if ttl.is_expired(stamp, now) {
+                        return Ok(());
+                    }
+                }
+                out.push((k[4..].to_vec(), v.to_vec()));
+                Ok(())
+            })?;
+        Ok(out)
+    }
+
+    /// Puts back an entry of state `id`.
+    pub fn restore(
+        &mut self,
+        id: usize,
+        key_group: KeyGroup,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), StateError> {
+        let mut db_key = prefix(id, key_group).to_vec();
+        db_key.extend_from_slice(key);
+        self.store.put(&db_key, value)
+    }
+
+    /// Number of keys of state `id`.
+    pub fn len(&mut self, id: usize) -> Result<usize, StateError> {
+        let mut n = 0;
+        let id_prefix = (id as u16).to_be_bytes();
+        self.store.scan_prefix(&id_prefix, &mut |_, _| {
+            n += 1;
+            Ok(())
+        })?;
+        Ok(n)
+    }
+}
