@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rocksdb::{BlockBasedOptions, Cache, Direction, IteratorMode, Options, WriteOptions, DB};
-use weir_state::{KeyGroupRange, KeyedStateStore, KvStore, SharedClock, StateError};
+use weir_state::{KeyGroupRange, KeyedStateStore, KvStore, ScanFn, SharedClock, StateError};
 
 /// Options of the RocksDB backend (Flink's `state.backend.rocksdb.*`).
 #[derive(Debug, Clone)]
@@ -148,11 +148,7 @@ impl KvStore for RocksDbKvStore {
             .map_err(storage_error)
     }
 
-    fn scan_prefix(
-        &mut self,
-        prefix: &[u8],
-        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StateError>,
-    ) -> Result<(), StateError> {
+    fn scan_prefix(&mut self, prefix: &[u8], f: &mut ScanFn<'_>) -> Result<(), StateError> {
         let db = self.db()?;
         for item in db.iterator(IteratorMode::From(prefix, Direction::Forward)) {
             let (k, v) = item.map_err(storage_error)?;

@@ -15,6 +15,12 @@ use crate::error::StateError;
 use crate::key_group::{KeyGroup, KeyGroupRange};
 use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 
+/// Called for each entry of a scan, with its key and value.
+pub type ScanFn<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), StateError> + 'a;
+
+/// Encoded `(key, value)` pairs.
+pub(crate) type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A sorted key-value store holding keyed state. By implementing this
 /// trait, you promise that `scan_prefix` visits every key starting with the
 /// prefix, in byte order.
@@ -26,11 +32,7 @@ pub trait KvStore: Send {
     /// Removes `key`.
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError>;
     /// Calls `f(key, value)` for every key starting with `prefix`.
-    fn scan_prefix(
-        &mut self,
-        prefix: &[u8],
-        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<(), StateError>,
-    ) -> Result<(), StateError>;
+    fn scan_prefix(&mut self, prefix: &[u8], f: &mut ScanFn<'_>) -> Result<(), StateError>;
 }
 
 pub(crate) struct KvTable {
@@ -165,11 +167,7 @@ impl KvBackend {
     }
 
     /// `(key, value)` of every key of state `id` in `key_group`.
-    pub fn snapshot(
-        &mut self,
-        id: usize,
-        key_group: KeyGroup,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StateError> {
+    pub fn snapshot(&mut self, id: usize, key_group: KeyGroup) -> Result<Pairs, StateError> {
         let skip = self
             .tables
             .get(id)
