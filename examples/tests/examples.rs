@@ -173,3 +173,28 @@ fn running_total_word_count_counts_every_word() {
         .count();
     assert!(stdout.trim_end().ends_with(&format!(",{n})")), "{stdout}");
 }
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn keyed_state_max_runs_on_rocksdb_too() {
+    let heap = run(
+        "keyed_state_max",
+        "cities.csv",
+        &["-D", "state.backend.type=hashmap"],
+    )
+    .0;
+    let rocks = run(
+        "keyed_state_max",
+        "cities.csv",
+        &["-D", "state.backend.type=rocksdb"],
+    )
+    .0;
+    assert_eq!(heap, rocks);
+    let rocks = run(
+        "running_total_word_count",
+        "words.txt",
+        &["-D", "state.backend.type=rocksdb"],
+    )
+    .0;
+    assert!(rocks.starts_with("(to,1)\n(be,2)\n"), "{rocks}");
+}

@@ -43,7 +43,14 @@ fn main() -> anyhow::Result<()> {
         Some("windows") => suite(events, &["tumbling", "sliding", "session"], &[1, 2]),
         Some("state") => suite(
             events,
-            &["value-state-10k", "value-state-1m", "map-state"],
+            &[
+                "value-state-10k",
+                "value-state-1m",
+                "map-state",
+                "rocksdb-value-state-10k",
+                "rocksdb-value-state-1m",
+                "rocksdb-map-state",
+            ],
             &[1],
         ),
         Some("job") => {
@@ -139,6 +146,16 @@ fn run_job(name: &str, parallelism: u32, events: u64) -> anyhow::Result<()> {
         }
         "value-state-10k" | "value-state-1m" | "map-state" => {
             state_job(&env, name, events);
+        }
+        "rocksdb-value-state-10k" | "rocksdb-value-state-1m" | "rocksdb-map-state" => {
+            let mut config = Configuration::new();
+            // Memory bounded by 8 MiB of block cache and 2 × 4 MiB buffers.
+            config
+                .set("state.backend.type", "rocksdb")
+                .set("state.backend.rocksdb.block.cache-size", "8 mb")
+                .set("state.backend.rocksdb.writebuffer.size", "4 mb");
+            env.configure(&config)?;
+            state_job(&env, name.trim_start_matches("rocksdb-"), events);
         }
         other => bail!("unknown job {other}"),
     }

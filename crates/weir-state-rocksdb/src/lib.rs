@@ -95,9 +95,18 @@ impl RocksDbKvStore {
         let cache = Cache::new_lru_cache(backend.block_cache_bytes).map_err(storage_error)?;
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&cache);
+        // State access is point look-ups: bloom filters skip files that
+        // cannot hold the key.
+        table.set_bloom_filter(10.0, false);
+        table.set_cache_index_and_filter_blocks(true);
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.set_block_based_table_factory(&table);
+        // Values are small and short-lived; compression costs more CPU than
+        // it saves I/O here.
+        opts.set_compression_type(rocksdb::DBCompressionType::None);
+        opts.set_memtable_whole_key_filtering(true);
+        opts.set_memtable_prefix_bloom_ratio(0.1);
         opts.set_write_buffer_size(backend.write_buffer_bytes);
         opts.set_max_write_buffer_number(2);
         let db = DB::open(&opts, &dir).map_err(storage_error)?;

@@ -44,6 +44,7 @@ pub use key_group::{
 };
 pub use kv::{KvStore, ScanFn};
 pub use store::{
-    AggregatingState, KeyedStateStore, ListState, MapState, ReducingState, StateEntry, ValueState,
+    AggregatingState, KeyedStateStore, ListState, MapState, ReducingState, StateBackend,
+    StateEntry, ValueState,
 };
 pub use ttl::{StateTtlConfig, StateTtlConfigBuilder, StateVisibility, UpdateType};

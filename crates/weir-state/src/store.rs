@@ -742,3 +742,65 @@ impl<In, Acc: StateValue, Out> AggregatingState<In, Acc, Out> {
         self.handle.update(|_| None)
     }
 }
+
+type OpenFn =
+    dyn Fn(u32, KeyGroupRange, SharedClock) -> Result<KeyedStateStore, StateError> + Send + Sync;
+
+/// Which keyed-state backend a job uses (Flink's `state.backend.type`): a
+/// named way to open a [`KeyedStateStore`] for each keyed operator subtask.
+#[derive(Clone)]
+pub struct StateBackend {
+    name: &'static str,
+    open: Arc<OpenFn>,
+}
+
+impl std::fmt::Debug for StateBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StateBackend({})", self.name)
+    }
+}
+
+impl Default for StateBackend {
+    fn default() -> Self {
+        Self::heap()
+    }
+}
+
+impl StateBackend {
+    /// Typed state in memory (Flink's `hashmap`), the default.
+    pub fn heap() -> Self {
+        Self::new("hashmap", |mp, range, clock| {
+            Ok(KeyedStateStore::heap_with_clock(mp, range, clock))
+        })
+    }
+
+    /// A backend called `name` opening stores with `open(max_parallelism,
+    /// key_groups, clock)`.
+    pub fn new(
+        name: &'static str,
+        open: impl Fn(u32, KeyGroupRange, SharedClock) -> Result<KeyedStateStore, StateError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        StateBackend {
+            name,
+            open: Arc::new(open),
+        }
+    }
+
+    /// The backend's name (`hashmap`, `rocksdb`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Opens the store of one operator subtask.
+    pub fn open(
+        &self,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        clock: SharedClock,
+    ) -> Result<KeyedStateStore, StateError> {
+        (self.open)(max_parallelism, range, clock)
+    }
+}

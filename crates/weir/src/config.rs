@@ -33,6 +33,12 @@ pub mod keys {
     pub const REST_PORT: &str = "rest.port";
     /// State backend: `hashmap` or `rocksdb`.
     pub const STATE_BACKEND: &str = "state.backend.type";
+    /// Working directory of RocksDB instances.
+    pub const ROCKSDB_LOCAL_DIR: &str = "state.backend.rocksdb.localdir";
+    /// Block cache size per RocksDB instance (`64 mb`).
+    pub const ROCKSDB_BLOCK_CACHE: &str = "state.backend.rocksdb.block.cache-size";
+    /// Write buffer size per RocksDB instance (`4 mb`).
+    pub const ROCKSDB_WRITE_BUFFER: &str = "state.backend.rocksdb.writebuffer.size";
     /// Weir's own: records per batch on a channel between tasks.
     pub const BATCH_SIZE: &str = "weir.exchange.batch-size";
     /// Weir's own: batches a channel holds before its producer blocks.
@@ -193,6 +199,25 @@ fn scalar(yaml: &Yaml) -> Option<String> {
         Yaml::Boolean(b) => Some(b.to_string()),
         _ => None,
     }
+}
+
+/// Parses a memory size as Flink writes them: `64 mb`, `1gb`, `512 kb`; a
+/// bare number is bytes.
+pub fn parse_memory_size(text: &str) -> std::result::Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: usize = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a memory size (e.g. '64 mb')"))?;
+    let factor: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" | "bytes" => 1,
+        "k" | "kb" | "kibibytes" => 1 << 10,
+        "m" | "mb" | "mebibytes" => 1 << 20,
+        "g" | "gb" | "gibibytes" => 1 << 30,
+        other => return Err(format!("unknown memory unit '{other}' in '{text}'")),
+    };
+    Ok(n.saturating_mul(factor))
 }
 
 /// Parses a duration as Flink writes them: `100 ms`, `10s`, `1 min`, `2 h`,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use weir_runtime::cluster::{self, JobClient, JobConfig, JobExecutionResult};
 use weir_runtime::graph::{NodeFactory, StreamGraph, TypeOf};
 use weir_runtime::time::SharedClock;
+use weir_state::StateBackend;
 
 use crate::args::{EngineArgs, ParameterTool};
 use crate::config::{keys, Configuration};
@@ -110,21 +111,15 @@ impl StreamExecutionEnvironment {
             job.buffer_timeout = timeout;
         }
         if let Some(backend) = config.get(keys::STATE_BACKEND) {
-            match backend.trim().to_ascii_lowercase().as_str() {
-                "hashmap" | "heap" => {}
-                "rocksdb" => {
-                    return Err(Error::Config(
-                        "state.backend.type 'rocksdb': the RocksDB backend is not built yet; \
-                         use 'hashmap'"
-                            .into(),
-                    ))
-                }
+            job.state_backend = match backend.trim().to_ascii_lowercase().as_str() {
+                "hashmap" | "heap" => StateBackend::heap(),
+                "rocksdb" => rocksdb_backend(config)?,
                 other => {
                     return Err(Error::Config(format!(
                         "state.backend.type must be 'hashmap' or 'rocksdb', is '{other}'"
                     )))
                 }
-            }
+            };
         }
         if let Some(interval) = config.get_duration(keys::AUTO_WATERMARK_INTERVAL)? {
             job.auto_watermark_interval = interval;
@@ -211,6 +206,12 @@ impl StreamExecutionEnvironment {
     /// The interval of periodic watermark emission.
     pub fn get_auto_watermark_interval(&self) -> Duration {
         self.state().job.auto_watermark_interval
+    }
+
+    /// Sets where keyed state lives (Flink's `state.backend.type`).
+    pub fn set_state_backend(&self, backend: StateBackend) -> &Self {
+        self.state().job.state_backend = backend;
+        self
     }
 
     /// Replaces the processing-time clock, e.g. with a
@@ -410,6 +411,42 @@ impl StreamExecutionEnvironment {
     pub(crate) fn with_graph<R>(&self, f: impl FnOnce(&mut StreamGraph) -> R) -> R {
         f(&mut self.state().graph)
     }
+}
+
+/// The RocksDB backend with the `state.backend.rocksdb.*` options.
+#[cfg(feature = "rocksdb")]
+fn rocksdb_backend(config: &Configuration) -> Result<StateBackend> {
+    use crate::config::parse_memory_size;
+    let mut options = weir_state_rocksdb::RocksDbStateBackend::new(
+        config
+            .get(keys::ROCKSDB_LOCAL_DIR)
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir),
+    );
+    let size = |key: &str| -> Result<Option<usize>> {
+        config
+            .get(key)
+            .map(|v| parse_memory_size(v).map_err(|e| Error::Config(format!("{key}: {e}"))))
+            .transpose()
+    };
+    if let Some(bytes) = size(keys::ROCKSDB_BLOCK_CACHE)? {
+        options.block_cache_bytes = bytes;
+    }
+    if let Some(bytes) = size(keys::ROCKSDB_WRITE_BUFFER)? {
+        options.write_buffer_bytes = bytes;
+    }
+    Ok(StateBackend::new("rocksdb", move |mp, range, clock| {
+        options.open(mp, range, clock)
+    }))
+}
+
+#[cfg(not(feature = "rocksdb"))]
+fn rocksdb_backend(_config: &Configuration) -> Result<StateBackend> {
+    Err(Error::Config(
+        "state.backend.type 'rocksdb': this build has no RocksDB backend; build with the \
+         'rocksdb' feature (e.g. cargo run --features rocksdb ...)"
+            .into(),
+    ))
 }
 
 fn positive(what: &str, n: u32) -> Result<u32> {

@@ -41,6 +41,8 @@ pub struct JobConfig {
     pub clock: SharedClock,
     /// Interval of periodic watermarks (Flink's default 200 ms); zero disables.
     pub auto_watermark_interval: Duration,
+    /// Where keyed state lives.
+    pub state_backend: weir_state::StateBackend,
 }
 
 impl Default for JobConfig {
@@ -54,6 +56,7 @@ impl Default for JobConfig {
             chaining: true,
             clock: system_clock(),
             auto_watermark_interval: Duration::from_millis(200),
+            state_backend: weir_state::StateBackend::heap(),
         }
     }
 }
@@ -303,6 +306,7 @@ impl<'g> Plan<'g> {
             auto_watermark_interval: self.config.auto_watermark_interval,
             metrics: Arc::clone(&self.metrics[id.0]),
             keyed_state: None,
+            state_backend: self.config.state_backend.clone(),
         }
     }
 

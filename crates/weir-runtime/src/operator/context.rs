@@ -9,8 +9,8 @@ use crate::metrics::OperatorMetrics;
 use crate::time::SharedClock;
 use weir_state::{
     AggregatingState, AggregatingStateDescriptor, KeyedStateStore, ListState, ListStateDescriptor,
-    MapState, MapStateDescriptor, ReducingState, ReducingStateDescriptor, StateError, StateValue,
-    ValueState, ValueStateDescriptor,
+    MapState, MapStateDescriptor, ReducingState, ReducingStateDescriptor, StateBackend, StateError,
+    StateValue, ValueState, ValueStateDescriptor,
 };
 
 /// The runtime context of one parallel instance of an operator (Flink's
@@ -38,6 +38,8 @@ pub struct RuntimeContext {
     pub metrics: Arc<OperatorMetrics>,
     /// Keyed state of this subtask, on keyed streams only.
     pub keyed_state: Option<KeyedStateStore>,
+    /// The backend keyed operators open their state in.
+    pub state_backend: StateBackend,
 }
 
 impl RuntimeContext {

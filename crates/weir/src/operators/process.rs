@@ -82,13 +82,17 @@ pub(crate) struct KeyedProcessOperator<F, K, I, O> {
 
 /// The keyed state of a keyed operator's subtask, and the context its
 /// functions open with.
-pub(crate) fn keyed_context(ctx: &RuntimeContext) -> (RuntimeContext, KeyedStateStore) {
+pub(crate) fn keyed_context(
+    ctx: &RuntimeContext,
+) -> Result<(RuntimeContext, KeyedStateStore), weir_state::StateError> {
     let range =
         key_group_range_for_operator(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index);
-    let store = KeyedStateStore::heap_with_clock(ctx.max_parallelism, range, ctx.clock.clone());
+    let store = ctx
+        .state_backend
+        .open(ctx.max_parallelism, range, ctx.clock.clone())?;
     let mut keyed = ctx.clone();
     keyed.keyed_state = Some(store.clone());
-    (keyed, store)
+    Ok((keyed, store))
 }
 
 /// Points keyed state at `key`, if the function declared any.
@@ -161,7 +165,7 @@ where
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.clock = Some(ctx.clock.clone());
-        let (ctx, store) = keyed_context(ctx);
+        let (ctx, store) = keyed_context(ctx)?;
         self.state = Some(store);
         self.f.open(&ctx)
     }

@@ -183,10 +183,42 @@ fn keyed_state_outside_a_keyed_stream_is_a_clear_error() {
 }
 
 #[test]
-fn the_rocksdb_backend_is_refused_until_it_exists() {
-    let result = StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=rocksdb"]);
-    assert!(matches!(result, Err(weir::Error::Config(_))));
+fn the_backend_is_chosen_by_configuration() {
     assert!(
         StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=hashmap"]).is_ok()
     );
+    let result = StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=lmdb"]);
+    assert!(matches!(result, Err(weir::Error::Config(_))));
+    let rocks = StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=rocksdb"]);
+    if cfg!(feature = "rocksdb") {
+        assert!(rocks.is_ok());
+    } else {
+        assert!(matches!(rocks, Err(weir::Error::Config(_))));
+    }
+}
+
+/// The same keyed-state job on each backend gives the same results.
+#[cfg(feature = "rocksdb")]
+#[test]
+fn keyed_state_jobs_agree_on_heap_and_rocksdb() -> anyhow::Result<()> {
+    let run = |backend: &str| -> anyhow::Result<Vec<String>> {
+        let env = StreamExecutionEnvironment::from_args_iter([
+            "-D".to_string(),
+            format!("state.backend.type={backend}"),
+            "-p".to_string(),
+            "2".to_string(),
+        ])?;
+        let input: Vec<(String, String, i64)> = (0..3000)
+            .map(|i| (format!("c{}", i % 101), String::new(), (i * 7919) % 1000))
+            .collect();
+        Ok(sorted(
+            env.from_collection(input)
+                .set_parallelism(1)
+                .key_by(|r| r.0.clone())
+                .map(RunningMax::default())
+                .execute_and_collect()?,
+        ))
+    };
+    assert_eq!(run("hashmap")?, run("rocksdb")?);
+    Ok(())
 }
