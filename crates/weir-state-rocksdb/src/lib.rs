@@ -3,7 +3,7 @@
 //! The principal type is [`RocksDbStateBackend`]: options (block cache,
 //! write buffers, local working directory) from which each keyed operator
 //! subtask opens its own RocksDB instance, wrapped as a
-//! [`KeyedStateStore`](weir_state::KeyedStateStore) with the same API as the
+//! [`KeyedStateStore`] with the same API as the
 //! heap backend. State may be far larger than memory: RocksDB keeps it on
 //! local disk, with memory bounded by the block cache and write buffers.
 //!

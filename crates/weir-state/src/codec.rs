@@ -29,6 +29,11 @@ pub fn encode_key<K: Serialize + ?Sized>(key: &K, buf: &mut Vec<u8>) -> Result<(
     Ok(())
 }
 
+/// A key from bytes written by [`encode_key`].
+pub fn decode_key<K: DeserializeOwned>(bytes: &[u8]) -> Result<K, StateError> {
+    Ok(postcard::from_bytes(bytes)?)
+}
+
 /// A value as bytes: version byte, then MessagePack (structs as maps).
 pub fn encode_value<V: Serialize + ?Sized>(value: &V) -> Result<Vec<u8>, StateError> {
     let mut bytes = vec![VALUE_FORMAT_VERSION];

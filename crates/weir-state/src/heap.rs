@@ -42,6 +42,8 @@ pub(crate) trait StateTable: Send {
     fn restore_entry(&mut self, group: usize, key: &[u8], value: &[u8]) -> Result<(), StateError>;
     /// Number of keys holding a value.
     fn len(&self) -> usize;
+    /// Calls `f(group offset, encoded key)` for every key holding a value.
+    fn keys(&self, f: &mut dyn FnMut(usize, &[u8]));
 }
 
 /// The values of one state, by key group (offset in the backend's range),
@@ -201,6 +203,13 @@ impl<V: Serialize + DeserializeOwned + Send + 'static> StateTable for TypedTable
     }
     fn len(&self) -> usize {
         self.groups.iter().map(HashTable::len).sum()
+    }
+    fn keys(&self, f: &mut dyn FnMut(usize, &[u8])) {
+        for (group, table) in self.groups.iter().enumerate() {
+            for (k, _, _) in table {
+                f(group, k.as_slice());
+            }
+        }
     }
 }
 

@@ -32,7 +32,7 @@ mod store;
 mod ttl;
 
 pub use clock::{system_clock, Clock, ManualClock, SharedClock, SystemClock};
-pub use codec::{decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION};
+pub use codec::{decode_key, decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION};
 pub use descriptor::{
     AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor,
     StateKind, StateValue, ValueStateDescriptor,

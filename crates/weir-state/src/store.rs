@@ -309,6 +309,54 @@ impl KeyedStateStore {
         }
     }
 
+    /// The keys (encoded, with their key groups) holding state `name`, for
+    /// visiting every key (`apply_to_keyed_state`).
+    pub fn keys_of(&self, name: &str) -> Result<Vec<(KeyGroup, Vec<u8>)>, StateError> {
+        let mut out = Vec::new();
+        match &mut *self.lock()? {
+            Backend::Heap(h) => {
+                let start = h.range.start;
+                if let Some(t) = h.tables.iter().find(|t| t.name() == name) {
+                    t.keys(&mut |group, key| {
+                        out.push((KeyGroup(start + group as u32), key.to_vec()))
+                    });
+                }
+            }
+            Backend::Kv(k) => {
+                if let Some(id) = k.tables.iter().position(|t| t.name == name) {
+                    for kg in k.range.iter() {
+                        for (key, _) in k.snapshot(id, kg)? {
+                            out.push((kg, key));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Makes the already encoded `key` of `key_group` the current key.
+    pub fn set_current_encoded_key(
+        &self,
+        key_group: KeyGroup,
+        key: &[u8],
+    ) -> Result<(), StateError> {
+        match &mut *self.lock()? {
+            Backend::Heap(h) => {
+                h.key.clear();
+                h.key.extend_from_slice(key);
+                h.set_key(key_group)
+            }
+            Backend::Kv(k) => {
+                k.key.clear();
+                k.key.extend_from_slice(key);
+                k.key_group = key_group;
+                k.has_key = true;
+                Ok(())
+            }
+        }
+    }
+
     /// Number of keys holding state `name`.
     pub fn len(&self, name: &str) -> Result<usize, StateError> {
         match &mut *self.lock()? {

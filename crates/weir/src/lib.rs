@@ -66,6 +66,7 @@ pub use weir_runtime::cluster::{
 pub mod prelude {
     pub use crate::args::ParameterTool;
     pub use crate::config::Configuration;
+    pub use crate::datastream::{BroadcastConnectedStream, BroadcastStream};
     pub use crate::datastream::{
         ConnectedStreams, DataStream, DataStreamSink, Key, KeyedStream, ProcessJoinContext,
         TaggedUnion,
@@ -73,9 +74,10 @@ pub mod prelude {
     pub use crate::environment::StreamExecutionEnvironment;
     pub use crate::error::{Error, Result};
     pub use crate::functions::{
-        CoProcessFunction, Collector, FilterFunction, FlatMapFunction, FunctionError,
-        FunctionResult, KeyedProcessFunction, MapFunction, OutputTag, ProcessContext,
-        ProcessFunction, ReduceFunction, RuntimeContext, SinkContext, SinkFunction, SourceContext,
+        BroadcastContext, BroadcastProcessFunction, CoProcessFunction, Collector, FilterFunction,
+        FlatMapFunction, FunctionError, FunctionResult, KeyedBroadcastProcessFunction,
+        KeyedProcessFunction, MapFunction, OutputTag, ProcessContext, ProcessFunction,
+        ReadOnlyContext, ReduceFunction, RuntimeContext, SinkContext, SinkFunction, SourceContext,
         SourceFunction, SourceStatus, TimeDomain, TimerService,
     };
     pub use crate::sink::DiscardingSink;

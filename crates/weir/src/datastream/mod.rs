@@ -4,12 +4,14 @@
 //! several); each transformation adds an operator to the environment's graph
 //! and returns a handle on its output. Nothing runs until `execute`.
 
+mod broadcast;
 mod connected;
 mod interval_join;
 mod join;
 mod keyed;
 mod partitioning;
 
+pub use broadcast::{BroadcastConnectedStream, BroadcastStream};
 pub use connected::ConnectedStreams;
 pub use interval_join::{IntervalJoin, IntervalJoined, ProcessJoinContext};
 pub use join::{CoGroup, Join, JoinEqualTo, JoinWhere, JoinWindow, JoinedStreams, TaggedUnion};

@@ -8,10 +8,15 @@
 //! Every parallel subtask runs its own clone of the function, so functions
 //! are `Clone`, and a function's fields are its private per-subtask state.
 
+mod broadcast;
 mod collector;
 mod process;
 mod sink;
 
+pub(crate) use broadcast::BroadcastStates;
+pub use broadcast::{
+    BroadcastContext, BroadcastProcessFunction, KeyedBroadcastProcessFunction, ReadOnlyContext,
+};
 pub use collector::Collector;
 pub(crate) use process::KeyedTimers;
 pub use process::{

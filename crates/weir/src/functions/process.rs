@@ -80,7 +80,21 @@ pub struct TimerService<'a, K> {
     processing_time: i64,
 }
 
-impl<K: Clone + Eq + std::hash::Hash> TimerService<'_, K> {
+impl<'a, K: Clone + Eq + std::hash::Hash> TimerService<'a, K> {
+    pub(crate) fn new(
+        key: &'a K,
+        timers: Option<&'a mut KeyedTimers<K>>,
+        watermark: i64,
+        processing_time: i64,
+    ) -> Self {
+        TimerService {
+            key,
+            timers,
+            watermark,
+            processing_time,
+        }
+    }
+
     fn timers(&mut self) -> &mut KeyedTimers<K> {
         match self.timers.as_deref_mut() {
             Some(t) => t,

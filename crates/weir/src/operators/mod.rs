@@ -5,6 +5,7 @@
 //! with the function called statically, so the compiler can inline it.
 
 mod basic;
+mod broadcast;
 mod co;
 mod interval_join;
 mod process;
@@ -12,6 +13,7 @@ mod reduce;
 mod sink;
 
 pub(crate) use basic::{FilterOperator, FlatMapOperator, MapOperator};
+pub(crate) use broadcast::{BroadcastOperator, KeyedBroadcastOperator};
 pub(crate) use co::{CoFlatMapOperator, CoMapOperator, CoProcessOperator};
 pub(crate) use interval_join::IntervalJoinOperator;
 pub(crate) use process::{KeyedProcessOperator, ProcessOperator};

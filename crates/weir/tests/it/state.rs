@@ -222,3 +222,63 @@ fn keyed_state_jobs_agree_on_heap_and_rocksdb() -> anyhow::Result<()> {
     assert_eq!(run("hashmap")?, run("rocksdb")?);
     Ok(())
 }
+
+/// Every instance sees every broadcast element and keeps its own copy of
+/// the broadcast state.
+#[derive(Clone, Default)]
+struct EchoRules {
+    subtask: u32,
+}
+
+impl BroadcastProcessFunction<i64, (String, i64), String> for EchoRules {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.subtask = ctx.subtask_index;
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        _value: i64,
+        _ctx: &mut ReadOnlyContext<'_>,
+        _out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        Ok(())
+    }
+
+    fn process_broadcast_element(
+        &mut self,
+        (name, limit): (String, i64),
+        ctx: &mut BroadcastContext<'_>,
+        out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        let rules = ctx.get_broadcast_state(&MapStateDescriptor::<String, i64>::new("rules"))?;
+        rules.insert(name.clone(), limit);
+        out.collect(format!(
+            "{} has {} rules after {name}",
+            self.subtask,
+            rules.len()
+        ));
+        Ok(())
+    }
+}
+
+#[test]
+fn every_instance_receives_the_broadcast_stream() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(3);
+    let rules = env
+        .from_elements(vec![("a".to_string(), 1i64), ("b".to_string(), 2)])
+        .broadcast_state(&MapStateDescriptor::<String, i64>::new("rules"));
+    let out = env
+        .from_sequence(1, 10)
+        .connect_broadcast(&rules)
+        .process(EchoRules::default())
+        .execute_and_collect()?;
+    let mut expected = Vec::new();
+    for s in 0..3 {
+        expected.push(format!("{s} has 1 rules after a"));
+        expected.push(format!("{s} has 2 rules after b"));
+    }
+    assert_eq!(sorted(out), sorted(expected));
+    Ok(())
+}
