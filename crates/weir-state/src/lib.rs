@@ -28,6 +28,7 @@ mod heap;
 mod key_bytes;
 mod key_group;
 mod kv;
+mod operator_state;
 mod store;
 mod ttl;
 
@@ -43,6 +44,9 @@ pub use key_group::{
     KeyGroupRange, StableHash, DEFAULT_MAX_PARALLELISM, KEY_HASH_SEED, MAX_MAX_PARALLELISM,
 };
 pub use kv::{KvStore, ScanFn};
+pub use operator_state::{
+    OperatorListState, OperatorStateSnapshot, OperatorStateStore, Redistribution,
+};
 pub use store::{
     AggregatingState, KeyedStateStore, ListState, MapState, ReducingState, StateBackend,
     StateEntry, ValueState,

@@ -99,7 +99,8 @@ pub mod prelude {
     pub use std::time::Duration;
     pub use weir_state::{
         AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState,
-        MapStateDescriptor, ReducingState, ReducingStateDescriptor, StableHash, StateError,
-        StateTtlConfig, StateVisibility, UpdateType, ValueState, ValueStateDescriptor,
+        MapStateDescriptor, OperatorListState, OperatorStateStore, ReducingState,
+        ReducingStateDescriptor, StableHash, StateError, StateTtlConfig, StateVisibility,
+        UpdateType, ValueState, ValueStateDescriptor,
     };
 }

@@ -307,6 +307,7 @@ impl<'g> Plan<'g> {
             metrics: Arc::clone(&self.metrics[id.0]),
             keyed_state: None,
             state_backend: self.config.state_backend.clone(),
+            operator_state: weir_state::OperatorStateStore::new(),
         }
     }
 

@@ -9,8 +9,8 @@ use crate::metrics::OperatorMetrics;
 use crate::time::SharedClock;
 use weir_state::{
     AggregatingState, AggregatingStateDescriptor, KeyedStateStore, ListState, ListStateDescriptor,
-    MapState, MapStateDescriptor, ReducingState, ReducingStateDescriptor, StateBackend, StateError,
-    StateValue, ValueState, ValueStateDescriptor,
+    MapState, MapStateDescriptor, OperatorStateStore, ReducingState, ReducingStateDescriptor,
+    StateBackend, StateError, StateValue, ValueState, ValueStateDescriptor,
 };
 
 /// The runtime context of one parallel instance of an operator (Flink's
@@ -40,6 +40,9 @@ pub struct RuntimeContext {
     pub keyed_state: Option<KeyedStateStore>,
     /// The backend keyed operators open their state in.
     pub state_backend: StateBackend,
+    /// This subtask's operator state (lists that survive rescaling by
+    /// even split or union; snapshots come with checkpoints).
+    pub operator_state: OperatorStateStore,
 }
 
 impl RuntimeContext {

@@ -289,6 +289,7 @@ mod tests {
             metrics: Arc::new(OperatorMetrics::default()),
             keyed_state: None,
             state_backend: StateBackend::heap(),
+            operator_state: weir_state::OperatorStateStore::new(),
         }
     }
 
