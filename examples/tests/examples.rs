@@ -198,3 +198,33 @@ fn keyed_state_max_runs_on_rocksdb_too() {
     .0;
     assert!(rocks.starts_with("(to,1)\n(be,2)\n"), "{rocks}");
 }
+
+#[test]
+fn dynamic_rules_only_alerts_above_a_threshold() {
+    let out = Command::new(example("dynamic_rules"))
+        .arg("--rules")
+        .arg(data("rules.txt"))
+        .arg("--input")
+        .arg(data("readings.txt"))
+        .args(["-p", "2"])
+        .output()
+        .expect("run example");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Rules and readings race (as in Flink), so which alerts appear depends
+    // on timing; every alert that does appear is right.
+    let allowed = [
+        "ALERT temp-2: 12 > 10 (alert #1)",
+        "ALERT temp-1: 35 > 30 (alert #1)",
+        "ALERT temp-1: 31 > 30 (alert #1)",
+        "ALERT temp-1: 31 > 30 (alert #2)",
+    ];
+    for line in stdout.lines() {
+        let alert = line.split_once("> ").map_or(line, |(_, rest)| rest);
+        assert!(allowed.contains(&alert), "unexpected output {line:?}");
+    }
+}
