@@ -409,25 +409,16 @@ impl<V: Serialize + DeserializeOwned + Send + 'static> Handle<V> {
                 return Ok(f(value.as_mut()));
             }
         };
-        let HeapBackend {
-            key,
-            key_hash,
-            group,
-            has_key,
-            tables,
-            clock,
-            ..
-        } = &mut *b;
-        if !*has_key {
-            return Err(StateError::NotKeyed(format!("#{}", self.id)));
-        }
-        let table = typed::<V>(tables, self.id)?;
-        let now = if table.ttl.is_some() {
-            clock.now_ms()
-        } else {
-            0
-        };
-        Ok(f(table.read(*group, *key_hash, key, now)))
+        let (
+            table,
+            Cursor {
+                group,
+                key_hash,
+                key,
+                now,
+            },
+        ) = cursor::<V>(&mut *b, self.id)?;
+        Ok(f(table.read(group, key_hash, key, now)))
     }
 
     fn get(&self) -> Result<Option<V>, StateError>
@@ -469,31 +460,22 @@ impl<V: Serialize + DeserializeOwned + Send + 'static> Handle<V> {
                 return k.write(self.id, &value);
             }
         };
-        let HeapBackend {
-            key,
-            key_hash,
-            group,
-            has_key,
-            tables,
-            clock,
-            ..
-        } = b;
-        if !*has_key {
-            return Err(StateError::NotKeyed(format!("#{}", self.id)));
-        }
-        let table = typed::<V>(tables, self.id)?;
-        let now = if table.ttl.is_some() {
-            clock.now_ms()
-        } else {
-            0
-        };
-        match table.write(*group, *key_hash, key, now) {
+        let (
+            table,
+            Cursor {
+                group,
+                key_hash,
+                key,
+                now,
+            },
+        ) = cursor::<V>(b, self.id)?;
+        match table.write(group, key_hash, key, now) {
             Some(v) if replace => *v = init(),
             Some(v) => f(v),
             None => {
                 let mut v = init();
                 f(&mut v);
-                table.insert(*group, *key_hash, key.as_slice().into(), v, now);
+                table.insert(group, key_hash, key.into(), v, now);
             }
         }
         Ok(())
@@ -513,33 +495,67 @@ impl<V: Serialize + DeserializeOwned + Send + 'static> Handle<V> {
                 };
             }
         };
-        let HeapBackend {
-            key,
-            key_hash,
-            group,
-            has_key,
-            tables,
-            clock,
-            ..
-        } = &mut *b;
-        if !*has_key {
-            return Err(StateError::NotKeyed(format!("#{}", self.id)));
-        }
-        let table = typed::<V>(tables, self.id)?;
-        let now = if table.ttl.is_some() {
-            clock.now_ms()
-        } else {
-            0
-        };
-        let (stored_key, old) = match table.take(*group, *key_hash, key, now) {
+        let (
+            table,
+            Cursor {
+                group,
+                key_hash,
+                key,
+                now,
+            },
+        ) = cursor::<V>(&mut *b, self.id)?;
+        let (stored_key, old) = match table.take(group, key_hash, key, now) {
             Some((k, v)) => (k, v),
-            None => (key.as_slice().into(), None),
+            None => (key.into(), None),
         };
         if let Some(new) = f(old) {
-            table.insert(*group, *key_hash, stored_key, new, now);
+            table.insert(group, key_hash, stored_key, new, now);
         }
         Ok(())
     }
+}
+
+/// Where the current key's value of one heap table is.
+struct Cursor<'a> {
+    group: usize,
+    key_hash: u64,
+    key: &'a [u8],
+    now: i64,
+}
+
+/// The typed table `id` of a heap backend and the current key's position in
+/// it (with the time, if the table has a time-to-live).
+fn cursor<V: 'static>(
+    b: &mut HeapBackend,
+    id: usize,
+) -> Result<(&mut TypedTable<V>, Cursor<'_>), StateError> {
+    let HeapBackend {
+        key,
+        key_hash,
+        group,
+        has_key,
+        tables,
+        clock,
+        ..
+    } = b;
+    if !*has_key {
+        return Err(StateError::NotKeyed(format!("#{id}")));
+    }
+    let table = typed::<V>(tables, id)?;
+    let now = if table.ttl.is_some() {
+        clock.now_ms()
+    } else {
+        0
+    };
+    Ok((
+        table,
+        Cursor {
+            group: *group,
+            key_hash: *key_hash,
+            key: key.as_slice(),
+            now,
+        },
+    ))
 }
 
 fn typed<V: 'static>(
