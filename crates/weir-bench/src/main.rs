@@ -155,6 +155,11 @@ fn run_job(name: &str, parallelism: u32, events: u64) -> anyhow::Result<()> {
                 .set("state.backend.rocksdb.block.cache-size", "8 mb")
                 .set("state.backend.rocksdb.writebuffer.size", "4 mb");
             env.configure(&config)?;
+            if let Ok(cache) = std::env::var("WEIR_BENCH_ROCKSDB_CACHE") {
+                let mut config = Configuration::new();
+                config.set("weir.state.rocksdb.write-back-cache.size", cache);
+                env.configure(&config)?;
+            }
             state_job(&env, name.trim_start_matches("rocksdb-"), events);
         }
         other => bail!("unknown job {other}"),

@@ -31,6 +31,18 @@ pub trait KvStore: Send {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;
     /// Removes `key`.
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError>;
+    /// Applies puts (`Some`) and deletes (`None`) together; stores with
+    /// write batches override this.
+    fn write_batch(&mut self, ops: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), StateError> {
+        for (key, value) in ops {
+            match value {
+                Some(v) => self.put(key, v)?,
+                None => self.delete(key)?,
+            }
+        }
+        Ok(())
+    }
+
     /// Calls `f(key, value)` for every key starting with `prefix`.
     fn scan_prefix(&mut self, prefix: &[u8], f: &mut ScanFn<'_>) -> Result<(), StateError>;
 }
@@ -53,7 +65,24 @@ pub(crate) struct KvBackend {
     pub has_key: bool,
     pub tables: Vec<KvTable>,
     db_key: Vec<u8>,
+    /// Recently used values (encoded), in front of the store: reads of a
+    /// hot key skip the store, writes are batched. `dirty` entries are
+    /// written back when the cache holds `cache_capacity_bytes` of keys and
+    /// values, and before any scan.
+    cache: std::collections::HashMap<Vec<u8>, Cached, foldhash::fast::RandomState>,
+    cache_bytes: usize,
+    cache_capacity_bytes: usize,
 }
+
+struct Cached {
+    value: Option<Vec<u8>>,
+    dirty: bool,
+}
+
+/// Memory of a cache entry besides its key and value bytes (two vector
+/// headers, the hash-table slot, allocator rounding), so the limit bounds
+/// real memory.
+const ENTRY_OVERHEAD: usize = 96;
 
 fn prefix(id: usize, key_group: KeyGroup) -> [u8; 4] {
     let id = (id as u16).to_be_bytes();
@@ -67,6 +96,7 @@ impl KvBackend {
         max_parallelism: u32,
         range: KeyGroupRange,
         clock: SharedClock,
+        cache_capacity_bytes: usize,
     ) -> Self {
         KvBackend {
             store,
@@ -78,7 +108,72 @@ impl KvBackend {
             has_key: false,
             tables: Vec::new(),
             db_key: Vec::with_capacity(96),
+            cache: Default::default(),
+            cache_bytes: 0,
+            cache_capacity_bytes,
         }
+    }
+
+    /// Writes every dirty cached value back to the store and empties the
+    /// cache.
+    pub fn flush(&mut self) -> Result<(), StateError> {
+        self.cache_bytes = 0;
+        let ops: Vec<(Vec<u8>, Option<Vec<u8>>)> = std::mem::take(&mut self.cache)
+            .into_iter()
+            .filter(|(_, c)| c.dirty)
+            .map(|(k, c)| (k, c.value))
+            .collect();
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.store.write_batch(&ops)
+    }
+
+    fn cached_get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+        if let Some(c) = self.cache.get(key) {
+            return Ok(c.value.clone());
+        }
+        let value = self.store.get(key)?;
+        if self.cache_capacity_bytes > 0 {
+            self.make_room()?;
+            self.cache_bytes += ENTRY_OVERHEAD + key.len() + value.as_ref().map_or(0, Vec::len);
+            self.cache.insert(
+                key.to_vec(),
+                Cached {
+                    value: value.clone(),
+                    dirty: false,
+                },
+            );
+        }
+        Ok(value)
+    }
+
+    fn cached_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> Result<(), StateError> {
+        if self.cache_capacity_bytes == 0 {
+            return match value {
+                Some(v) => self.store.put(key, &v),
+                None => self.store.delete(key),
+            };
+        }
+        match self.cache.get_mut(key) {
+            Some(c) => {
+                c.value = value;
+                c.dirty = true;
+            }
+            None => {
+                self.make_room()?;
+                self.cache
+                    .insert(key.to_vec(), Cached { value, dirty: true });
+            }
+        }
+        Ok(())
+    }
+
+    fn make_room(&mut self) -> Result<(), StateError> {
+        if self.cache_bytes >= self.cache_capacity_bytes {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     pub fn register<V>(
@@ -131,18 +226,18 @@ impl KvBackend {
     ) -> Result<Option<V>, StateError> {
         let ttl = self.tables.get(id).and_then(|t| t.ttl);
         let key = self.db_key(id)?.to_vec();
-        let Some(bytes) = self.store.get(&key)? else {
+        let Some(bytes) = self.cached_get(&key)? else {
             return Ok(None);
         };
         let (stamp, value): (i64, V) = decode_value(&bytes)?;
         if let Some(ttl) = ttl {
             let now = self.clock.now_ms();
             if ttl.is_expired(stamp, now) && ttl.visibility == StateVisibility::NeverReturnExpired {
-                self.store.delete(&key)?;
+                self.cached_set(&key, None)?;
                 return Ok(None);
             }
             if ttl.update_type == UpdateType::OnReadAndWrite && !ttl.is_expired(stamp, now) {
-                self.store.put(&key, &encode_value(&(now, &value))?)?;
+                self.cached_set(&key, Some(encode_value(&(now, &value))?))?;
             }
         }
         Ok(Some(value))
@@ -157,13 +252,13 @@ impl KvBackend {
         };
         let bytes = encode_value(&(now, value))?;
         let key = self.db_key(id)?.to_vec();
-        self.store.put(&key, &bytes)
+        self.cached_set(&key, Some(bytes))
     }
 
     /// Removes the current key's value of state `id`.
     pub fn delete(&mut self, id: usize) -> Result<(), StateError> {
         let key = self.db_key(id)?.to_vec();
-        self.store.delete(&key)
+        self.cached_set(&key, None)
     }
 
     /// `(key, value)` of every key of state `id` in `key_group`.
@@ -175,6 +270,8 @@ impl KvBackend {
             .filter(|t| t.cleanup_full_snapshot);
         let now = self.clock.now_ms();
         let mut out = Vec::new();
+        // The store must hold every value before it is scanned.
+        self.flush()?;
         self.store
             .scan_prefix(&prefix(id, key_group), &mut |k, v| {
                 if let Some(ttl) = skip {
@@ -199,11 +296,12 @@ impl KvBackend {
     ) -> Result<(), StateError> {
         let mut db_key = prefix(id, key_group).to_vec();
         db_key.extend_from_slice(key);
-        self.store.put(&db_key, value)
+        self.cached_set(&db_key, Some(value.to_vec()))
     }
 
     /// Number of keys of state `id`.
     pub fn len(&mut self, id: usize) -> Result<usize, StateError> {
+        self.flush()?;
         let mut n = 0;
         let id_prefix = (id as u16).to_be_bytes();
         self.store.scan_prefix(&id_prefix, &mut |_, _| {

@@ -83,17 +83,23 @@ impl KeyedStateStore {
     }
 
     /// A store keeping state as bytes in `store` (e.g. RocksDB).
+    ///
+    /// Recently used keys stay in a write-back cache of up to
+    /// `cache_bytes` of keys and values in front of the store (0: none):
+    /// reads of hot keys skip it, writes reach it in batches.
     pub fn kv(
         store: Box<dyn KvStore>,
         max_parallelism: u32,
         range: KeyGroupRange,
         clock: SharedClock,
+        cache_bytes: usize,
     ) -> Self {
         Self::with_backend(Backend::Kv(KvBackend::new(
             store,
             max_parallelism,
             range,
             clock,
+            cache_bytes,
         )))
     }
 

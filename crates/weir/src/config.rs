@@ -39,6 +39,9 @@ pub mod keys {
     pub const ROCKSDB_BLOCK_CACHE: &str = "state.backend.rocksdb.block.cache-size";
     /// Write buffer size per RocksDB instance (`4 mb`).
     pub const ROCKSDB_WRITE_BUFFER: &str = "state.backend.rocksdb.writebuffer.size";
+    /// Weir's own: size of the write-back cache in front of each RocksDB
+    /// instance (`4 mb`; `0` disables it).
+    pub const ROCKSDB_WRITE_BACK_CACHE: &str = "weir.state.rocksdb.write-back-cache.size";
     /// Weir's own: records per batch on a channel between tasks.
     pub const BATCH_SIZE: &str = "weir.exchange.batch-size";
     /// Weir's own: batches a channel holds before its producer blocks.

@@ -435,6 +435,9 @@ fn rocksdb_backend(config: &Configuration) -> Result<StateBackend> {
     if let Some(bytes) = size(keys::ROCKSDB_WRITE_BUFFER)? {
         options.write_buffer_bytes = bytes;
     }
+    if let Some(bytes) = size(keys::ROCKSDB_WRITE_BACK_CACHE)? {
+        options.cache_bytes = bytes;
+    }
     Ok(StateBackend::new("rocksdb", move |mp, range, clock| {
         options.open(mp, range, clock)
     }))

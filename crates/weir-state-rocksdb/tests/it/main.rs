@@ -12,6 +12,7 @@ fn state_far_larger_than_the_memory_limits_reads_back() -> Result<(), StateError
     let mut backend = RocksDbStateBackend::new(std::env::temp_dir());
     backend.block_cache_bytes = 1 << 20;
     backend.write_buffer_bytes = 1 << 20;
+    backend.cache_bytes = 1 << 20;
     let store = backend.open(
         128,
         KeyGroupRange { start: 0, end: 127 },
@@ -19,8 +20,9 @@ fn state_far_larger_than_the_memory_limits_reads_back() -> Result<(), StateError
     )?;
     let blob = store.value_state(&ValueStateDescriptor::<String>::new("blob"))?;
     let value = |k: u64| format!("{k:08}{}", "x".repeat(VALUE_BYTES - 8));
-    // 40,000 × 2 KB = 80 MB of state against 1 MiB of block cache and two
-    // 1 MiB write buffers: most of it lives only on disk.
+    // 40,000 × 2 KB = 80 MB of state against 1 MiB of block cache, two
+    // 1 MiB write buffers and a 1 MiB write-back cache: most of it lives
+    // only on disk.
     for k in 0..KEYS {
         store.set_current_key(&k)?;
         blob.update(value(k))?;
