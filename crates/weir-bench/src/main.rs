@@ -43,14 +43,18 @@ fn main() -> anyhow::Result<()> {
         Some("windows") => suite(events, &["tumbling", "sliding", "session"], &[1, 2]),
         Some("state") => suite(
             events,
-            &[
-                "value-state-10k",
-                "value-state-1m",
-                "map-state",
-                "rocksdb-value-state-10k",
-                "rocksdb-value-state-1m",
-                "rocksdb-map-state",
-            ],
+            if cfg!(feature = "rocksdb") {
+                &[
+                    "value-state-10k",
+                    "value-state-1m",
+                    "map-state",
+                    "rocksdb-value-state-10k",
+                    "rocksdb-value-state-1m",
+                    "rocksdb-map-state",
+                ]
+            } else {
+                &["value-state-10k", "value-state-1m", "map-state"]
+            },
             &[1],
         ),
         Some("job") => {
