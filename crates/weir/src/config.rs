@@ -42,6 +42,13 @@ pub mod keys {
     /// Weir's own: size of the write-back cache in front of each RocksDB
     /// instance (`4 mb`; `0` disables it).
     pub const ROCKSDB_WRITE_BACK_CACHE: &str = "weir.state.rocksdb.write-back-cache.size";
+    /// The options the RocksDB backend reads.
+    pub const ROCKSDB_OPTIONS: [&str; 4] = [
+        ROCKSDB_LOCAL_DIR,
+        ROCKSDB_BLOCK_CACHE,
+        ROCKSDB_WRITE_BUFFER,
+        ROCKSDB_WRITE_BACK_CACHE,
+    ];
     /// Weir's own: records per batch on a channel between tasks.
     pub const BATCH_SIZE: &str = "weir.exchange.batch-size";
     /// Weir's own: batches a channel holds before its producer blocks.

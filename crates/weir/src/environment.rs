@@ -110,10 +110,18 @@ impl StreamExecutionEnvironment {
         if let Some(timeout) = config.buffer_timeout()? {
             job.buffer_timeout = timeout;
         }
-        if let Some(backend) = config.get(keys::STATE_BACKEND) {
+        // The backend is built from every key set so far, so that its
+        // options may come in a later call than the backend type.
+        let mut merged = state.config.clone();
+        merged.merge(config);
+        let touches_backend = config.get(keys::STATE_BACKEND).is_some()
+            || keys::ROCKSDB_OPTIONS
+                .iter()
+                .any(|k| config.get(k).is_some());
+        if let (true, Some(backend)) = (touches_backend, merged.get(keys::STATE_BACKEND)) {
             job.state_backend = match backend.trim().to_ascii_lowercase().as_str() {
                 "hashmap" | "heap" => StateBackend::heap(),
-                "rocksdb" => rocksdb_backend(config)?,
+                "rocksdb" => rocksdb_backend(&merged)?,
                 other => {
                     return Err(Error::Config(format!(
                         "state.backend.type must be 'hashmap' or 'rocksdb', is '{other}'"
@@ -134,7 +142,7 @@ impl StreamExecutionEnvironment {
             job.channel_capacity = positive(keys::CHANNEL_CAPACITY, cap)? as usize;
         }
         state.job = job;
-        state.config.merge(config);
+        state.config = merged;
         Ok(())
     }
 

@@ -197,6 +197,36 @@ fn the_backend_is_chosen_by_configuration() {
     }
 }
 
+/// RocksDB options apply whether they come before, with or after the
+/// backend type (an invalid size shows that they were read).
+#[cfg(feature = "rocksdb")]
+#[test]
+fn rocksdb_options_apply_from_any_configure_call() -> anyhow::Result<()> {
+    let bad_size = || {
+        let mut c = Configuration::new();
+        c.set("state.backend.rocksdb.block.cache-size", "lots");
+        c
+    };
+    let rocksdb = || {
+        let mut c = Configuration::new();
+        c.set("state.backend.type", "rocksdb");
+        c
+    };
+    let env = StreamExecutionEnvironment::new();
+    env.configure(&rocksdb())?;
+    assert!(matches!(
+        env.configure(&bad_size()),
+        Err(weir::Error::Config(_))
+    ));
+    let env = StreamExecutionEnvironment::new();
+    env.configure(&bad_size())?;
+    assert!(matches!(
+        env.configure(&rocksdb()),
+        Err(weir::Error::Config(_))
+    ));
+    Ok(())
+}
+
 /// The same keyed-state job on each backend gives the same results.
 #[cfg(feature = "rocksdb")]
 #[test]
