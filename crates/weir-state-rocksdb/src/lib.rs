@@ -110,6 +110,10 @@ impl RocksDbKvStore {
 
         opts.set_write_buffer_size(backend.write_buffer_bytes);
         opts.set_max_write_buffer_number(2);
+        // Most reads with many keys miss the memtables; a bloom filter over
+        // their keys lets those reads skip the skip-list search.
+        opts.set_memtable_whole_key_filtering(true);
+        opts.set_memtable_prefix_bloom_ratio(0.1);
         let db = DB::open(&opts, &dir).map_err(storage_error)?;
         let mut write = WriteOptions::default();
         // Durability comes from checkpoints, as in Flink: no write-ahead log.

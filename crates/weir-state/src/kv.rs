@@ -118,7 +118,7 @@ impl KvBackend {
     /// cache.
     pub fn flush(&mut self) -> Result<(), StateError> {
         self.cache_bytes = 0;
-        let ops: Vec<(Vec<u8>, Option<Vec<u8>>)> = std::mem::take(&mut self.cache)
+        let mut ops: Vec<(Vec<u8>, Option<Vec<u8>>)> = std::mem::take(&mut self.cache)
             .into_iter()
             .filter(|(_, c)| c.dirty)
             .map(|(k, c)| (k, c.value))
@@ -126,6 +126,9 @@ impl KvBackend {
         if ops.is_empty() {
             return Ok(());
         }
+        // In key order, a sorted store (RocksDB's skip list) inserts each
+        // key next to the previous one instead of searching from the top.
+        ops.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         self.store.write_batch(&ops)
     }
 
