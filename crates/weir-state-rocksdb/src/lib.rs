@@ -26,9 +26,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
+use rocksdb::compaction_filter::Decision;
 use rocksdb::{BlockBasedOptions, Cache, Direction, IteratorMode, Options, WriteOptions, DB};
-use weir_state::{KeyGroupRange, KeyedStateStore, KvStore, ScanFn, SharedClock, StateError};
+use weir_state::{
+    ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, ScanFn, SharedClock, StateError,
+};
 
 /// Options of the RocksDB backend (Flink's `state.backend.rocksdb.*`).
 #[derive(Debug, Clone)]
@@ -65,7 +69,7 @@ impl RocksDbStateBackend {
         range: KeyGroupRange,
         clock: SharedClock,
     ) -> Result<KeyedStateStore, StateError> {
-        let store = RocksDbKvStore::open(self)?;
+        let store = RocksDbKvStore::open(self, clock.clone())?;
         Ok(KeyedStateStore::kv(
             Box::new(store),
             max_parallelism,
@@ -88,10 +92,13 @@ pub struct RocksDbKvStore {
     db: Option<DB>,
     dir: PathBuf,
     write: WriteOptions,
+    /// Time-to-live in ms by state id (0: none), read by the compaction
+    /// filter.
+    ttls: Arc<RwLock<Vec<i64>>>,
 }
 
 impl RocksDbKvStore {
-    fn open(backend: &RocksDbStateBackend) -> Result<Self, StateError> {
+    fn open(backend: &RocksDbStateBackend, clock: SharedClock) -> Result<Self, StateError> {
         let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
         let dir = backend
             .local_dir
@@ -114,6 +121,15 @@ impl RocksDbKvStore {
         // their keys lets those reads skip the skip-list search.
         opts.set_memtable_whole_key_filtering(true);
         opts.set_memtable_prefix_bloom_ratio(0.1);
+        let ttls: Arc<RwLock<Vec<i64>>> = Arc::default();
+        let filter_ttls = Arc::clone(&ttls);
+        opts.set_compaction_filter("weir-ttl", move |_level: u32, key: &[u8], value: &[u8]| {
+            if expired(&filter_ttls, clock.as_ref(), key, value) {
+                Decision::Remove
+            } else {
+                Decision::Keep
+            }
+        });
         let db = DB::open(&opts, &dir).map_err(storage_error)?;
         let mut write = WriteOptions::default();
         // Durability comes from checkpoints, as in Flink: no write-ahead log.
@@ -122,6 +138,7 @@ impl RocksDbKvStore {
             db: Some(db),
             dir,
             write,
+            ttls,
         })
     }
 
@@ -134,6 +151,28 @@ impl RocksDbKvStore {
     /// The instance's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// Whether a stored value of a state with a time-to-live has expired.
+/// Undecodable values are kept: reading them reports the error.
+fn expired(ttls: &RwLock<Vec<i64>>, clock: &dyn Clock, key: &[u8], value: &[u8]) -> bool {
+    let Some(id) = key
+        .get(..2)
+        .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+    else {
+        return false;
+    };
+    let ttl_ms = match ttls.read() {
+        Ok(ttls) => ttls.get(id).copied().unwrap_or(0),
+        Err(_) => 0,
+    };
+    if ttl_ms <= 0 {
+        return false;
+    }
+    match ttl_stamp(value) {
+        Ok(stamp) => stamp.saturating_add(ttl_ms) <= clock.now_ms(),
+        Err(_) => false,
     }
 }
 
@@ -173,6 +212,16 @@ impl KvStore for RocksDbKvStore {
         self.db()?
             .write_opt(batch, &self.write)
             .map_err(storage_error)
+    }
+
+    fn expire_in_background(&mut self, state_id: u16, ttl_ms: i64) {
+        if let Ok(mut ttls) = self.ttls.write() {
+            let id = usize::from(state_id);
+            if ttls.len() <= id {
+                ttls.resize(id + 1, 0);
+            }
+            ttls[id] = ttl_ms;
+        }
     }
 
     fn scan_prefix(&mut self, prefix: &[u8], f: &mut ScanFn<'_>) -> Result<(), StateError> {
@@ -225,6 +274,27 @@ mod tests {
             Ok(store) => store,
             Err(e) => panic!("cannot open rocksdb: {e}"),
         }
+    }
+
+    #[test]
+    fn compaction_drops_expired_values_of_states_with_a_time_to_live() -> Result<(), StateError> {
+        let clock = Arc::new(weir_state::ManualClock::new(0));
+        let backend = RocksDbStateBackend::new(std::env::temp_dir());
+        let mut store = RocksDbKvStore::open(&backend, clock.clone())?;
+        store.expire_in_background(0, 1_000);
+        let value = |stamp: i64| weir_state::encode_value(&(stamp, 7u64));
+        // State 0 has a 1 s time-to-live, state 1 none.
+        store.put(b"\0\0\0\0old", &value(0)?)?;
+        store.put(b"\0\0\0\0new", &value(1_500)?)?;
+        store.put(b"\0\x01\0\0old", &value(0)?)?;
+        store.put(b"\0\0\0\0bad", b"not a value")?;
+        clock.set(2_000);
+        store.db()?.compact_range(None::<&[u8]>, None::<&[u8]>);
+        assert_eq!(store.get(b"\0\0\0\0old")?, None);
+        assert_eq!(store.get(b"\0\0\0\0new")?, Some(value(1_500)?));
+        assert_eq!(store.get(b"\0\x01\0\0old")?, Some(value(0)?));
+        assert!(store.get(b"\0\0\0\0bad")?.is_some());
+        Ok(())
     }
 
     weir_state::keyed_state_conformance!(rocksdb, super::open);

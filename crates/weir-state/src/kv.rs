@@ -45,6 +45,21 @@ pub trait KvStore: Send {
 
     /// Calls `f(key, value)` for every key starting with `prefix`.
     fn scan_prefix(&mut self, prefix: &[u8], f: &mut ScanFn<'_>) -> Result<(), StateError>;
+
+    /// Tells the store that values of state `state_id` (the first two
+    /// bytes of their keys) expire `ttl_ms` after their [`ttl_stamp`], so
+    /// it may drop expired ones on its own. Stores without background work
+    /// ignore it.
+    fn expire_in_background(&mut self, state_id: u16, ttl_ms: i64) {
+        let _ = (state_id, ttl_ms);
+    }
+}
+
+/// The time-to-live stamp of a stored value (ms of processing time when it
+/// was last written, or read with `OnReadAndWrite`).
+pub fn ttl_stamp(value: &[u8]) -> Result<i64, StateError> {
+    let (stamp, _): (i64, IgnoredAny) = decode_value(value)?;
+    Ok(stamp)
 }
 
 pub(crate) struct KvTable {
@@ -219,13 +234,18 @@ impl KvBackend {
                 "too many states in one operator".into(),
             ));
         }
+        let id = self.tables.len();
+        if let Some(ttl) = ttl.filter(|t| t.cleanup_in_background) {
+            let ttl_ms = i64::try_from(ttl.ttl.as_millis()).unwrap_or(i64::MAX);
+            self.store.expire_in_background(id as u16, ttl_ms);
+        }
         self.tables.push(KvTable {
             name: name.to_string(),
             kind,
             type_name,
             ttl,
         });
-        Ok(self.tables.len() - 1)
+        Ok(id)
     }
 
     fn db_key(&mut self, id: usize) -> Result<&[u8], StateError> {
@@ -336,16 +356,22 @@ impl KvBackend {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
 
     use super::*;
     use crate::clock::ManualClock;
 
-    /// A sorted in-memory store.
+    /// A sorted in-memory store that records the time-to-live it is told.
     #[derive(Default)]
-    struct MemStore(BTreeMap<Vec<u8>, Vec<u8>>);
+    struct MemStore(BTreeMap<Vec<u8>, Vec<u8>>, Arc<Mutex<Vec<(u16, i64)>>>);
 
     impl KvStore for MemStore {
+        fn expire_in_background(&mut self, state_id: u16, ttl_ms: i64) {
+            if let Ok(mut told) = self.1.lock() {
+                told.push((state_id, ttl_ms));
+            }
+        }
         fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
             Ok(self.0.get(key).cloned())
         }
@@ -376,6 +402,34 @@ mod tests {
             Arc::new(ManualClock::new(0)),
             cache_bytes,
         )
+    }
+
+    #[test]
+    fn states_with_a_time_to_live_are_announced_to_the_store() -> Result<(), StateError> {
+        let store = MemStore::default();
+        let told = Arc::clone(&store.1);
+        let mut b = KvBackend::new(
+            Box::new(store),
+            128,
+            KeyGroupRange { start: 0, end: 127 },
+            Arc::new(ManualClock::new(0)),
+            0,
+        );
+        let ttl = StateTtlConfig::new_builder(Duration::from_secs(3));
+        b.register::<u64>("plain", StateKind::Value, None)?;
+        b.register::<u64>("expiring", StateKind::Value, Some(ttl.build()))?;
+        b.register::<u64>(
+            "kept",
+            StateKind::Value,
+            Some(ttl.disable_cleanup_in_background().build()),
+        )?;
+        assert_eq!(
+            *told
+                .lock()
+                .map_err(|_| StateError::Internal("poisoned".into()))?,
+            vec![(1, 3_000)]
+        );
+        Ok(())
     }
 
     fn set_key(b: &mut KvBackend, k: u64) {

@@ -27,8 +27,11 @@ pub enum StateVisibility {
 /// with a manual clock. Expired values are removed when accessed (with
 /// [`StateVisibility::NeverReturnExpired`]) and, with
 /// [`cleanup_full_snapshot`](StateTtlConfigBuilder::cleanup_full_snapshot),
-/// left out of snapshots. For list and map state the time-to-live covers the
-/// key's whole list or map (Flink tracks it per element and per entry).
+/// left out of snapshots. Backends may also drop expired values in the
+/// background, as Flink does by default: RocksDB drops them when it compacts
+/// its files, unless [`disable_cleanup_in_background`](StateTtlConfigBuilder::disable_cleanup_in_background)
+/// is set. For list and map state the time-to-live covers the key's whole
+/// list or map (Flink tracks it per element and per entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateTtlConfig {
     /// How long a value lives.
@@ -39,6 +42,9 @@ pub struct StateTtlConfig {
     pub visibility: StateVisibility,
     /// Whether snapshots leave expired values out.
     pub cleanup_full_snapshot: bool,
+    /// Whether the backend may drop expired values on its own (RocksDB:
+    /// during compaction).
+    pub cleanup_in_background: bool,
 }
 
 impl StateTtlConfig {
@@ -50,6 +56,7 @@ impl StateTtlConfig {
                 update_type: UpdateType::OnCreateAndWrite,
                 visibility: StateVisibility::NeverReturnExpired,
                 cleanup_full_snapshot: false,
+                cleanup_in_background: true,
             },
         }
     }
@@ -83,6 +90,23 @@ impl StateTtlConfigBuilder {
     /// Leaves expired values out of snapshots.
     pub fn cleanup_full_snapshot(mut self) -> Self {
         self.config.cleanup_full_snapshot = true;
+        self
+    }
+
+    /// Keeps expired values until they are read or left out of a snapshot
+    /// (Flink's `disableCleanupInBackground`).
+    pub fn disable_cleanup_in_background(mut self) -> Self {
+        self.config.cleanup_in_background = false;
+        self
+    }
+
+    /// Drops expired values when RocksDB compacts its files (Flink's
+    /// `cleanupInRocksdbCompactFilter`; on by default). Flink reads the
+    /// clock every `query_time_after_num_entries` entries; Weir reads it
+    /// for every entry, so the count is accepted and not needed.
+    pub fn cleanup_in_rocksdb_compact_filter(mut self, query_time_after_num_entries: u64) -> Self {
+        let _ = query_time_after_num_entries;
+        self.config.cleanup_in_background = true;
         self
     }
 
