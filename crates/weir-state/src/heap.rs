@@ -56,6 +56,10 @@ pub(crate) struct TypedTable<V> {
     /// Per key group: key, value, and when the value was last touched (for
     /// TTL; unused without).
     pub groups: Vec<HashTable<(KeyBytes, V, i64)>>,
+    /// Incremental TTL cleanup: the next key group to sweep, and how many
+    /// entries accesses have paid for so far.
+    cleanup_cursor: usize,
+    cleanup_budget: usize,
 }
 
 impl<V> TypedTable<V> {
@@ -72,6 +76,8 @@ impl<V> TypedTable<V> {
             hasher,
             ttl,
             groups: (0..groups).map(|_| HashTable::new()).collect(),
+            cleanup_cursor: 0,
+            cleanup_budget: 0,
         }
     }
 
@@ -112,6 +118,9 @@ impl<V> TypedTable<V> {
                 .find_mut(hash, |e| e.0.as_slice() == key)
                 .map(|e| &mut e.1);
         };
+        if ttl.cleanup_in_background && ttl.incremental_cleanup_size > 0 {
+            self.clean_up_incrementally(ttl, now);
+        }
         let hidden = match self.groups[group].find(hash, |e| e.0.as_slice() == key) {
             None => return None,
             Some(e) => self.hidden(e.2, now),
@@ -125,6 +134,23 @@ impl<V> TypedTable<V> {
             entry.2 = now;
         }
         Some(&mut entry.1)
+    }
+
+    /// Pays for `incremental_cleanup_size` entries; sweeps the next key
+    /// group of expired values once the budget covers it.
+    fn clean_up_incrementally(&mut self, ttl: StateTtlConfig, now: i64) {
+        self.cleanup_budget = self
+            .cleanup_budget
+            .saturating_add(ttl.incremental_cleanup_size);
+        let Some(table) = self.groups.get_mut(self.cleanup_cursor) else {
+            return;
+        };
+        if self.cleanup_budget < table.len() {
+            return;
+        }
+        self.cleanup_budget -= table.len();
+        table.retain(|e| !ttl.is_expired(e.2, now));
+        self.cleanup_cursor = (self.cleanup_cursor + 1) % self.groups.len();
     }
 
     /// Removes `key`, returning the stored key (to reuse) and its value, or

@@ -29,7 +29,7 @@ pub enum StateVisibility {
 /// [`cleanup_full_snapshot`](StateTtlConfigBuilder::cleanup_full_snapshot),
 /// left out of snapshots. Backends may also drop expired values in the
 /// background, as Flink does by default: RocksDB drops them when it compacts
-/// its files, unless [`disable_cleanup_in_background`](StateTtlConfigBuilder::disable_cleanup_in_background)
+/// its files, the heap backend checks a few entries on each access, unless [`disable_cleanup_in_background`](StateTtlConfigBuilder::disable_cleanup_in_background)
 /// is set. For list and map state the time-to-live covers the key's whole
 /// list or map (Flink tracks it per element and per entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +43,11 @@ pub struct StateTtlConfig {
     /// Whether snapshots leave expired values out.
     pub cleanup_full_snapshot: bool,
     /// Whether the backend may drop expired values on its own (RocksDB:
-    /// during compaction).
+    /// during compaction; heap: incrementally, on access).
     pub cleanup_in_background: bool,
+    /// Entries the heap backend checks for expiry per state access, when
+    /// cleaning up in the background.
+    pub incremental_cleanup_size: usize,
 }
 
 impl StateTtlConfig {
@@ -57,6 +60,7 @@ impl StateTtlConfig {
                 visibility: StateVisibility::NeverReturnExpired,
                 cleanup_full_snapshot: false,
                 cleanup_in_background: true,
+                incremental_cleanup_size: 5,
             },
         }
     }
@@ -97,6 +101,23 @@ impl StateTtlConfigBuilder {
     /// (Flink's `disableCleanupInBackground`).
     pub fn disable_cleanup_in_background(mut self) -> Self {
         self.config.cleanup_in_background = false;
+        self
+    }
+
+    /// Checks `cleanup_size` entries for expiry on every access of the
+    /// state in the heap backend (Flink's `cleanupIncrementally`; on by
+    /// default with 5). The work is amortized: each access adds to a budget
+    /// and a whole key group is swept once the budget covers it. Flink's
+    /// `runCleanupForEveryRecord` (also on records that do not touch the
+    /// state) is not supported: the flag is accepted and has no effect.
+    pub fn cleanup_incrementally(
+        mut self,
+        cleanup_size: usize,
+        run_cleanup_for_every_record: bool,
+    ) -> Self {
+        let _ = run_cleanup_for_every_record;
+        self.config.cleanup_in_background = true;
+        self.config.incremental_cleanup_size = cleanup_size;
         self
     }
 
