@@ -31,7 +31,8 @@ use std::sync::{Arc, RwLock};
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{BlockBasedOptions, Cache, Direction, IteratorMode, Options, WriteOptions, DB};
 use weir_state::{
-    ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, ScanFn, SharedClock, StateError,
+    stored_state_id, ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, ScanFn,
+    SharedClock, StateError, StateTtlConfig,
 };
 
 /// Options of the RocksDB backend (Flink's `state.backend.rocksdb.*`).
@@ -92,9 +93,8 @@ pub struct RocksDbKvStore {
     db: Option<DB>,
     dir: PathBuf,
     write: WriteOptions,
-    /// Time-to-live in ms by state id (0: none), read by the compaction
-    /// filter.
-    ttls: Arc<RwLock<Vec<i64>>>,
+    /// Time-to-live by state id, read by the compaction filter.
+    ttls: Arc<RwLock<Vec<Option<StateTtlConfig>>>>,
 }
 
 impl RocksDbKvStore {
@@ -121,7 +121,7 @@ impl RocksDbKvStore {
         // their keys lets those reads skip the skip-list search.
         opts.set_memtable_whole_key_filtering(true);
         opts.set_memtable_prefix_bloom_ratio(0.1);
-        let ttls: Arc<RwLock<Vec<i64>>> = Arc::default();
+        let ttls: Arc<RwLock<Vec<Option<StateTtlConfig>>>> = Arc::default();
         let filter_ttls = Arc::clone(&ttls);
         opts.set_compaction_filter("weir-ttl", move |_level: u32, key: &[u8], value: &[u8]| {
             if expired(&filter_ttls, clock.as_ref(), key, value) {
@@ -156,23 +156,22 @@ impl RocksDbKvStore {
 
 /// Whether a stored value of a state with a time-to-live has expired.
 /// Undecodable values are kept: reading them reports the error.
-fn expired(ttls: &RwLock<Vec<i64>>, clock: &dyn Clock, key: &[u8], value: &[u8]) -> bool {
-    let Some(id) = key
-        .get(..2)
-        .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
-    else {
+fn expired(
+    ttls: &RwLock<Vec<Option<StateTtlConfig>>>,
+    clock: &dyn Clock,
+    key: &[u8],
+    value: &[u8],
+) -> bool {
+    let Some(id) = stored_state_id(key) else {
         return false;
     };
-    let ttl_ms = match ttls.read() {
-        Ok(ttls) => ttls.get(id).copied().unwrap_or(0),
-        Err(_) => 0,
+    let ttl = match ttls.read() {
+        Ok(ttls) => ttls.get(usize::from(id)).copied().flatten(),
+        Err(_) => None,
     };
-    if ttl_ms <= 0 {
-        return false;
-    }
-    match ttl_stamp(value) {
-        Ok(stamp) => stamp.saturating_add(ttl_ms) <= clock.now_ms(),
-        Err(_) => false,
+    match (ttl, ttl_stamp(value)) {
+        (Some(ttl), Ok(stamp)) => ttl.is_expired(stamp, clock.now_ms()),
+        _ => false,
     }
 }
 
@@ -214,13 +213,13 @@ impl KvStore for RocksDbKvStore {
             .map_err(storage_error)
     }
 
-    fn expire_in_background(&mut self, state_id: u16, ttl_ms: i64) {
+    fn expire_in_background(&mut self, state_id: u16, ttl: StateTtlConfig) {
         if let Ok(mut ttls) = self.ttls.write() {
             let id = usize::from(state_id);
             if ttls.len() <= id {
-                ttls.resize(id + 1, 0);
+                ttls.resize(id + 1, None);
             }
-            ttls[id] = ttl_ms;
+            ttls[id] = Some(ttl);
         }
     }
 
@@ -281,7 +280,10 @@ mod tests {
         let clock = Arc::new(weir_state::ManualClock::new(0));
         let backend = RocksDbStateBackend::new(std::env::temp_dir());
         let mut store = RocksDbKvStore::open(&backend, clock.clone())?;
-        store.expire_in_background(0, 1_000);
+        store.expire_in_background(
+            0,
+            StateTtlConfig::new_builder(std::time::Duration::from_secs(1)).build(),
+        );
         let value = |stamp: i64| weir_state::encode_value(&(stamp, 7u64));
         // State 0 has a 1 s time-to-live, state 1 none.
         store.put(b"\0\0\0\0old", &value(0)?)?;

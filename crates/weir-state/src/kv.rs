@@ -46,13 +46,18 @@ pub trait KvStore: Send {
     /// Calls `f(key, value)` for every key starting with `prefix`.
     fn scan_prefix(&mut self, prefix: &[u8], f: &mut ScanFn<'_>) -> Result<(), StateError>;
 
-    /// Tells the store that values of state `state_id` (the first two
-    /// bytes of their keys) expire `ttl_ms` after their [`ttl_stamp`], so
-    /// it may drop expired ones on its own. Stores without background work
-    /// ignore it.
-    fn expire_in_background(&mut self, state_id: u16, ttl_ms: i64) {
-        let _ = (state_id, ttl_ms);
+    /// Tells the store that values of state `state_id` (see
+    /// [`stored_state_id`]) expire as `ttl` says, counted from their
+    /// [`ttl_stamp`], so it may drop expired ones on its own. Stores
+    /// without background work ignore it.
+    fn expire_in_background(&mut self, state_id: u16, ttl: StateTtlConfig) {
+        let _ = (state_id, ttl);
     }
+}
+
+/// The id of the state a stored key belongs to (its first two bytes).
+pub fn stored_state_id(key: &[u8]) -> Option<u16> {
+    key.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]))
 }
 
 /// The time-to-live stamp of a stored value (ms of processing time when it
@@ -105,20 +110,6 @@ fn entry_bytes(key: &[u8], value: Option<&Vec<u8>>) -> usize {
     ENTRY_OVERHEAD + key.len() + value.map_or(0, Vec::len)
 }
 
-/// Writes cached puts and deletes to the store in one batch.
-fn write_back(
-    store: &mut dyn KvStore,
-    mut ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-) -> Result<(), StateError> {
-    if ops.is_empty() {
-        return Ok(());
-    }
-    // In key order, a sorted store (RocksDB's skip list) inserts each key
-    // next to the previous one instead of searching from the top.
-    ops.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    store.write_batch(&ops)
-}
-
 fn prefix(id: usize, key_group: KeyGroup) -> [u8; 4] {
     let id = (id as u16).to_be_bytes();
     let kg = (key_group.0 as u16).to_be_bytes();
@@ -154,12 +145,18 @@ impl KvBackend {
     #[inline(never)]
     pub fn flush(&mut self) -> Result<(), StateError> {
         self.cache_bytes = 0;
-        let ops = std::mem::take(&mut self.cache)
+        let mut ops: Vec<(Vec<u8>, Option<Vec<u8>>)> = std::mem::take(&mut self.cache)
             .into_iter()
             .filter(|(_, c)| c.dirty)
             .map(|(k, c)| (k, c.value))
             .collect();
-        write_back(self.store.as_mut(), ops)
+        if ops.is_empty() {
+            return Ok(());
+        }
+        // In key order, a sorted store (RocksDB's skip list) inserts each
+        // key next to the previous one instead of searching from the top.
+        ops.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.store.write_batch(&ops)
     }
 
     fn cached_get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
@@ -236,8 +233,7 @@ impl KvBackend {
         }
         let id = self.tables.len();
         if let Some(ttl) = ttl.filter(|t| t.cleanup_in_background) {
-            let ttl_ms = i64::try_from(ttl.ttl.as_millis()).unwrap_or(i64::MAX);
-            self.store.expire_in_background(id as u16, ttl_ms);
+            self.store.expire_in_background(id as u16, ttl);
         }
         self.tables.push(KvTable {
             name: name.to_string(),
@@ -367,9 +363,9 @@ mod tests {
     struct MemStore(BTreeMap<Vec<u8>, Vec<u8>>, Arc<Mutex<Vec<(u16, i64)>>>);
 
     impl KvStore for MemStore {
-        fn expire_in_background(&mut self, state_id: u16, ttl_ms: i64) {
+        fn expire_in_background(&mut self, state_id: u16, ttl: StateTtlConfig) {
             if let Ok(mut told) = self.1.lock() {
-                told.push((state_id, ttl_ms));
+                told.push((state_id, ttl.ttl.as_millis() as i64));
             }
         }
         fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
