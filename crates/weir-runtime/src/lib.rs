@@ -20,6 +20,7 @@
 //! does not know windows, which the API crate builds from operators.
 
 pub mod cancel;
+pub mod checkpoint;
 pub mod cluster;
 pub mod element;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod exchange;
 pub mod graph;
 pub mod metrics;
 pub mod operator;
+pub mod recovery;
 pub mod task;
 pub mod testing;
 pub mod time;

@@ -26,6 +26,18 @@ pub enum StateError {
         /// The version this build writes.
         expected: u8,
     },
+    /// A checkpoint file failed verification (bad magic, version,
+    /// length or checksum).
+    #[error("corrupt checkpoint data: {0}")]
+    Corrupt(String),
+    /// Reading or writing checkpoint files failed.
+    #[error("checkpoint I/O on {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// A bug in Weir.
     #[error("internal state error: {0}")]
     Internal(String),

@@ -18,6 +18,7 @@
 //!
 //! Keyed and operator state backends (heap and RocksDB) build on this crate.
 
+pub mod checkpoint_storage;
 mod clock;
 mod codec;
 #[cfg(any(test, feature = "conformance"))]
@@ -29,9 +30,14 @@ mod key_bytes;
 mod key_group;
 mod kv;
 mod operator_state;
+pub mod snapshot;
 mod store;
 mod ttl;
 
+pub use checkpoint_storage::{
+    CheckpointMetadata, CheckpointStorage, FsCheckpointStorage, LoadedCheckpoint,
+    MemoryCheckpointStorage,
+};
 pub use clock::{system_clock, Clock, ManualClock, SharedClock, SystemClock};
 pub use codec::{decode_key, decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION};
 pub use descriptor::{
@@ -47,6 +53,7 @@ pub use kv::{stored_state_id, ttl_stamp, KvStore, ScanFn};
 pub use operator_state::{
     OperatorListState, OperatorStateSnapshot, OperatorStateStore, Redistribution,
 };
+pub use snapshot::SubtaskSnapshot;
 pub use store::{
     AggregatingState, KeyedStateStore, ListState, MapState, ReducingState, StateBackend,
     StateEntry, ValueState,

@@ -8,12 +8,14 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use serde::{Deserialize, Serialize};
+
 use crate::codec::{decode_value, encode_value};
 use crate::descriptor::{ListStateDescriptor, StateValue};
 use crate::error::StateError;
 
 /// How a list is redistributed when the parallelism changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Redistribution {
     /// Elements are split evenly over the new instances (Flink's
     /// `getListState`).
@@ -24,7 +26,7 @@ pub enum Redistribution {
 
 /// The snapshot of one instance's operator state: each list's elements,
 /// encoded.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperatorStateSnapshot {
     /// Name → (redistribution, encoded elements).
     pub lists: BTreeMap<String, (Redistribution, Vec<Vec<u8>>)>,
@@ -157,11 +159,18 @@ impl OperatorStateStore {
         self.list(desc, Redistribution::Union)
     }
 
-    /// This instance's operator state, for a checkpoint.
+    /// This instance's operator state, for a checkpoint. Restored lists no
+    /// function declared again are kept, so a checkpoint taken before a
+    /// function declares its state does not lose it.
     pub fn snapshot(&self) -> Result<OperatorStateSnapshot, StateError> {
-        Ok(OperatorStateSnapshot {
-            lists: self.lock()?.lists.clone(),
-        })
+        let inner = self.lock()?;
+        let mut lists = inner.lists.clone();
+        if let Some(restored) = &inner.restored {
+            for (name, list) in &restored.lists {
+                lists.entry(name.clone()).or_insert_with(|| list.clone());
+            }
+        }
+        Ok(OperatorStateSnapshot { lists })
     }
 }
 

@@ -33,6 +33,9 @@ struct Inner {
     // Whether any state was registered: operators skip encoding the key of
     // every record for functions without state.
     in_use: AtomicBool,
+    // Restored entries of states not declared yet: as in Flink, state comes
+    // back when a function declares it.
+    pending_restore: Mutex<Vec<StateEntry>>,
 }
 
 /// The keyed state of one operator subtask (Flink's keyed state backend),
@@ -108,6 +111,7 @@ impl KeyedStateStore {
             inner: Arc::new(Inner {
                 backend: Mutex::new(backend),
                 in_use: AtomicBool::new(false),
+                pending_restore: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -164,7 +168,56 @@ impl KeyedStateStore {
             Backend::Kv(k) => k.register::<V>(name, kind, ttl)?,
         };
         self.inner.in_use.store(true, Ordering::Relaxed);
+        let restored: Vec<StateEntry> = {
+            let mut pending = self
+                .inner
+                .pending_restore
+                .lock()
+                .map_err(|_| StateError::Internal("restore list poisoned".into()))?;
+            let (mine, rest) = std::mem::take(&mut *pending)
+                .into_iter()
+                .partition(|e| e.state == name);
+            *pending = rest;
+            mine
+        };
+        for entry in &restored {
+            self.restore(entry)?;
+        }
         Ok(id)
+    }
+
+    /// Restores `entries` (of this store's key groups) as their states get
+    /// declared; entries of other key groups are ignored.
+    pub fn restore_on_register(&self, entries: Vec<StateEntry>) -> Result<(), StateError> {
+        self.inner
+            .pending_restore
+            .lock()
+            .map_err(|_| StateError::Internal("restore list poisoned".into()))?
+            .extend(entries);
+        Ok(())
+    }
+
+    /// Every entry of every key group this store owns, for a checkpoint.
+    /// Restored entries of states not declared again are kept, so a
+    /// checkpoint never loses state a later version may declare again.
+    pub fn snapshot(&self) -> Result<Vec<StateEntry>, StateError> {
+        let range = match &*self.lock()? {
+            Backend::Heap(h) => h.range,
+            Backend::Kv(k) => k.range,
+        };
+        let mut out = Vec::new();
+        for kg in range.iter() {
+            out.extend(self.snapshot_key_group(kg)?);
+        }
+        out.extend(
+            self.inner
+                .pending_restore
+                .lock()
+                .map_err(|_| StateError::Internal("restore list poisoned".into()))?
+                .iter()
+                .cloned(),
+        );
+        Ok(out)
     }
 
     /// A handle on the value state `desc`.

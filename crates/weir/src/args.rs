@@ -101,6 +101,7 @@ pub(crate) struct EngineArgs {
     pub config_file: Option<PathBuf>,
     pub dynamic: Configuration,
     pub from_savepoint: Option<PathBuf>,
+    pub allow_non_restored_state: bool,
     pub job: ParameterTool,
 }
 
@@ -135,6 +136,9 @@ impl EngineArgs {
                 "--config" => parsed.config_file = Some(PathBuf::from(value(&flag)?)),
                 "-s" | "--from-savepoint" => {
                     parsed.from_savepoint = Some(PathBuf::from(value(&flag)?))
+                }
+                "-n" | "--allow-non-restored-state" | "--allowNonRestoredState" => {
+                    parsed.allow_non_restored_state = true
                 }
                 "-D" => {
                     let kv = value("-D")?;

@@ -4,12 +4,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use weir_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
 use weir_runtime::cluster::{self, JobClient, JobConfig, JobExecutionResult};
 use weir_runtime::graph::{NodeFactory, StreamGraph, TypeOf};
+use weir_runtime::recovery::RestartStrategy;
 use weir_runtime::time::SharedClock;
+use weir_state::checkpoint_storage::load_path;
 use weir_state::StateBackend;
 
 use crate::args::{EngineArgs, ParameterTool};
+use crate::checkpointing;
 use crate::config::{keys, Configuration};
 use crate::datastream::DataStream;
 use crate::error::{Error, Result};
@@ -92,7 +96,12 @@ impl StreamExecutionEnvironment {
         {
             let mut state = env.state();
             state.args = parsed.job;
-            state.from_savepoint = parsed.from_savepoint;
+            if parsed.from_savepoint.is_some() {
+                state.from_savepoint = parsed.from_savepoint;
+            }
+            if parsed.allow_non_restored_state {
+                state.job.allow_non_restored_state = true;
+            }
         }
         Ok(env)
     }
@@ -141,6 +150,22 @@ impl StreamExecutionEnvironment {
         if let Some(cap) = config.get_u32(keys::CHANNEL_CAPACITY)? {
             job.channel_capacity = positive(keys::CHANNEL_CAPACITY, cap)? as usize;
         }
+        checkpointing::apply_checkpoint_keys(config, &mut job.checkpoint)?;
+        if let Some(strategy) = checkpointing::restart_strategy(&merged)? {
+            job.restart_strategy = Some(strategy);
+        }
+        if let Some(path) = config
+            .get(checkpointing::keys::RECOVERY_PATH)
+            .or_else(|| config.get(checkpointing::keys::RECOVERY_PATH_LEGACY))
+        {
+            state.from_savepoint = Some(PathBuf::from(path.trim()));
+        }
+        if let Some(allow) = config
+            .get_bool(checkpointing::keys::IGNORE_UNCLAIMED)?
+            .or(config.get_bool(checkpointing::keys::IGNORE_UNCLAIMED_LEGACY)?)
+        {
+            job.allow_non_restored_state = allow;
+        }
         state.job = job;
         state.config = merged;
         Ok(())
@@ -159,6 +184,54 @@ impl StreamExecutionEnvironment {
     /// The savepoint given with `--from-savepoint`, if any.
     pub fn from_savepoint(&self) -> Option<PathBuf> {
         self.state().from_savepoint.clone()
+    }
+
+    /// Takes a checkpoint every `interval` (Flink's `enableCheckpointing`),
+    /// exactly-once unless the mode is changed.
+    pub fn enable_checkpointing(&self, interval: Duration) -> &Self {
+        self.state().job.checkpoint.interval = Some(interval).filter(|i| !i.is_zero());
+        self
+    }
+
+    /// Takes a checkpoint every `interval` with `mode`.
+    pub fn enable_checkpointing_with_mode(
+        &self,
+        interval: Duration,
+        mode: CheckpointingMode,
+    ) -> &Self {
+        self.enable_checkpointing(interval);
+        self.state().job.checkpoint.mode = mode;
+        self
+    }
+
+    /// The checkpoint settings.
+    pub fn get_checkpoint_config(&self) -> CheckpointConfig {
+        self.state().job.checkpoint.clone()
+    }
+
+    /// Replaces the checkpoint settings.
+    pub fn set_checkpoint_config(&self, config: CheckpointConfig) -> &Self {
+        self.state().job.checkpoint = config;
+        self
+    }
+
+    /// Sets what happens when a task fails.
+    pub fn set_restart_strategy(&self, strategy: RestartStrategy) -> &Self {
+        self.state().job.restart_strategy = Some(strategy);
+        self
+    }
+
+    /// Starts the job from a checkpoint or savepoint: its directory or its
+    /// `_metadata` file (as `--from-savepoint`).
+    pub fn set_from_savepoint(&self, path: impl Into<PathBuf>) -> &Self {
+        self.state().from_savepoint = Some(path.into());
+        self
+    }
+
+    /// Lets a restore drop state of operators the job no longer has.
+    pub fn set_allow_non_restored_state(&self, allow: bool) -> &Self {
+        self.state().job.allow_non_restored_state = allow;
+        self
     }
 
     /// Sets the default parallelism of operators.
@@ -399,7 +472,15 @@ impl StreamExecutionEnvironment {
                 state.graph = StreamGraph::new();
                 return Err(Error::InvalidJob(errors.join("; ")));
             }
-            (std::mem::take(&mut state.graph), state.job.clone())
+            let mut job = state.job.clone();
+            if let Some(path) = &state.from_savepoint {
+                let loaded = load_path(path).map_err(|e| Error::Restore {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })?;
+                job.restore = Some(Arc::new(loaded));
+            }
+            (std::mem::take(&mut state.graph), job)
         };
         Ok(cluster::execute(graph, &job, job_name)?)
     }

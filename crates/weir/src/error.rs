@@ -25,6 +25,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A checkpoint or savepoint to start from could not be read.
+    #[error("cannot restore from '{}': {reason}", path.display())]
+    Restore {
+        /// The path given.
+        path: PathBuf,
+        /// What was wrong with it.
+        reason: String,
+    },
     /// The job failed, was cancelled, or was rejected by the runtime.
     #[error(transparent)]
     Job(#[from] JobError),

@@ -44,6 +44,7 @@
 //! `weir-runtime`; key groups and state are `weir-state`.
 
 pub mod args;
+pub mod checkpointing;
 pub mod config;
 pub mod datastream;
 mod environment;
@@ -58,9 +59,14 @@ pub mod window;
 pub use datastream::{ConnectedStreams, DataStream, DataStreamSink, KeyedStream};
 pub use environment::{StreamExecutionEnvironment, DEFAULT_JOB_NAME};
 pub use error::{Error, Result};
+pub use weir_runtime::checkpoint::{
+    CheckpointConfig, CheckpointRetention, CheckpointStats, CheckpointStorageConfig,
+    CheckpointingMode,
+};
 pub use weir_runtime::cluster::{
     JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult,
 };
+pub use weir_runtime::recovery::RestartStrategy;
 
 /// Everything a job needs: `use weir::prelude::*;`.
 pub mod prelude {
@@ -95,7 +101,10 @@ pub mod prelude {
         TriggerResult, TumblingEventTimeWindows, TumblingProcessingTimeWindows, Window,
         WindowAssigner, WindowFunction, WindowedStream,
     };
-    pub use crate::{JobClient, JobExecutionResult};
+    pub use crate::{
+        CheckpointConfig, CheckpointRetention, CheckpointStorageConfig, CheckpointingMode,
+        JobClient, JobExecutionResult, RestartStrategy,
+    };
     pub use std::time::Duration;
     pub use weir_state::{
         AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState,

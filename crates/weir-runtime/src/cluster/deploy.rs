@@ -9,8 +9,17 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::job::{JobClient, JobId, OperatorEntry};
+use std::sync::Mutex;
+
+use crossbeam_channel::{Receiver, Sender};
+use weir_state::{CheckpointStorage, LoadedCheckpoint, OperatorStateSnapshot, SubtaskSnapshot};
+
+use super::job::{Attempt, JobClient, JobId, OperatorEntry};
 use crate::cancel::CancelSource;
+use crate::checkpoint::{
+    CheckpointConfig, CheckpointPort, CheckpointStats, CheckpointingMode, Coordinator,
+    CoordinatorMessage, OperatorInfo, SubtaskState, TaskMessage,
+};
 use crate::error::{JobError, TaskError};
 use crate::exchange::ConnectionPattern;
 use crate::graph::{
@@ -19,6 +28,7 @@ use crate::graph::{
 };
 use crate::metrics::OperatorMetrics;
 use crate::operator::{RuntimeContext, SideOutputs};
+use crate::recovery::RestartStrategy;
 use crate::task::TaskSettings;
 use crate::time::{system_clock, SharedClock};
 
@@ -43,6 +53,27 @@ pub struct JobConfig {
     pub auto_watermark_interval: Duration,
     /// Where keyed state lives.
     pub state_backend: weir_state::StateBackend,
+    /// Checkpointing (off unless an interval is set).
+    pub checkpoint: CheckpointConfig,
+    /// What happens when a task fails; `None`: Flink's default, which is
+    /// exponential delay with checkpointing on and no restart without.
+    pub restart_strategy: Option<RestartStrategy>,
+    /// A checkpoint or savepoint to start from (Flink's `-s`).
+    pub restore: Option<Arc<LoadedCheckpoint>>,
+    /// Whether state of operators the job no longer has may be dropped
+    /// on restore (Flink's `--allowNonRestoredState`).
+    pub allow_non_restored_state: bool,
+}
+
+impl JobConfig {
+    /// The restart strategy in effect.
+    pub fn effective_restart_strategy(&self) -> RestartStrategy {
+        match &self.restart_strategy {
+            Some(s) => s.clone(),
+            None if self.checkpoint.is_enabled() => RestartStrategy::exponential_delay(),
+            None => RestartStrategy::None,
+        }
+    }
 }
 
 impl Default for JobConfig {
@@ -57,6 +88,10 @@ impl Default for JobConfig {
             clock: system_clock(),
             auto_watermark_interval: Duration::from_millis(200),
             state_backend: weir_state::StateBackend::heap(),
+            checkpoint: CheckpointConfig::default(),
+            restart_strategy: None,
+            restore: None,
+            allow_non_restored_state: false,
         }
     }
 }
@@ -73,9 +108,26 @@ struct Plan<'g> {
     senders: HashMap<(usize, u32), Vec<Erased>>,
     receivers: HashMap<(usize, u32), Vec<Erased>>,
     cancel: CancelSource,
+    attempt_number: u32,
+    /// Per node, what a restore brings.
+    restored: Vec<Option<RestoredOperator>>,
+    to_coordinator: Option<Sender<CoordinatorMessage>>,
+    mailboxes: HashMap<(usize, u32), Receiver<TaskMessage>>,
 }
 
-/// Validates `graph`, chains it, and starts its tasks.
+/// A node's state in the checkpoint being restored.
+struct RestoredOperator {
+    /// Snapshots by old subtask.
+    subtasks: Vec<(u32, SubtaskSnapshot)>,
+    /// Operator state, redistributed to the new parallelism.
+    operator_state: Vec<OperatorStateSnapshot>,
+    /// Whether the parallelism is unchanged (sources resume by subtask).
+    same_parallelism: bool,
+}
+
+/// Validates `graph`, chains it, and starts its tasks. With checkpointing
+/// on, a failed task restarts the job from its latest checkpoint as the
+/// restart strategy allows ([`JobClient::wait`]).
 pub fn execute(
     graph: StreamGraph,
     config: &JobConfig,
@@ -86,16 +138,110 @@ pub fn execute(
             "no operators defined in streaming topology; cannot execute".into(),
         ));
     }
-    let mut plan = Plan::new(&graph, config)?;
+    let job_id = JobId::random();
+    let storage = config
+        .checkpoint
+        .is_enabled()
+        .then(|| config.checkpoint.storage.open(&job_id.to_string()));
+    let job = JobShared {
+        job_id,
+        graph: Arc::new(graph),
+        config: config.clone(),
+        metrics: Vec::new(),
+        storage,
+    };
+    let job = JobShared {
+        metrics: job.graph.nodes.iter().map(|_| Arc::default()).collect(),
+        ..job
+    };
+    let first_checkpoint = config
+        .restore
+        .as_ref()
+        .map_or(1, |c| c.metadata.checkpoint_id + 1);
+    let attempt = deploy(&job, config.restore.as_deref(), 0, first_checkpoint)?;
+    let operators = job
+        .graph
+        .nodes
+        .iter()
+        .zip(&attempt.parallelism)
+        .map(|(n, p)| OperatorEntry {
+            name: n.name.clone(),
+            uid: n.uid.clone(),
+            parallelism: *p,
+            metrics: Arc::clone(&job.metrics[n.id.0]),
+        })
+        .collect();
+    Ok(JobClient {
+        job_id,
+        job_name: job_name.to_string(),
+        started: Instant::now(),
+        cancel: CancelSource::new(),
+        attempt: Some(attempt),
+        operators,
+        job,
+    })
+}
+
+/// What every attempt of a job shares.
+pub(crate) struct JobShared {
+    pub job_id: JobId,
+    pub graph: Arc<StreamGraph>,
+    pub config: JobConfig,
+    /// Per node; counters continue across restarts.
+    pub metrics: Vec<Arc<OperatorMetrics>>,
+    /// The job's checkpoints, with checkpointing on.
+    pub storage: Option<Arc<dyn CheckpointStorage>>,
+}
+
+/// The id a node's state is stored under: its uid, or a hash of its
+/// position and name in the graph (stable while the program's shape is).
+pub fn operator_state_id(index: usize, name: &str, uid: Option<&str>) -> String {
+    match uid {
+        Some(uid) => uid.to_string(),
+        None => {
+            let mut bytes = (index as u64).to_le_bytes().to_vec();
+            bytes.extend_from_slice(name.as_bytes());
+            format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
+        }
+    }
+}
+
+/// Starts the tasks (and, with checkpointing on, the coordinator) of one
+/// attempt, restoring `restore` if given.
+pub(crate) fn deploy(
+    job: &JobShared,
+    restore: Option<&LoadedCheckpoint>,
+    attempt_number: u32,
+    next_checkpoint_id: u64,
+) -> Result<Attempt, JobError> {
+    let graph = &*job.graph;
+    let config = &job.config;
+    let mut plan = Plan::new(graph, config, &job.metrics, restore)?;
+    plan.attempt_number = attempt_number;
     plan.create_channels();
+    let stats = Arc::new(Mutex::new(CheckpointStats {
+        restored: restore.map(|c| c.metadata.checkpoint_id),
+        ..Default::default()
+    }));
+    let coordinator_channel = job.storage.as_ref().map(|_| crossbeam_channel::unbounded());
+    plan.to_coordinator = coordinator_channel.as_ref().map(|(tx, _)| tx.clone());
     let (result_tx, results) = crossbeam_channel::unbounded();
     let mut threads = Vec::new();
-    let started = Instant::now();
+    let mut sources = Vec::new();
+    let mut tasks = Vec::new();
     for node in &graph.nodes {
         if plan.chained_behind[node.id.0].is_some() {
             continue;
         }
         for subtask in 0..plan.parallelism[node.id.0] {
+            if plan.to_coordinator.is_some() {
+                let (tx, rx) = crossbeam_channel::unbounded();
+                if matches!(node.factory, NodeFactory::Source(_)) {
+                    sources.push(tx.clone());
+                }
+                tasks.push(tx);
+                plan.mailboxes.insert((node.id.0, subtask), rx);
+            }
             let head = match plan.build_head(node.id, subtask) {
                 Ok(head) => head,
                 Err(e) => {
@@ -104,6 +250,7 @@ pub fn execute(
                 }
             };
             let result_tx = result_tx.clone();
+            let ended_tx = plan.to_coordinator.clone();
             let name = format!(
                 "{} ({}/{})",
                 plan.task_names[node.id.0],
@@ -116,6 +263,9 @@ pub fn execute(
                         "task loop panicked outside an operator".into(),
                     ))
                 });
+                if let Some(tx) = ended_tx {
+                    let _ = tx.send(CoordinatorMessage::TaskEnded);
+                }
                 let _ = result_tx.send(result);
             });
             match spawned {
@@ -127,29 +277,56 @@ pub fn execute(
             }
         }
     }
-    let operators = graph
-        .nodes
-        .iter()
-        .map(|n| OperatorEntry {
-            name: n.name.clone(),
-            uid: n.uid.clone(),
-            parallelism: plan.parallelism[n.id.0],
-            metrics: Arc::clone(&plan.metrics[n.id.0]),
-        })
-        .collect();
-    Ok(JobClient {
-        job_id: JobId::random(),
-        job_name: job_name.to_string(),
-        started,
+    let coordinator = match (coordinator_channel, &job.storage) {
+        (Some((tx, rx)), Some(storage)) => {
+            plan.to_coordinator = None;
+            let coordinator = Coordinator {
+                config: config.checkpoint.clone(),
+                storage: Arc::clone(storage),
+                job_id: job.job_id.to_string(),
+                max_parallelism: config.max_parallelism,
+                operators: graph
+                    .nodes
+                    .iter()
+                    .map(|n| OperatorInfo {
+                        id: operator_state_id(n.id.0, &n.name, n.uid.as_deref()),
+                        name: n.name.clone(),
+                        parallelism: plan.parallelism[n.id.0],
+                    })
+                    .collect(),
+                sources,
+                tasks,
+                next_id: next_checkpoint_id,
+                cancel: plan.cancel.clone(),
+                stats: Arc::clone(&stats),
+            };
+            match coordinator.start(tx, rx) {
+                Ok(handle) => Some(handle),
+                Err(e) => {
+                    plan.cancel.cancel();
+                    return Err(JobError::Spawn(e));
+                }
+            }
+        }
+        _ => None,
+    };
+    Ok(Attempt {
         cancel: plan.cancel.clone(),
         results,
         threads,
-        operators,
+        coordinator,
+        stats,
+        parallelism: plan.parallelism.clone(),
     })
 }
 
 impl<'g> Plan<'g> {
-    fn new(graph: &'g StreamGraph, config: &'g JobConfig) -> Result<Self, JobError> {
+    fn new(
+        graph: &'g StreamGraph,
+        config: &'g JobConfig,
+        metrics: &[Arc<OperatorMetrics>],
+        restore: Option<&LoadedCheckpoint>,
+    ) -> Result<Self, JobError> {
         let mut parallelism = Vec::with_capacity(graph.nodes.len());
         for node in &graph.nodes {
             let p = node
@@ -238,13 +415,88 @@ impl<'g> Plan<'g> {
             partitioning,
             chained_behind,
             task_names: Vec::new(),
-            metrics: graph.nodes.iter().map(|_| Arc::default()).collect(),
+            metrics: metrics.to_vec(),
             senders: HashMap::new(),
             receivers: HashMap::new(),
             cancel: CancelSource::new(),
+            attempt_number: 0,
+            restored: Vec::new(),
+            to_coordinator: None,
+            mailboxes: HashMap::new(),
         };
+        if let Some(checkpoint) = restore {
+            plan.restored = plan.match_restored(checkpoint)?;
+        }
         plan.task_names = graph.nodes.iter().map(|n| plan.chain_name(n.id)).collect();
         Ok(plan)
+    }
+
+    /// Assigns the operators of `checkpoint` to nodes by id, refusing state
+    /// that fits no node (unless allowed) and a changed max parallelism.
+    fn match_restored(
+        &self,
+        checkpoint: &LoadedCheckpoint,
+    ) -> Result<Vec<Option<RestoredOperator>>, JobError> {
+        let meta = &checkpoint.metadata;
+        if meta.max_parallelism != self.config.max_parallelism {
+            return Err(JobError::InvalidJob(format!(
+                "{} was taken with max parallelism {}, the job has {}; the max parallelism \
+                 cannot change across a restore",
+                checkpoint.location, meta.max_parallelism, self.config.max_parallelism
+            )));
+        }
+        let ids: Vec<String> = self
+            .graph
+            .nodes
+            .iter()
+            .map(|n| operator_state_id(n.id.0, &n.name, n.uid.as_deref()))
+            .collect();
+        if !self.config.allow_non_restored_state {
+            if let Some(op) = meta.operators.iter().find(|o| !ids.contains(&o.id)) {
+                return Err(JobError::InvalidJob(format!(
+                    "{} holds state of operator '{}' (id {}) that the job does not have; \
+                     set uids that match, or allow non-restored state to drop it",
+                    checkpoint.location, op.name, op.id
+                )));
+            }
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for (node, id) in self.graph.nodes.iter().zip(&ids) {
+            let (Some(subtasks), Some(op)) = (
+                checkpoint.operators.get(id),
+                meta.operators.iter().find(|o| &o.id == id),
+            ) else {
+                out.push(None);
+                continue;
+            };
+            let p = self.parallelism[node.id.0];
+            let same_parallelism = op.parallelism == p;
+            if !same_parallelism && subtasks.iter().any(|(_, s)| s.source_position.is_some()) {
+                return Err(JobError::InvalidJob(format!(
+                    "source '{}' ran with parallelism {} in {} and cannot resume its \
+                     positions at parallelism {p}",
+                    node.name, op.parallelism, checkpoint.location
+                )));
+            }
+            let mut by_subtask: Vec<OperatorStateSnapshot> = (0..op.parallelism)
+                .map(|i| {
+                    subtasks
+                        .iter()
+                        .find(|(s, _)| *s == i)
+                        .map(|(_, snap)| snap.operator.clone())
+                        .unwrap_or_default()
+                })
+                .collect();
+            if by_subtask.is_empty() {
+                by_subtask.push(OperatorStateSnapshot::default());
+            }
+            out.push(Some(RestoredOperator {
+                subtasks: subtasks.clone(),
+                operator_state: OperatorStateSnapshot::redistribute(&by_subtask, p as usize),
+                same_parallelism,
+            }));
+        }
+        Ok(out)
     }
 
     /// `Source: X -> Map -> Filter`, as Flink names a chain.
@@ -295,19 +547,58 @@ impl<'g> Plan<'g> {
     }
 
     fn context(&self, id: NodeId, subtask: u32) -> RuntimeContext {
+        let (operator_state, subtask_state) = match self.restored.get(id.0) {
+            Some(Some(r)) => {
+                let range = weir_state::key_group_range_for_operator(
+                    self.config.max_parallelism,
+                    self.parallelism[id.0],
+                    subtask,
+                );
+                let keyed =
+                    SubtaskSnapshot::keyed_entries_in(r.subtasks.iter().map(|(_, s)| s), range);
+                let position = r
+                    .same_parallelism
+                    .then(|| {
+                        r.subtasks
+                            .iter()
+                            .find(|(s, _)| *s == subtask)
+                            .and_then(|(_, snap)| snap.source_position.clone())
+                    })
+                    .flatten();
+                let operator = r
+                    .operator_state
+                    .get(subtask as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                (
+                    weir_state::OperatorStateStore::restored(operator),
+                    SubtaskState::restored(keyed, position),
+                )
+            }
+            _ => (
+                weir_state::OperatorStateStore::new(),
+                SubtaskState::default(),
+            ),
+        };
         RuntimeContext {
             operator_name: self.graph.node(id).name.clone(),
             task_name: self.task_names[self.task_head(id).0].clone(),
             subtask_index: subtask,
             parallelism: self.parallelism[id.0],
             max_parallelism: self.config.max_parallelism,
-            attempt_number: 0,
+            attempt_number: self.attempt_number,
             clock: self.config.clock.clone(),
             auto_watermark_interval: self.config.auto_watermark_interval,
             metrics: Arc::clone(&self.metrics[id.0]),
             keyed_state: None,
             state_backend: self.config.state_backend.clone(),
-            operator_state: weir_state::OperatorStateStore::new(),
+            operator_state,
+            subtask_state,
+            checkpoint: self.to_coordinator.as_ref().map(|tx| CheckpointPort {
+                to_coordinator: tx.clone(),
+                operator: id.0,
+                subtask,
+            }),
         }
     }
 
@@ -318,12 +609,14 @@ impl<'g> Plan<'g> {
         id
     }
 
-    fn settings(&self) -> TaskSettings {
+    fn settings(&mut self, id: NodeId, subtask: u32) -> TaskSettings {
         TaskSettings {
             batch_size: self.config.batch_size,
             buffer_timeout: self.config.buffer_timeout,
             cancel: self.cancel.token(),
             clock: self.config.clock.clone(),
+            mailbox: self.mailboxes.remove(&(id.0, subtask)),
+            aligned: self.config.checkpoint.mode == CheckpointingMode::ExactlyOnce,
         }
     }
 
@@ -334,7 +627,7 @@ impl<'g> Plan<'g> {
     ) -> Result<Box<dyn crate::task::TaskHead>, JobError> {
         let ctx = self.context(id, subtask);
         let out = self.build_output(id, subtask)?;
-        let settings = self.settings();
+        let settings = self.settings(id, subtask);
         let graph = self.graph;
         match &graph.node(id).factory {
             NodeFactory::Source(f) => f.head(ctx, out, settings),

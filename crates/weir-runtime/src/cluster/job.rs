@@ -2,15 +2,20 @@
 
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::Receiver;
 
+use weir_state::LoadedCheckpoint;
+
+use super::deploy::{deploy, JobShared};
 use crate::cancel::CancelSource;
+use crate::checkpoint::{apply_retention, CheckpointStats, CoordinatorHandle};
 use crate::error::{JobError, TaskError};
 use crate::metrics::OperatorMetrics;
+use crate::recovery::RestartTracker;
 
 /// A job's id: 16 random bytes, printed as 32 hex digits like Flink's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,6 +75,13 @@ pub struct JobExecutionResult {
     pub net_runtime: Duration,
     /// Per-operator counters, in graph order.
     pub operators: Vec<OperatorResult>,
+    /// How many times the job restarted after a failure.
+    pub restarts: u32,
+    /// The failures it recovered from, oldest first.
+    pub recovered_failures: Vec<String>,
+    /// Checkpoint counters of the last attempt (completed and failed
+    /// counts cover all attempts).
+    pub checkpoints: CheckpointStats,
 }
 
 impl JobExecutionResult {
@@ -105,15 +117,80 @@ impl JobCancelHandle {
     }
 }
 
+/// One deployment of the job: its task threads and coordinator.
+pub(crate) struct Attempt {
+    pub cancel: CancelSource,
+    pub results: Receiver<Result<(), TaskError>>,
+    pub threads: Vec<JoinHandle<()>>,
+    pub coordinator: Option<CoordinatorHandle>,
+    pub stats: Arc<Mutex<CheckpointStats>>,
+    pub parallelism: Vec<u32>,
+}
+
+/// How an attempt ended.
+enum Outcome {
+    Finished,
+    Cancelled,
+    Failed(TaskError),
+}
+
+impl Attempt {
+    /// Waits for every task; the first failure cancels the rest. A cancel
+    /// of the job (`job_cancel`) cancels the attempt.
+    fn join(mut self, job_cancel: &CancelSource) -> (Outcome, CheckpointStats) {
+        let mut failure: Option<TaskError> = None;
+        let job_token = job_cancel.token();
+        let mut remaining = self.threads.len();
+        while remaining > 0 {
+            crossbeam_channel::select! {
+                recv(self.results) -> r => {
+                    remaining -= 1;
+                    match r {
+                        Ok(Ok(())) | Ok(Err(TaskError::Cancelled)) => {}
+                        Ok(Err(e)) => {
+                            if failure.is_none() {
+                                failure = Some(e);
+                                self.cancel.cancel();
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                }
+                recv(job_token.receiver()) -> _ => self.cancel.cancel(),
+            }
+        }
+        for thread in self.threads.drain(..) {
+            // Each thread reported its result before ending; a join error
+            // would mean the reporting itself panicked.
+            if thread.join().is_err() && failure.is_none() {
+                failure = Some(TaskError::Internal("task thread panicked".into()));
+            }
+        }
+        if let Some(c) = self.coordinator.take() {
+            c.stop();
+        }
+        let stats = self.stats.lock().map(|s| s.clone()).unwrap_or_default();
+        let outcome = match (failure, &stats.failure) {
+            (Some(e), _) => Outcome::Failed(e),
+            (None, Some(why)) => Outcome::Failed(TaskError::Internal(why.clone())),
+            (None, None) if job_cancel.is_cancelled() || self.cancel.is_cancelled() => {
+                Outcome::Cancelled
+            }
+            (None, None) => Outcome::Finished,
+        };
+        (outcome, stats)
+    }
+}
+
 /// A running job (Flink's `JobClient`).
 pub struct JobClient {
     pub(crate) job_id: JobId,
     pub(crate) job_name: String,
     pub(crate) started: Instant,
     pub(crate) cancel: CancelSource,
-    pub(crate) results: Receiver<Result<(), TaskError>>,
-    pub(crate) threads: Vec<JoinHandle<()>>,
+    pub(crate) attempt: Option<Attempt>,
     pub(crate) operators: Vec<OperatorEntry>,
+    pub(crate) job: JobShared,
 }
 
 impl JobClient {
@@ -132,36 +209,100 @@ impl JobClient {
         self.cancel.cancel();
     }
 
-    /// Waits for the job to end. The first task failure cancels the rest and
-    /// is returned.
-    pub fn wait(self) -> Result<JobExecutionResult, JobError> {
-        let mut failure: Option<TaskError> = None;
-        for _ in 0..self.threads.len() {
-            match self.results.recv() {
-                Ok(Ok(())) | Ok(Err(TaskError::Cancelled)) => {}
-                Ok(Err(e)) => {
-                    if failure.is_none() {
-                        failure = Some(e);
-                        self.cancel.cancel();
-                    }
+    /// Waits for the job to end. The first task failure cancels the other
+    /// tasks; then the restart strategy decides: the job is deployed again
+    /// from its latest complete checkpoint (sources rewind to their
+    /// positions in it), or the failure is returned.
+    pub fn wait(mut self) -> Result<JobExecutionResult, JobError> {
+        let mut tracker = RestartTracker::new(self.job.config.effective_restart_strategy());
+        let mut recovered = Vec::new();
+        let (mut completed, mut failed) = (0, 0);
+        loop {
+            let Some(attempt) = self.attempt.take() else {
+                return Err(JobError::Internal("job has no running attempt".into()));
+            };
+            let (outcome, stats) = attempt.join(&self.cancel);
+            completed += stats.completed;
+            failed += stats.failed;
+            let totals = CheckpointStats {
+                completed,
+                failed,
+                ..stats
+            };
+            let error = match outcome {
+                Outcome::Finished => {
+                    self.retain(false, false);
+                    return Ok(self.result(tracker.restarts(), recovered, totals));
                 }
-                Err(_) => break,
+                Outcome::Cancelled => {
+                    self.retain(true, false);
+                    return Err(JobError::Cancelled);
+                }
+                Outcome::Failed(e) => e,
+            };
+            let Some(delay) = tracker.on_failure(Instant::now()) else {
+                self.retain(false, true);
+                return Err(JobError::TaskFailed(error));
+            };
+            eprintln!(
+                "weir: job {} failed ({error}); restart {} in {} ms",
+                self.job_id,
+                tracker.restarts(),
+                delay.as_millis()
+            );
+            recovered.push(error.to_string());
+            if self
+                .cancel
+                .token()
+                .receiver()
+                .recv_timeout(delay)
+                .is_err_and(|e| e.is_disconnected())
+            {
+                self.retain(true, false);
+                return Err(JobError::Cancelled);
             }
+            let restore = self.latest_checkpoint()?;
+            let next_id = totals
+                .latest_completed
+                .max(restore.as_ref().map(|c| c.metadata.checkpoint_id))
+                .map_or(1, |id| id + 1);
+            let from = restore.as_deref().or(self.job.config.restore.as_deref());
+            self.attempt = Some(deploy(&self.job, from, tracker.restarts(), next_id)?);
         }
-        for thread in self.threads {
-            // Each thread reported its result before ending; a join error
-            // would mean the reporting itself panicked.
-            if thread.join().is_err() && failure.is_none() {
-                failure = Some(TaskError::Internal("task thread panicked".into()));
-            }
+    }
+
+    /// The newest checkpoint that verifies; newer ones that do not are
+    /// skipped with a warning naming the bad file.
+    fn latest_checkpoint(&self) -> Result<Option<Arc<LoadedCheckpoint>>, JobError> {
+        let Some(storage) = &self.job.storage else {
+            return Ok(None);
+        };
+        let (latest, skipped) = weir_state::checkpoint_storage::load_latest(&**storage)
+            .map_err(|e| JobError::Internal(format!("cannot list checkpoints: {e}")))?;
+        for (id, why) in skipped {
+            eprintln!("weir: skipping checkpoint {id}: {why}");
         }
-        if let Some(e) = failure {
-            return Err(JobError::TaskFailed(e));
+        Ok(latest.map(Arc::new))
+    }
+
+    fn retain(&self, cancelled: bool, failed: bool) {
+        if let Some(storage) = &self.job.storage {
+            apply_retention(
+                &**storage,
+                self.job.config.checkpoint.retention,
+                cancelled,
+                failed,
+            );
         }
-        if self.cancel.is_cancelled() {
-            return Err(JobError::Cancelled);
-        }
-        Ok(JobExecutionResult {
+    }
+
+    fn result(
+        self,
+        restarts: u32,
+        recovered_failures: Vec<String>,
+        checkpoints: CheckpointStats,
+    ) -> JobExecutionResult {
+        JobExecutionResult {
             job_id: self.job_id,
             job_name: self.job_name,
             net_runtime: self.started.elapsed(),
@@ -178,6 +319,9 @@ impl JobClient {
                     num_late_records_dropped: o.metrics.late_records_dropped(),
                 })
                 .collect(),
-        })
+            restarts,
+            recovered_failures,
+            checkpoints,
+        }
     }
 }

@@ -180,12 +180,15 @@ where
 
 struct OneInputOf<Op, F>(F, PhantomData<fn() -> Op>);
 
-fn gate<T: Send + 'static>(inputs: Vec<Erased>) -> Result<InputGate<T>, JobError> {
+fn gate<T: Send + 'static>(
+    inputs: Vec<Erased>,
+    settings: &TaskSettings,
+) -> Result<InputGate<T>, JobError> {
     let receivers = inputs
         .into_iter()
         .map(|rx| unerase::<Receiver<Message<T>>>(rx, "input channel"))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(InputGate::new(receivers))
+    Ok(InputGate::with_alignment(receivers, settings.aligned))
 }
 
 impl<Op, F> OneInputOf<Op, F>
@@ -219,7 +222,11 @@ where
         settings: TaskSettings,
     ) -> Result<Box<dyn TaskHead>, JobError> {
         let link = Box::new(self.link(ctx, out)?);
-        Ok(Box::new(OneInputHead::new(gate(inputs)?, link, settings)))
+        Ok(Box::new(OneInputHead::new(
+            gate(inputs, &settings)?,
+            link,
+            settings,
+        )))
     }
 }
 
@@ -240,7 +247,7 @@ where
         let op = (self.0)(&ctx);
         let metrics = Arc::clone(&out.metrics);
         let out = out.into_output::<Op::Out>("operator output")?;
-        let gates = (gate(inputs.0)?, gate(inputs.1)?);
+        let gates = (gate(inputs.0, &settings)?, gate(inputs.1, &settings)?);
         Ok(Box::new(TwoInputHead::new(
             op, out, gates, ctx, metrics, settings,
         )))

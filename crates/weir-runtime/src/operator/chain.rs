@@ -4,6 +4,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use super::{min_deadline, Downstream, Operator, Output, RuntimeContext};
+use crate::checkpoint::CheckpointNotice;
 use crate::element::{Control, StreamRecord};
 use crate::error::{FunctionResult, SubtaskName, TaskError};
 use crate::metrics::OperatorMetrics;
@@ -89,6 +90,7 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
             Control::Barrier(barrier) => {
                 self.out.flush()?;
                 guarded(&self.at, || op.snapshot_state(barrier.checkpoint_id))?;
+                self.ctx.acknowledge_checkpoint(&barrier, None);
                 self.out.forward_control(control)
             }
             Control::WatermarkStatus(_) => self.out.forward_control(control),
@@ -113,6 +115,15 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
             self.out.flush()?;
         }
         self.out.advance_processing_time(now)
+    }
+
+    fn notify_checkpoint(&mut self, notice: CheckpointNotice) -> Result<(), TaskError> {
+        let op = &mut self.op;
+        guarded(&self.at, || match notice {
+            CheckpointNotice::Complete(id) => op.notify_checkpoint_complete(id),
+            CheckpointNotice::Aborted(id) => op.notify_checkpoint_aborted(id),
+        })?;
+        self.out.notify_checkpoint(notice)
     }
 
     fn close(&mut self) -> Result<(), TaskError> {
@@ -178,6 +189,12 @@ impl<T: Clone + Send> Downstream<T> for FanOut<T> {
         self.outs
             .iter_mut()
             .try_for_each(|o| o.advance_processing_time(now))
+    }
+
+    fn notify_checkpoint(&mut self, notice: CheckpointNotice) -> Result<(), TaskError> {
+        self.outs
+            .iter_mut()
+            .try_for_each(|o| o.notify_checkpoint(notice))
     }
 
     fn close(&mut self) -> Result<(), TaskError> {

@@ -5,12 +5,14 @@ use std::time::Duration;
 use crate::error::SubtaskName;
 use std::sync::Arc;
 
+use crate::checkpoint::{CheckpointPort, SubtaskState};
+use crate::element::Barrier;
 use crate::metrics::OperatorMetrics;
 use crate::time::SharedClock;
 use weir_state::{
     AggregatingState, AggregatingStateDescriptor, KeyedStateStore, ListState, ListStateDescriptor,
     MapState, MapStateDescriptor, OperatorStateStore, ReducingState, ReducingStateDescriptor,
-    StateBackend, StateError, StateValue, ValueState, ValueStateDescriptor,
+    StateBackend, StateError, StateValue, SubtaskSnapshot, ValueState, ValueStateDescriptor,
 };
 
 /// The runtime context of one parallel instance of an operator (Flink's
@@ -43,9 +45,60 @@ pub struct RuntimeContext {
     /// This subtask's operator state (lists that survive rescaling by
     /// even split or union; snapshots come with checkpoints).
     pub operator_state: OperatorStateStore,
+    /// The keyed store this subtask opened and what a restore brought.
+    pub subtask_state: SubtaskState,
+    /// How this subtask acknowledges checkpoints (with checkpointing on).
+    pub checkpoint: Option<CheckpointPort>,
 }
 
 impl RuntimeContext {
+    /// Opens this subtask's keyed state in the job's backend, over the key
+    /// groups the subtask owns, restoring what a checkpoint holds for them;
+    /// returns a context whose functions see it, and the store.
+    pub fn open_keyed_state(&self) -> Result<(RuntimeContext, KeyedStateStore), StateError> {
+        let range = weir_state::key_group_range_for_operator(
+            self.max_parallelism,
+            self.parallelism,
+            self.subtask_index,
+        );
+        let store = self
+            .state_backend
+            .open(self.max_parallelism, range, self.clock.clone())?;
+        self.subtask_state.register_keyed(&store)?;
+        let mut keyed = self.clone();
+        keyed.keyed_state = Some(store.clone());
+        Ok((keyed, store))
+    }
+
+    /// Whether this subtask was restored from a checkpoint (Flink's
+    /// `FunctionInitializationContext::isRestored`).
+    pub fn is_restored(&self) -> bool {
+        self.operator_state.is_restored()
+    }
+
+    /// Snapshots this subtask's registered state (and `position`, for a
+    /// source) for `barrier` and acknowledges it to the coordinator; a
+    /// snapshot that fails declines the checkpoint instead of failing the
+    /// task, as Flink does.
+    pub(crate) fn acknowledge_checkpoint(&self, barrier: &Barrier, position: Option<Vec<u8>>) {
+        let Some(port) = &self.checkpoint else {
+            return;
+        };
+        let mut snapshot = SubtaskSnapshot {
+            source_position: position,
+            ..Default::default()
+        };
+        let taken = self
+            .subtask_state
+            .snapshot_keyed(&mut snapshot)
+            .and_then(|()| self.operator_state.snapshot())
+            .map(|operator| snapshot.operator = operator);
+        match taken {
+            Ok(()) => port.acknowledge(barrier, snapshot),
+            Err(e) => port.decline(barrier, format!("{}: {e}", self.subtask_name())),
+        }
+    }
+
     fn keyed(&self, name: &str) -> Result<&KeyedStateStore, StateError> {
         self.keyed_state
             .as_ref()

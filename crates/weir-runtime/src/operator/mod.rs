@@ -17,6 +17,7 @@ pub use chain::{guarded, ChainLink, Discard, FanOut};
 pub use context::RuntimeContext;
 pub use output::{min_deadline, Output, SideOutput, SideOutputs, SideSlot};
 
+use crate::checkpoint::CheckpointNotice;
 use crate::element::{Control, StreamRecord};
 use crate::error::{FunctionResult, TaskError};
 
@@ -52,6 +53,13 @@ pub trait Downstream<T>: Send {
 
     /// Processing time is now `now`: fire what is due downstream.
     fn advance_processing_time(&mut self, _now: i64) -> Result<(), TaskError> {
+        Ok(())
+    }
+
+    /// Tells the operators downstream that a checkpoint completed or was
+    /// aborted. Channel writers stop it: every task hears from the
+    /// coordinator itself.
+    fn notify_checkpoint(&mut self, _notice: CheckpointNotice) -> Result<(), TaskError> {
         Ok(())
     }
 
@@ -107,9 +115,22 @@ pub trait Operator: Send + 'static {
         Ok(())
     }
 
-    /// A checkpoint barrier passed: snapshot state for `checkpoint_id`.
-    /// (The seam of checkpointing; operators without state keep the default.)
+    /// A checkpoint barrier passed: bring the state registered in the
+    /// runtime context up to date for `checkpoint_id` (the runtime then
+    /// snapshots it). Operators whose state lives in the context's stores
+    /// keep the default.
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+
+    /// Checkpoint `checkpoint_id` completed: effects held for it may be
+    /// made visible (two-phase-commit sinks commit here).
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+
+    /// Checkpoint `checkpoint_id` was aborted.
+    fn notify_checkpoint_aborted(&mut self, _checkpoint_id: u64) -> FunctionResult {
         Ok(())
     }
 
@@ -168,8 +189,18 @@ pub trait TwoInputOperator: Send + 'static {
         Ok(())
     }
 
-    /// A checkpoint barrier passed (seam of checkpointing).
+    /// See [`Operator::snapshot_state`].
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+
+    /// See [`Operator::notify_checkpoint_complete`].
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+
+    /// See [`Operator::notify_checkpoint_aborted`].
+    fn notify_checkpoint_aborted(&mut self, _checkpoint_id: u64) -> FunctionResult {
         Ok(())
     }
 

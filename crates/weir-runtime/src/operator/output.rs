@@ -4,6 +4,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::Downstream;
+use crate::checkpoint::CheckpointNotice;
 use crate::element::{Control, StreamRecord};
 use crate::error::TaskError;
 use crate::metrics::OperatorMetrics;
@@ -110,6 +111,15 @@ impl<O: Send + 'static> Output<O> {
         self.sides.open()
     }
 
+    /// Passes a checkpoint notice to the operators chained downstream.
+    pub fn notify_checkpoint(&mut self, notice: CheckpointNotice) -> Result<(), TaskError> {
+        self.next.notify_checkpoint(notice)?;
+        self.sides
+            .slots
+            .iter_mut()
+            .try_for_each(|s| s.notify_checkpoint(notice))
+    }
+
     /// Closes everything downstream.
     pub fn close(&mut self) -> Result<(), TaskError> {
         self.next.close()?;
@@ -128,6 +138,8 @@ pub trait SideOutput: Send {
     fn flush(&mut self) -> Result<(), TaskError>;
     /// Flushes and asks downstream to send partial buffers.
     fn flush_buffers(&mut self) -> Result<(), TaskError>;
+    /// Passes a checkpoint notice on.
+    fn notify_checkpoint(&mut self, notice: CheckpointNotice) -> Result<(), TaskError>;
     /// Passes a control element on.
     fn push_control(&mut self, control: Control) -> Result<(), TaskError>;
     /// Opens downstream.
@@ -176,6 +188,9 @@ impl<X: Send + 'static> SideOutput for SideSlot<X> {
     fn flush_buffers(&mut self) -> Result<(), TaskError> {
         self.flush()?;
         self.next.flush_buffers()
+    }
+    fn notify_checkpoint(&mut self, notice: CheckpointNotice) -> Result<(), TaskError> {
+        self.next.notify_checkpoint(notice)
     }
     fn push_control(&mut self, control: Control) -> Result<(), TaskError> {
         self.flush()?;

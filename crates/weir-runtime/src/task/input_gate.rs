@@ -30,18 +30,29 @@ pub struct InputGate<T> {
     next_poll: usize,
     valve: WatermarkValve,
     finished_reported: bool,
-    // Barriers are forwarded once every live channel delivered them, without
-    // holding back records (at-least-once alignment); exactly-once alignment
-    // replaces this with the checkpoint state machine.
+    // Barriers are forwarded once every live channel delivered them. With
+    // alignment (exactly-once), a channel that delivered the pending
+    // barrier is not read until the barrier is complete, so no record after
+    // it reaches the snapshot; without, records keep flowing
+    // (at-least-once).
     pending_barrier: Option<(Barrier, Vec<bool>)>,
+    aligned: bool,
+    // Held by a two-input task aligning a barrier across its two gates.
+    held: bool,
     // A second event produced by one message (a watermark and then the idle
     // status, when the last active channel goes idle).
     queued: Option<GateEvent<T>>,
 }
 
 impl<T> InputGate<T> {
-    /// A gate over `receivers` (one per upstream subtask and edge).
+    /// A gate over `receivers` (one per upstream subtask and edge) that
+    /// does not align barriers.
     pub fn new(receivers: Vec<Receiver<Message<T>>>) -> Self {
+        Self::with_alignment(receivers, false)
+    }
+
+    /// A gate that aligns barriers if `aligned` (exactly-once).
+    pub fn with_alignment(receivers: Vec<Receiver<Message<T>>>, aligned: bool) -> Self {
         let n = receivers.len();
         InputGate {
             receivers,
@@ -51,6 +62,8 @@ impl<T> InputGate<T> {
             valve: WatermarkValve::new(n),
             finished_reported: false,
             pending_barrier: None,
+            aligned,
+            held: false,
             queued: None,
         }
     }
@@ -70,11 +83,27 @@ impl<T> InputGate<T> {
         self.valve.is_idle()
     }
 
+    /// Stops (`true`) or resumes reading the whole gate: a two-input task
+    /// holds the input that delivered a barrier until the other has too.
+    pub fn hold(&mut self, held: bool) {
+        self.held = held;
+    }
+
+    /// Whether channel `ch` is held back by barrier alignment.
+    fn blocked(&self, ch: usize) -> bool {
+        self.held
+            || self.aligned
+                && self
+                    .pending_barrier
+                    .as_ref()
+                    .is_some_and(|(_, seen)| seen[ch])
+    }
+
     /// Adds the live channels to `select`; returns how many were added.
     pub fn register<'a>(&'a self, select: &mut Select<'a>) -> usize {
         let mut added = 0;
-        for (rx, ended) in self.receivers.iter().zip(&self.ended) {
-            if !ended {
+        for (ch, (rx, ended)) in self.receivers.iter().zip(&self.ended).enumerate() {
+            if !ended && !self.blocked(ch) {
                 select.recv(rx);
                 added += 1;
             }
@@ -88,13 +117,16 @@ impl<T> InputGate<T> {
         if let Some(event) = self.queued.take() {
             return Ok(Some(event));
         }
+        if self.held {
+            return Ok(None);
+        }
         if self.live == 0 {
             return Ok(self.report_finished());
         }
         let n = self.receivers.len();
         for step in 0..n {
             let ch = (self.next_poll + step) % n;
-            if self.ended[ch] {
+            if self.ended[ch] || self.blocked(ch) {
                 continue;
             }
             match self.receivers[ch].try_recv() {

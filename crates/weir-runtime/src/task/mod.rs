@@ -20,9 +20,10 @@ pub use valve::{ValveOutput, WatermarkValve};
 
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Select;
+use crossbeam_channel::{Receiver, Select};
 
 use crate::cancel::CancelToken;
+use crate::checkpoint::{CheckpointNotice, TaskMessage};
 use crate::error::TaskError;
 use crate::operator::{Downstream, Output};
 use crate::time::SharedClock;
@@ -48,6 +49,33 @@ pub struct TaskSettings {
     pub cancel: CancelToken,
     /// The job's processing-time clock.
     pub clock: SharedClock,
+    /// Messages from the checkpoint coordinator (with checkpointing on).
+    pub mailbox: Option<Receiver<TaskMessage>>,
+    /// Whether input gates align barriers (exactly-once checkpoints).
+    pub aligned: bool,
+}
+
+impl TaskSettings {
+    /// The next message in the task's mailbox, if any.
+    fn next_message(&self) -> Option<TaskMessage> {
+        self.mailbox.as_ref().and_then(|m| m.try_recv().ok())
+    }
+}
+
+/// Hands the checkpoint notices waiting in the mailbox to `chain`.
+fn deliver_notices<T>(
+    settings: &TaskSettings,
+    chain: &mut dyn Downstream<T>,
+) -> Result<(), TaskError> {
+    while let Some(message) = settings.next_message() {
+        match message {
+            TaskMessage::Complete(id) => chain.notify_checkpoint(CheckpointNotice::Complete(id))?,
+            TaskMessage::Aborted(id) => chain.notify_checkpoint(CheckpointNotice::Aborted(id))?,
+            // Only sources are triggered.
+            TaskMessage::Trigger(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// When to next hand processing time to the chain: the earliest deadline

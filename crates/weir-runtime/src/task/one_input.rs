@@ -1,7 +1,8 @@
 //! The head of a task whose first operator has one input.
 
 use super::{
-    wait_for_input, FlushTimer, GateEvent, InputGate, ProcessingTime, TaskHead, TaskSettings,
+    deliver_notices, wait_for_input, FlushTimer, GateEvent, InputGate, ProcessingTime, TaskHead,
+    TaskSettings,
 };
 use crate::element::Control;
 use crate::error::TaskError;
@@ -55,6 +56,7 @@ impl<T: Send + 'static> TaskHead for OneInputHead<T> {
                 }
             }
             time.tick(chain)?;
+            deliver_notices(settings, &mut **chain)?;
             if flush.due() {
                 chain.flush_buffers()?;
             }

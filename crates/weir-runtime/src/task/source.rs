@@ -1,6 +1,7 @@
 //! Sources: user functions that produce records, driven by the task loop.
 
 use super::{FlushTimer, ProcessingTime, TaskHead, TaskSettings};
+use crate::checkpoint::{CheckpointNotice, TaskMessage};
 use crate::element::{Control, StreamRecord, WatermarkStatus, MAX_WATERMARK};
 use crate::error::{FunctionResult, SubtaskName, TaskError};
 use crate::operator::{guarded, Output, RuntimeContext};
@@ -156,6 +157,10 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
         } = &mut *self;
         out.open()?;
         guarded(at, || source.open(ctx))?;
+        let restored = guarded(at, || Ok(ctx.subtask_state.take_position()?))?;
+        if let Some(position) = restored {
+            guarded(at, || source.restore_position(&position))?;
+        }
         let mut flush = FlushTimer::new(settings.buffer_timeout);
         let mut time = ProcessingTime::new(settings.clock.clone());
         let (mut watermark, mut idle) = (i64::MIN, false);
@@ -185,6 +190,24 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
             time.tick(out)?;
             if flush.due() {
                 out.flush_buffers()?;
+            }
+            while let Some(message) = settings.next_message() {
+                match message {
+                    TaskMessage::Trigger(barrier) => {
+                        // The position is taken between polls, so it names
+                        // exactly the records emitted before the barrier.
+                        let position =
+                            guarded(at, || source.snapshot_position(barrier.checkpoint_id))?;
+                        ctx.acknowledge_checkpoint(&barrier, position);
+                        out.forward_control(Control::Barrier(barrier))?;
+                    }
+                    TaskMessage::Complete(id) => {
+                        out.notify_checkpoint(CheckpointNotice::Complete(id))?
+                    }
+                    TaskMessage::Aborted(id) => {
+                        out.notify_checkpoint(CheckpointNotice::Aborted(id))?
+                    }
+                }
             }
             if status == SourceStatus::Finished {
                 break;

@@ -3,7 +3,8 @@
 use super::{
     wait_for_input, FlushTimer, GateEvent, InputGate, ProcessingTime, TaskHead, TaskSettings,
 };
-use crate::element::{Control, WatermarkStatus};
+use crate::checkpoint::{CheckpointNotice, TaskMessage};
+use crate::element::{Barrier, Control, WatermarkStatus};
 use crate::error::{SubtaskName, TaskError};
 use crate::metrics::OperatorMetrics;
 use crate::operator::min_deadline;
@@ -22,6 +23,8 @@ pub struct TwoInputHead<Op: TwoInputOperator> {
     settings: TaskSettings,
     watermark: i64,
     idle: bool,
+    // The barrier being aligned across both inputs, and which delivered it.
+    barrier: Option<(Barrier, [bool; 2])>,
 }
 
 impl<Op: TwoInputOperator> TwoInputHead<Op> {
@@ -46,6 +49,7 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
             settings,
             watermark: i64::MIN,
             idle: false,
+            barrier: None,
         }
     }
 
@@ -87,6 +91,41 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         Ok(())
     }
 
+    /// Input `input` delivered barrier `b` on all its channels. With
+    /// alignment, that input is held until the other delivers it too.
+    fn on_barrier(&mut self, b: Barrier, input: usize) -> Result<(), TaskError> {
+        let seen = match &mut self.barrier {
+            Some((pending, seen)) if pending.checkpoint_id == b.checkpoint_id => seen,
+            _ => &mut self.barrier.insert((b, [false; 2])).1,
+        };
+        seen[input] = true;
+        if self.settings.aligned {
+            match input {
+                0 => self.gate1.hold(true),
+                _ => self.gate2.hold(true),
+            }
+        }
+        self.check_barrier()
+    }
+
+    /// Snapshots and forwards the pending barrier once both inputs
+    /// delivered it (or ended).
+    fn check_barrier(&mut self) -> Result<(), TaskError> {
+        let Some((b, seen)) = self.barrier else {
+            return Ok(());
+        };
+        if !((seen[0] || self.gate1.is_finished()) && (seen[1] || self.gate2.is_finished())) {
+            return Ok(());
+        }
+        self.barrier = None;
+        self.gate1.hold(false);
+        self.gate2.hold(false);
+        let op = &mut self.op;
+        guarded(&self.at, || op.snapshot_state(b.checkpoint_id))?;
+        self.ctx.acknowledge_checkpoint(&b, None);
+        self.out.forward_control(Control::Barrier(b))
+    }
+
     fn step(&mut self, poll_first: bool) -> Result<bool, TaskError> {
         let event = if poll_first {
             self.gate1.poll()?.map(Either::First)
@@ -108,12 +147,12 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
                 guarded(&self.at, || op.process_batch2(&mut batch, out))?;
                 self.out.flush()?;
             }
-            Either::First(GateEvent::Barrier(b)) | Either::Second(GateEvent::Barrier(b)) => {
-                // Checkpointing replaces this with alignment across both inputs.
-                guarded(&self.at, || op.snapshot_state(b.checkpoint_id))?;
-                self.out.forward_control(Control::Barrier(b))?;
+            Either::First(GateEvent::Barrier(b)) => self.on_barrier(b, 0)?,
+            Either::Second(GateEvent::Barrier(b)) => self.on_barrier(b, 1)?,
+            _ => {
+                self.on_watermark_change()?;
+                self.check_barrier()?;
             }
-            _ => self.on_watermark_change()?,
         }
         Ok(true)
     }
@@ -165,6 +204,19 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
                 )?;
             }
             time.tick(&mut *self)?;
+            while let Some(message) = self.settings.next_message() {
+                let notice = match message {
+                    TaskMessage::Complete(id) => CheckpointNotice::Complete(id),
+                    TaskMessage::Aborted(id) => CheckpointNotice::Aborted(id),
+                    TaskMessage::Trigger(_) => continue,
+                };
+                let op = &mut self.op;
+                guarded(&self.at, || match notice {
+                    CheckpointNotice::Complete(id) => op.notify_checkpoint_complete(id),
+                    CheckpointNotice::Aborted(id) => op.notify_checkpoint_aborted(id),
+                })?;
+                self.out.notify_checkpoint(notice)?;
+            }
             if flush.due() {
                 self.out.flush_buffers()?;
             }

@@ -290,6 +290,8 @@ mod tests {
             keyed_state: None,
             state_backend: StateBackend::heap(),
             operator_state: weir_state::OperatorStateStore::new(),
+            subtask_state: Default::default(),
+            checkpoint: None,
         }
     }
 

@@ -9,7 +9,7 @@ use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
-use weir_state::{key_group_range_for_operator, KeyedStateStore, StableHash};
+use weir_state::{KeyedStateStore, StableHash};
 
 use super::KeySelector;
 use crate::functions::{
@@ -85,14 +85,7 @@ pub(crate) struct KeyedProcessOperator<F, K, I, O> {
 pub(crate) fn keyed_context(
     ctx: &RuntimeContext,
 ) -> Result<(RuntimeContext, KeyedStateStore), weir_state::StateError> {
-    let range =
-        key_group_range_for_operator(ctx.max_parallelism, ctx.parallelism, ctx.subtask_index);
-    let store = ctx
-        .state_backend
-        .open(ctx.max_parallelism, range, ctx.clock.clone())?;
-    let mut keyed = ctx.clone();
-    keyed.keyed_state = Some(store.clone());
-    Ok((keyed, store))
+    ctx.open_keyed_state()
 }
 
 /// Points keyed state at `key`, if the function declared any.

@@ -2,6 +2,7 @@
 //! 2-core CI links it once.
 
 mod api;
+mod checkpoints;
 mod config;
 mod joins;
 mod partitioning;

@@ -1,0 +1,59 @@
+//! Checkpoints: *when and who* (DESIGN.md §6). The coordinator triggers
+//! checkpoint `n` at the sources; barriers flow with the records; every
+//! operator subtask snapshots its registered state when the barrier passes
+//! it and acknowledges; once all have, the coordinator writes `_metadata`
+//! and tells every task the checkpoint is complete. *What bytes and where*
+//! (the snapshot format, checkpoint storage) live in `weir-state`.
+
+mod config;
+mod coordinator;
+mod subtask;
+
+pub use config::{
+    CheckpointConfig, CheckpointRetention, CheckpointStorageConfig, CheckpointingMode,
+};
+pub use coordinator::CheckpointStats;
+pub(crate) use coordinator::{apply_retention, Coordinator, CoordinatorHandle, OperatorInfo};
+pub use subtask::{CheckpointPort, SubtaskState};
+
+use crate::element::Barrier;
+
+/// What the coordinator tells a task, through the task's mailbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskMessage {
+    /// Sources only: take checkpoint `barrier.checkpoint_id` now and emit
+    /// the barrier.
+    Trigger(Barrier),
+    /// Every operator: the checkpoint completed (two-phase-commit sinks
+    /// commit here).
+    Complete(u64),
+    /// Every operator: the checkpoint was aborted.
+    Aborted(u64),
+}
+
+/// A completion or abort notice on its way down a chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointNotice {
+    /// `notify_checkpoint_complete(id)`.
+    Complete(u64),
+    /// `notify_checkpoint_aborted(id)`.
+    Aborted(u64),
+}
+
+/// What a subtask tells the coordinator.
+#[derive(Debug)]
+pub(crate) enum CoordinatorMessage {
+    /// Operator subtask `(operator, subtask)` snapshotted checkpoint `id`.
+    Ack {
+        checkpoint_id: u64,
+        operator: usize,
+        subtask: u32,
+        snapshot: Box<weir_state::SubtaskSnapshot>,
+    },
+    /// A subtask could not snapshot checkpoint `id`.
+    Decline { checkpoint_id: u64, reason: String },
+    /// A task thread ended; checkpoints in flight cannot complete.
+    TaskEnded,
+    /// The job is over: the coordinator stops.
+    Stop,
+}

@@ -1,0 +1,103 @@
+//! The state one operator subtask registers for checkpoints, and its line
+//! to the coordinator.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crossbeam_channel::Sender;
+use weir_state::{KeyedStateStore, StateEntry, StateError, SubtaskSnapshot};
+
+use super::CoordinatorMessage;
+use crate::element::Barrier;
+
+#[derive(Default)]
+struct Inner {
+    keyed: Option<KeyedStateStore>,
+    restored_keyed: Vec<StateEntry>,
+    restored_position: Option<Vec<u8>>,
+}
+
+/// The keyed store an operator subtask opened, and what a restore brought
+/// for it. Shared by the clones of the subtask's `RuntimeContext`.
+#[derive(Clone, Default)]
+pub struct SubtaskState {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl std::fmt::Debug for SubtaskState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubtaskState").finish_non_exhaustive()
+    }
+}
+
+impl SubtaskState {
+    /// State restored from a checkpoint: keyed entries of this subtask's key
+    /// groups and, for a source, its position.
+    pub fn restored(keyed: Vec<StateEntry>, position: Option<Vec<u8>>) -> Self {
+        SubtaskState {
+            inner: Arc::new(Mutex::new(Inner {
+                keyed: None,
+                restored_keyed: keyed,
+                restored_position: position,
+            })),
+        }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Inner>, StateError> {
+        self.inner
+            .lock()
+            .map_err(|_| StateError::Internal("subtask state poisoned by a panic".into()))
+    }
+
+    /// Registers the subtask's keyed store, handing it the restored entries.
+    pub fn register_keyed(&self, store: &KeyedStateStore) -> Result<(), StateError> {
+        let mut inner = self.lock()?;
+        store.restore_on_register(std::mem::take(&mut inner.restored_keyed))?;
+        inner.keyed = Some(store.clone());
+        Ok(())
+    }
+
+    /// The restored source position, once.
+    pub fn take_position(&self) -> Result<Option<Vec<u8>>, StateError> {
+        Ok(self.lock()?.restored_position.take())
+    }
+
+    /// The keyed part of a snapshot. Restored entries never handed to a
+    /// store (the operator opened no keyed state) are kept, so they survive.
+    pub fn snapshot_keyed(&self, into: &mut SubtaskSnapshot) -> Result<(), StateError> {
+        let inner = self.lock()?;
+        match &inner.keyed {
+            Some(store) => into.add_keyed(store.snapshot()?),
+            None => into.add_keyed(inner.restored_keyed.clone()),
+        }
+        Ok(())
+    }
+}
+
+/// How an operator subtask acknowledges checkpoints.
+#[derive(Debug, Clone)]
+pub struct CheckpointPort {
+    pub(crate) to_coordinator: Sender<CoordinatorMessage>,
+    pub(crate) operator: usize,
+    pub(crate) subtask: u32,
+}
+
+impl CheckpointPort {
+    /// Acknowledges `barrier` with `snapshot`.
+    pub(crate) fn acknowledge(&self, barrier: &Barrier, snapshot: SubtaskSnapshot) {
+        // The coordinator is gone only when the job ends: nothing to tell.
+        let _ = self.to_coordinator.send(CoordinatorMessage::Ack {
+            checkpoint_id: barrier.checkpoint_id,
+            operator: self.operator,
+            subtask: self.subtask,
+            snapshot: Box::new(snapshot),
+        });
+    }
+
+    /// Declines `barrier`'s checkpoint.
+    pub(crate) fn decline(&self, barrier: &Barrier, reason: String) {
+        let _ = self.to_coordinator.send(CoordinatorMessage::Decline {
+            checkpoint_id: barrier.checkpoint_id,
+            reason,
+        });
+    }
+}

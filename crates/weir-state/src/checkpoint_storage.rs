@@ -1,0 +1,485 @@
+//! Where checkpoints are written and how they are read back (Flink's
+//! `CheckpointStorage`): a directory per job with one `chk-<n>/` per
+//! checkpoint, or memory for tests.
+//!
+//! A checkpoint exists once its `_metadata` exists: state files are written
+//! first, `_metadata` last and atomically (write to a temporary name, then
+//! rename), so a crash mid-checkpoint leaves no half checkpoint that
+//! recovery could pick. Every file is framed with a version and checksum
+//! ([`crate::snapshot`]); [`load_latest`] skips checkpoints that do not
+//! verify and falls back to older ones.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::error::StateError;
+use crate::snapshot::{decode_framed, encode_framed, SubtaskSnapshot};
+
+/// Name of the file that makes a checkpoint directory a checkpoint.
+pub const METADATA_FILE: &str = "_metadata";
+
+/// One state file of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateFile {
+    /// The subtask that wrote it.
+    pub subtask: u32,
+    /// The key groups it covers (first, last), for keyed operators.
+    pub key_groups: (u32, u32),
+    /// File name, relative to the checkpoint's directory.
+    pub file: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// xxh3-64 of the whole file.
+    pub checksum: u64,
+}
+
+/// The state of one operator in a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorMetadata {
+    /// The id operators are matched by on restore: the uid, or a hash of the
+    /// operator's position in the job graph.
+    pub id: String,
+    /// The operator's name, for people.
+    pub name: String,
+    /// The parallelism it ran with.
+    pub parallelism: u32,
+    /// One file per subtask that had state.
+    pub files: Vec<StateFile>,
+}
+
+/// The content of `_metadata`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointMetadata {
+    /// The job that wrote it (32 hex digits).
+    pub job_id: String,
+    /// The checkpoint's number.
+    pub checkpoint_id: u64,
+    /// When it was triggered, in ms since the epoch.
+    pub timestamp_ms: i64,
+    /// Whether it is a savepoint.
+    pub savepoint: bool,
+    /// The job's number of key groups.
+    pub max_parallelism: u32,
+    /// Operators with state.
+    pub operators: Vec<OperatorMetadata>,
+}
+
+impl CheckpointMetadata {
+    /// Bytes in all state files.
+    pub fn state_size(&self) -> u64 {
+        self.operators
+            .iter()
+            .flat_map(|o| &o.files)
+            .map(|f| f.size)
+            .sum()
+    }
+}
+
+/// A checkpoint read back and verified.
+#[derive(Debug, Clone)]
+pub struct LoadedCheckpoint {
+    /// Its metadata.
+    pub metadata: CheckpointMetadata,
+    /// Where it was read from.
+    pub location: String,
+    /// Operator id → the snapshot of each subtask that had state.
+    pub operators: HashMap<String, Vec<(u32, SubtaskSnapshot)>>,
+}
+
+/// Where a job's checkpoints live. By implementing this trait, you promise
+/// that a checkpoint listed by [`completed`](Self::completed) had all its
+/// files written before its metadata.
+pub trait CheckpointStorage: Send + Sync + fmt::Debug {
+    /// Writes a state file of checkpoint `id`.
+    fn write_file(&self, id: u64, name: &str, bytes: &[u8]) -> Result<(), StateError>;
+    /// Writes checkpoint `id`'s metadata, atomically.
+    fn write_metadata(&self, id: u64, bytes: &[u8]) -> Result<(), StateError>;
+    /// Reads a file (or the metadata, as [`METADATA_FILE`]) of checkpoint `id`.
+    fn read_file(&self, id: u64, name: &str) -> Result<Vec<u8>, StateError>;
+    /// Ids of checkpoints with metadata, ascending.
+    fn completed(&self) -> Result<Vec<u64>, StateError>;
+    /// Deletes checkpoint `id` and its files.
+    fn discard(&self, id: u64) -> Result<(), StateError>;
+    /// Where checkpoint `id` is, for logs and results (`file:///…/chk-7`).
+    fn location(&self, id: u64) -> String;
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> StateError {
+    StateError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Checkpoints as files: `<dir>/chk-<n>/` (the caller includes the job id
+/// in `dir`, as Flink's `<checkpoint-dir>/<job-id>/`).
+#[derive(Debug, Clone)]
+pub struct FsCheckpointStorage {
+    dir: PathBuf,
+}
+
+impl FsCheckpointStorage {
+    /// Storage under `dir`, created on first write. Accepts `file://` URIs.
+    pub fn new(dir: impl AsRef<Path>) -> Self {
+        FsCheckpointStorage {
+            dir: strip_file_scheme(dir.as_ref()),
+        }
+    }
+
+    /// The checkpoint directory of checkpoint `id`.
+    pub fn checkpoint_dir(&self, id: u64) -> PathBuf {
+        self.dir.join(format!("chk-{id}"))
+    }
+}
+
+/// `file:///a/b` → `/a/b`; other paths unchanged.
+pub fn strip_file_scheme(path: &Path) -> PathBuf {
+    match path.to_str().and_then(|s| s.strip_prefix("file://")) {
+        Some(rest) => PathBuf::from(rest),
+        None => path.to_path_buf(),
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    let mut f = fs::File::create(path).map_err(|e| io_error(path, e))?;
+    f.write_all(bytes).map_err(|e| io_error(path, e))?;
+    f.sync_all().map_err(|e| io_error(path, e))
+}
+
+impl CheckpointStorage for FsCheckpointStorage {
+    fn write_file(&self, id: u64, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+        let dir = self.checkpoint_dir(id);
+        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        write_synced(&dir.join(name), bytes)
+    }
+
+    fn write_metadata(&self, id: u64, bytes: &[u8]) -> Result<(), StateError> {
+        let dir = self.checkpoint_dir(id);
+        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        let tmp = dir.join(format!("{METADATA_FILE}.inprogress"));
+        write_synced(&tmp, bytes)?;
+        let target = dir.join(METADATA_FILE);
+        fs::rename(&tmp, &target).map_err(|e| io_error(&target, e))?;
+        // The rename is durable once the directory entry is.
+        if let Ok(d) = fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+
+    fn read_file(&self, id: u64, name: &str) -> Result<Vec<u8>, StateError> {
+        let path = self.checkpoint_dir(id).join(name);
+        fs::read(&path).map_err(|e| io_error(&path, e))
+    }
+
+    fn completed(&self) -> Result<Vec<u64>, StateError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&self.dir, e)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("chk-"))
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            if entry.path().join(METADATA_FILE).is_file() {
+                ids.push(id);
+            }
+        }
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn discard(&self, id: u64) -> Result<(), StateError> {
+        let dir = self.checkpoint_dir(id);
+        match fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&dir, e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn location(&self, id: u64) -> String {
+        format!("file://{}", self.checkpoint_dir(id).display())
+    }
+}
+
+/// Checkpoints in memory (Flink's `JobManagerCheckpointStorage`): for tests
+/// and jobs that only need to survive task failures inside one process.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryCheckpointStorage {
+    files: Arc<Mutex<Checkpoints>>,
+}
+
+/// Checkpoint id → file name → bytes.
+type Checkpoints = BTreeMap<u64, BTreeMap<String, Vec<u8>>>;
+
+/// A checkpoint that failed verification, and why.
+pub type Skipped = (u64, StateError);
+
+impl MemoryCheckpointStorage {
+    /// Empty storage.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Checkpoints) -> R) -> Result<R, StateError> {
+        let mut files = self
+            .files
+            .lock()
+            .map_err(|_| StateError::Internal("checkpoint storage poisoned".into()))?;
+        Ok(f(&mut files))
+    }
+
+    /// Changes a stored file in place (tests corrupt checkpoints with it).
+    pub fn tamper(&self, id: u64, name: &str, f: impl FnOnce(&mut Vec<u8>)) -> bool {
+        self.with(|files| {
+            files
+                .get_mut(&id)
+                .and_then(|c| c.get_mut(name))
+                .map(f)
+                .is_some()
+        })
+        .unwrap_or(false)
+    }
+}
+
+impl CheckpointStorage for MemoryCheckpointStorage {
+    fn write_file(&self, id: u64, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+        self.with(|files| {
+            files
+                .entry(id)
+                .or_default()
+                .insert(name.to_string(), bytes.to_vec());
+        })
+    }
+
+    fn write_metadata(&self, id: u64, bytes: &[u8]) -> Result<(), StateError> {
+        self.write_file(id, METADATA_FILE, bytes)
+    }
+
+    fn read_file(&self, id: u64, name: &str) -> Result<Vec<u8>, StateError> {
+        self.with(|files| files.get(&id).and_then(|c| c.get(name)).cloned())?
+            .ok_or_else(|| StateError::Io {
+                path: format!("memory:chk-{id}/{name}"),
+                source: std::io::ErrorKind::NotFound.into(),
+            })
+    }
+
+    fn completed(&self) -> Result<Vec<u64>, StateError> {
+        self.with(|files| {
+            files
+                .iter()
+                .filter(|(_, c)| c.contains_key(METADATA_FILE))
+                .map(|(id, _)| *id)
+                .collect()
+        })
+    }
+
+    fn discard(&self, id: u64) -> Result<(), StateError> {
+        self.with(|files| {
+            files.remove(&id);
+        })
+    }
+
+    fn location(&self, id: u64) -> String {
+        format!("memory:chk-{id}")
+    }
+}
+
+/// Encodes metadata as the bytes of `_metadata`.
+pub fn encode_metadata(metadata: &CheckpointMetadata) -> Result<Vec<u8>, StateError> {
+    encode_framed(metadata)
+}
+
+/// A state file's metadata entry for `bytes`.
+pub fn state_file(subtask: u32, key_groups: (u32, u32), file: String, bytes: &[u8]) -> StateFile {
+    StateFile {
+        subtask,
+        key_groups,
+        file,
+        size: bytes.len() as u64,
+        checksum: xxh3_64(bytes),
+    }
+}
+
+/// Reads and verifies a checkpoint, given how to read its files by name.
+fn load_with(
+    location: String,
+    read: impl Fn(&str) -> Result<Vec<u8>, StateError>,
+) -> Result<LoadedCheckpoint, StateError> {
+    let in_file = |name: &str, e: StateError| match e {
+        StateError::Corrupt(why) => StateError::Corrupt(format!("{location}/{name}: {why}")),
+        other => other,
+    };
+    let metadata: CheckpointMetadata =
+        decode_framed(&read(METADATA_FILE)?).map_err(|e| in_file(METADATA_FILE, e))?;
+    let mut operators = HashMap::new();
+    for op in &metadata.operators {
+        let mut subtasks = Vec::with_capacity(op.files.len());
+        for f in &op.files {
+            let bytes = read(&f.file)?;
+            if bytes.len() as u64 != f.size || xxh3_64(&bytes) != f.checksum {
+                return Err(StateError::Corrupt(format!(
+                    "{location}/{}: size or checksum differs from the metadata",
+                    f.file
+                )));
+            }
+            let snapshot: SubtaskSnapshot =
+                decode_framed(&bytes).map_err(|e| in_file(&f.file, e))?;
+            subtasks.push((f.subtask, snapshot));
+        }
+        operators.insert(op.id.clone(), subtasks);
+    }
+    Ok(LoadedCheckpoint {
+        metadata,
+        location,
+        operators,
+    })
+}
+
+/// Reads and verifies checkpoint `id` of `storage`.
+pub fn load(storage: &dyn CheckpointStorage, id: u64) -> Result<LoadedCheckpoint, StateError> {
+    load_with(storage.location(id), |name| storage.read_file(id, name))
+}
+
+/// The newest checkpoint of `storage` that verifies, and the newer ones
+/// that did not (with why), newest first.
+pub fn load_latest(
+    storage: &dyn CheckpointStorage,
+) -> Result<(Option<LoadedCheckpoint>, Vec<Skipped>), StateError> {
+    let mut skipped = Vec::new();
+    for id in storage.completed()?.into_iter().rev() {
+        match load(storage, id) {
+            Ok(c) => return Ok((Some(c), skipped)),
+            Err(e) => skipped.push((id, e)),
+        }
+    }
+    Ok((None, skipped))
+}
+
+/// Reads a checkpoint or savepoint from a path: its directory or its
+/// `_metadata` file (`file://` accepted), as Flink's `-s`.
+pub fn load_path(path: &Path) -> Result<LoadedCheckpoint, StateError> {
+    let path = strip_file_scheme(path);
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
+    load_with(format!("file://{}", dir.display()), |name| {
+        let p = dir.join(name);
+        fs::read(&p).map_err(|e| io_error(&p, e))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata(id: u64, files: Vec<StateFile>) -> CheckpointMetadata {
+        CheckpointMetadata {
+            job_id: "00".repeat(16),
+            checkpoint_id: id,
+            timestamp_ms: 1,
+            savepoint: false,
+            max_parallelism: 128,
+            operators: vec![OperatorMetadata {
+                id: "op".into(),
+                name: "Map".into(),
+                parallelism: 1,
+                files,
+            }],
+        }
+    }
+
+    fn write_checkpoint(storage: &dyn CheckpointStorage, id: u64) -> Result<(), StateError> {
+        let snapshot = SubtaskSnapshot {
+            source_position: Some(id.to_le_bytes().to_vec()),
+            ..Default::default()
+        };
+        let bytes = encode_framed(&snapshot)?;
+        storage.write_file(id, "op-0", &bytes)?;
+        let file = state_file(0, (0, 127), "op-0".into(), &bytes);
+        storage.write_metadata(id, &encode_metadata(&metadata(id, vec![file]))?)
+    }
+
+    fn position(c: &LoadedCheckpoint) -> Option<Vec<u8>> {
+        c.operators["op"][0].1.source_position.clone()
+    }
+
+    #[test]
+    fn the_newest_verified_checkpoint_wins() -> Result<(), StateError> {
+        let storage = MemoryCheckpointStorage::new();
+        write_checkpoint(&storage, 1)?;
+        write_checkpoint(&storage, 2)?;
+        // Files of a checkpoint whose metadata never came are ignored.
+        storage.write_file(3, "op-0", b"partial")?;
+        let (latest, skipped) = load_latest(&storage)?;
+        let latest = latest.ok_or_else(|| StateError::Internal("none".into()))?;
+        assert_eq!(latest.metadata.checkpoint_id, 2);
+        assert_eq!(position(&latest), Some(2u64.to_le_bytes().to_vec()));
+        assert!(skipped.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn a_corrupt_checkpoint_is_skipped_for_the_previous_one() -> Result<(), StateError> {
+        let storage = MemoryCheckpointStorage::new();
+        write_checkpoint(&storage, 1)?;
+        write_checkpoint(&storage, 2)?;
+        write_checkpoint(&storage, 3)?;
+        assert!(storage.tamper(3, "op-0", |b| b.truncate(b.len() - 2)));
+        assert!(storage.tamper(2, METADATA_FILE, |b| {
+            let at = b.len() / 2;
+            b[at] ^= 1;
+        }));
+        let (latest, skipped) = load_latest(&storage)?;
+        assert_eq!(latest.map(|c| c.metadata.checkpoint_id), Some(1));
+        let ids: Vec<u64> = skipped.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, vec![3, 2]);
+        assert!(
+            skipped[0].1.to_string().contains("op-0"),
+            "{}",
+            skipped[0].1
+        );
+        assert!(
+            skipped[1].1.to_string().contains(METADATA_FILE),
+            "{}",
+            skipped[1].1
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn files_on_disk_round_trip_and_load_by_path() -> Result<(), StateError> {
+        let dir = std::env::temp_dir().join(format!("weir-chk-{}", std::process::id()));
+        let storage = FsCheckpointStorage::new(format!("file://{}", dir.display()));
+        write_checkpoint(&storage, 5)?;
+        assert_eq!(storage.completed()?, vec![5]);
+        let by_dir = load_path(&storage.checkpoint_dir(5))?;
+        let by_file = load_path(&storage.checkpoint_dir(5).join(METADATA_FILE))?;
+        assert_eq!(position(&by_dir), position(&by_file));
+        assert_eq!(by_dir.metadata.checkpoint_id, 5);
+        assert!(!storage
+            .checkpoint_dir(5)
+            .join("_metadata.inprogress")
+            .exists());
+        storage.discard(5)?;
+        assert!(storage.completed()?.is_empty());
+        let _ = fs::remove_dir_all(&dir);
+        Ok(())
+    }
+}

@@ -1,0 +1,389 @@
+//! Checkpoints and recovery through whole jobs: a task fails mid-stream,
+//! the job restarts from its latest checkpoint, and the keyed state counts
+//! every record exactly once.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use weir::prelude::*;
+use weir::sink::CollectSink;
+
+const KEYS: u64 = 40;
+
+/// Counts records per key in a `ValueState` and emits `(key, count)`;
+/// panics at record `fail_at` in the first attempt, failing the task.
+#[derive(Clone)]
+struct CountingThatFails {
+    count: Option<ValueState<u64>>,
+    fail_at: Option<u64>,
+}
+
+impl MapFunction<u64, (u64, u64)> for CountingThatFails {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.count = Some(ctx.get_state(&ValueStateDescriptor::<u64>::new("count"))?);
+        if ctx.attempt_number > 0 {
+            self.fail_at = None;
+        }
+        Ok(())
+    }
+
+    fn map(&mut self, i: u64) -> (u64, u64) {
+        if self.fail_at == Some(i) {
+            panic!("injected failure at record {i}");
+        }
+        let state = self.count.as_ref().expect("opened");
+        let n = state.value().expect("readable").unwrap_or(0) + 1;
+        state.update(n).expect("writable");
+        (i % KEYS, n)
+    }
+}
+
+struct Run {
+    counts: BTreeMap<u64, Vec<u64>>,
+    result: JobExecutionResult,
+}
+
+fn counting_job(
+    env: &StreamExecutionEnvironment,
+    records: u64,
+    rate: f64,
+    fail_at: Option<u64>,
+) -> Arc<Mutex<Vec<(u64, u64)>>> {
+    let out = Arc::new(Mutex::new(Vec::new()));
+    env.add_parallel_source(
+        GeneratorSource::new(records, |i| i).with_rate_limit(rate),
+        "numbers",
+    )
+    .uid("numbers")
+    .key_by(|i| i % KEYS)
+    .map(CountingThatFails {
+        count: None,
+        fail_at,
+    })
+    .uid("count")
+    .add_sink(CollectSink::new(Arc::clone(&out)))
+    .set_parallelism(1);
+    out
+}
+
+fn run(env: &StreamExecutionEnvironment, records: u64, fail_at: Option<u64>) -> Run {
+    let out = counting_job(env, records, records as f64 * 2.0, fail_at);
+    let result = env.execute("counting").expect("job recovers");
+    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for (k, n) in out.lock().expect("sink lock").drain(..) {
+        counts.entry(k).or_default().push(n);
+    }
+    Run { counts, result }
+}
+
+fn checkpointing(p: u32, mode: CheckpointingMode) -> StreamExecutionEnvironment {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(p)
+        .enable_checkpointing_with_mode(Duration::from_millis(40), mode)
+        .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
+    env
+}
+
+/// Every key counted to its full total (no loss) and, if `exact`, no
+/// count went past it (nothing counted twice).
+fn assert_counts(run: &Run, records: u64, exact: bool) {
+    let per_key = records / KEYS;
+    assert_eq!(run.counts.len() as u64, KEYS);
+    for (key, counts) in &run.counts {
+        let max = counts.iter().copied().max().unwrap_or(0);
+        if exact {
+            assert_eq!(max, per_key, "key {key} counted {max}, expected {per_key}");
+        } else {
+            assert!(max >= per_key, "key {key} lost records: {max} < {per_key}");
+        }
+        // The sink is not transactional, so a restart may repeat outputs,
+        // but every count from 1 to the total appears.
+        let mut seen = counts.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        assert!(
+            (1..=per_key).all(|n| seen.binary_search(&n).is_ok()),
+            "key {key} skipped a count"
+        );
+    }
+}
+
+fn assert_recovered(run: &Run) {
+    assert_eq!(
+        run.result.restarts, 1,
+        "{:?}",
+        run.result.recovered_failures
+    );
+    assert!(run.result.recovered_failures[0].contains("injected failure"));
+    assert!(
+        run.result.checkpoints.restored.is_some(),
+        "the restart did not restore a checkpoint: {:?}",
+        run.result.checkpoints
+    );
+}
+
+#[test]
+fn exactly_once_state_survives_a_failure_at_parallelism_1() {
+    let records = 40_000;
+    let run = run(
+        &checkpointing(1, CheckpointingMode::ExactlyOnce),
+        records,
+        Some(20_000),
+    );
+    assert_recovered(&run);
+    assert_counts(&run, records, true);
+}
+
+#[test]
+fn exactly_once_state_survives_a_failure_at_parallelism_2() {
+    let records = 40_000;
+    // Subtask 0 of the source emits 0..20 000, subtask 1 the rest.
+    let run = run(
+        &checkpointing(2, CheckpointingMode::ExactlyOnce),
+        records,
+        Some(30_001),
+    );
+    assert_recovered(&run);
+    assert_counts(&run, records, true);
+}
+
+#[test]
+fn at_least_once_loses_nothing() {
+    let records = 40_000;
+    let run = run(
+        &checkpointing(2, CheckpointingMode::AtLeastOnce),
+        records,
+        Some(10_000),
+    );
+    assert_recovered(&run);
+    assert_counts(&run, records, false);
+}
+
+/// Two inputs of very different speed: the even numbers arrive at once,
+/// the odd ones behind a slow operator, so a barrier reaches the counting
+/// operator on the fast input long before the slow one. Without alignment
+/// the fast input's records after the barrier would be in the snapshot and
+/// counted again after the restart.
+fn skewed_inputs(mode: CheckpointingMode) -> Run {
+    let per_input = 20_000u64;
+    let env = checkpointing(1, mode);
+    env.set_max_parallelism(128);
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let fast = env
+        .add_parallel_source(
+            GeneratorSource::new(per_input, |i| 2 * i).with_rate_limit(40_000.0),
+            "even",
+        )
+        .uid("even");
+    let slow = env
+        .add_parallel_source(
+            GeneratorSource::new(per_input, |i| 2 * i + 1).with_rate_limit(40_000.0),
+            "odd",
+        )
+        .uid("odd")
+        .map(|v: u64| {
+            if v % 64 == 1 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            v
+        })
+        .disable_chaining()
+        .uid("slow");
+    fast.union(&[slow])
+        .key_by(|i| i % KEYS)
+        .map(CountingThatFails {
+            count: None,
+            fail_at: Some(2 * 12_000),
+        })
+        .uid("count")
+        .add_sink(CollectSink::new(Arc::clone(&out)))
+        .set_parallelism(1);
+    let result = env.execute("skewed").expect("job recovers");
+    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for (k, n) in out.lock().expect("sink lock").drain(..) {
+        counts.entry(k).or_default().push(n);
+    }
+    Run { counts, result }
+}
+
+#[test]
+fn alignment_holds_the_fast_input_until_the_slow_one_has_the_barrier() {
+    let run = skewed_inputs(CheckpointingMode::ExactlyOnce);
+    assert_recovered(&run);
+    assert_counts(&run, 40_000, true);
+}
+
+#[test]
+fn skewed_inputs_lose_nothing_at_least_once() {
+    let run = skewed_inputs(CheckpointingMode::AtLeastOnce);
+    assert_recovered(&run);
+    assert_counts(&run, 40_000, false);
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn exactly_once_state_survives_a_failure_on_rocksdb() {
+    let records = 40_000;
+    let env = checkpointing(2, CheckpointingMode::ExactlyOnce);
+    let mut c = Configuration::new();
+    c.set("state.backend.type", "rocksdb");
+    env.configure(&c).expect("rocksdb backend");
+    let run = run(&env, records, Some(10_007));
+    assert_recovered(&run);
+    assert_counts(&run, records, true);
+}
+
+#[test]
+fn without_checkpointing_a_failure_fails_the_job() {
+    let env = StreamExecutionEnvironment::new();
+    counting_job(&env, 1_000, 1e9, Some(10));
+    let err = env.execute("counting").expect_err("no restart strategy");
+    assert!(err.to_string().contains("injected failure"), "{err}");
+}
+
+#[test]
+fn restarts_end_when_the_strategy_says_so() {
+    let env = checkpointing(1, CheckpointingMode::ExactlyOnce);
+    // Fails in every attempt: `fail_at` survives because the function is
+    // told it is a restart only through `attempt_number`, so use a fresh
+    // failure each time via a shared counter.
+    let failures = Arc::new(Mutex::new(0u32));
+    let seen = Arc::clone(&failures);
+    env.from_sequence(0, 999)
+        .map(move |i: i64| {
+            if i == 500 {
+                *seen.lock().expect("lock") += 1;
+                panic!("always fails");
+            }
+            i
+        })
+        .add_sink(DiscardingSink);
+    let err = env.execute("always failing").expect_err("gives up");
+    assert!(err.to_string().contains("always fails"), "{err}");
+    // The first run and one restart (fixed-delay, 1 attempt).
+    assert_eq!(*failures.lock().expect("lock"), 2);
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The directory of the newest completed checkpoint under `root`.
+fn newest_checkpoint(root: &Path) -> Option<PathBuf> {
+    let mut found: Vec<(u64, PathBuf)> = Vec::new();
+    for job in std::fs::read_dir(root).ok()?.flatten() {
+        for chk in std::fs::read_dir(job.path()).ok()?.flatten() {
+            let name = chk.file_name().to_string_lossy().to_string();
+            if let Some(n) = name.strip_prefix("chk-").and_then(|n| n.parse().ok()) {
+                if chk.path().join("_metadata").is_file() {
+                    found.push((n, chk.path()));
+                }
+            }
+        }
+    }
+    found.into_iter().max().map(|(_, p)| p)
+}
+
+#[test]
+fn a_retained_checkpoint_resumes_a_cancelled_job() {
+    let dir = temp_dir("retained");
+    let records = 30_000;
+    let config = |env: &StreamExecutionEnvironment| {
+        let mut c = Configuration::new();
+        c.set("execution.checkpointing.interval", "30 ms")
+            .set("execution.checkpointing.dir", dir.display().to_string())
+            .set(
+                "execution.checkpointing.externalized-checkpoint-retention",
+                "RETAIN_ON_CANCELLATION",
+            );
+        env.configure(&c).expect("config");
+    };
+    // First run: slow enough to be cancelled part-way.
+    let env = StreamExecutionEnvironment::new();
+    config(&env);
+    let first = counting_job(&env, records, 10_000.0, None);
+    let client = env.execute_async("first").expect("starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while newest_checkpoint(&dir).is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    client.cancel();
+    assert!(client.wait().is_err(), "cancelled");
+    let checkpoint = newest_checkpoint(&dir).expect("a checkpoint was retained");
+    let before = first.lock().expect("lock").len() as u64;
+    assert!(before < records, "cancelled before the end");
+
+    // Second run: a new job from that checkpoint finishes the count.
+    let env = StreamExecutionEnvironment::new();
+    config(&env);
+    env.set_from_savepoint(&checkpoint);
+    let second = counting_job(&env, records, 1e9, None);
+    let result = env.execute("second").expect("resumes");
+    assert!(result.checkpoints.restored.is_some());
+    let mut max: BTreeMap<u64, u64> = BTreeMap::new();
+    let resumed = second.lock().expect("lock");
+    for (k, n) in resumed.iter() {
+        let m = max.entry(*k).or_default();
+        *m = (*m).max(*n);
+    }
+    assert!((resumed.len() as u64) < records, "it did not start over");
+    assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn restoring_a_corrupt_checkpoint_names_the_bad_file() {
+    let dir = temp_dir("corrupt");
+    let chk = dir.join("chk-1");
+    std::fs::create_dir_all(&chk).expect("dir");
+    std::fs::write(chk.join("_metadata"), b"not a checkpoint").expect("write");
+    let env = StreamExecutionEnvironment::new();
+    env.set_from_savepoint(&chk);
+    counting_job(&env, 10, 1e9, None);
+    let err = env.execute("restore").expect_err("corrupt");
+    assert!(err.to_string().contains("_metadata"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn state_of_an_unknown_operator_is_refused_unless_allowed() {
+    let dir = temp_dir("unclaimed");
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("execution.checkpointing.interval", "20 ms")
+        .set("execution.checkpointing.dir", dir.display().to_string())
+        .set(
+            "execution.checkpointing.externalized-checkpoint-retention",
+            "RETAIN_ON_CANCELLATION",
+        );
+    env.configure(&c).expect("config");
+    counting_job(&env, 1_000_000, 20_000.0, None);
+    let client = env.execute_async("first").expect("starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while newest_checkpoint(&dir).is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    client.cancel();
+    let _ = client.wait();
+    let checkpoint = newest_checkpoint(&dir).expect("retained");
+
+    // The same job with the counting operator's uid changed.
+    let job = |allow: bool| {
+        let env = StreamExecutionEnvironment::new();
+        env.set_from_savepoint(&checkpoint)
+            .set_allow_non_restored_state(allow);
+        env.from_sequence(0, 9)
+            .uid("numbers-v2")
+            .add_sink(DiscardingSink);
+        env.execute("second")
+    };
+    let err = job(false).expect_err("unclaimed state");
+    assert!(err.to_string().contains("does not have"), "{err}");
+    job(true).expect("allowed to drop it");
+    let _ = std::fs::remove_dir_all(&dir);
+}
