@@ -42,15 +42,32 @@ use crate::window::{
     WindowAssigner,
 };
 
-/// A key: hashable, comparable, serializable (keyed state stores it), and
-/// with a [`StableHash`](weir_state::StableHash) that fixes its key group
-/// forever.
+/// A key: hashable, comparable, serializable both ways (keyed state,
+/// timers and window contents are written to checkpoints and read back, so
+/// keys are owned types such as `String`, not `&str`), and with a
+/// [`StableHash`](weir_state::StableHash) that fixes its key group forever.
 pub trait Key:
-    Hash + Eq + Clone + Send + Sync + serde::Serialize + weir_state::StableHash + 'static
+    Hash
+    + Eq
+    + Clone
+    + Send
+    + Sync
+    + serde::Serialize
+    + serde::de::DeserializeOwned
+    + weir_state::StableHash
+    + 'static
 {
 }
 impl<K> Key for K where
-    K: Hash + Eq + Clone + Send + Sync + serde::Serialize + weir_state::StableHash + 'static
+    K: Hash
+        + Eq
+        + Clone
+        + Send
+        + Sync
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + weir_state::StableHash
+        + 'static
 {
 }
 

@@ -36,6 +36,17 @@ pub trait MapFunction<I, O>: Send + 'static {
     }
     /// Transforms one record.
     fn map(&mut self, value: I) -> O;
+    /// A checkpoint barrier passed: move what the function keeps in its
+    /// own fields into its operator or keyed state (Flink's
+    /// `CheckpointedFunction::snapshotState`). State declared in `open`
+    /// is restored before `open` runs; `ctx.is_restored()` tells.
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+    /// Checkpoint `checkpoint_id` completed (Flink's `CheckpointListener`).
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
     /// Called once per subtask after the last record.
     fn close(&mut self) -> FunctionResult {
         Ok(())
@@ -78,6 +89,17 @@ pub trait FlatMapFunction<I, O>: Send + 'static {
     }
     /// Emits the records `value` turns into.
     fn flat_map(&mut self, value: I, out: &mut Collector<'_, O>);
+    /// A checkpoint barrier passed: move what the function keeps in its
+    /// own fields into its operator or keyed state (Flink's
+    /// `CheckpointedFunction::snapshotState`). State declared in `open`
+    /// is restored before `open` runs; `ctx.is_restored()` tells.
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+    /// Checkpoint `checkpoint_id` completed (Flink's `CheckpointListener`).
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
     /// Called once per subtask after the last record.
     fn close(&mut self) -> FunctionResult {
         Ok(())

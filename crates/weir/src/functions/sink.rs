@@ -60,6 +60,17 @@ pub trait SinkFunction<T>: Send + 'static {
         Ok(())
     }
 
+    /// A checkpoint barrier passed: move what the function keeps in its
+    /// own fields into its operator or keyed state (Flink's
+    /// `CheckpointedFunction::snapshotState`). State declared in `open`
+    /// is restored before `open` runs; `ctx.is_restored()` tells.
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+    /// Checkpoint `checkpoint_id` completed (Flink's `CheckpointListener`).
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
     /// Called once per subtask after the last record.
     fn close(&mut self) -> FunctionResult {
         Ok(())

@@ -49,6 +49,14 @@ where
         Ok(())
     }
 
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.snapshot_state(checkpoint_id)
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.notify_checkpoint_complete(checkpoint_id)
+    }
+
     fn close(&mut self) -> FunctionResult {
         self.f.close()
     }
@@ -141,6 +149,14 @@ where
                 .flat_map(r.value, &mut Collector::new(records, r.timestamp));
         }
         Ok(())
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.snapshot_state(checkpoint_id)
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.notify_checkpoint_complete(checkpoint_id)
     }
 
     fn close(&mut self) -> FunctionResult {

@@ -65,6 +65,14 @@ where
         Ok(())
     }
 
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.snapshot_state(checkpoint_id)
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.notify_checkpoint_complete(checkpoint_id)
+    }
+
     fn close(&mut self) -> FunctionResult {
         self.f.close()
     }
@@ -200,6 +208,14 @@ where
             self.fire(timer.key, timer.timestamp, TimeDomain::ProcessingTime, out)?;
         }
         Ok(())
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.snapshot_state(checkpoint_id)
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.notify_checkpoint_complete(checkpoint_id)
     }
 
     fn close(&mut self) -> FunctionResult {

@@ -54,6 +54,14 @@ where
         self.sink.finish()
     }
 
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.sink.snapshot_state(checkpoint_id)
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.sink.notify_checkpoint_complete(checkpoint_id)
+    }
+
     fn close(&mut self) -> FunctionResult {
         self.sink.close()
     }

@@ -39,7 +39,7 @@ fn keyed_reduce_is_a_rolling_reduce() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
     let out = env
         .from_elements(vec![("a", 1), ("b", 10), ("a", 2), ("a", 3), ("b", 20)])
-        .key_by(|(k, _)| *k)
+        .key_by(|(k, _)| k.to_string())
         .reduce(|(k, x), (_, y)| (k, x + y))
         .execute_and_collect()?;
     assert_eq!(
@@ -76,7 +76,7 @@ fn readings() -> Vec<Reading> {
 fn sum_min_max_keep_the_first_records_other_fields() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
     let input = env.from_elements(readings());
-    let keyed = input.key_by(|r| r.city);
+    let keyed = input.key_by(|r| r.city.to_string());
     let sums = keyed.sum(|r| &mut r.value).execute_and_collect()?;
     let got: Vec<_> = sums.iter().map(|r| (r.city, r.district, r.value)).collect();
     assert_eq!(
@@ -91,7 +91,7 @@ fn sum_min_max_keep_the_first_records_other_fields() -> anyhow::Result<()> {
         ]
     );
 
-    let keyed = env.from_elements(readings()).key_by(|r| r.city);
+    let keyed = env.from_elements(readings()).key_by(|r| r.city.to_string());
     let maxes = keyed.max(|r| &mut r.value).execute_and_collect()?;
     let got: Vec<_> = maxes.iter().map(|r| (r.district, r.value)).collect();
     assert_eq!(
@@ -106,7 +106,7 @@ fn sum_min_max_keep_the_first_records_other_fields() -> anyhow::Result<()> {
         ]
     );
 
-    let keyed = env.from_elements(readings()).key_by(|r| r.city);
+    let keyed = env.from_elements(readings()).key_by(|r| r.city.to_string());
     let mins = keyed.min(|r| &mut r.value).execute_and_collect()?;
     let got: Vec<_> = mins.iter().map(|r| (r.district, r.value)).collect();
     assert_eq!(got[1], ("nanshan", 3));
@@ -117,7 +117,7 @@ fn sum_min_max_keep_the_first_records_other_fields() -> anyhow::Result<()> {
 #[test]
 fn min_by_max_by_keep_whole_records_first_on_ties() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
-    let keyed = env.from_elements(readings()).key_by(|r| r.city);
+    let keyed = env.from_elements(readings()).key_by(|r| r.city.to_string());
     let max_by = keyed.max_by(|r| r.value).execute_and_collect()?;
     let got: Vec<_> = max_by.iter().map(|r| (r.district, r.value)).collect();
     // "baoan" ties "luohu" at 9: the earlier record stays.
@@ -132,7 +132,7 @@ fn min_by_max_by_keep_whole_records_first_on_ties() -> anyhow::Result<()> {
             ("haidian", 7),
         ]
     );
-    let keyed = env.from_elements(readings()).key_by(|r| r.city);
+    let keyed = env.from_elements(readings()).key_by(|r| r.city.to_string());
     let min_by = keyed.min_by(|r| r.value).execute_and_collect()?;
     let got: Vec<_> = min_by.iter().map(|r| r.district).collect();
     assert_eq!(
