@@ -19,7 +19,7 @@ use weir::prelude::*;
 /// Distinct keys of the keyed jobs.
 const KEYS: u64 = 10_000;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Event {
     key: u64,
     value: u64,

@@ -14,7 +14,7 @@ pub use config::{
 };
 pub use coordinator::CheckpointStats;
 pub(crate) use coordinator::{apply_retention, Coordinator, CoordinatorHandle, OperatorInfo};
-pub use subtask::{CheckpointPort, SubtaskState};
+pub use subtask::{CheckpointPort, SubtaskState, INTERNAL_STATE_PREFIX};
 
 use crate::element::Barrier;
 

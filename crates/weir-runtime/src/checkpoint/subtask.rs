@@ -1,6 +1,7 @@
 //! The state one operator subtask registers for checkpoints, and its line
 //! to the coordinator.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
@@ -9,10 +10,16 @@ use weir_state::{KeyedStateStore, StateEntry, StateError, SubtaskSnapshot};
 use super::CoordinatorMessage;
 use crate::element::Barrier;
 
+/// Prefix of the names under which operators keep their own keyed state
+/// (timers, window contents) in a snapshot, apart from user state names.
+pub const INTERNAL_STATE_PREFIX: &str = "\u{1}weir/";
+
 #[derive(Default)]
 struct Inner {
     keyed: Option<KeyedStateStore>,
     restored_keyed: Vec<StateEntry>,
+    restored_internal: Vec<StateEntry>,
+    internal: BTreeMap<String, Vec<StateEntry>>,
     restored_position: Option<Vec<u8>>,
 }
 
@@ -33,13 +40,41 @@ impl SubtaskState {
     /// State restored from a checkpoint: keyed entries of this subtask's key
     /// groups and, for a source, its position.
     pub fn restored(keyed: Vec<StateEntry>, position: Option<Vec<u8>>) -> Self {
+        let (internal, user): (Vec<_>, Vec<_>) = keyed
+            .into_iter()
+            .partition(|e| e.state.starts_with(INTERNAL_STATE_PREFIX));
         SubtaskState {
             inner: Arc::new(Mutex::new(Inner {
-                keyed: None,
-                restored_keyed: keyed,
+                restored_keyed: user,
+                restored_internal: internal,
                 restored_position: position,
+                ..Inner::default()
             })),
         }
+    }
+
+    /// The restored entries of the operator's own state `name` (timers,
+    /// window contents), once.
+    pub fn take_restored_internal(&self, name: &str) -> Result<Vec<StateEntry>, StateError> {
+        let full = format!("{INTERNAL_STATE_PREFIX}{name}");
+        let mut inner = self.lock()?;
+        let (mine, rest) = std::mem::take(&mut inner.restored_internal)
+            .into_iter()
+            .partition(|e| e.state == full);
+        inner.restored_internal = rest;
+        Ok(mine)
+    }
+
+    /// Sets the operator's own state `name` for the snapshot being taken
+    /// (called from `Operator::snapshot_state`). Entries' state names are
+    /// set here.
+    pub fn set_internal(&self, name: &str, mut entries: Vec<StateEntry>) -> Result<(), StateError> {
+        let full = format!("{INTERNAL_STATE_PREFIX}{name}");
+        for e in &mut entries {
+            e.state.clone_from(&full);
+        }
+        self.lock()?.internal.insert(full, entries);
+        Ok(())
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, StateError> {
@@ -64,10 +99,14 @@ impl SubtaskState {
     /// The keyed part of a snapshot. Restored entries never handed to a
     /// store (the operator opened no keyed state) are kept, so they survive.
     pub fn snapshot_keyed(&self, into: &mut SubtaskSnapshot) -> Result<(), StateError> {
-        let inner = self.lock()?;
+        let mut inner = self.lock()?;
         match &inner.keyed {
             Some(store) => into.add_keyed(store.snapshot()?),
             None => into.add_keyed(inner.restored_keyed.clone()),
+        }
+        into.add_keyed(inner.restored_internal.clone());
+        for entries in std::mem::take(&mut inner.internal).into_values() {
+            into.add_keyed(entries);
         }
         Ok(())
     }

@@ -2,6 +2,9 @@
 //! per-key state.
 
 use std::ops::AddAssign;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::sync::Arc;
 
 use weir_runtime::graph::{NodeFactory, Partitioning};
@@ -58,6 +61,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     /// (a rolling reduce, Flink's `reduce` on a `KeyedStream`).
     pub fn reduce<F>(&self, f: F) -> DataStream<T>
     where
+        T: Serialize + DeserializeOwned,
         F: ReduceFunction<T> + Clone + Sync,
     {
         self.reduce_named("Keyed Reduce", f)
@@ -65,6 +69,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
 
     fn reduce_named<F>(&self, name: &str, f: F) -> DataStream<T>
     where
+        T: Serialize + DeserializeOwned,
         F: ReduceFunction<T> + Clone + Sync,
     {
         let key_of = Arc::clone(&self.key_of);
@@ -78,6 +83,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     /// values of the key's first record (Flink's `sum(pos)`).
     pub fn sum<N, F>(&self, field: F) -> DataStream<T>
     where
+        T: Serialize + DeserializeOwned,
         N: AddAssign + Copy + Send + 'static,
         F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
@@ -92,6 +98,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     /// (Flink's `min`; use [`min_by`](Self::min_by) for the whole record).
     pub fn min<N, F>(&self, field: F) -> DataStream<T>
     where
+        T: Serialize + DeserializeOwned,
         N: PartialOrd + Copy + Send + 'static,
         F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
@@ -108,6 +115,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     /// Rolling maximum of a field; other fields from the key's first record.
     pub fn max<N, F>(&self, field: F) -> DataStream<T>
     where
+        T: Serialize + DeserializeOwned,
         N: PartialOrd + Copy + Send + 'static,
         F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
@@ -125,6 +133,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     /// (Flink's `minBy`).
     pub fn min_by<N, F>(&self, field: F) -> DataStream<T>
     where
+        T: Serialize + DeserializeOwned,
         N: PartialOrd,
         F: Fn(&T) -> N + Clone + Send + Sync + 'static,
     {
@@ -141,6 +150,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     /// (Flink's `maxBy`).
     pub fn max_by<N, F>(&self, field: F) -> DataStream<T>
     where
+        T: Serialize + DeserializeOwned,
         N: PartialOrd,
         F: Fn(&T) -> N + Clone + Send + Sync + 'static,
     {

@@ -9,6 +9,7 @@ use weir_runtime::operator::SideOutputs;
 use weir_runtime::time::TimerQueue;
 
 use super::{Collector, FunctionResult, RuntimeContext};
+use crate::operators::OwnState;
 
 /// Names a side output and fixes its record type (Flink's `OutputTag`).
 /// Two tags are the same side output when their ids are equal.
@@ -69,6 +70,39 @@ impl<K: Clone + Eq + std::hash::Hash> Default for KeyedTimers<K> {
             event: TimerQueue::new(),
             processing: TimerQueue::new(),
         }
+    }
+}
+
+impl<K> KeyedTimers<K>
+where
+    K: Clone + Eq + std::hash::Hash + serde::Serialize + serde::de::DeserializeOwned,
+    K: weir_state::StableHash,
+{
+    /// Writes the timers to the checkpoint being taken: per key, its
+    /// event-time and processing-time timestamps.
+    pub fn save(&self, own: &OwnState) -> Result<(), weir_state::StateError> {
+        let mut by_key: std::collections::HashMap<&K, (Vec<i64>, Vec<i64>)> =
+            std::collections::HashMap::new();
+        for t in self.event.iter() {
+            by_key.entry(&t.key).or_default().0.push(t.timestamp);
+        }
+        for t in self.processing.iter() {
+            by_key.entry(&t.key).or_default().1.push(t.timestamp);
+        }
+        own.save("timers", by_key)
+    }
+
+    /// Registers the timers a restore brought.
+    pub fn restore(&mut self, own: &OwnState) -> Result<(), weir_state::StateError> {
+        for (key, (event, processing)) in own.restore::<K, (Vec<i64>, Vec<i64>)>("timers")? {
+            for t in event {
+                self.event.register(t, key.clone(), ());
+            }
+            for t in processing {
+                self.processing.register(t, key.clone(), ());
+            }
+        }
+        Ok(())
     }
 }
 

@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 
 use std::hash::Hash;
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
@@ -11,7 +12,7 @@ use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
 use weir_state::{KeyedStateStore, StableHash};
 
-use super::KeySelector;
+use super::{KeySelector, OwnState};
 use crate::functions::{
     Collector, KeyedProcessFunction, KeyedTimers, ProcessContext, ProcessFunction, TimeDomain,
 };
@@ -85,6 +86,7 @@ pub(crate) struct KeyedProcessOperator<F, K, I, O> {
     timers: KeyedTimers<K>,
     clock: Option<SharedClock>,
     state: Option<KeyedStateStore>,
+    own: Option<OwnState>,
     _types: PhantomData<fn(I) -> O>,
 }
 
@@ -117,6 +119,7 @@ impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
             timers: KeyedTimers::default(),
             clock: None,
             state: None,
+            own: None,
             _types: PhantomData,
         }
     }
@@ -157,7 +160,7 @@ impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
 impl<F, K, I, O> Operator for KeyedProcessOperator<F, K, I, O>
 where
     F: KeyedProcessFunction<K, I, O>,
-    K: Clone + Eq + Hash + Serialize + StableHash + Send + 'static,
+    K: Clone + Eq + Hash + Serialize + DeserializeOwned + StableHash + Send + 'static,
     I: Send + 'static,
     O: Send + 'static,
 {
@@ -166,6 +169,9 @@ where
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.clock = Some(ctx.clock.clone());
+        let own = OwnState::new(ctx);
+        self.timers.restore(&own)?;
+        self.own = Some(own);
         let (ctx, store) = keyed_context(ctx)?;
         self.state = Some(store);
         self.f.open(&ctx)
@@ -211,6 +217,9 @@ where
     }
 
     fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        if let Some(own) = &self.own {
+            self.timers.save(own)?;
+        }
         self.f.snapshot_state(checkpoint_id)
     }
 

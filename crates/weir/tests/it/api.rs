@@ -38,10 +38,13 @@ fn from_iter_and_collection_keep_order() -> anyhow::Result<()> {
 fn keyed_reduce_is_a_rolling_reduce() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
     let out = env
-        .from_elements(vec![("a", 1), ("b", 10), ("a", 2), ("a", 3), ("b", 20)])
-        .key_by(|(k, _)| k.to_string())
+        .from_elements(
+            [("a", 1), ("b", 10), ("a", 2), ("a", 3), ("b", 20)].map(|(k, v)| (k.to_string(), v)),
+        )
+        .key_by(|(k, _)| k.clone())
         .reduce(|(k, x), (_, y)| (k, x + y))
         .execute_and_collect()?;
+    let out: Vec<(&str, i32)> = out.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(
         out,
         vec![("a", 1), ("b", 10), ("a", 3), ("a", 6), ("b", 30)]
@@ -49,17 +52,17 @@ fn keyed_reduce_is_a_rolling_reduce() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Reading {
-    city: &'static str,
-    district: &'static str,
+    city: String,
+    district: String,
     value: i64,
 }
 
 fn readings() -> Vec<Reading> {
-    let r = |city, district, value| Reading {
-        city,
-        district,
+    let r = |city: &str, district: &str, value| Reading {
+        city: city.to_string(),
+        district: district.to_string(),
         value,
     };
     vec![
@@ -76,9 +79,12 @@ fn readings() -> Vec<Reading> {
 fn sum_min_max_keep_the_first_records_other_fields() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
     let input = env.from_elements(readings());
-    let keyed = input.key_by(|r| r.city.to_string());
+    let keyed = input.key_by(|r| r.city.clone());
     let sums = keyed.sum(|r| &mut r.value).execute_and_collect()?;
-    let got: Vec<_> = sums.iter().map(|r| (r.city, r.district, r.value)).collect();
+    let got: Vec<_> = sums
+        .iter()
+        .map(|r| (r.city.as_str(), r.district.as_str(), r.value))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -91,9 +97,12 @@ fn sum_min_max_keep_the_first_records_other_fields() -> anyhow::Result<()> {
         ]
     );
 
-    let keyed = env.from_elements(readings()).key_by(|r| r.city.to_string());
+    let keyed = env.from_elements(readings()).key_by(|r| r.city.clone());
     let maxes = keyed.max(|r| &mut r.value).execute_and_collect()?;
-    let got: Vec<_> = maxes.iter().map(|r| (r.district, r.value)).collect();
+    let got: Vec<_> = maxes
+        .iter()
+        .map(|r| (r.district.as_str(), r.value))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -106,9 +115,12 @@ fn sum_min_max_keep_the_first_records_other_fields() -> anyhow::Result<()> {
         ]
     );
 
-    let keyed = env.from_elements(readings()).key_by(|r| r.city.to_string());
+    let keyed = env.from_elements(readings()).key_by(|r| r.city.clone());
     let mins = keyed.min(|r| &mut r.value).execute_and_collect()?;
-    let got: Vec<_> = mins.iter().map(|r| (r.district, r.value)).collect();
+    let got: Vec<_> = mins
+        .iter()
+        .map(|r| (r.district.as_str(), r.value))
+        .collect();
     assert_eq!(got[1], ("nanshan", 3));
     assert_eq!(got[5], ("haidian", 1));
     Ok(())
@@ -117,9 +129,12 @@ fn sum_min_max_keep_the_first_records_other_fields() -> anyhow::Result<()> {
 #[test]
 fn min_by_max_by_keep_whole_records_first_on_ties() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
-    let keyed = env.from_elements(readings()).key_by(|r| r.city.to_string());
+    let keyed = env.from_elements(readings()).key_by(|r| r.city.clone());
     let max_by = keyed.max_by(|r| r.value).execute_and_collect()?;
-    let got: Vec<_> = max_by.iter().map(|r| (r.district, r.value)).collect();
+    let got: Vec<_> = max_by
+        .iter()
+        .map(|r| (r.district.as_str(), r.value))
+        .collect();
     // "baoan" ties "luohu" at 9: the earlier record stays.
     assert_eq!(
         got,
@@ -132,9 +147,9 @@ fn min_by_max_by_keep_whole_records_first_on_ties() -> anyhow::Result<()> {
             ("haidian", 7),
         ]
     );
-    let keyed = env.from_elements(readings()).key_by(|r| r.city.to_string());
+    let keyed = env.from_elements(readings()).key_by(|r| r.city.clone());
     let min_by = keyed.min_by(|r| r.value).execute_and_collect()?;
-    let got: Vec<_> = min_by.iter().map(|r| r.district).collect();
+    let got: Vec<_> = min_by.iter().map(|r| r.district.as_str()).collect();
     assert_eq!(
         got,
         vec!["nanshan", "futian", "haidian", "futian", "futian", "chaoyang"]
