@@ -32,7 +32,7 @@ use weir_examples::{
     bounded_out_of_orderness, datetime, fields, format_datetime, int, text_input, LineParser,
 };
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Reading {
     time_ms: i64,
     key: String,

@@ -27,7 +27,7 @@ use weir_examples::{
     bounded_out_of_orderness, datetime, decimal, fields, format_datetime, text_input, LineParser,
 };
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Order {
     order_id: String,
     user_id: String,

@@ -34,7 +34,7 @@ use std::time::Duration;
 use weir::prelude::*;
 use weir_examples::{fields, int, LineParser};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Event {
     key: String,
     timestamp: i64,

@@ -16,8 +16,9 @@ pub const NO_TIMESTAMP: i64 = i64::MIN;
 pub const MAX_WATERMARK: i64 = i64::MAX;
 
 /// A data record with its event timestamp in milliseconds since the epoch
-/// (or [`NO_TIMESTAMP`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// (or [`NO_TIMESTAMP`]). Serializable so that operators buffering records
+/// (windows with process functions, evictors) can checkpoint them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StreamRecord<T> {
     /// The user's value.
     pub value: T,

@@ -6,6 +6,8 @@
 //! records of each side, and a join emits the cross product of the two
 //! groups (nothing when a side is empty: an inner join).
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +16,7 @@ use crate::functions::Collector;
 use crate::window::{Elements, Trigger, WindowAssigner};
 
 /// A record of the first or second stream of a co-group.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum TaggedUnion<A, B> {
     /// From the first stream.
     One(A),
@@ -64,9 +66,9 @@ pub struct JoinWindow<A, B, K, W, Asg, M> {
     allowed_lateness: Duration,
 }
 
-impl<A: Clone + Send + 'static> DataStream<A> {
+impl<A: Clone + Send + Serialize + DeserializeOwned + 'static> DataStream<A> {
     /// Joins with `other` on a key within windows (an inner join).
-    pub fn join<B: Clone + Send + 'static>(
+    pub fn join<B: Clone + Send + Serialize + DeserializeOwned + 'static>(
         &self,
         other: &DataStream<B>,
     ) -> JoinedStreams<A, B, Join> {
@@ -79,7 +81,7 @@ impl<A: Clone + Send + 'static> DataStream<A> {
 
     /// Co-groups with `other` on a key within windows: each window gives
     /// both sides' records of a key, either side possibly empty.
-    pub fn co_group<B: Clone + Send + 'static>(
+    pub fn co_group<B: Clone + Send + Serialize + DeserializeOwned + 'static>(
         &self,
         other: &DataStream<B>,
     ) -> JoinedStreams<A, B, CoGroup> {
@@ -91,7 +93,12 @@ impl<A: Clone + Send + 'static> DataStream<A> {
     }
 }
 
-impl<A: Clone + Send + 'static, B: Clone + Send + 'static, M> JoinedStreams<A, B, M> {
+impl<
+        A: Clone + Send + Serialize + DeserializeOwned + 'static,
+        B: Clone + Send + Serialize + DeserializeOwned + 'static,
+        M,
+    > JoinedStreams<A, B, M>
+{
     /// The key of the first stream (`where` is a Rust keyword).
     pub fn where_<K: Key, F: Fn(&A) -> K + Send + Sync + 'static>(
         self,
@@ -104,7 +111,13 @@ impl<A: Clone + Send + 'static, B: Clone + Send + 'static, M> JoinedStreams<A, B
     }
 }
 
-impl<A: Clone + Send + 'static, B: Clone + Send + 'static, K: Key, M> JoinWhere<A, B, K, M> {
+impl<
+        A: Clone + Send + Serialize + DeserializeOwned + 'static,
+        B: Clone + Send + Serialize + DeserializeOwned + 'static,
+        K: Key,
+        M,
+    > JoinWhere<A, B, K, M>
+{
     /// The key of the second stream.
     pub fn equal_to<F: Fn(&B) -> K + Send + Sync + 'static>(
         self,
@@ -118,7 +131,13 @@ impl<A: Clone + Send + 'static, B: Clone + Send + 'static, K: Key, M> JoinWhere<
     }
 }
 
-impl<A: Clone + Send + 'static, B: Clone + Send + 'static, K: Key, M> JoinEqualTo<A, B, K, M> {
+impl<
+        A: Clone + Send + Serialize + DeserializeOwned + 'static,
+        B: Clone + Send + Serialize + DeserializeOwned + 'static,
+        K: Key,
+        M,
+    > JoinEqualTo<A, B, K, M>
+{
     /// The windows within which records meet.
     pub fn window<Asg: WindowAssigner<TaggedUnion<A, B>>>(
         self,
@@ -137,8 +156,8 @@ impl<A: Clone + Send + 'static, B: Clone + Send + 'static, K: Key, M> JoinEqualT
 
 impl<A, B, K, W, Asg, M> JoinWindow<A, B, K, W, Asg, M>
 where
-    A: Clone + Send + 'static,
-    B: Clone + Send + 'static,
+    A: Clone + Send + Serialize + DeserializeOwned + 'static,
+    B: Clone + Send + Serialize + DeserializeOwned + 'static,
     K: Key,
     W: crate::window::Window,
     Asg: WindowAssigner<TaggedUnion<A, B>, W = W>,
@@ -200,8 +219,8 @@ where
 
 impl<A, B, K, W, Asg> JoinWindow<A, B, K, W, Asg, Join>
 where
-    A: Clone + Send + 'static,
-    B: Clone + Send + 'static,
+    A: Clone + Send + Serialize + DeserializeOwned + 'static,
+    B: Clone + Send + Serialize + DeserializeOwned + 'static,
     K: Key,
     W: crate::window::Window,
     Asg: WindowAssigner<TaggedUnion<A, B>, W = W>,
@@ -227,8 +246,8 @@ where
 
 impl<A, B, K, W, Asg> JoinWindow<A, B, K, W, Asg, CoGroup>
 where
-    A: Clone + Send + 'static,
-    B: Clone + Send + 'static,
+    A: Clone + Send + Serialize + DeserializeOwned + 'static,
+    B: Clone + Send + Serialize + DeserializeOwned + 'static,
     K: Key,
     W: crate::window::Window,
     Asg: WindowAssigner<TaggedUnion<A, B>, W = W>,

@@ -173,20 +173,29 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     }
 
     /// Cuts each key's records into windows.
-    pub fn window<A: WindowAssigner<T>>(&self, assigner: A) -> WindowedStream<T, K, A::W> {
+    pub fn window<A: WindowAssigner<T>>(&self, assigner: A) -> WindowedStream<T, K, A::W>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
         WindowedStream::new(self.clone(), assigner, false)
     }
 
     /// Tumbling count windows: fire and purge every `size` records of a key
     /// (Flink's `countWindow(size)`).
-    pub fn count_window(&self, size: u64) -> WindowedStream<T, K, GlobalWindow> {
+    pub fn count_window(&self, size: u64) -> WindowedStream<T, K, GlobalWindow>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
         self.window(GlobalWindows::create())
             .trigger(PurgingTrigger::of(CountTrigger::of(size)))
     }
 
     /// Sliding count windows: every `slide` records, the last `size` records
     /// (Flink's `countWindow(size, slide)`).
-    pub fn count_window_slide(&self, size: u64, slide: u64) -> WindowedStream<T, K, GlobalWindow> {
+    pub fn count_window_slide(&self, size: u64, slide: u64) -> WindowedStream<T, K, GlobalWindow>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
         self.window(GlobalWindows::create())
             .evictor(CountEvictor::of(size as usize))
             .trigger(CountTrigger::of(slide))

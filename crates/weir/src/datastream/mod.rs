@@ -208,12 +208,18 @@ impl<T: Clone + Send + 'static> DataStream<T> {
 
     /// Cuts the whole stream into windows, processed by one subtask
     /// (Flink's `windowAll`).
-    pub fn window_all<A: WindowAssigner<T>>(&self, assigner: A) -> AllWindowedStream<T, A::W> {
+    pub fn window_all<A: WindowAssigner<T>>(&self, assigner: A) -> AllWindowedStream<T, A::W>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
         AllWindowedStream::new(self, assigner)
     }
 
     /// Tumbling count windows over the whole stream (`countWindowAll(size)`).
-    pub fn count_window_all(&self, size: u64) -> AllWindowedStream<T, GlobalWindow> {
+    pub fn count_window_all(&self, size: u64) -> AllWindowedStream<T, GlobalWindow>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
         self.window_all(GlobalWindows::create())
             .trigger(PurgingTrigger::of(CountTrigger::of(size)))
     }
@@ -224,7 +230,10 @@ impl<T: Clone + Send + 'static> DataStream<T> {
         &self,
         size: u64,
         slide: u64,
-    ) -> AllWindowedStream<T, GlobalWindow> {
+    ) -> AllWindowedStream<T, GlobalWindow>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
         self.window_all(GlobalWindows::create())
             .evictor(CountEvictor::of(size as usize))
             .trigger(CountTrigger::of(slide))

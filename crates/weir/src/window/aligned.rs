@@ -12,19 +12,24 @@
 //! with an `EventTimeTrigger`, which the golden and property tests check.
 
 use std::collections::BTreeSet;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::hash::Hash;
 use std::sync::Arc;
+use weir_state::StableHash;
 
 use weir_runtime::element::StreamRecord;
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::FunctionResult;
 
+use super::checkpoint::SavedWatermark;
 use super::function::ProcessWindowContext;
 use super::operator::{emit_late, Map, Slot, WindowLogic};
 use super::{TimeWindow, Window};
 use crate::functions::Collector;
-use crate::operators::KeySelector;
+use crate::operators::{KeySelector, OwnState};
 
 fn gcd(a: i64, b: i64) -> i64 {
     if b == 0 {
@@ -37,6 +42,22 @@ fn gcd(a: i64, b: i64) -> i64 {
 struct Slice<K, A> {
     start: i64,
     entries: Map<K, A>,
+}
+
+/// One key's slices and window states as a checkpoint writes them ...
+#[derive(Serialize)]
+struct KeyOut<'a, A> {
+    slices: Vec<(i64, &'a A)>,
+    window_states: Vec<(i64, Vec<u8>)>,
+    global_state: Option<Vec<u8>>,
+}
+
+/// ... and as a restore reads them.
+#[derive(Deserialize)]
+struct KeyIn<A> {
+    slices: Vec<(i64, A)>,
+    window_states: Vec<(i64, Vec<u8>)>,
+    global_state: Option<Vec<u8>>,
 }
 
 pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
@@ -55,6 +76,8 @@ pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     watermark: i64,
     metrics: Option<Arc<OperatorMetrics>>,
     clock: Option<weir_runtime::time::SharedClock>,
+    own: Option<OwnState>,
+    saved_watermark: Option<SavedWatermark>,
     _out: std::marker::PhantomData<fn() -> (W, O)>,
 }
 
@@ -90,6 +113,8 @@ where
             watermark: i64::MIN,
             metrics: None,
             clock: None,
+            own: None,
+            saved_watermark: None,
             _out: std::marker::PhantomData,
         }
     }
@@ -173,14 +198,16 @@ where
         }
         let (records, sides) = out.split();
         let mut window_state = if self.window_states.is_empty() {
-            None
+            Slot::default()
         } else {
-            self.window_states.remove(&(key.clone(), start)).flatten()
+            self.window_states
+                .remove(&(key.clone(), start))
+                .unwrap_or_default()
         };
         let mut global_state = if self.global_states.is_empty() {
-            None
+            Slot::default()
         } else {
-            self.global_states.remove(key).flatten()
+            self.global_states.remove(key).unwrap_or_default()
         };
         let mut ctx = ProcessWindowContext {
             window: &window,
@@ -193,11 +220,11 @@ where
         };
         self.logic
             .emit(key, acc, &mut ctx, &mut Collector::new(records, end - 1))?;
-        if window_state.is_some() {
+        if !window_state.is_empty() {
             self.window_states
                 .insert((key.clone(), start), window_state);
         }
-        if global_state.is_some() {
+        if !global_state.is_empty() {
             self.global_states.insert(key.clone(), global_state);
         }
         Ok(())
@@ -300,7 +327,7 @@ where
 impl<T, K, W, O, L> Operator for AlignedWindowOperator<T, K, W, O, L>
 where
     T: Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
+    K: Hash + Eq + Clone + Send + Serialize + DeserializeOwned + StableHash + 'static,
     W: Window,
     O: Send + 'static,
     L: WindowLogic<K, W, T, O>,
@@ -311,7 +338,62 @@ where
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.metrics = Some(Arc::clone(&ctx.metrics));
         self.clock = Some(ctx.clock.clone());
+        let own = OwnState::new(ctx);
+        for (key, k) in own.restore::<K, KeyIn<L::Acc>>("windows")? {
+            for (start, acc) in k.slices {
+                let i = self.slice_index(start);
+                self.slices[i].entries.insert(key.clone(), acc);
+            }
+            for (start, bytes) in k.window_states {
+                self.window_states
+                    .insert((key.clone(), start), Slot::restored(Some(bytes)));
+            }
+            if k.global_state.is_some() {
+                self.global_states
+                    .insert(key, Slot::restored(k.global_state));
+            }
+        }
+        self.own = Some(own);
+        let (saved, watermark) = SavedWatermark::open(ctx)?;
+        self.watermark = watermark;
+        self.saved_watermark = Some(saved);
         self.logic.open(ctx)
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        let (Some(own), Some(saved)) = (&self.own, &self.saved_watermark) else {
+            return Ok(());
+        };
+        let mut keys: Map<&K, KeyOut<'_, L::Acc>> = Map::default();
+        let empty = || KeyOut {
+            slices: Vec::new(),
+            window_states: Vec::new(),
+            global_state: None,
+        };
+        for slice in &self.slices {
+            for (k, acc) in &slice.entries {
+                keys.entry(k)
+                    .or_insert_with(empty)
+                    .slices
+                    .push((slice.start, acc));
+            }
+        }
+        for ((k, start), slot) in &self.window_states {
+            if let Some(bytes) = slot.encode()? {
+                keys.entry(k)
+                    .or_insert_with(empty)
+                    .window_states
+                    .push((*start, bytes));
+            }
+        }
+        for (k, slot) in &self.global_states {
+            if let Some(bytes) = slot.encode()? {
+                keys.entry(k).or_insert_with(empty).global_state = Some(bytes);
+            }
+        }
+        own.save("windows", keys)?;
+        saved.save(self.watermark)?;
+        Ok(())
     }
 
     fn process_batch(

@@ -1,10 +1,12 @@
 //! Window functions: what a window's contents turn into.
 
-use std::any::Any;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use weir_runtime::element::StreamRecord;
 use weir_runtime::operator::SideOutputs;
 
+use super::state_slot::StateSlot;
 use crate::functions::{Collector, FunctionResult, OutputTag, RuntimeContext};
 
 /// Incremental aggregation with an accumulator (Flink's `AggregateFunction`).
@@ -83,20 +85,10 @@ pub struct ProcessWindowContext<'a, W> {
     pub(crate) window: &'a W,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
-    pub(crate) window_state: &'a mut Option<Box<dyn Any + Send>>,
-    pub(crate) global_state: &'a mut Option<Box<dyn Any + Send>>,
+    pub(crate) window_state: &'a mut StateSlot,
+    pub(crate) global_state: &'a mut StateSlot,
     pub(crate) sides: &'a mut SideOutputs,
     pub(crate) timestamp: i64,
-}
-
-fn typed_slot<S: Default + Send + 'static>(slot: &mut Option<Box<dyn Any + Send>>) -> &mut S {
-    if !slot.as_ref().is_some_and(|s| s.is::<S>()) {
-        *slot = Some(Box::new(S::default()));
-    }
-    match slot.as_mut().and_then(|s| s.downcast_mut::<S>()) {
-        Some(s) => s,
-        None => unreachable!("slot was just set to this type"),
-    }
 }
 
 impl<W> ProcessWindowContext<'_, W> {
@@ -117,13 +109,19 @@ impl<W> ProcessWindowContext<'_, W> {
 
     /// State of this key and window, kept across firings of the window and
     /// dropped with it (Flink's `windowState()`).
-    pub fn window_state<S: Default + Send + 'static>(&mut self) -> &mut S {
-        typed_slot(self.window_state)
+    pub fn window_state<S>(&mut self) -> &mut S
+    where
+        S: Default + Serialize + DeserializeOwned + Send + 'static,
+    {
+        self.window_state.get_or_default()
     }
 
     /// State of this key across all its windows (Flink's `globalState()`).
-    pub fn global_state<S: Default + Send + 'static>(&mut self) -> &mut S {
-        typed_slot(self.global_state)
+    pub fn global_state<S>(&mut self) -> &mut S
+    where
+        S: Default + Serialize + DeserializeOwned + Send + 'static,
+    {
+        self.global_state.get_or_default()
     }
 
     /// Emits `value` to the side output `tag`.

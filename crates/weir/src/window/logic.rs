@@ -2,6 +2,8 @@
 
 use std::marker::PhantomData;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use weir_runtime::element::StreamRecord;
 
 use super::function::{
@@ -25,7 +27,7 @@ fn reduce_into<T, F: ReduceFunction<T>>(f: &mut F, acc: &mut Option<T>, value: T
 
 impl<K, W, T, F> WindowLogic<K, W, T, T> for ReduceLogic<F, T>
 where
-    T: Clone + Send + 'static,
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
     F: ReduceFunction<T>,
 {
     type Acc = Option<T>;
@@ -76,7 +78,7 @@ pub(crate) struct ReduceProcessLogic<F, P, T> {
 
 impl<K, W, T, O, F, P> WindowLogic<K, W, T, O> for ReduceProcessLogic<F, P, T>
 where
-    T: Clone + Send + 'static,
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
     F: ReduceFunction<T>,
     P: ProcessWindowFunction<T, O, K, W>,
 {
@@ -135,7 +137,7 @@ pub(crate) struct AggregateLogic<A, T, Acc, R> {
 impl<K, W, T, Acc, R, A> WindowLogic<K, W, T, R> for AggregateLogic<A, T, Acc, R>
 where
     T: Send + 'static,
-    Acc: Clone + Send + 'static,
+    Acc: Clone + Send + Serialize + DeserializeOwned + 'static,
     R: Send + 'static,
     A: AggregateFunction<T, Acc, R>,
 {
@@ -184,7 +186,7 @@ pub(crate) struct AggregateProcessLogic<A, P, T, Acc, R> {
 impl<K, W, T, Acc, R, O, A, P> WindowLogic<K, W, T, O> for AggregateProcessLogic<A, P, T, Acc, R>
 where
     T: Send + 'static,
-    Acc: Clone + Send + 'static,
+    Acc: Clone + Send + Serialize + DeserializeOwned + 'static,
     R: Send + 'static,
     A: AggregateFunction<T, Acc, R>,
     P: ProcessWindowFunction<R, O, K, W>,
@@ -239,7 +241,7 @@ pub(crate) struct ProcessLogic<P, T> {
 
 impl<K, W, T, O, P> WindowLogic<K, W, T, O> for ProcessLogic<P, T>
 where
-    T: Send + 'static,
+    T: Send + Serialize + DeserializeOwned + 'static,
     P: ProcessWindowFunction<T, O, K, W>,
 {
     type Acc = Vec<StreamRecord<T>>;
@@ -288,7 +290,7 @@ pub(crate) struct ApplyLogic<F, T> {
 
 impl<K, W, T, O, F> WindowLogic<K, W, T, O> for ApplyLogic<F, T>
 where
-    T: Send + 'static,
+    T: Send + Serialize + DeserializeOwned + 'static,
     W: 'static,
     F: WindowFunction<T, O, K, W>,
 {
@@ -331,7 +333,7 @@ pub(crate) struct BufferedLogic<L> {
 
 impl<K, W, T, O, L> WindowLogic<K, W, T, O> for BufferedLogic<L>
 where
-    T: Clone + Send + 'static,
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
     L: WindowLogic<K, W, T, O>,
 {
     type Acc = Vec<StreamRecord<T>>;

@@ -44,6 +44,16 @@ impl<W: Window> MergingWindowSet<W> {
         self.mapping.retain(|(w, _)| w != window);
     }
 
+    /// `(window, state window)` of every live window, for a checkpoint.
+    pub fn mapping(&self) -> &[(W, W)] {
+        &self.mapping
+    }
+
+    /// The set a checkpoint's [`mapping`](Self::mapping) describes.
+    pub fn from_mapping(mapping: Vec<(W, W)>) -> Self {
+        MergingWindowSet { mapping }
+    }
+
     /// Whether no window is live.
     pub fn is_empty(&self) -> bool {
         self.mapping.is_empty()

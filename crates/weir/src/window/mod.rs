@@ -17,12 +17,14 @@
 
 mod aligned;
 mod assigner;
+mod checkpoint;
 mod evictor;
 mod function;
 mod logic;
 mod merging;
 mod operator;
 mod session;
+mod state_slot;
 mod stream;
 mod trigger;
 
@@ -36,6 +38,7 @@ pub use evictor::{CountEvictor, DeltaEvictor, Evictor, EvictorContext, TimeEvict
 pub use function::{
     AggregateFunction, Elements, ProcessWindowContext, ProcessWindowFunction, WindowFunction,
 };
+pub use state_slot::StateSlot;
 pub use stream::{AllWindowedStream, WindowedStream};
 pub use trigger::{
     ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger, CountTrigger, EventTimeTrigger,
@@ -46,11 +49,17 @@ pub use trigger::{
 use std::fmt::Debug;
 use std::hash::Hash;
 
-/// A window: a bucket of records with a last timestamp.
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// A window: a bucket of records with a last timestamp. Windows are
+/// serializable because open windows go into checkpoints.
 ///
 /// By implementing this trait, you promise that `max_timestamp` is the
 /// largest timestamp of a record that belongs to the window.
-pub trait Window: Clone + Eq + Hash + Debug + Send + Sync + 'static {
+pub trait Window:
+    Clone + Eq + Hash + Debug + Send + Sync + Serialize + DeserializeOwned + 'static
+{
     /// The largest timestamp in the window; results carry it.
     fn max_timestamp(&self) -> i64;
 
@@ -69,7 +78,9 @@ pub trait Window: Clone + Eq + Hash + Debug + Send + Sync + 'static {
 }
 
 /// A time window `[start, end)` in ms (Flink's `TimeWindow`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct TimeWindow {
     /// First ms in the window.
     pub start: i64,
@@ -125,7 +136,19 @@ impl std::fmt::Display for TimeWindow {
 }
 
 /// The one window of [`GlobalWindows`]: everything, never ending.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct GlobalWindow;
 
 impl Window for GlobalWindow {

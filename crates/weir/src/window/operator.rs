@@ -2,35 +2,39 @@
 //! `EvictingWindowOperator` in one), and the single internal shape every
 //! window function is normalised into.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use weir_runtime::element::StreamRecord;
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::time::{SharedClock, TimerQueue};
 use weir_runtime::FunctionResult;
+use weir_state::{StableHash, StateError};
 
 use super::assigner::{AssignerContext, WindowAssigner};
+use super::checkpoint::SavedWatermark;
 use super::evictor::{Evictor, EvictorContext};
 use super::function::ProcessWindowContext;
 use super::merging::{Merge, MergingWindowSet};
+use super::state_slot::StateSlot;
 use super::trigger::{TimerRequest, Trigger, TriggerContext, TriggerResult, TriggerState};
 use super::Window;
 use crate::functions::Collector;
-use crate::operators::KeySelector;
+use crate::operators::{KeySelector, OwnState};
 
 pub(crate) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-pub(crate) type Slot = Option<Box<dyn Any + Send>>;
+pub(crate) type Slot = StateSlot;
 
 /// What a window keeps and how it turns into output: the one shape that
 /// `reduce`, `aggregate`, `process` and `apply` (and their combinations)
 /// are all adapted to.
 pub(crate) trait WindowLogic<K, W, T, O>: Send + 'static {
-    /// The per-key, per-window contents.
-    type Acc: Send + 'static;
+    /// The per-key, per-window contents (checkpointed with the window).
+    type Acc: Send + Serialize + DeserializeOwned + 'static;
 
     /// Whether `Acc` holds the elements themselves (see [`Self::buffer`]).
     const KEEPS_ELEMENTS: bool = false;
@@ -107,8 +111,8 @@ impl<A> Default for Entry<A> {
     fn default() -> Self {
         Entry {
             acc: None,
-            trigger_state: None,
-            window_state: None,
+            trigger_state: TriggerState::default(),
+            window_state: Slot::default(),
             event_timers: Vec::new(),
             processing_timers: Vec::new(),
         }
@@ -118,8 +122,8 @@ impl<A> Default for Entry<A> {
 impl<A> Entry<A> {
     fn is_empty(&self) -> bool {
         self.acc.is_none()
-            && self.trigger_state.is_none()
-            && self.window_state.is_none()
+            && self.trigger_state.is_empty()
+            && self.window_state.is_empty()
             && self.event_timers.is_empty()
             && self.processing_timers.is_empty()
     }
@@ -131,12 +135,90 @@ struct KeyState<W, A> {
     global_state: Slot,
 }
 
+/// A key's windows as a checkpoint writes them (by reference) ...
+#[derive(Serialize)]
+struct KeyOut<'a, W, A> {
+    windows: Vec<(&'a W, EntryOut<'a, A>)>,
+    merging: &'a [(W, W)],
+    global_state: Option<Vec<u8>>,
+}
+
+#[derive(Serialize)]
+struct EntryOut<'a, A> {
+    acc: Option<&'a A>,
+    trigger_state: Option<Vec<u8>>,
+    window_state: Option<Vec<u8>>,
+    event_timers: &'a [i64],
+    processing_timers: &'a [i64],
+}
+
+/// ... and as a restore reads them back.
+#[derive(Deserialize)]
+struct KeyIn<W, A> {
+    windows: Vec<(W, EntryIn<A>)>,
+    merging: Vec<(W, W)>,
+    global_state: Option<Vec<u8>>,
+}
+
+#[derive(Deserialize)]
+struct EntryIn<A> {
+    acc: Option<A>,
+    trigger_state: Option<Vec<u8>>,
+    window_state: Option<Vec<u8>>,
+    event_timers: Vec<i64>,
+    processing_timers: Vec<i64>,
+}
+
+impl<W: Window, A: Serialize> KeyState<W, A> {
+    fn to_checkpoint(&self) -> Result<KeyOut<'_, W, A>, StateError> {
+        let mut windows = Vec::with_capacity(self.windows.len());
+        for (w, e) in &self.windows {
+            windows.push((
+                w,
+                EntryOut {
+                    acc: e.acc.as_ref(),
+                    trigger_state: e.trigger_state.encode()?,
+                    window_state: e.window_state.encode()?,
+                    event_timers: &e.event_timers,
+                    processing_timers: &e.processing_timers,
+                },
+            ));
+        }
+        Ok(KeyOut {
+            windows,
+            merging: self.merging.mapping(),
+            global_state: self.global_state.encode()?,
+        })
+    }
+
+    fn from_checkpoint(k: KeyIn<W, A>) -> Self {
+        KeyState {
+            windows: k
+                .windows
+                .into_iter()
+                .map(|(w, e)| {
+                    let entry = Entry {
+                        acc: e.acc,
+                        trigger_state: StateSlot::restored(e.trigger_state),
+                        window_state: StateSlot::restored(e.window_state),
+                        event_timers: e.event_timers,
+                        processing_timers: e.processing_timers,
+                    };
+                    (w, entry)
+                })
+                .collect(),
+            merging: MergingWindowSet::from_mapping(k.merging),
+            global_state: StateSlot::restored(k.global_state),
+        }
+    }
+}
+
 impl<W: Window, A> Default for KeyState<W, A> {
     fn default() -> Self {
         KeyState {
             windows: Map::default(),
             merging: MergingWindowSet::default(),
-            global_state: None,
+            global_state: Slot::default(),
         }
     }
 }
@@ -164,6 +246,8 @@ pub(crate) struct WindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
     metrics: Option<Arc<OperatorMetrics>>,
     scratch: Vec<W>,
     requests: Vec<TimerRequest>,
+    own: Option<OwnState>,
+    saved_watermark: Option<SavedWatermark>,
     _out: std::marker::PhantomData<fn() -> O>,
 }
 
@@ -191,6 +275,8 @@ where
             metrics: None,
             scratch: Vec::new(),
             requests: Vec::new(),
+            own: None,
+            saved_watermark: None,
             _out: std::marker::PhantomData,
         }
     }
@@ -401,7 +487,7 @@ where
         if let Some(ks) = self.keys.get_mut(key) {
             if let Some(entry) = ks.windows.get_mut(state_window) {
                 entry.acc = None;
-                if entry.window_state.is_some() {
+                if !entry.window_state.is_empty() {
                     let (_, sides) = out.split();
                     let mut ctx = ProcessWindowContext {
                         window,
@@ -413,11 +499,11 @@ where
                         timestamp: window.max_timestamp(),
                     };
                     self.logic.clear(&mut ctx)?;
-                    entry.window_state = None;
+                    entry.window_state.clear();
                 }
             }
             if let Some(entry) = ks.windows.get_mut(window) {
-                entry.trigger_state = None;
+                entry.trigger_state.clear();
             }
             ks.merging.retire_window(window);
             for w in [window, state_window] {
@@ -425,7 +511,7 @@ where
                     ks.windows.remove(w);
                 }
             }
-            if ks.windows.is_empty() && ks.merging.is_empty() && ks.global_state.is_none() {
+            if ks.windows.is_empty() && ks.merging.is_empty() && ks.global_state.is_empty() {
                 self.keys.remove(key);
             }
         }
@@ -445,7 +531,11 @@ where
             merged
                 .iter()
                 .filter(|w| **w != result)
-                .filter_map(|w| ks.windows.get_mut(w).map(|e| e.trigger_state.take()))
+                .filter_map(|w| {
+                    ks.windows
+                        .get_mut(w)
+                        .map(|e| std::mem::take(&mut e.trigger_state))
+                })
                 .collect()
         };
         self.call_trigger(key, &result, |t, ctx| {
@@ -628,7 +718,7 @@ where
 impl<T, K, W, O, L> Operator for WindowOperator<T, K, W, O, L>
 where
     T: Clone + Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
+    K: Hash + Eq + Clone + Send + Serialize + DeserializeOwned + StableHash + 'static,
     W: Window,
     O: Send + 'static,
     L: WindowLogic<K, W, T, O>,
@@ -639,7 +729,37 @@ where
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.clock = Some(ctx.clock.clone());
         self.metrics = Some(Arc::clone(&ctx.metrics));
+        let own = OwnState::new(ctx);
+        for (key, k) in own.restore::<K, KeyIn<W, L::Acc>>("windows")? {
+            let ks = KeyState::from_checkpoint(k);
+            for (w, e) in &ks.windows {
+                for t in &e.event_timers {
+                    self.event_timers.register(*t, key.clone(), w.clone());
+                }
+                for t in &e.processing_timers {
+                    self.processing_timers.register(*t, key.clone(), w.clone());
+                }
+            }
+            self.keys.insert(key, ks);
+        }
+        self.own = Some(own);
+        let (saved, watermark) = SavedWatermark::open(ctx)?;
+        self.watermark = watermark;
+        self.saved_watermark = Some(saved);
         self.logic.open(ctx)
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        if let (Some(own), Some(saved)) = (&self.own, &self.saved_watermark) {
+            let keys = self
+                .keys
+                .iter()
+                .map(|(k, ks)| Ok((k, ks.to_checkpoint()?)))
+                .collect::<Result<Vec<_>, StateError>>()?;
+            own.save("windows", keys)?;
+            saved.save(self.watermark)?;
+        }
+        Ok(())
     }
 
     fn process_batch(

@@ -17,6 +17,10 @@ use std::collections::BinaryHeap;
 use std::hash::Hash;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use weir_state::StableHash;
+
 use weir_runtime::element::StreamRecord;
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
@@ -24,11 +28,12 @@ use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
 
 use super::assigner::{AssignerContext, WindowAssigner};
+use super::checkpoint::SavedWatermark;
 use super::function::ProcessWindowContext;
 use super::operator::{emit_late, Map, Slot, WindowLogic};
 use super::Window;
 use crate::functions::Collector;
-use crate::operators::KeySelector;
+use crate::operators::{KeySelector, OwnState};
 
 struct Session<A> {
     id: u64,
@@ -41,6 +46,42 @@ struct Session<A> {
     /// Time of its cleanup entry, if it has one.
     cleanup_at: Option<i64>,
     /// The end the session last fired with from the queue.
+    fired_end: Option<i64>,
+}
+
+/// One key's sessions as a checkpoint writes them ...
+#[derive(Serialize)]
+struct KeyOut<'a, A> {
+    sessions: Vec<SessionOut<'a, A>>,
+    global_state: Option<Vec<u8>>,
+}
+
+#[derive(Serialize)]
+struct SessionOut<'a, A> {
+    start: i64,
+    end: i64,
+    acc: &'a A,
+    window_state: Option<Vec<u8>>,
+    fire_at: Option<i64>,
+    cleanup_at: Option<i64>,
+    fired_end: Option<i64>,
+}
+
+/// ... and as a restore reads them.
+#[derive(Deserialize)]
+struct KeyIn<A> {
+    sessions: Vec<SessionIn<A>>,
+    global_state: Option<Vec<u8>>,
+}
+
+#[derive(Deserialize)]
+struct SessionIn<A> {
+    start: i64,
+    end: i64,
+    acc: A,
+    window_state: Option<Vec<u8>>,
+    fire_at: Option<i64>,
+    cleanup_at: Option<i64>,
     fired_end: Option<i64>,
 }
 
@@ -70,6 +111,8 @@ pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     scratch: Vec<W>,
     metrics: Option<Arc<OperatorMetrics>>,
     clock: Option<SharedClock>,
+    own: Option<OwnState>,
+    saved_watermark: Option<SavedWatermark>,
     _out: std::marker::PhantomData<fn() -> O>,
 }
 
@@ -104,6 +147,8 @@ where
             scratch: Vec::new(),
             metrics: None,
             clock: None,
+            own: None,
+            saved_watermark: None,
             _out: std::marker::PhantomData,
         }
     }
@@ -180,7 +225,7 @@ where
             &mut ctx,
             &mut Collector::new(records, timestamp),
         )?;
-        if self.global_states.get(key).is_some_and(Option::is_none) {
+        if self.global_states.get(key).is_some_and(Slot::is_empty) {
             self.global_states.remove(key);
         }
         Ok(())
@@ -224,7 +269,9 @@ where
                     None => s,
                     Some(mut m) => {
                         self.logic.merge(&mut m.acc, s.acc);
-                        m.window_state = m.window_state.or(s.window_state);
+                        if m.window_state.is_empty() {
+                            m.window_state = s.window_state;
+                        }
                         // The absorbed session's queue entries carry its id
                         // and go stale; only the survivor's entries count.
                         m
@@ -253,7 +300,7 @@ where
                 start,
                 end,
                 acc: self.logic.create(),
-                window_state: None,
+                window_state: Slot::default(),
                 fire_at: None,
                 cleanup_at: None,
                 fired_end: None,
@@ -322,7 +369,7 @@ where
         if list.is_empty() {
             self.sessions.remove(key);
         }
-        if session.window_state.is_some() {
+        if !session.window_state.is_empty() {
             let window = W::from_time_window(session.start, session.end)
                 .ok_or("sessions are time windows")?;
             let (_, sides) = out.split();
@@ -345,7 +392,7 @@ where
 impl<T, K, W, O, L> Operator for SessionWindowOperator<T, K, W, O, L>
 where
     T: Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
+    K: Hash + Eq + Clone + Send + Serialize + DeserializeOwned + StableHash + 'static,
     W: Window,
     O: Send + 'static,
     L: WindowLogic<K, W, T, O>,
@@ -356,7 +403,83 @@ where
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.metrics = Some(Arc::clone(&ctx.metrics));
         self.clock = Some(ctx.clock.clone());
+        let own = OwnState::new(ctx);
+        for (key, k) in own.restore::<K, KeyIn<L::Acc>>("sessions")? {
+            let mut list = Vec::with_capacity(k.sessions.len());
+            for s in k.sessions {
+                let id = self.next_id;
+                self.next_id += 1;
+                if let Some(t) = s.fire_at {
+                    self.schedule(t, &key, id, false);
+                }
+                if let Some(t) = s.cleanup_at {
+                    self.schedule(t, &key, id, true);
+                }
+                list.push(Session {
+                    id,
+                    start: s.start,
+                    end: s.end,
+                    acc: s.acc,
+                    window_state: Slot::restored(s.window_state),
+                    fire_at: s.fire_at,
+                    cleanup_at: s.cleanup_at,
+                    fired_end: s.fired_end,
+                });
+            }
+            if k.global_state.is_some() {
+                self.global_states
+                    .insert(key.clone(), Slot::restored(k.global_state));
+            }
+            if !list.is_empty() {
+                self.sessions.insert(key, list);
+            }
+        }
+        self.own = Some(own);
+        let (saved, watermark) = SavedWatermark::open(ctx)?;
+        self.watermark = watermark;
+        self.saved_watermark = Some(saved);
         self.logic.open(ctx)
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        let (Some(own), Some(saved)) = (&self.own, &self.saved_watermark) else {
+            return Ok(());
+        };
+        let mut keys: Map<&K, KeyOut<'_, L::Acc>> = Map::default();
+        for (k, list) in &self.sessions {
+            let mut sessions = Vec::with_capacity(list.len());
+            for s in list {
+                sessions.push(SessionOut {
+                    start: s.start,
+                    end: s.end,
+                    acc: &s.acc,
+                    window_state: s.window_state.encode()?,
+                    fire_at: s.fire_at,
+                    cleanup_at: s.cleanup_at,
+                    fired_end: s.fired_end,
+                });
+            }
+            keys.insert(
+                k,
+                KeyOut {
+                    sessions,
+                    global_state: None,
+                },
+            );
+        }
+        for (k, slot) in &self.global_states {
+            if let Some(bytes) = slot.encode()? {
+                keys.entry(k)
+                    .or_insert_with(|| KeyOut {
+                        sessions: Vec::new(),
+                        global_state: None,
+                    })
+                    .global_state = Some(bytes);
+            }
+        }
+        own.save("sessions", keys)?;
+        saved.save(self.watermark)?;
+        Ok(())
     }
 
     fn process_batch(

@@ -1,6 +1,8 @@
 //! `WindowedStream` and `AllWindowedStream`: the API between `window(..)`
 //! and the window function.
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +40,10 @@ pub struct WindowedStream<T, K, W> {
     all: bool,
 }
 
-impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
+impl<T, K: Key, W: Window> WindowedStream<T, K, W>
+where
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
+{
     pub(crate) fn new<A: WindowAssigner<T, W = W>>(
         keyed: KeyedStream<T, K>,
         assigner: A,
@@ -255,7 +260,7 @@ impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
     /// Aggregates each window incrementally and emits `get_result`.
     pub fn aggregate<Acc, R, A>(&self, agg: A) -> DataStream<R>
     where
-        Acc: Clone + Send + 'static,
+        Acc: Clone + Send + Serialize + DeserializeOwned + 'static,
         R: Clone + Send + 'static,
         A: AggregateFunction<T, Acc, R> + Clone + Sync,
     {
@@ -269,7 +274,7 @@ impl<T: Clone + Send + 'static, K: Key, W: Window> WindowedStream<T, K, W> {
     /// `process` with the window's metadata.
     pub fn aggregate_with<Acc, R, O, A, P>(&self, agg: A, process: P) -> DataStream<O>
     where
-        Acc: Clone + Send + 'static,
+        Acc: Clone + Send + Serialize + DeserializeOwned + 'static,
         R: Send + 'static,
         O: Clone + Send + 'static,
         A: AggregateFunction<T, Acc, R> + Clone + Sync,
@@ -313,7 +318,10 @@ pub struct AllWindowedStream<T, W> {
     inner: WindowedStream<T, (), W>,
 }
 
-impl<T: Clone + Send + 'static, W: Window> AllWindowedStream<T, W> {
+impl<T, W: Window> AllWindowedStream<T, W>
+where
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
+{
     pub(crate) fn new<A: WindowAssigner<T, W = W>>(stream: &DataStream<T>, assigner: A) -> Self {
         AllWindowedStream {
             inner: WindowedStream::new(stream.key_by(|_| ()), assigner, true),
@@ -356,7 +364,7 @@ impl<T: Clone + Send + 'static, W: Window> AllWindowedStream<T, W> {
     /// Aggregates each window incrementally.
     pub fn aggregate<Acc, R, A>(&self, agg: A) -> DataStream<R>
     where
-        Acc: Clone + Send + 'static,
+        Acc: Clone + Send + Serialize + DeserializeOwned + 'static,
         R: Clone + Send + 'static,
         A: AggregateFunction<T, Acc, R> + Clone + Sync,
     {

@@ -1,9 +1,12 @@
 //! Triggers: when a window's contents are emitted (Flink's `Trigger`).
 
-use std::any::Any;
 use std::marker::PhantomData;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::state_slot::StateSlot;
 use super::{GlobalWindow, Window};
 
 /// What a trigger decides (Flink's `TriggerResult`).
@@ -32,7 +35,7 @@ impl TriggerResult {
 }
 
 /// A trigger's own state for one key and window (e.g. a count).
-pub type TriggerState = Option<Box<dyn Any + Send>>;
+pub type TriggerState = StateSlot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TimerRequest {
@@ -96,20 +99,16 @@ impl<'a> TriggerContext<'a> {
     }
 
     /// The trigger's state for this key and window, created with `Default`.
-    pub fn state<S: Default + Send + 'static>(&mut self) -> &mut S {
-        if !self.state.as_ref().is_some_and(|s| s.is::<S>()) {
-            *self.state = Some(Box::new(S::default()));
-        }
-        match self.state.as_mut().and_then(|s| s.downcast_mut::<S>()) {
-            Some(s) => s,
-            // Just set above to an `S`.
-            None => unreachable!("trigger state was set to this type"),
-        }
+    pub fn state<S>(&mut self) -> &mut S
+    where
+        S: Default + Serialize + DeserializeOwned + Send + 'static,
+    {
+        self.state.get_or_default::<S>()
     }
 
     /// Drops the trigger's state for this key and window.
     pub fn clear_state(&mut self) {
-        *self.state = None;
+        self.state.clear();
     }
 }
 
@@ -326,12 +325,7 @@ impl<T, W: Window> Trigger<T, W> for CountTrigger {
     }
 
     fn on_merge(&mut self, _w: &W, ctx: &mut TriggerContext<'_>, merged: Vec<TriggerState>) {
-        let sum: u64 = merged
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.downcast::<u64>().ok())
-            .map(|b| *b)
-            .sum();
+        let sum: u64 = merged.into_iter().filter_map(|mut s| s.take::<u64>()).sum();
         *ctx.state::<u64>() += sum;
     }
 
@@ -467,9 +461,8 @@ impl<T, W: Window> Trigger<T, W> for ContinuousEventTimeTrigger {
     fn on_merge(&mut self, window: &W, ctx: &mut TriggerContext<'_>, merged: Vec<TriggerState>) {
         let earliest = merged
             .into_iter()
+            .filter_map(|mut s| s.take::<Option<i64>>())
             .flatten()
-            .filter_map(|s| s.downcast::<Option<i64>>().ok())
-            .filter_map(|b| *b)
             .min();
         if let Some(t) = earliest {
             *ctx.state::<Option<i64>>() = Some(t);
@@ -554,9 +547,8 @@ impl<T, W: Window> Trigger<T, W> for ContinuousProcessingTimeTrigger {
     fn on_merge(&mut self, _w: &W, ctx: &mut TriggerContext<'_>, merged: Vec<TriggerState>) {
         let earliest = merged
             .into_iter()
+            .filter_map(|mut s| s.take::<Option<i64>>())
             .flatten()
-            .filter_map(|s| s.downcast::<Option<i64>>().ok())
-            .filter_map(|b| *b)
             .min();
         if let Some(t) = earliest {
             *ctx.state::<Option<i64>>() = Some(t);

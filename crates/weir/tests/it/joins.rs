@@ -18,29 +18,36 @@ fn timed<T: Clone + Send + Sync + 'static>(
 #[test]
 fn window_join_pairs_records_of_a_key_within_a_window() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
+    let pairs = |v: Vec<((&str, &str), i64)>| -> Vec<((String, String), i64)> {
+        v.into_iter()
+            .map(|((a, b), t)| ((a.to_string(), b.to_string()), t))
+            .collect()
+    };
     let orders = timed(
         &env,
-        vec![
+        pairs(vec![
             (("o1", "alice"), 1_000),
             (("o2", "bob"), 2_000),
             (("o3", "alice"), 12_000),
-        ],
+        ]),
     );
     let clicks = timed(
         &env,
-        vec![
+        pairs(vec![
             (("alice", "home"), 500),
             (("alice", "cart"), 9_000),
             (("carol", "x"), 1_000),
             (("alice", "pay"), 11_000),
-        ],
+        ]),
     );
     let out = orders
         .join(&clicks)
         .where_(|o| o.0 .1.to_string())
         .equal_to(|c| c.0 .0.to_string())
         .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
-        .apply(|o: &((&str, &str), i64), c: &((&str, &str), i64)| format!("{}-{}", o.0 .0, c.0 .1))
+        .apply(|o: &((String, String), i64), c: &((String, String), i64)| {
+            format!("{}-{}", o.0 .0, c.0 .1)
+        })
         .execute_and_collect()?;
     // bob and carol have no partner: an inner join drops them.
     assert_eq!(sorted(out), vec!["o1-cart", "o1-home", "o3-pay"]);
@@ -50,8 +57,11 @@ fn window_join_pairs_records_of_a_key_within_a_window() -> anyhow::Result<()> {
 #[test]
 fn co_group_sees_both_sides_even_when_one_is_empty() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
-    let a = timed(&env, vec![("x", 1), ("x", 2), ("y", 3)]);
-    let b = timed(&env, vec![("x", 5), ("z", 6)]);
+    let owned = |v: Vec<(&str, i64)>| -> Vec<(String, i64)> {
+        v.into_iter().map(|(k, t)| (k.to_string(), t)).collect()
+    };
+    let a = timed(&env, owned(vec![("x", 1), ("x", 2), ("y", 3)]));
+    let b = timed(&env, owned(vec![("x", 5), ("z", 6)]));
     let out = a
         .co_group(&b)
         .where_(|e| e.0.to_string())
@@ -59,8 +69,8 @@ fn co_group_sees_both_sides_even_when_one_is_empty() -> anyhow::Result<()> {
         .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .apply(
             |k: &String,
-             left: Vec<&(&str, i64)>,
-             right: Vec<&(&str, i64)>,
+             left: Vec<&(String, i64)>,
+             right: Vec<&(String, i64)>,
              out: &mut Collector<'_, String>| {
                 out.collect(format!("{k}:{}/{}", left.len(), right.len()));
             },
