@@ -53,6 +53,7 @@ pub mod functions;
 mod operators;
 pub mod sink;
 pub mod source;
+mod state_slot;
 pub mod watermark;
 pub mod window;
 

@@ -2,7 +2,7 @@
 //! checkpoints, collects acknowledgements, writes the files off the task
 //! threads, commits `_metadata` and notifies the tasks.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime};
@@ -41,6 +41,14 @@ pub(crate) struct OperatorInfo {
     pub id: String,
     pub name: String,
     pub parallelism: u32,
+}
+
+/// What the coordinator does after a message.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    Continue,
+    Complete,
+    Failed(String),
 }
 
 struct Pending {
@@ -111,23 +119,31 @@ impl Coordinator {
         };
         let mut pending: Option<Pending> = None;
         let mut next_trigger = Instant::now() + interval;
-        let mut tasks_ended = false;
         let mut failures_in_a_row = 0u32;
+        // Final snapshots of operator subtasks whose input ended: their
+        // state no longer changes, so they stand in for acknowledgements
+        // of every later checkpoint (Flink's checkpoints after tasks
+        // finished, FLIP-147).
+        let mut finished: HashMap<(usize, u32), weir_state::SubtaskSnapshot> = HashMap::new();
         loop {
             let deadline = match &pending {
                 Some(p) => p.started + self.config.timeout,
                 None => next_trigger,
             };
             let wait = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(wait) {
+            let outcome = match rx.recv_timeout(wait) {
                 Ok(CoordinatorMessage::Stop) | Err(RecvTimeoutError::Disconnected) => break,
-                Ok(CoordinatorMessage::TaskEnded) => {
-                    // Checkpoints after a task finished are not supported
-                    // yet: the one in flight cannot complete.
-                    tasks_ended = true;
-                    if let Some(p) = pending.take() {
-                        self.abort(&p, false);
+                Ok(CoordinatorMessage::Finished {
+                    operator,
+                    subtask,
+                    snapshot,
+                }) => {
+                    let mut outcome = Step::Continue;
+                    if let Some(p) = pending.as_mut() {
+                        outcome = self.on_ack(p, operator, subtask, &snapshot);
                     }
+                    finished.insert((operator, subtask), *snapshot);
+                    outcome
                 }
                 Ok(CoordinatorMessage::Decline {
                     checkpoint_id,
@@ -137,14 +153,9 @@ impl Coordinator {
                         .as_ref()
                         .is_some_and(|p| p.barrier.checkpoint_id == checkpoint_id)
                     {
-                        if let Some(p) = pending.take() {
-                            self.abort(&p, true);
-                        }
-                        failures_in_a_row += 1;
-                        if self.failed_too_often(failures_in_a_row, &reason) {
-                            break;
-                        }
-                        next_trigger = Instant::now() + self.config.min_pause.max(interval);
+                        Step::Failed(reason)
+                    } else {
+                        Step::Continue
                     }
                 }
                 Ok(CoordinatorMessage::Ack {
@@ -152,79 +163,157 @@ impl Coordinator {
                     operator,
                     subtask,
                     snapshot,
-                }) => {
-                    let Some(p) = pending
-                        .as_mut()
-                        .filter(|p| p.barrier.checkpoint_id == checkpoint_id)
-                    else {
-                        continue;
-                    };
-                    if let Err(e) = self.store_ack(p, operator, subtask, &snapshot) {
-                        if let Some(p) = pending.take() {
-                            self.abort(&p, true);
+                }) => match pending
+                    .as_mut()
+                    .filter(|p| p.barrier.checkpoint_id == checkpoint_id)
+                {
+                    Some(p) => self.on_ack(p, operator, subtask, &snapshot),
+                    None => Step::Continue,
+                },
+                Err(RecvTimeoutError::Timeout) => {
+                    if pending
+                        .as_ref()
+                        .is_some_and(|p| p.started.elapsed() >= self.config.timeout)
+                    {
+                        Step::Failed("checkpoint expired before completing".into())
+                    } else {
+                        if pending.is_none() && Instant::now() >= next_trigger {
+                            next_trigger = Instant::now() + interval;
+                            pending = self.trigger(&finished);
                         }
-                        failures_in_a_row += 1;
-                        if self.failed_too_often(failures_in_a_row, &e.to_string()) {
-                            break;
+                        // Subtasks that ended may already have acknowledged
+                        // everything.
+                        match &pending {
+                            Some(p) if p.acked.len() == self.expected_acks() => Step::Complete,
+                            _ => Step::Continue,
                         }
-                        continue;
                     }
-                    if p.acked.len() == self.expected_acks() {
-                        if let Some(p) = pending.take() {
-                            match self.complete(p) {
-                                Ok(()) => failures_in_a_row = 0,
-                                Err(e) => {
-                                    failures_in_a_row += 1;
-                                    if self.failed_too_often(failures_in_a_row, &e) {
-                                        break;
-                                    }
+                }
+            };
+            match outcome {
+                Step::Continue => {}
+                Step::Complete => {
+                    if let Some(p) = pending.take() {
+                        match self.complete(p) {
+                            Ok(()) => failures_in_a_row = 0,
+                            Err(e) => {
+                                failures_in_a_row += 1;
+                                if self.failed_too_often(failures_in_a_row, &e) {
+                                    break;
                                 }
                             }
                         }
-                        next_trigger = (next_trigger.max(Instant::now()))
-                            .max(Instant::now() + self.config.min_pause);
                     }
+                    next_trigger = next_trigger.max(Instant::now() + self.config.min_pause);
                 }
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Some(p) = pending.take_if(|p| p.started.elapsed() >= self.config.timeout)
-                    {
+                Step::Failed(reason) => {
+                    if let Some(p) = pending.take() {
                         self.abort(&p, true);
-                        failures_in_a_row += 1;
-                        if self.failed_too_often(
-                            failures_in_a_row,
-                            "checkpoint expired before completing",
-                        ) {
-                            break;
-                        }
-                    } else if pending.is_none() && Instant::now() >= next_trigger {
-                        next_trigger = Instant::now() + interval;
-                        if !tasks_ended {
-                            pending = self.trigger();
-                        }
                     }
+                    failures_in_a_row += 1;
+                    if self.failed_too_often(failures_in_a_row, &reason) {
+                        break;
+                    }
+                    next_trigger = Instant::now() + self.config.min_pause.max(interval);
                 }
+            }
+            if !finished.is_empty() && finished.len() == self.expected_acks() {
+                // Every operator ended: the final checkpoint lets
+                // two-phase-commit sinks commit the last results.
+                if let Some(p) = pending.take() {
+                    self.abort(&p, false);
+                }
+                let final_id = self.trigger_final(&finished);
+                self.notify(TaskMessage::Final(final_id));
+                finished.clear();
             }
         }
     }
 
-    fn trigger(&mut self) -> Option<Pending> {
+    /// Records an acknowledgement of the pending checkpoint.
+    fn on_ack(
+        &self,
+        p: &mut Pending,
+        operator: usize,
+        subtask: u32,
+        snapshot: &weir_state::SubtaskSnapshot,
+    ) -> Step {
+        match self.store_ack(p, operator, subtask, snapshot) {
+            Err(e) => Step::Failed(e.to_string()),
+            Ok(()) if p.acked.len() == self.expected_acks() => Step::Complete,
+            Ok(()) => Step::Continue,
+        }
+    }
+
+    /// Takes the final checkpoint from the final snapshots of every
+    /// operator subtask; `None` if it could not be written.
+    fn trigger_final(
+        &mut self,
+        finished: &HashMap<(usize, u32), weir_state::SubtaskSnapshot>,
+    ) -> Option<u64> {
         let barrier = Barrier {
             checkpoint_id: self.next_id,
             timestamp_ms: now_ms(),
             kind: BarrierKind::Checkpoint,
         };
         self.next_id += 1;
-        for source in &self.sources {
-            if source.send(TaskMessage::Trigger(barrier)).is_err() {
-                return None;
-            }
-        }
-        Some(Pending {
+        let mut p = Pending {
             barrier,
             started: Instant::now(),
             acked: HashSet::new(),
             files: vec![Vec::new(); self.operators.len()],
-        })
+        };
+        for ((operator, subtask), snapshot) in finished {
+            if self
+                .store_ack(&mut p, *operator, *subtask, snapshot)
+                .is_err()
+            {
+                self.abort(&p, true);
+                return None;
+            }
+        }
+        let id = p.barrier.checkpoint_id;
+        self.complete(p).ok().map(|()| id)
+    }
+
+    /// Triggers the next checkpoint at the sources still running; the
+    /// final snapshots of ended subtasks acknowledge it at once.
+    fn trigger(
+        &mut self,
+        finished: &HashMap<(usize, u32), weir_state::SubtaskSnapshot>,
+    ) -> Option<Pending> {
+        let barrier = Barrier {
+            checkpoint_id: self.next_id,
+            timestamp_ms: now_ms(),
+            kind: BarrierKind::Checkpoint,
+        };
+        // A source that ended dropped its mailbox; its final snapshot is
+        // in `finished` (or on its way, and then acknowledges on arrival).
+        let delivered = self
+            .sources
+            .iter()
+            .filter(|s| s.send(TaskMessage::Trigger(barrier)).is_ok())
+            .count();
+        if delivered == 0 {
+            return None;
+        }
+        self.next_id += 1;
+        let mut p = Pending {
+            barrier,
+            started: Instant::now(),
+            acked: HashSet::new(),
+            files: vec![Vec::new(); self.operators.len()],
+        };
+        for ((operator, subtask), snapshot) in finished {
+            if self
+                .store_ack(&mut p, *operator, *subtask, snapshot)
+                .is_err()
+            {
+                self.abort(&p, true);
+                return None;
+            }
+        }
+        Some(p)
     }
 
     fn store_ack(

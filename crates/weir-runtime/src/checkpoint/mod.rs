@@ -29,6 +29,10 @@ pub enum TaskMessage {
     Complete(u64),
     /// Every operator: the checkpoint was aborted.
     Aborted(u64),
+    /// Every operator of the job ended and the final checkpoint completed
+    /// (with its id, already announced by `Complete`) or could not be
+    /// taken (`None`): the task may close.
+    Final(Option<u64>),
 }
 
 /// A completion or abort notice on its way down a chain.
@@ -52,8 +56,13 @@ pub(crate) enum CoordinatorMessage {
     },
     /// A subtask could not snapshot checkpoint `id`.
     Decline { checkpoint_id: u64, reason: String },
-    /// A task thread ended; checkpoints in flight cannot complete.
-    TaskEnded,
+    /// Operator subtask `(operator, subtask)` processed all its input;
+    /// `snapshot` is its state from then on.
+    Finished {
+        operator: usize,
+        subtask: u32,
+        snapshot: Box<weir_state::SubtaskSnapshot>,
+    },
     /// The job is over: the coordinator stops.
     Stop,
 }

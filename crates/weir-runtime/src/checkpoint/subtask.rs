@@ -132,6 +132,15 @@ impl CheckpointPort {
         });
     }
 
+    /// Reports the subtask's final state.
+    pub(crate) fn finished(&self, snapshot: SubtaskSnapshot) {
+        let _ = self.to_coordinator.send(CoordinatorMessage::Finished {
+            operator: self.operator,
+            subtask: self.subtask,
+            snapshot: Box::new(snapshot),
+        });
+    }
+
     /// Declines `barrier`'s checkpoint.
     pub(crate) fn decline(&self, barrier: &Barrier, reason: String) {
         let _ = self.to_coordinator.send(CoordinatorMessage::Decline {

@@ -250,7 +250,6 @@ pub(crate) fn deploy(
                 }
             };
             let result_tx = result_tx.clone();
-            let ended_tx = plan.to_coordinator.clone();
             let name = format!(
                 "{} ({}/{})",
                 plan.task_names[node.id.0],
@@ -263,9 +262,6 @@ pub(crate) fn deploy(
                         "task loop panicked outside an operator".into(),
                     ))
                 });
-                if let Some(tx) = ended_tx {
-                    let _ = tx.send(CoordinatorMessage::TaskEnded);
-                }
                 let _ = result_tx.send(result);
             });
             match spawned {

@@ -85,6 +85,13 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
                     guarded(&self.at, || op.on_processing_time(i64::MAX, out))?;
                 }
                 guarded(&self.at, || op.end_input(out))?;
+                let ctx = &self.ctx;
+                if ctx.checkpoint.is_some() {
+                    guarded(&self.at, || {
+                        op.snapshot_state(u64::MAX)?;
+                        Ok(ctx.report_finished(None)?)
+                    })?;
+                }
                 self.out.forward_control(control)
             }
             Control::Barrier(barrier) => {

@@ -84,19 +84,30 @@ impl RuntimeContext {
         let Some(port) = &self.checkpoint else {
             return;
         };
+        match self.snapshot(position) {
+            Ok(snapshot) => port.acknowledge(barrier, snapshot),
+            Err(e) => port.decline(barrier, format!("{}: {e}", self.subtask_name())),
+        }
+    }
+
+    /// Reports this subtask's final state after its input ended (and, for
+    /// a source, its final position); it stands in for the subtask in
+    /// every later checkpoint.
+    pub(crate) fn report_finished(&self, position: Option<Vec<u8>>) -> Result<(), StateError> {
+        if let Some(port) = &self.checkpoint {
+            port.finished(self.snapshot(position)?);
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self, position: Option<Vec<u8>>) -> Result<SubtaskSnapshot, StateError> {
         let mut snapshot = SubtaskSnapshot {
             source_position: position,
             ..Default::default()
         };
-        let taken = self
-            .subtask_state
-            .snapshot_keyed(&mut snapshot)
-            .and_then(|()| self.operator_state.snapshot())
-            .map(|operator| snapshot.operator = operator);
-        match taken {
-            Ok(()) => port.acknowledge(barrier, snapshot),
-            Err(e) => port.decline(barrier, format!("{}: {e}", self.subtask_name())),
-        }
+        self.subtask_state.snapshot_keyed(&mut snapshot)?;
+        snapshot.operator = self.operator_state.snapshot()?;
+        Ok(snapshot)
     }
 
     fn keyed(&self, name: &str) -> Result<&KeyedStateStore, StateError> {

@@ -62,6 +62,37 @@ impl TaskSettings {
     }
 }
 
+/// After the task's input ended and its operators reported their final
+/// state: waits until the coordinator took the job's final checkpoint
+/// (handing `notify` the notices on the way), so that two-phase-commit
+/// sinks commit the last results before they close. Without
+/// checkpointing there is nothing to wait for.
+fn await_final_checkpoint(
+    settings: &TaskSettings,
+    mut notify: impl FnMut(CheckpointNotice) -> Result<(), TaskError>,
+) -> Result<(), TaskError> {
+    let Some(mailbox) = &settings.mailbox else {
+        return Ok(());
+    };
+    loop {
+        let mut select = Select::new();
+        let mail = select.recv(mailbox);
+        select.recv(settings.cancel.receiver());
+        let op = select.select();
+        if op.index() != mail {
+            // Cancelled (the token's channel only ever disconnects).
+            let _ = op.recv(settings.cancel.receiver());
+            return Err(TaskError::Cancelled);
+        }
+        match op.recv(mailbox) {
+            Ok(TaskMessage::Complete(id)) => notify(CheckpointNotice::Complete(id))?,
+            Ok(TaskMessage::Aborted(id)) => notify(CheckpointNotice::Aborted(id))?,
+            Ok(TaskMessage::Trigger(_)) => {}
+            Ok(TaskMessage::Final(_)) | Err(_) => return Ok(()),
+        }
+    }
+}
+
 /// Hands the checkpoint notices waiting in the mailbox to `chain`.
 fn deliver_notices<T>(
     settings: &TaskSettings,
@@ -71,8 +102,9 @@ fn deliver_notices<T>(
         match message {
             TaskMessage::Complete(id) => chain.notify_checkpoint(CheckpointNotice::Complete(id))?,
             TaskMessage::Aborted(id) => chain.notify_checkpoint(CheckpointNotice::Aborted(id))?,
-            // Only sources are triggered.
-            TaskMessage::Trigger(_) => {}
+            // Only sources are triggered; `Final` comes after the input
+            // ended, when the task waits for it.
+            TaskMessage::Trigger(_) | TaskMessage::Final(_) => {}
         }
     }
     Ok(())

@@ -1,8 +1,8 @@
 //! The head of a task whose first operator has one input.
 
 use super::{
-    deliver_notices, wait_for_input, FlushTimer, GateEvent, InputGate, ProcessingTime, TaskHead,
-    TaskSettings,
+    await_final_checkpoint, deliver_notices, wait_for_input, FlushTimer, GateEvent, InputGate,
+    ProcessingTime, TaskHead, TaskSettings,
 };
 use crate::element::Control;
 use crate::error::TaskError;
@@ -62,6 +62,7 @@ impl<T: Send + 'static> TaskHead for OneInputHead<T> {
             }
         }
         chain.push_control(Control::EndOfInput)?;
+        await_final_checkpoint(settings, |notice| chain.notify_checkpoint(notice))?;
         chain.close()
     }
 }

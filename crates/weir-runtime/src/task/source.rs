@@ -1,6 +1,6 @@
 //! Sources: user functions that produce records, driven by the task loop.
 
-use super::{FlushTimer, ProcessingTime, TaskHead, TaskSettings};
+use super::{await_final_checkpoint, FlushTimer, ProcessingTime, TaskHead, TaskSettings};
 use crate::checkpoint::{CheckpointNotice, TaskMessage};
 use crate::element::{Control, StreamRecord, WatermarkStatus, MAX_WATERMARK};
 use crate::error::{FunctionResult, SubtaskName, TaskError};
@@ -207,6 +207,7 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
                     TaskMessage::Aborted(id) => {
                         out.notify_checkpoint(CheckpointNotice::Aborted(id))?
                     }
+                    TaskMessage::Final(_) => {}
                 }
             }
             if status == SourceStatus::Finished {
@@ -214,7 +215,14 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
             }
         }
         out.emit_watermark(MAX_WATERMARK)?;
+        // The position after the last record: a restore of a checkpoint
+        // taken from now on must not replay anything.
+        if ctx.checkpoint.is_some() {
+            let position = guarded(at, || source.snapshot_position(u64::MAX))?;
+            guarded(at, || Ok(ctx.report_finished(position)?))?;
+        }
         out.forward_control(Control::EndOfInput)?;
+        await_final_checkpoint(settings, |notice| out.notify_checkpoint(notice))?;
         guarded(at, || source.close())?;
         out.close()
     }

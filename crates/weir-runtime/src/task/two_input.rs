@@ -1,7 +1,8 @@
 //! The head of a task whose first operator has two inputs (`connect`).
 
 use super::{
-    wait_for_input, FlushTimer, GateEvent, InputGate, ProcessingTime, TaskHead, TaskSettings,
+    await_final_checkpoint, wait_for_input, FlushTimer, GateEvent, InputGate, ProcessingTime,
+    TaskHead, TaskSettings,
 };
 use crate::checkpoint::{CheckpointNotice, TaskMessage};
 use crate::element::{Barrier, Control, WatermarkStatus};
@@ -208,7 +209,7 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
                 let notice = match message {
                     TaskMessage::Complete(id) => CheckpointNotice::Complete(id),
                     TaskMessage::Aborted(id) => CheckpointNotice::Aborted(id),
-                    TaskMessage::Trigger(_) => continue,
+                    TaskMessage::Trigger(_) | TaskMessage::Final(_) => continue,
                 };
                 let op = &mut self.op;
                 guarded(&self.at, || match notice {
@@ -227,7 +228,22 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
             guarded(&self.at, || op.on_processing_time(i64::MAX, out))?;
         }
         guarded(&self.at, || op.end_input(out))?;
+        let (op, ctx) = (&mut self.op, &self.ctx);
+        if ctx.checkpoint.is_some() {
+            guarded(&self.at, || {
+                op.snapshot_state(u64::MAX)?;
+                Ok(ctx.report_finished(None)?)
+            })?;
+        }
         self.out.forward_control(Control::EndOfInput)?;
+        let (op, out, at) = (&mut self.op, &mut self.out, &self.at);
+        await_final_checkpoint(&self.settings, |notice| {
+            guarded(at, || match notice {
+                CheckpointNotice::Complete(id) => op.notify_checkpoint_complete(id),
+                CheckpointNotice::Aborted(id) => op.notify_checkpoint_aborted(id),
+            })?;
+            out.notify_checkpoint(notice)
+        })?;
         let op = &mut self.op;
         guarded(&self.at, || op.close())?;
         self.out.close()

@@ -41,9 +41,14 @@ pub struct IntervalJoined<A, B, K> {
     upper_exclusive: bool,
 }
 
-impl<A: Clone + Send + 'static, K: Key> KeyedStream<A, K> {
+impl<A: Clone + Send + 'static, K: Key> KeyedStream<A, K>
+where
+    A: serde::Serialize + serde::de::DeserializeOwned,
+{
     /// Joins with `other` by key within a time interval around each record.
-    pub fn interval_join<B: Clone + Send + 'static>(
+    pub fn interval_join<
+        B: Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static,
+    >(
         &self,
         other: &KeyedStream<B, K>,
     ) -> IntervalJoin<A, B, K> {
@@ -54,7 +59,11 @@ impl<A: Clone + Send + 'static, K: Key> KeyedStream<A, K> {
     }
 }
 
-impl<A: Clone + Send + 'static, B: Clone + Send + 'static, K: Key> IntervalJoin<A, B, K> {
+impl<A, B, K: Key> IntervalJoin<A, B, K>
+where
+    A: Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static,
+    B: Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static,
+{
     /// Joins `a` with every `b` where `a.ts + lower_ms <= b.ts <= a.ts + upper_ms`
     /// (bounds in ms, may be negative; `lower_ms <= upper_ms`).
     pub fn between(self, lower_ms: i64, upper_ms: i64) -> IntervalJoined<A, B, K> {
@@ -68,7 +77,11 @@ impl<A: Clone + Send + 'static, B: Clone + Send + 'static, K: Key> IntervalJoin<
     }
 }
 
-impl<A: Clone + Send + 'static, B: Clone + Send + 'static, K: Key> IntervalJoined<A, B, K> {
+impl<A, B, K: Key> IntervalJoined<A, B, K>
+where
+    A: Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static,
+    B: Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static,
+{
     /// Excludes `b.ts == a.ts + lower`.
     pub fn lower_bound_exclusive(mut self) -> Self {
         self.lower_exclusive = true;

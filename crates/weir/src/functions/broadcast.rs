@@ -4,7 +4,6 @@
 //! descriptor, the same in every instance — and reads it while processing
 //! the main stream.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::hash::Hash;
 
@@ -12,17 +11,18 @@ use serde::de::DeserializeOwned;
 use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::operator::SideOutputs;
 use weir_state::{
-    decode_key, KeyedStateStore, MapStateDescriptor, StateError, StateValue, ValueState,
-    ValueStateDescriptor,
+    decode_key, KeyedStateStore, ListStateDescriptor, MapStateDescriptor, OperatorStateStore,
+    StateError, StateValue, ValueState, ValueStateDescriptor,
 };
 
 use super::process::{KeyedTimers, TimerService};
 use super::{Collector, FunctionResult, OutputTag, RuntimeContext};
+use crate::state_slot::StateSlot;
 
 /// The broadcast states of one operator instance, by descriptor name.
 #[derive(Default)]
 pub(crate) struct BroadcastStates {
-    maps: Vec<(String, Box<dyn Any + Send>)>,
+    maps: Vec<(String, StateSlot)>,
 }
 
 impl BroadcastStates {
@@ -31,12 +31,12 @@ impl BroadcastStates {
         BroadcastStates {
             maps: names
                 .iter()
-                .map(|n| (n.clone(), Box::new(()) as Box<dyn Any + Send>))
+                .map(|n| (n.clone(), StateSlot::default()))
                 .collect(),
         }
     }
 
-    fn slot(&mut self, name: &str) -> Result<&mut Box<dyn Any + Send>, StateError> {
+    fn slot(&mut self, name: &str) -> Result<&mut StateSlot, StateError> {
         self.maps
             .iter_mut()
             .find(|(n, _)| n == name)
@@ -48,19 +48,42 @@ impl BroadcastStates {
             })
     }
 
-    pub fn get_mut<K: Hash + Eq + Send + 'static, V: Send + 'static>(
+    pub fn get_mut<K: StateValue + Hash + Eq, V: StateValue>(
         &mut self,
         desc: &MapStateDescriptor<K, V>,
     ) -> Result<&mut HashMap<K, V>, StateError> {
-        let slot = self.slot(desc.name())?;
-        if slot.is::<()>() {
-            *slot = Box::new(HashMap::<K, V>::new());
-        }
-        slot.downcast_mut::<HashMap<K, V>>()
+        self.slot(desc.name())?
+            .get_or_default_checked::<HashMap<K, V>>()
             .ok_or_else(|| StateError::Conflict {
                 name: desc.name().to_string(),
                 existing: "a broadcast state of another type".into(),
             })
+    }
+
+    /// Restores the states from operator state (every instance snapshots
+    /// the same broadcast state; the first copy is taken, so any
+    /// parallelism restores it whole, as Flink does).
+    pub fn restore(&mut self, store: &OperatorStateStore) -> Result<(), StateError> {
+        for (name, slot) in &mut self.maps {
+            let list = store.get_union_list_state(&Self::descriptor(name))?;
+            if let Some(bytes) = list.get()?.into_iter().next() {
+                *slot = StateSlot::restored(Some(bytes));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the states to operator state for the checkpoint being taken.
+    pub fn snapshot(&self, store: &OperatorStateStore) -> Result<(), StateError> {
+        for (name, slot) in &self.maps {
+            let list = store.get_union_list_state(&Self::descriptor(name))?;
+            list.update(slot.encode()?.into_iter().collect())?;
+        }
+        Ok(())
+    }
+
+    fn descriptor(name: &str) -> ListStateDescriptor<Vec<u8>> {
+        ListStateDescriptor::new(format!("\u{1}weir/broadcast/{name}"))
     }
 }
 
@@ -79,7 +102,7 @@ pub struct ReadOnlyContext<'a, K = ()> {
 impl<K: Clone + Eq + Hash> ReadOnlyContext<'_, K> {
     /// The broadcast state `desc`, read-only here (only broadcast elements
     /// change it, so every instance sees the same).
-    pub fn get_broadcast_state<BK: Hash + Eq + Send + 'static, BV: Send + 'static>(
+    pub fn get_broadcast_state<BK: StateValue + Hash + Eq, BV: StateValue>(
         &mut self,
         desc: &MapStateDescriptor<BK, BV>,
     ) -> Result<&HashMap<BK, BV>, StateError> {
@@ -133,7 +156,7 @@ pub struct BroadcastContext<'a, K = ()> {
 
 impl<K> BroadcastContext<'_, K> {
     /// The broadcast state `desc`, to read and change.
-    pub fn get_broadcast_state<BK: Hash + Eq + Send + 'static, BV: Send + 'static>(
+    pub fn get_broadcast_state<BK: StateValue + Hash + Eq, BV: StateValue>(
         &mut self,
         desc: &MapStateDescriptor<BK, BV>,
     ) -> Result<&mut HashMap<BK, BV>, StateError> {

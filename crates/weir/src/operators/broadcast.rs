@@ -4,15 +4,16 @@
 use std::hash::Hash;
 use std::marker::PhantomData;
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::operator::{Output, RuntimeContext, TwoInputOperator};
 use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
-use weir_state::{KeyedStateStore, StableHash};
+use weir_state::{KeyedStateStore, OperatorStateStore, StableHash};
 
 use super::process::{keyed_context, set_current_key};
-use super::KeySelector;
+use super::{KeySelector, OwnState};
 use crate::functions::{
     BroadcastContext, BroadcastProcessFunction, BroadcastStates, Collector,
     KeyedBroadcastProcessFunction, KeyedTimers, ReadOnlyContext,
@@ -26,6 +27,7 @@ pub(crate) struct KeyedBroadcastOperator<F, K, I, B, O> {
     timers: KeyedTimers<K>,
     clock: Option<SharedClock>,
     watermark: i64,
+    checkpoint: Option<(OwnState, OperatorStateStore)>,
     _types: PhantomData<fn(I, B) -> O>,
 }
 
@@ -39,6 +41,7 @@ impl<F, K: Clone + Eq + Hash, I, B, O> KeyedBroadcastOperator<F, K, I, B, O> {
             timers: KeyedTimers::default(),
             clock: None,
             watermark: i64::MIN,
+            checkpoint: None,
             _types: PhantomData,
         }
     }
@@ -51,7 +54,7 @@ impl<F, K: Clone + Eq + Hash, I, B, O> KeyedBroadcastOperator<F, K, I, B, O> {
 impl<F, K, I, B, O> TwoInputOperator for KeyedBroadcastOperator<F, K, I, B, O>
 where
     F: KeyedBroadcastProcessFunction<K, I, B, O>,
-    K: Clone + Eq + Hash + Serialize + StableHash + Send + 'static,
+    K: Clone + Eq + Hash + Serialize + DeserializeOwned + StableHash + Send + 'static,
     I: Send + 'static,
     B: Send + 'static,
     O: Send + 'static,
@@ -62,9 +65,21 @@ where
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.clock = Some(ctx.clock.clone());
+        let own = OwnState::new(ctx);
+        self.timers.restore(&own)?;
+        self.states.restore(&ctx.operator_state)?;
+        self.checkpoint = Some((own, ctx.operator_state.clone()));
         let (ctx, store) = keyed_context(ctx)?;
         self.store = Some(store);
         self.f.open(&ctx)
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        if let Some((own, operator_state)) = &self.checkpoint {
+            self.timers.save(own)?;
+            self.states.snapshot(operator_state)?;
+        }
+        Ok(())
     }
 
     fn process_batch1(
@@ -176,6 +191,7 @@ pub(crate) struct BroadcastOperator<F, I, B, O> {
     f: F,
     states: BroadcastStates,
     watermark: i64,
+    operator_state: Option<OperatorStateStore>,
     _types: PhantomData<fn(I, B) -> O>,
 }
 
@@ -185,6 +201,7 @@ impl<F, I, B, O> BroadcastOperator<F, I, B, O> {
             f,
             states: BroadcastStates::new(names),
             watermark: i64::MIN,
+            operator_state: None,
             _types: PhantomData,
         }
     }
@@ -202,7 +219,16 @@ where
     type Out = O;
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.states.restore(&ctx.operator_state)?;
+        self.operator_state = Some(ctx.operator_state.clone());
         self.f.open(ctx)
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        if let Some(operator_state) = &self.operator_state {
+            self.states.snapshot(operator_state)?;
+        }
+        Ok(())
     }
 
     fn process_batch1(

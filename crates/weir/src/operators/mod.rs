@@ -17,7 +17,7 @@ pub(crate) use basic::{FilterOperator, FlatMapOperator, MapOperator};
 pub(crate) use broadcast::{BroadcastOperator, KeyedBroadcastOperator};
 pub(crate) use co::{CoFlatMapOperator, CoMapOperator, CoProcessOperator};
 pub(crate) use interval_join::IntervalJoinOperator;
-pub(crate) use own_state::OwnState;
+pub(crate) use own_state::{OwnState, SavedWatermark};
 pub(crate) use process::{KeyedProcessOperator, ProcessOperator};
 pub(crate) use reduce::KeyedReduceOperator;
 pub(crate) use sink::SinkOperator;

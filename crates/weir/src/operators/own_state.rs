@@ -1,15 +1,22 @@
-//! The keyed state operators keep in their own structures (timers, rolling
-//! aggregates, window contents) and how it goes into a checkpoint: one entry
-//! per key, filed under the key's group, so a restore at another
-//! parallelism hands each subtask the keys it now owns.
+//! The state operators keep in their own structures (timers, rolling
+//! aggregates, window contents, join buffers) and how it goes into a
+//! checkpoint: one entry per key, filed under the key's group, so a restore
+//! at another parallelism hands each subtask the keys it now owns; and the
+//! operator's event-time watermark.
+//!
+//! Flink restarts operators at watermark `MIN`, so a window that fired
+//! before the checkpoint can fire again when replayed records arrive.
+//! Weir's event-time operators restore their watermark with their state:
+//! replayed records are judged late or on time exactly as they were before
+//! the failure, and windows fire once.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use weir_runtime::checkpoint::SubtaskState;
 use weir_runtime::operator::RuntimeContext;
 use weir_state::{
-    assign_to_key_group, decode_key, decode_value, encode_key, encode_value, StableHash,
-    StateEntry, StateError,
+    assign_to_key_group, decode_key, decode_value, encode_key, encode_value, ListStateDescriptor,
+    OperatorListState, StableHash, StateEntry, StateError,
 };
 
 /// An operator's line to the checkpoint for the state it keeps itself.
@@ -62,5 +69,29 @@ impl OwnState {
             });
         }
         self.state.set_internal(name, entries)
+    }
+}
+
+/// The operator's watermark, kept in union operator state (on restore at
+/// another parallelism every subtask takes the smallest, which never makes
+/// an on-time record late).
+pub(crate) struct SavedWatermark {
+    list: OperatorListState<i64>,
+}
+
+impl SavedWatermark {
+    /// Opens the saved watermark; returns it and the restored value
+    /// (`i64::MIN` on a fresh start).
+    pub fn open(ctx: &RuntimeContext) -> Result<(Self, i64), StateError> {
+        let list = ctx
+            .operator_state
+            .get_union_list_state(&ListStateDescriptor::<i64>::new("\u{1}weir/watermark"))?;
+        let restored = list.get()?.into_iter().min().unwrap_or(i64::MIN);
+        Ok((SavedWatermark { list }, restored))
+    }
+
+    /// Records `watermark` for the checkpoint being taken.
+    pub fn save(&self, watermark: i64) -> Result<(), StateError> {
+        self.list.update(vec![watermark])
     }
 }

@@ -24,12 +24,11 @@ use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::FunctionResult;
 
-use super::checkpoint::SavedWatermark;
 use super::function::ProcessWindowContext;
 use super::operator::{emit_late, Map, Slot, WindowLogic};
 use super::{TimeWindow, Window};
 use crate::functions::Collector;
-use crate::operators::{KeySelector, OwnState};
+use crate::operators::{KeySelector, OwnState, SavedWatermark};
 
 fn gcd(a: i64, b: i64) -> i64 {
     if b == 0 {

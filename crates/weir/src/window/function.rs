@@ -6,8 +6,8 @@ use serde::Serialize;
 use weir_runtime::element::StreamRecord;
 use weir_runtime::operator::SideOutputs;
 
-use super::state_slot::StateSlot;
 use crate::functions::{Collector, FunctionResult, OutputTag, RuntimeContext};
+use crate::state_slot::StateSlot;
 
 /// Incremental aggregation with an accumulator (Flink's `AggregateFunction`).
 /// A window holds one accumulator per key, never its elements.

@@ -17,17 +17,16 @@
 
 mod aligned;
 mod assigner;
-mod checkpoint;
 mod evictor;
 mod function;
 mod logic;
 mod merging;
 mod operator;
 mod session;
-mod state_slot;
 mod stream;
 mod trigger;
 
+pub use crate::state_slot::StateSlot;
 pub use assigner::{
     AssignerContext, DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows,
     EventTimeSessionWindows, GlobalWindows, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
@@ -38,7 +37,6 @@ pub use evictor::{CountEvictor, DeltaEvictor, Evictor, EvictorContext, TimeEvict
 pub use function::{
     AggregateFunction, Elements, ProcessWindowContext, ProcessWindowFunction, WindowFunction,
 };
-pub use state_slot::StateSlot;
 pub use stream::{AllWindowedStream, WindowedStream};
 pub use trigger::{
     ContinuousEventTimeTrigger, ContinuousProcessingTimeTrigger, CountTrigger, EventTimeTrigger,

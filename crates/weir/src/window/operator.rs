@@ -16,15 +16,14 @@ use weir_runtime::FunctionResult;
 use weir_state::{StableHash, StateError};
 
 use super::assigner::{AssignerContext, WindowAssigner};
-use super::checkpoint::SavedWatermark;
 use super::evictor::{Evictor, EvictorContext};
 use super::function::ProcessWindowContext;
 use super::merging::{Merge, MergingWindowSet};
-use super::state_slot::StateSlot;
 use super::trigger::{TimerRequest, Trigger, TriggerContext, TriggerResult, TriggerState};
 use super::Window;
 use crate::functions::Collector;
-use crate::operators::{KeySelector, OwnState};
+use crate::operators::{KeySelector, OwnState, SavedWatermark};
+use crate::state_slot::StateSlot;
 
 pub(crate) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 pub(crate) type Slot = StateSlot;

@@ -28,12 +28,11 @@ use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
 
 use super::assigner::{AssignerContext, WindowAssigner};
-use super::checkpoint::SavedWatermark;
 use super::function::ProcessWindowContext;
 use super::operator::{emit_late, Map, Slot, WindowLogic};
 use super::Window;
 use crate::functions::Collector;
-use crate::operators::{KeySelector, OwnState};
+use crate::operators::{KeySelector, OwnState, SavedWatermark};
 
 struct Session<A> {
     id: u64,

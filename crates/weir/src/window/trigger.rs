@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::state_slot::StateSlot;
 use super::{GlobalWindow, Window};
+use crate::state_slot::StateSlot;
 
 /// What a trigger decides (Flink's `TriggerResult`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -614,3 +614,125 @@ fn count_windows_with_a_trigger_survive_a_failure() {
         |k| k.count_window(100).reduce(count_per_window),
     );
 }
+
+fn multipliers() -> MapStateDescriptor<String, u64> {
+    MapStateDescriptor::new("multipliers")
+}
+
+/// Counts per key and emits `(key, count, count × multiplier)`, the
+/// multiplier coming from broadcast state (0 while it has none).
+#[derive(Clone, Default)]
+struct Multiplied {
+    count: Option<ValueState<u64>>,
+}
+
+impl KeyedBroadcastProcessFunction<u64, u64, (String, u64), (u64, u64, u64)> for Multiplied {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.count = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        i: u64,
+        ctx: &mut ReadOnlyContext<'_, u64>,
+        out: &mut Collector<'_, (u64, u64, u64)>,
+    ) -> FunctionResult {
+        let state = self.count.as_ref().ok_or("not opened")?;
+        let n = state.value()?.unwrap_or(0) + 1;
+        state.update(n)?;
+        let m = ctx
+            .get_broadcast_state(&multipliers())?
+            .get("m")
+            .copied()
+            .unwrap_or(0);
+        out.collect((i % KEYS, n, n * m));
+        Ok(())
+    }
+
+    fn process_broadcast_element(
+        &mut self,
+        (name, m): (String, u64),
+        ctx: &mut BroadcastContext<'_, u64>,
+        _out: &mut Collector<'_, (u64, u64, u64)>,
+    ) -> FunctionResult {
+        ctx.get_broadcast_state(&multipliers())?.insert(name, m);
+        Ok(())
+    }
+}
+
+#[test]
+fn broadcast_state_survives_a_failure_after_its_source_finished() {
+    let records = 40_000;
+    let env = checkpointing(2, CheckpointingMode::ExactlyOnce);
+    let out = Arc::new(Mutex::new(Vec::new()));
+    // The rule source ends at once; checkpoints go on without it, and the
+    // restore must bring its rule back from broadcast state, since the
+    // finished source does not replay it.
+    let rules = env
+        .from_collection(vec![("m".to_string(), 3u64)])
+        .uid("rules")
+        .broadcast_state(&multipliers());
+    failing_numbers(&env, records, 30_001)
+        .key_by(|i| i % KEYS)
+        .connect_broadcast(&rules)
+        .process(Multiplied::default())
+        .uid("multiplied")
+        .add_sink(CollectSink::new(Arc::clone(&out)))
+        .set_parallelism(1);
+    let result = env.execute("broadcast").expect("recovers");
+    assert_eq!(result.restarts, 1);
+    assert!(result.checkpoints.restored.is_some());
+    let mut last: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for (k, n, v) in out.lock().expect("lock").iter().copied() {
+        let e = last.entry(k).or_default();
+        if n >= e.0 {
+            *e = (n, v);
+        }
+    }
+    assert_eq!(last.len() as u64, KEYS);
+    for (k, (n, v)) in last {
+        assert_eq!(n, records / KEYS, "key {k}");
+        assert_eq!(v, 3 * n, "key {k} lost its broadcast rule");
+    }
+}
+
+/// Records the checkpoints it is told completed.
+#[derive(Clone)]
+struct NotedSink {
+    completed: Arc<Mutex<Vec<u64>>>,
+}
+
+impl SinkFunction<u64> for NotedSink {
+    fn invoke(&mut self, _value: u64, _ctx: &SinkContext) -> FunctionResult {
+        Ok(())
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.completed
+            .lock()
+            .map_err(|_| "lock")?
+            .push(checkpoint_id);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_bounded_job_ends_with_a_final_checkpoint() {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2)
+        .enable_checkpointing(Duration::from_secs(3600));
+    let completed = Arc::new(Mutex::new(Vec::new()));
+    env.from_sequence(0, 9_999)
+        .map(|i: i64| i as u64)
+        .key_by(|i| i % 7)
+        .sum(|i| i)
+        .add_sink(NotedSink {
+            completed: Arc::clone(&completed),
+        });
+    let result = env.execute("bounded").expect("finishes");
+    // No periodic checkpoint came in an hour's interval: the one completed
+    // is the final checkpoint, and every sink subtask heard of it.
+    assert_eq!(result.checkpoints.completed, 1, "{:?}", result.checkpoints);
+    assert_eq!(*completed.lock().expect("lock"), vec![1, 1]);
+}

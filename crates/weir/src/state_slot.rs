@@ -1,6 +1,6 @@
-//! Per-window and per-key values whose type only the user's trigger or
-//! window function knows (trigger state, `window_state`, `global_state`),
-//! kept typed while the job runs and written to checkpoints as bytes.
+//! Values whose type only the user's function knows (trigger state,
+//! `window_state`, `global_state`, broadcast state), kept typed while the
+//! job runs and written to checkpoints as bytes.
 //!
 //! A restored slot holds bytes until its owner asks for it with a type:
 //! the first `get_or_default::<S>()` decodes them as `S`.
@@ -88,6 +88,20 @@ impl StateSlot {
             Some(s) => s,
             None => unreachable!("just stored an S"),
         }
+    }
+
+    /// As [`get_or_default`](Self::get_or_default), but `None` instead of
+    /// replacing a value of another type.
+    pub fn get_or_default_checked<S>(&mut self) -> Option<&mut S>
+    where
+        S: Default + Serialize + DeserializeOwned + Send + 'static,
+    {
+        if let Some(Content::Typed(b)) = &self.0 {
+            if !b.as_any().is::<S>() {
+                return None;
+            }
+        }
+        Some(self.get_or_default())
     }
 
     /// Takes the value out if it is an `S` (or restored bytes of one).
