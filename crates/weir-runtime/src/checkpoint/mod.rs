@@ -18,6 +18,13 @@ pub use subtask::{CheckpointPort, SubtaskState, INTERNAL_STATE_PREFIX};
 
 use crate::element::Barrier;
 
+/// The checkpoint id operators' `snapshot_state` sees for the final
+/// snapshot taken when their input ended. That state stands in for the
+/// operator in every checkpoint completed afterwards, so what a sink
+/// prepares for it is committed on the next completion notice, whatever
+/// its id.
+pub const FINAL_SNAPSHOT: u64 = u64::MAX;
+
 /// What the coordinator tells a task, through the task's mailbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskMessage {

@@ -88,7 +88,7 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
                 let ctx = &self.ctx;
                 if ctx.checkpoint.is_some() {
                     guarded(&self.at, || {
-                        op.snapshot_state(u64::MAX)?;
+                        op.snapshot_state(crate::checkpoint::FINAL_SNAPSHOT)?;
                         Ok(ctx.report_finished(None)?)
                     })?;
                 }

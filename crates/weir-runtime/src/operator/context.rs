@@ -70,6 +70,11 @@ impl RuntimeContext {
         Ok((keyed, store))
     }
 
+    /// Whether the job takes checkpoints.
+    pub fn is_checkpointing(&self) -> bool {
+        self.checkpoint.is_some()
+    }
+
     /// Whether this subtask was restored from a checkpoint (Flink's
     /// `FunctionInitializationContext::isRestored`).
     pub fn is_restored(&self) -> bool {

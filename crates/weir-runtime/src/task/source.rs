@@ -218,7 +218,9 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
         // The position after the last record: a restore of a checkpoint
         // taken from now on must not replay anything.
         if ctx.checkpoint.is_some() {
-            let position = guarded(at, || source.snapshot_position(u64::MAX))?;
+            let position = guarded(at, || {
+                source.snapshot_position(crate::checkpoint::FINAL_SNAPSHOT)
+            })?;
             guarded(at, || Ok(ctx.report_finished(position)?))?;
         }
         out.forward_control(Control::EndOfInput)?;

@@ -231,7 +231,7 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
         let (op, ctx) = (&mut self.op, &self.ctx);
         if ctx.checkpoint.is_some() {
             guarded(&self.at, || {
-                op.snapshot_state(u64::MAX)?;
+                op.snapshot_state(crate::checkpoint::FINAL_SNAPSHOT)?;
                 Ok(ctx.report_finished(None)?)
             })?;
         }

@@ -1,14 +1,22 @@
-//! Built-in sinks: print, text files, collecting into memory, discarding.
+//! Built-in sinks: print, text files, collecting into memory, discarding,
+//! and exactly-once sinks: the two-phase-commit and write-ahead-log
+//! frameworks and the transactional file sink built on the first.
 //! Sinks of external systems (PostgreSQL, Redis, Kafka) live in
 //! `weir-connectors`.
 
 mod collect;
+mod file;
 mod print;
 mod text_file;
+mod two_phase_commit;
+mod write_ahead;
 
 pub use collect::CollectSink;
+pub use file::{FileSink, PartFile, PartFiles, RollingPolicy, RowFileWriter};
 pub use print::{PrintSink, PrintTarget};
 pub use text_file::TextFileSink;
+pub use two_phase_commit::{TwoPhaseCommit, TwoPhaseCommitSink};
+pub use write_ahead::{WriteAheadSink, WriteAheadWriter};
 
 use weir_runtime::element::StreamRecord;
 
