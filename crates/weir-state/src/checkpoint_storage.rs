@@ -109,6 +109,8 @@ pub trait CheckpointStorage: Send + Sync + fmt::Debug {
     fn discard(&self, id: u64) -> Result<(), StateError>;
     /// Where checkpoint `id` is, for logs and results (`file:///…/chk-7`).
     fn location(&self, id: u64) -> String;
+    /// Removes the job's directory if nothing is left in it.
+    fn remove_if_empty(&self) {}
 }
 
 fn io_error(path: &Path, source: std::io::Error) -> StateError {
@@ -213,6 +215,11 @@ impl CheckpointStorage for FsCheckpointStorage {
 
     fn location(&self, id: u64) -> String {
         format!("file://{}", self.checkpoint_dir(id).display())
+    }
+
+    fn remove_if_empty(&self) {
+        // Fails (and keeps the directory) unless it is empty.
+        let _ = fs::remove_dir(&self.dir);
     }
 }
 
@@ -371,11 +378,30 @@ pub fn load_latest(
 }
 
 /// Reads a checkpoint or savepoint from a path: its directory or its
-/// `_metadata` file (`file://` accepted), as Flink's `-s`.
-pub fn load_path(path: &Path) -> Result<LoadedCheckpoint, StateError> {
+/// `_metadata` file (`file://` accepted), as Flink's `-s`; or a job's
+/// checkpoint directory holding `chk-<n>/` directories, of which the
+/// newest that verifies is taken (the others' problems are returned).
+pub fn load_path(path: &Path) -> Result<(LoadedCheckpoint, Vec<Skipped>), StateError> {
     let path = strip_file_scheme(path);
+    if path.is_dir() && !path.join(METADATA_FILE).exists() {
+        let storage = FsCheckpointStorage::new(&path);
+        if !storage.completed()?.is_empty() {
+            let (latest, skipped) = load_latest(&storage)?;
+            return match latest {
+                Some(c) => Ok((c, skipped)),
+                None => Err(skipped.into_iter().next().map_or_else(
+                    || StateError::Corrupt("no checkpoint verifies".into()),
+                    |(_, e)| e,
+                )),
+            };
+        }
+    }
+    load_dir(&path).map(|c| (c, Vec::new()))
+}
+
+fn load_dir(path: &Path) -> Result<LoadedCheckpoint, StateError> {
     let dir = if path.is_dir() {
-        path
+        path.to_path_buf()
     } else {
         path.parent().map(Path::to_path_buf).unwrap_or_default()
     };
@@ -414,6 +440,13 @@ mod tests {
         storage.write_file(id, "op-0", &bytes)?;
         let file = state_file(0, (0, 127), "op-0".into(), &bytes);
         storage.write_metadata(id, &encode_metadata(&metadata(id, vec![file]))?)
+    }
+
+    impl FsCheckpointStorage {
+        /// Truncates checkpoint `id`'s state file.
+        fn tamper_fs(&self, id: u64) -> bool {
+            fs::write(self.checkpoint_dir(id).join("op-0"), b"x").is_ok()
+        }
     }
 
     fn position(c: &LoadedCheckpoint) -> Option<Vec<u8>> {
@@ -469,10 +502,18 @@ mod tests {
         let storage = FsCheckpointStorage::new(format!("file://{}", dir.display()));
         write_checkpoint(&storage, 5)?;
         assert_eq!(storage.completed()?, vec![5]);
-        let by_dir = load_path(&storage.checkpoint_dir(5))?;
-        let by_file = load_path(&storage.checkpoint_dir(5).join(METADATA_FILE))?;
+        write_checkpoint(&storage, 6)?;
+        assert!(storage.tamper_fs(6));
+        let (by_dir, _) = load_path(&storage.checkpoint_dir(5))?;
+        let (by_file, _) = load_path(&storage.checkpoint_dir(5).join(METADATA_FILE))?;
         assert_eq!(position(&by_dir), position(&by_file));
         assert_eq!(by_dir.metadata.checkpoint_id, 5);
+        // The job's directory: the newest checkpoint that verifies (6 is
+        // corrupt).
+        let (latest, skipped) = load_path(&dir)?;
+        assert_eq!(latest.metadata.checkpoint_id, 5);
+        assert_eq!(skipped.len(), 1);
+        storage.discard(6)?;
         assert!(!storage
             .checkpoint_dir(5)
             .join("_metadata.inprogress")

@@ -181,6 +181,17 @@ pub struct OperatorListState<T> {
     _type: PhantomData<fn() -> T>,
 }
 
+impl<T> Clone for OperatorListState<T> {
+    /// Another handle on the same list.
+    fn clone(&self) -> Self {
+        OperatorListState {
+            store: self.store.clone(),
+            name: self.name.clone(),
+            _type: PhantomData,
+        }
+    }
+}
+
 impl<T: StateValue> OperatorListState<T> {
     fn with<R>(
         &self,

@@ -362,12 +362,14 @@ impl StreamExecutionEnvironment {
     /// The lines of a text file (bounded). A missing file fails the job with
     /// an error naming the path.
     pub fn read_text_file(&self, path: impl AsRef<Path>) -> DataStream<String> {
-        let source = TextFileSource::new(path.as_ref());
-        self.add_source_node(
-            &format!("Source: {}", path.as_ref().display()),
-            source,
-            true,
-        )
+        self.read_text_file_with(TextFileSource::new(path.as_ref()))
+    }
+
+    /// Lines of a file from a configured [`TextFileSource`] (e.g. with a
+    /// rate limit).
+    pub fn read_text_file_with(&self, source: TextFileSource) -> DataStream<String> {
+        let name = format!("Source: {}", source.path().display());
+        self.add_source_node(&name, source, true)
     }
 
     /// Lines from a TCP socket (unbounded; ends when the server closes, as
@@ -474,10 +476,14 @@ impl StreamExecutionEnvironment {
             }
             let mut job = state.job.clone();
             if let Some(path) = &state.from_savepoint {
-                let loaded = load_path(path).map_err(|e| Error::Restore {
+                let (loaded, skipped) = load_path(path).map_err(|e| Error::Restore {
                     path: path.clone(),
                     reason: e.to_string(),
                 })?;
+                for (id, why) in skipped {
+                    eprintln!("weir: skipping checkpoint {id}: {why}");
+                }
+                eprintln!("weir: restoring from {}", loaded.location);
                 job.restore = Some(Arc::new(loaded));
             }
             (std::mem::take(&mut state.graph), job)

@@ -446,5 +446,6 @@ pub(crate) fn apply_retention(
                 let _ = storage.discard(id);
             }
         }
+        storage.remove_if_empty();
     }
 }

@@ -1,0 +1,261 @@
+//! Crash and resume, out of process: example jobs are killed with SIGKILL
+//! at random moments and restarted from their newest retained checkpoint,
+//! as an operator would after a machine died.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    target.join("examples").join(name)
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-recovery-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// The newest completed checkpoint under `root` (any job), by the time its
+/// metadata was written.
+fn newest_checkpoint(root: &Path) -> Option<PathBuf> {
+    let mut best: Option<(SystemTime, PathBuf)> = None;
+    for job in std::fs::read_dir(root).ok()?.flatten() {
+        let Ok(checkpoints) = std::fs::read_dir(job.path()) else {
+            continue;
+        };
+        for chk in checkpoints.flatten() {
+            let meta = chk.path().join("_metadata");
+            if let Ok(modified) = meta.metadata().and_then(|m| m.modified()) {
+                if best.as_ref().is_none_or(|(t, _)| modified > *t) {
+                    best = Some((modified, chk.path()));
+                }
+            }
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// A cheap random sequence, seeded from the clock; the seed is printed so
+/// a failing run can be repeated.
+struct Lcg(u64);
+
+impl Lcg {
+    fn from_clock() -> Self {
+        let seed = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64);
+        eprintln!("random seed {seed}");
+        Lcg(seed)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// The lines of the committed (visible) files under `dir`, sorted.
+fn committed(dir: &Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let text = std::fs::read_to_string(entry.path()).expect("part file");
+            lines.extend(text.lines().map(str::to_string));
+        }
+    }
+    lines.sort();
+    lines
+}
+
+fn word_count(input: &Path, output: &Path, checkpoints: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(example("exactly_once_word_count"));
+    cmd.arg("--input")
+        .arg(input)
+        .arg("--output")
+        .arg(output)
+        .args(["-D", "execution.checkpointing.interval=100ms"])
+        .arg("-D")
+        .arg(format!(
+            "execution.checkpointing.dir={}",
+            checkpoints.display()
+        ))
+        .args([
+            "-D",
+            "execution.checkpointing.externalized-checkpoint-retention=RETAIN_ON_CANCELLATION",
+            "-D",
+            "execution.checkpointing.num-retained=3",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+#[test]
+fn a_job_killed_again_and_again_commits_each_result_exactly_once() {
+    let dir = temp_dir("kill");
+    let input = dir.join("words.txt");
+    let vocabulary = ["stream", "window", "state", "barrier", "river", "weir"];
+    let mut text = String::new();
+    for line in 0..800u64 {
+        for w in 0..(line % 5 + 1) {
+            text.push_str(vocabulary[((line * 7 + w * 3) % 6) as usize]);
+            text.push(' ');
+        }
+        text.push('\n');
+    }
+    std::fs::write(&input, text).expect("input");
+
+    let clean = dir.join("clean");
+    let status = word_count(&input, &clean, &dir.join("clean-chk"), &[])
+        .status()
+        .expect("runs");
+    assert!(status.success());
+
+    let (output, checkpoints) = (dir.join("out"), dir.join("chk"));
+    let mut rng = Lcg::from_clock();
+    let mut kills = 0;
+    let finished = loop {
+        let mut args = vec!["--rate".to_string(), "250".to_string()];
+        if let Some(chk) = newest_checkpoint(&checkpoints) {
+            args.push("--from-savepoint".into());
+            args.push(chk.display().to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut child: Child = word_count(&input, &output, &checkpoints, &args)
+            .spawn()
+            .expect("starts");
+        if kills == 4 {
+            break child.wait_with_output().expect("finishes");
+        }
+        // 800 lines at 250 a second: about 3 s if left alone.
+        std::thread::sleep(Duration::from_millis(250 + rng.below(500)));
+        match child.try_wait().expect("child status") {
+            Some(_) => break child.wait_with_output().expect("finished"),
+            None => {
+                child.kill().expect("SIGKILL");
+                let _ = child.wait();
+                kills += 1;
+            }
+        }
+    };
+    assert!(
+        finished.status.success(),
+        "{}",
+        String::from_utf8_lossy(&finished.stderr)
+    );
+    eprintln!(
+        "{kills} kills; last run: {}",
+        String::from_utf8_lossy(&finished.stderr)
+    );
+    assert!(kills >= 2, "the job finished before it was killed twice");
+    for part in ["counts", "windows"] {
+        let expected = committed(&clean.join(part));
+        assert!(!expected.is_empty());
+        assert_eq!(
+            committed(&output.join(part)),
+            expected,
+            "{part} after {kills} kills"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Reads the child's stdout lines into a channel.
+fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn expect_line(rx: &mpsc::Receiver<String>, wanted: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line == wanted => return,
+            Ok(_) => {}
+            Err(_) => panic!("no line {wanted}"),
+        }
+    }
+}
+
+/// The seed's walk-through: a running total over a socket, killed after
+/// five words and resumed from its checkpoint: one more word makes six.
+#[test]
+fn the_running_total_resumes_from_its_checkpoint_after_a_kill() {
+    let dir = temp_dir("socket");
+    let server = TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = server.local_addr().expect("address").port().to_string();
+    let start = |restore: Option<PathBuf>| {
+        let mut cmd = Command::new(example("running_total_word_count"));
+        cmd.args(["--port", &port, "--host", "127.0.0.1"])
+            .args(["-D", "execution.checkpointing.interval=50ms"])
+            .arg("-D")
+            .arg(format!("execution.checkpointing.dir={}", dir.display()))
+            .args([
+                "-D",
+                "execution.checkpointing.externalized-checkpoint-retention=RETAIN_ON_CANCELLATION",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(path) = restore {
+            cmd.arg("--from-savepoint").arg(path);
+        }
+        cmd.spawn().expect("starts")
+    };
+
+    let mut first = start(None);
+    let out = lines_of(&mut first);
+    let (mut conn, _) = server.accept().expect("the job connects");
+    conn.write_all(b"hello world\naa bb cc\n").expect("send");
+    expect_line(&out, "(cc,5)");
+    // A checkpoint taken after the fifth word holds the total of five.
+    let seen = SystemTime::now();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let checkpoint = loop {
+        std::thread::sleep(Duration::from_millis(50));
+        if let Some(chk) = newest_checkpoint(&dir) {
+            let written = chk.join("_metadata").metadata().and_then(|m| m.modified());
+            if written.is_ok_and(|t| t > seen + Duration::from_millis(100)) {
+                break chk;
+            }
+        }
+        assert!(Instant::now() < deadline, "no checkpoint after the words");
+    };
+    first.kill().expect("SIGKILL");
+    let _ = first.wait();
+    drop(conn);
+
+    let mut second = start(Some(checkpoint));
+    let out = lines_of(&mut second);
+    let (mut conn, _) = server.accept().expect("the resumed job connects");
+    conn.write_all(b"dd\n").expect("send");
+    expect_line(&out, "(dd,6)");
+    second.kill().expect("stop");
+    let _ = second.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
