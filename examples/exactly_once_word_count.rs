@@ -64,7 +64,7 @@ fn main() -> anyhow::Result<()> {
     let args = env.args();
     let input = args.required("input")?;
     let output = std::path::PathBuf::from(args.required("output")?);
-    let mut source = TextFileSource::new(&input);
+    let mut source = TextFileSource::new(input);
     if let Some(rate) = args.get("rate") {
         source = source.with_rate_limit(rate.parse()?);
     }
