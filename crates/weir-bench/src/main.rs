@@ -57,10 +57,16 @@ fn main() -> anyhow::Result<()> {
             },
             &[1],
         ),
+        Some("checkpoints") => checkpoint_suite(events),
+        Some("restore") => {
+            let keys: u64 = params.get_parsed("keys")?.unwrap_or(10_000_000);
+            restore_bench(keys)
+        }
         Some("job") => {
             let name = params.required("name")?;
             let p: u32 = params.get_parsed("parallelism")?.unwrap_or(1);
-            run_job(name, p, events)
+            let interval = params.get("checkpoint-interval").map(str::to_string);
+            run_job(name, p, events, interval.as_deref())
         }
         Some("baseline") => {
             let (rate, _) = baseline(events);
@@ -68,7 +74,8 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         _ => {
-            eprintln!("usage: weir-bench stateless|windows [--events N]");
+            eprintln!("usage: weir-bench stateless|windows|state|checkpoints [--events N]");
+            eprintln!("       weir-bench restore [--keys N]");
             eprintln!(
                 "       weir-bench job --name chained|keyed-sum [--parallelism P] [--events N]"
             );
@@ -121,10 +128,138 @@ fn suite(events: u64, jobs: &[&str], parallelisms: &[u32]) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Runs one job and prints `events_per_second peak_rss_kib`.
-fn run_job(name: &str, parallelism: u32, events: u64) -> anyhow::Result<()> {
+/// The keyed tumbling-window job without and with checkpoints every second
+/// (to files in a temporary directory), on both backends: throughput,
+/// checkpoints taken (the last is the final one at the end of input), and
+/// the longest duration, largest size and longest task pause among them.
+fn checkpoint_suite(events: u64) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating the bench binary")?;
+    println!("events: {events}, keys: {KEYS}, cores: {}", cores());
+    println!(
+        "{:<34} {:>12} {:>8} {:>6} {:>10} {:>10} {:>10} {:>8}",
+        "job", "events/s", "vs none", "chk", "max ms", "max KiB", "pause ms", "RSS MiB"
+    );
+    let mut jobs = vec!["tumbling"];
+    if cfg!(feature = "rocksdb") {
+        jobs.push("rocksdb-tumbling");
+    }
+    for job in jobs {
+        let mut without = 0.0;
+        for interval in [None, Some("1s")] {
+            let mut cmd = Command::new(&exe);
+            cmd.args(["job", "--name", job, "--parallelism", "1"])
+                .args(["--events", &events.to_string()]);
+            if let Some(i) = interval {
+                cmd.args(["--checkpoint-interval", i]);
+            }
+            let output = cmd.output().with_context(|| format!("running {job}"))?;
+            if !output.status.success() {
+                bail!("{job} failed: {}", String::from_utf8_lossy(&output.stderr));
+            }
+            let line = String::from_utf8_lossy(&output.stdout);
+            let f: Vec<f64> = line
+                .split_whitespace()
+                .map(|x| x.parse().unwrap_or(0.0))
+                .collect();
+            let field = |i: usize| f.get(i).copied().unwrap_or(0.0);
+            if interval.is_none() {
+                without = field(0);
+            }
+            println!(
+                "{:<34} {:>12.0} {:>7.1}% {:>6.0} {:>10.1} {:>10.0} {:>10.2} {:>8.1}",
+                format!("{job}, checkpoints {}", interval.unwrap_or("off")),
+                field(0),
+                100.0 * field(0) / without.max(1.0),
+                field(2),
+                field(3),
+                field(4) / 1024.0,
+                field(5),
+                field(1) / 1024.0,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Restore of keyed state of `keys` keys (one `u64` each) through the
+/// checkpoint path: snapshot the store, frame and write the file, then read,
+/// verify, decode and restore it into a new store, timed per step.
+fn restore_bench(keys: u64) -> anyhow::Result<()> {
+    use weir_state::snapshot::{decode_framed, encode_framed};
+    use weir_state::{KeyGroupRange, KeyedStateStore, SubtaskSnapshot};
+    let max_parallelism = 128;
+    let range = KeyGroupRange {
+        start: 0,
+        end: max_parallelism - 1,
+    };
+    let desc = ValueStateDescriptor::<u64>::new("count");
+    let store = KeyedStateStore::heap(max_parallelism, range);
+    let state = store.value_state(&desc)?;
+    let t = Instant::now();
+    for k in 0..keys {
+        store.set_current_key(&k)?;
+        state.update(k)?;
+    }
+    let fill = t.elapsed();
+    let t = Instant::now();
+    let mut snapshot = SubtaskSnapshot::default();
+    store
+        .snapshot()?
+        .into_iter()
+        .for_each(|s| snapshot.add_state(s));
+    let bytes = encode_framed(&snapshot)?;
+    let take = t.elapsed();
+    drop(snapshot);
+    let path = std::env::temp_dir().join(format!("weir-restore-bench-{}", std::process::id()));
+    let t = Instant::now();
+    std::fs::write(&path, &bytes)?;
+    let write = t.elapsed();
+    let size = bytes.len();
+    drop(bytes);
+    drop(store);
+    let t = Instant::now();
+    let read = std::fs::read(&path)?;
+    let snapshot: SubtaskSnapshot = decode_framed(&read)?;
+    drop(read);
+    let entries = SubtaskSnapshot::keyed_in([&snapshot], range);
+    drop(snapshot);
+    let restored = KeyedStateStore::heap(max_parallelism, range);
+    restored.restore_on_register(entries)?;
+    let state = restored.value_state(&desc)?;
+    let restore = t.elapsed();
+    let _ = std::fs::remove_file(&path);
+    restored.set_current_key(&(keys / 2))?;
+    anyhow::ensure!(state.value()? == Some(keys / 2), "restored the wrong value");
+    println!(
+        "keys: {keys}, checkpoint file: {:.1} MiB",
+        size as f64 / (1 << 20) as f64
+    );
+    println!("fill {:.2} s, snapshot + encode {:.2} s, write {:.2} s, read + verify + decode + restore {:.2} s", fill.as_secs_f64(), take.as_secs_f64(), write.as_secs_f64(), restore.as_secs_f64());
+    println!("peak RSS {:.0} MiB", peak_rss_kib() as f64 / 1024.0);
+    Ok(())
+}
+
+/// Runs one job and prints `events_per_second peak_rss_kib`, and with
+/// checkpoints also `completed max_ms max_bytes max_pause_ms`.
+fn run_job(
+    name: &str,
+    parallelism: u32,
+    events: u64,
+    checkpoint_interval: Option<&str>,
+) -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
     env.set_parallelism(parallelism);
+    let checkpoints = std::env::temp_dir().join(format!("weir-bench-chk-{}", std::process::id()));
+    if let Some(interval) = checkpoint_interval {
+        let mut config = Configuration::new();
+        config
+            .set("execution.checkpointing.interval", interval)
+            .set(
+                "execution.checkpointing.dir",
+                checkpoints.display().to_string(),
+            );
+        env.configure(&config)?;
+    }
     let filtered = env
         .from_generator(events, event)
         .map(|e: Event| Event {
@@ -148,6 +283,12 @@ fn run_job(name: &str, parallelism: u32, events: u64) -> anyhow::Result<()> {
         "tumbling" | "sliding" | "session" => {
             window_job(&env, name, events);
         }
+        "rocksdb-tumbling" => {
+            let mut config = Configuration::new();
+            config.set("state.backend.type", "rocksdb");
+            env.configure(&config)?;
+            window_job(&env, "tumbling", events);
+        }
         "value-state-10k" | "value-state-1m" | "map-state" => {
             state_job(&env, name, events);
         }
@@ -169,9 +310,19 @@ fn run_job(name: &str, parallelism: u32, events: u64) -> anyhow::Result<()> {
         other => bail!("unknown job {other}"),
     }
     let start = Instant::now();
-    env.execute(name)?;
+    let result = env.execute(name)?;
     let secs = start.elapsed().as_secs_f64();
-    println!("{:.0} {}", events as f64 / secs, peak_rss_kib());
+    let c = &result.checkpoints;
+    println!(
+        "{:.0} {} {} {:.1} {} {:.2}",
+        events as f64 / secs,
+        peak_rss_kib(),
+        c.completed,
+        c.max_duration.as_secs_f64() * 1000.0,
+        c.max_size,
+        c.max_pause.as_secs_f64() * 1000.0
+    );
+    let _ = std::fs::remove_dir_all(&checkpoints);
     Ok(())
 }
 

@@ -13,7 +13,6 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::error::StateError;
 use crate::key_group::{KeyGroup, KeyGroupRange};
 use crate::operator_state::OperatorStateSnapshot;
-use crate::store::StateEntry;
 
 /// Format version of checkpoint files written by this build.
 pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
@@ -101,47 +100,39 @@ impl SubtaskSnapshot {
             && self.source_position.is_none()
     }
 
-    /// Adds keyed entries (as [`crate::KeyedStateStore::snapshot_key_group`]
-    /// returns them).
-    pub fn add_keyed(&mut self, entries: Vec<StateEntry>) {
-        for e in entries {
-            let at = match self.keyed.iter().position(|s| s.name == e.state) {
-                Some(at) => at,
-                None => {
-                    self.keyed.push(KeyedStateSnapshot {
-                        name: e.state.clone(),
-                        entries: Vec::new(),
-                    });
-                    self.keyed.len() - 1
-                }
-            };
-            self.keyed[at].entries.push((e.key_group.0, e.key, e.value));
+    /// Adds the entries of one state (merged with entries of the same name).
+    pub fn add_state(&mut self, state: KeyedStateSnapshot) {
+        match self.keyed.iter_mut().find(|s| s.name == state.name) {
+            Some(existing) => existing.entries.extend(state.entries),
+            None => self.keyed.push(state),
         }
     }
 
-    /// The keyed entries of `snapshots` whose key groups lie in `range`:
-    /// what a subtask owning `range` restores, whatever the parallelism
-    /// the snapshots were taken at.
-    pub fn keyed_entries_in<'a>(
+    /// The keyed state of `snapshots` in the key groups of `range`, per
+    /// state: what a subtask owning `range` restores, whatever the
+    /// parallelism the snapshots were taken at.
+    pub fn keyed_in<'a>(
         snapshots: impl IntoIterator<Item = &'a SubtaskSnapshot>,
         range: KeyGroupRange,
-    ) -> Vec<StateEntry> {
-        let mut out = Vec::new();
+    ) -> Vec<KeyedStateSnapshot> {
+        let mut out = SubtaskSnapshot::default();
         for snapshot in snapshots {
             for state in &snapshot.keyed {
-                for (kg, key, value) in &state.entries {
-                    if range.contains(KeyGroup(*kg)) {
-                        out.push(StateEntry {
-                            state: state.name.clone(),
-                            key_group: KeyGroup(*kg),
-                            key: key.clone(),
-                            value: value.clone(),
-                        });
-                    }
+                let entries: Vec<_> = state
+                    .entries
+                    .iter()
+                    .filter(|(kg, _, _)| range.contains(KeyGroup(*kg)))
+                    .cloned()
+                    .collect();
+                if !entries.is_empty() {
+                    out.add_state(KeyedStateSnapshot {
+                        name: state.name.clone(),
+                        entries,
+                    });
                 }
             }
         }
-        out
+        out.keyed
     }
 }
 
@@ -151,20 +142,14 @@ mod tests {
 
     fn sample() -> SubtaskSnapshot {
         let mut s = SubtaskSnapshot::default();
-        s.add_keyed(vec![
-            StateEntry {
-                state: "count".into(),
-                key_group: KeyGroup(3),
-                key: vec![1],
-                value: vec![9],
-            },
-            StateEntry {
-                state: "count".into(),
-                key_group: KeyGroup(70),
-                key: vec![2],
-                value: vec![8],
-            },
-        ]);
+        s.add_state(KeyedStateSnapshot {
+            name: "count".into(),
+            entries: vec![(3, vec![1], vec![9])],
+        });
+        s.add_state(KeyedStateSnapshot {
+            name: "count".into(),
+            entries: vec![(70, vec![2], vec![8])],
+        });
         s.source_position = Some(vec![42]);
         s
     }
@@ -196,19 +181,20 @@ mod tests {
     }
 
     #[test]
-    fn keyed_entries_are_picked_by_key_group_range() {
+    fn keyed_state_is_picked_by_key_group_range() {
         let s = sample();
-        let low = SubtaskSnapshot::keyed_entries_in([&s], KeyGroupRange { start: 0, end: 63 });
-        let high = SubtaskSnapshot::keyed_entries_in(
+        assert_eq!(s.keyed.len(), 1, "entries of one state are merged");
+        let low = SubtaskSnapshot::keyed_in([&s], KeyGroupRange { start: 0, end: 63 });
+        let high = SubtaskSnapshot::keyed_in(
             [&s],
             KeyGroupRange {
                 start: 64,
                 end: 127,
             },
         );
-        assert_eq!(low.len(), 1);
-        assert_eq!(low[0].key_group, KeyGroup(3));
-        assert_eq!(high.len(), 1);
-        assert_eq!(high[0].value, vec![8]);
+        assert_eq!(low[0].entries, vec![(3, vec![1], vec![9])]);
+        assert_eq!(high[0].entries, vec![(70, vec![2], vec![8])]);
+        let none = SubtaskSnapshot::keyed_in([&s], KeyGroupRange { start: 4, end: 69 });
+        assert!(none.is_empty());
     }
 }

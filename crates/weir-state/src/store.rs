@@ -20,6 +20,7 @@ use crate::error::StateError;
 use crate::heap::{HeapBackend, TypedTable};
 use crate::key_group::{assign_to_key_group, KeyGroup, KeyGroupRange, StableHash};
 use crate::kv::{KvBackend, KvStore};
+use crate::snapshot::KeyedStateSnapshot;
 use crate::ttl::StateTtlConfig;
 
 /// Where the state lives: typed in memory, or as bytes in a key-value store.
@@ -35,7 +36,7 @@ struct Inner {
     in_use: AtomicBool,
     // Restored entries of states not declared yet: as in Flink, state comes
     // back when a function declares it.
-    pending_restore: Mutex<Vec<StateEntry>>,
+    pending_restore: Mutex<Vec<KeyedStateSnapshot>>,
 }
 
 /// The keyed state of one operator subtask (Flink's keyed state backend),
@@ -168,55 +169,109 @@ impl KeyedStateStore {
             Backend::Kv(k) => k.register::<V>(name, kind, ttl)?,
         };
         self.inner.in_use.store(true, Ordering::Relaxed);
-        let restored: Vec<StateEntry> = {
-            let mut pending = self
-                .inner
-                .pending_restore
-                .lock()
-                .map_err(|_| StateError::Internal("restore list poisoned".into()))?;
-            let (mine, rest) = std::mem::take(&mut *pending)
-                .into_iter()
-                .partition(|e| e.state == name);
-            *pending = rest;
-            mine
+        let restored = {
+            let mut pending = self.pending_restore()?;
+            pending
+                .iter()
+                .position(|s| s.name == name)
+                .map(|at| pending.swap_remove(at))
         };
-        for entry in &restored {
-            self.restore(entry)?;
+        if let Some(state) = restored {
+            self.restore_state(&state)?;
         }
         Ok(id)
     }
 
-    /// Restores `entries` (of this store's key groups) as their states get
-    /// declared; entries of other key groups are ignored.
-    pub fn restore_on_register(&self, entries: Vec<StateEntry>) -> Result<(), StateError> {
+    fn pending_restore(&self) -> Result<MutexGuard<'_, Vec<KeyedStateSnapshot>>, StateError> {
         self.inner
             .pending_restore
             .lock()
-            .map_err(|_| StateError::Internal("restore list poisoned".into()))?
-            .extend(entries);
+            .map_err(|_| StateError::Internal("restore list poisoned".into()))
+    }
+
+    /// Restores `states` (of this store's key groups) as they get declared,
+    /// as Flink restores state lazily; entries of other key groups are
+    /// ignored.
+    pub fn restore_on_register(&self, states: Vec<KeyedStateSnapshot>) -> Result<(), StateError> {
+        self.pending_restore()?.extend(states);
         Ok(())
     }
 
-    /// Every entry of every key group this store owns, for a checkpoint.
-    /// Restored entries of states not declared again are kept, so a
-    /// checkpoint never loses state a later version may declare again.
-    pub fn snapshot(&self) -> Result<Vec<StateEntry>, StateError> {
-        let range = match &*self.lock()? {
-            Backend::Heap(h) => h.range,
-            Backend::Kv(k) => k.range,
-        };
-        let mut out = Vec::new();
-        for kg in range.iter() {
-            out.extend(self.snapshot_key_group(kg)?);
+    /// Puts back every entry of `state`, which must be registered.
+    fn restore_state(&self, state: &KeyedStateSnapshot) -> Result<(), StateError> {
+        let missing = || StateError::Internal(format!("state '{}' not registered", state.name));
+        match &mut *self.lock()? {
+            Backend::Heap(h) => {
+                let range = h.range;
+                let table = h
+                    .tables
+                    .iter_mut()
+                    .find(|t| t.name() == state.name)
+                    .ok_or_else(missing)?;
+                for (kg, key, value) in &state.entries {
+                    if range.contains(KeyGroup(*kg)) {
+                        table.restore_entry((kg - range.start) as usize, key, value)?;
+                    }
+                }
+            }
+            Backend::Kv(k) => {
+                let id = k
+                    .tables
+                    .iter()
+                    .position(|t| t.name == state.name)
+                    .ok_or_else(missing)?;
+                for (kg, key, value) in &state.entries {
+                    if k.range.contains(KeyGroup(*kg)) {
+                        k.restore(id, KeyGroup(*kg), key, value)?;
+                    }
+                }
+            }
         }
-        out.extend(
-            self.inner
-                .pending_restore
-                .lock()
-                .map_err(|_| StateError::Internal("restore list poisoned".into()))?
-                .iter()
-                .cloned(),
-        );
+        Ok(())
+    }
+
+    /// Every entry of every key group this store owns, per state, for a
+    /// checkpoint. Restored state not declared again is kept, so a
+    /// checkpoint never loses state a later version may declare again.
+    pub fn snapshot(&self) -> Result<Vec<KeyedStateSnapshot>, StateError> {
+        let mut out = Vec::new();
+        match &mut *self.lock()? {
+            Backend::Heap(h) => {
+                let now = h.clock.now_ms();
+                let start = h.range.start;
+                let mut pairs = Vec::new();
+                for t in &h.tables {
+                    let mut entries = Vec::with_capacity(t.len());
+                    for group in 0..h.range.len() as usize {
+                        pairs.clear();
+                        t.snapshot_group(group, now, &mut pairs)?;
+                        let kg = start + group as u32;
+                        entries.extend(pairs.drain(..).map(|(k, v)| (kg, k, v)));
+                    }
+                    out.push(KeyedStateSnapshot {
+                        name: t.name().to_string(),
+                        entries,
+                    });
+                }
+            }
+            Backend::Kv(k) => {
+                for id in 0..k.tables.len() {
+                    let mut entries = Vec::new();
+                    for kg in k.range.iter() {
+                        entries.extend(
+                            k.snapshot(id, kg)?
+                                .into_iter()
+                                .map(|(key, v)| (kg.0, key, v)),
+                        );
+                    }
+                    out.push(KeyedStateSnapshot {
+                        name: k.tables[id].name.clone(),
+                        entries,
+                    });
+                }
+            }
+        }
+        out.extend(self.pending_restore()?.iter().cloned());
         Ok(out)
     }
 

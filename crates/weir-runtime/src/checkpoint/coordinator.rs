@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use weir_state::checkpoint_storage::{encode_metadata, state_file, OperatorMetadata, StateFile};
@@ -33,6 +33,17 @@ pub struct CheckpointStats {
     pub restored: Option<u64>,
     /// Why the job failed because of checkpoints, if it did.
     pub failure: Option<String>,
+    /// Bytes of state in the latest completed checkpoint.
+    pub last_size: u64,
+    /// The longest time from trigger to completion of any checkpoint.
+    pub max_duration: Duration,
+    /// The largest checkpoint, in bytes of state.
+    pub max_size: u64,
+    /// The longest a task paused for any checkpoint (the synchronous part:
+    /// operator hooks and copying state out; files are written elsewhere).
+    pub max_pause: Duration,
+    /// Bytes of state written by all completed checkpoints.
+    pub bytes_written: u64,
 }
 
 /// An operator as the coordinator knows it.
@@ -56,6 +67,7 @@ struct Pending {
     started: Instant,
     acked: HashSet<(usize, u32)>,
     files: Vec<Vec<StateFile>>,
+    max_pause: Duration,
 }
 
 pub(crate) struct Coordinator {
@@ -163,11 +175,15 @@ impl Coordinator {
                     operator,
                     subtask,
                     snapshot,
+                    pause,
                 }) => match pending
                     .as_mut()
                     .filter(|p| p.barrier.checkpoint_id == checkpoint_id)
                 {
-                    Some(p) => self.on_ack(p, operator, subtask, &snapshot),
+                    Some(p) => {
+                        p.max_pause = p.max_pause.max(pause);
+                        self.on_ack(p, operator, subtask, &snapshot)
+                    }
                     None => Step::Continue,
                 },
                 Err(RecvTimeoutError::Timeout) => {
@@ -262,6 +278,7 @@ impl Coordinator {
             started: Instant::now(),
             acked: HashSet::new(),
             files: vec![Vec::new(); self.operators.len()],
+            max_pause: Duration::ZERO,
         };
         for ((operator, subtask), snapshot) in finished {
             if self
@@ -303,6 +320,7 @@ impl Coordinator {
             started: Instant::now(),
             acked: HashSet::new(),
             files: vec![Vec::new(); self.operators.len()],
+            max_pause: Duration::ZERO,
         };
         for ((operator, subtask), snapshot) in finished {
             if self
@@ -372,10 +390,16 @@ impl Coordinator {
             return Err(format!("checkpoint {id} could not be committed: {e}"));
         }
         let location = self.storage.location(id);
+        let size = metadata.state_size();
         self.update(|s| {
             s.completed += 1;
             s.latest_completed = Some(id);
             s.latest_location = Some(location);
+            s.last_size = size;
+            s.max_duration = s.max_duration.max(p.started.elapsed());
+            s.max_size = s.max_size.max(size);
+            s.max_pause = s.max_pause.max(p.max_pause);
+            s.bytes_written += size;
         });
         self.notify(TaskMessage::Complete(id));
         if let Ok(ids) = self.storage.completed() {

@@ -14,7 +14,7 @@ pub use config::{
 };
 pub use coordinator::CheckpointStats;
 pub(crate) use coordinator::{apply_retention, Coordinator, CoordinatorHandle, OperatorInfo};
-pub use subtask::{CheckpointPort, SubtaskState, INTERNAL_STATE_PREFIX};
+pub use subtask::{CheckpointPort, StateEntries, SubtaskState, INTERNAL_STATE_PREFIX};
 
 use crate::element::Barrier;
 
@@ -60,6 +60,8 @@ pub(crate) enum CoordinatorMessage {
         operator: usize,
         subtask: u32,
         snapshot: Box<weir_state::SubtaskSnapshot>,
+        /// How long the task paused to take it.
+        pause: std::time::Duration,
     },
     /// A subtask could not snapshot checkpoint `id`.
     Decline { checkpoint_id: u64, reason: String },

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
-use weir_state::{KeyedStateStore, StateEntry, StateError, SubtaskSnapshot};
+use weir_state::snapshot::KeyedStateSnapshot;
+use weir_state::{KeyedStateStore, StateError, SubtaskSnapshot};
 
 use super::CoordinatorMessage;
 use crate::element::Barrier;
@@ -14,12 +15,15 @@ use crate::element::Barrier;
 /// (timers, window contents) in a snapshot, apart from user state names.
 pub const INTERNAL_STATE_PREFIX: &str = "\u{1}weir/";
 
+/// `(key group, encoded key, encoded value)` of one state.
+pub type StateEntries = Vec<(u32, Vec<u8>, Vec<u8>)>;
+
 #[derive(Default)]
 struct Inner {
     keyed: Option<KeyedStateStore>,
-    restored_keyed: Vec<StateEntry>,
-    restored_internal: Vec<StateEntry>,
-    internal: BTreeMap<String, Vec<StateEntry>>,
+    restored_keyed: Vec<KeyedStateSnapshot>,
+    restored_internal: Vec<KeyedStateSnapshot>,
+    internal: BTreeMap<String, StateEntries>,
     restored_position: Option<Vec<u8>>,
 }
 
@@ -39,10 +43,10 @@ impl std::fmt::Debug for SubtaskState {
 impl SubtaskState {
     /// State restored from a checkpoint: keyed entries of this subtask's key
     /// groups and, for a source, its position.
-    pub fn restored(keyed: Vec<StateEntry>, position: Option<Vec<u8>>) -> Self {
+    pub fn restored(keyed: Vec<KeyedStateSnapshot>, position: Option<Vec<u8>>) -> Self {
         let (internal, user): (Vec<_>, Vec<_>) = keyed
             .into_iter()
-            .partition(|e| e.state.starts_with(INTERNAL_STATE_PREFIX));
+            .partition(|s| s.name.starts_with(INTERNAL_STATE_PREFIX));
         SubtaskState {
             inner: Arc::new(Mutex::new(Inner {
                 restored_keyed: user,
@@ -55,24 +59,21 @@ impl SubtaskState {
 
     /// The restored entries of the operator's own state `name` (timers,
     /// window contents), once.
-    pub fn take_restored_internal(&self, name: &str) -> Result<Vec<StateEntry>, StateError> {
+    pub fn take_restored_internal(&self, name: &str) -> Result<StateEntries, StateError> {
         let full = format!("{INTERNAL_STATE_PREFIX}{name}");
         let mut inner = self.lock()?;
-        let (mine, rest) = std::mem::take(&mut inner.restored_internal)
-            .into_iter()
-            .partition(|e| e.state == full);
-        inner.restored_internal = rest;
-        Ok(mine)
+        Ok(
+            match inner.restored_internal.iter().position(|s| s.name == full) {
+                Some(at) => inner.restored_internal.swap_remove(at).entries,
+                None => Vec::new(),
+            },
+        )
     }
 
     /// Sets the operator's own state `name` for the snapshot being taken
-    /// (called from `Operator::snapshot_state`). Entries' state names are
-    /// set here.
-    pub fn set_internal(&self, name: &str, mut entries: Vec<StateEntry>) -> Result<(), StateError> {
+    /// (called from `Operator::snapshot_state`).
+    pub fn set_internal(&self, name: &str, entries: StateEntries) -> Result<(), StateError> {
         let full = format!("{INTERNAL_STATE_PREFIX}{name}");
-        for e in &mut entries {
-            e.state.clone_from(&full);
-        }
         self.lock()?.internal.insert(full, entries);
         Ok(())
     }
@@ -100,13 +101,15 @@ impl SubtaskState {
     /// store (the operator opened no keyed state) are kept, so they survive.
     pub fn snapshot_keyed(&self, into: &mut SubtaskSnapshot) -> Result<(), StateError> {
         let mut inner = self.lock()?;
-        match &inner.keyed {
-            Some(store) => into.add_keyed(store.snapshot()?),
-            None => into.add_keyed(inner.restored_keyed.clone()),
-        }
-        into.add_keyed(inner.restored_internal.clone());
-        for entries in std::mem::take(&mut inner.internal).into_values() {
-            into.add_keyed(entries);
+        let user = match &inner.keyed {
+            Some(store) => store.snapshot()?,
+            None => inner.restored_keyed.clone(),
+        };
+        user.into_iter()
+            .chain(inner.restored_internal.iter().cloned())
+            .for_each(|s| into.add_state(s));
+        for (name, entries) in std::mem::take(&mut inner.internal) {
+            into.add_state(KeyedStateSnapshot { name, entries });
         }
         Ok(())
     }
@@ -122,13 +125,19 @@ pub struct CheckpointPort {
 
 impl CheckpointPort {
     /// Acknowledges `barrier` with `snapshot`.
-    pub(crate) fn acknowledge(&self, barrier: &Barrier, snapshot: SubtaskSnapshot) {
+    pub(crate) fn acknowledge(
+        &self,
+        barrier: &Barrier,
+        snapshot: SubtaskSnapshot,
+        pause: std::time::Duration,
+    ) {
         // The coordinator is gone only when the job ends: nothing to tell.
         let _ = self.to_coordinator.send(CoordinatorMessage::Ack {
             checkpoint_id: barrier.checkpoint_id,
             operator: self.operator,
             subtask: self.subtask,
             snapshot: Box::new(snapshot),
+            pause,
         });
     }
 

@@ -550,8 +550,7 @@ impl<'g> Plan<'g> {
                     self.parallelism[id.0],
                     subtask,
                 );
-                let keyed =
-                    SubtaskSnapshot::keyed_entries_in(r.subtasks.iter().map(|(_, s)| s), range);
+                let keyed = SubtaskSnapshot::keyed_in(r.subtasks.iter().map(|(_, s)| s), range);
                 let position = r
                     .same_parallelism
                     .then(|| {

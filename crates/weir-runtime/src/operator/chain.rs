@@ -96,8 +96,9 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
             }
             Control::Barrier(barrier) => {
                 self.out.flush()?;
+                let started = std::time::Instant::now();
                 guarded(&self.at, || op.snapshot_state(barrier.checkpoint_id))?;
-                self.ctx.acknowledge_checkpoint(&barrier, None);
+                self.ctx.acknowledge_checkpoint(&barrier, None, started);
                 self.out.forward_control(control)
             }
             Control::WatermarkStatus(_) => self.out.forward_control(control),

@@ -85,12 +85,20 @@ impl RuntimeContext {
     /// source) for `barrier` and acknowledges it to the coordinator; a
     /// snapshot that fails declines the checkpoint instead of failing the
     /// task, as Flink does.
-    pub(crate) fn acknowledge_checkpoint(&self, barrier: &Barrier, position: Option<Vec<u8>>) {
+    /// `started` is when the task paused for the barrier: the pause ends
+    /// here, as the state is copied out (files are written by the
+    /// coordinator).
+    pub(crate) fn acknowledge_checkpoint(
+        &self,
+        barrier: &Barrier,
+        position: Option<Vec<u8>>,
+        started: std::time::Instant,
+    ) {
         let Some(port) = &self.checkpoint else {
             return;
         };
         match self.snapshot(position) {
-            Ok(snapshot) => port.acknowledge(barrier, snapshot),
+            Ok(snapshot) => port.acknowledge(barrier, snapshot, started.elapsed()),
             Err(e) => port.decline(barrier, format!("{}: {e}", self.subtask_name())),
         }
     }

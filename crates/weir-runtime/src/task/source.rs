@@ -196,9 +196,10 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
                     TaskMessage::Trigger(barrier) => {
                         // The position is taken between polls, so it names
                         // exactly the records emitted before the barrier.
+                        let started = std::time::Instant::now();
                         let position =
                             guarded(at, || source.snapshot_position(barrier.checkpoint_id))?;
-                        ctx.acknowledge_checkpoint(&barrier, position);
+                        ctx.acknowledge_checkpoint(&barrier, position, started);
                         out.forward_control(Control::Barrier(barrier))?;
                     }
                     TaskMessage::Complete(id) => {

@@ -122,8 +122,9 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         self.gate1.hold(false);
         self.gate2.hold(false);
         let op = &mut self.op;
+        let started = std::time::Instant::now();
         guarded(&self.at, || op.snapshot_state(b.checkpoint_id))?;
-        self.ctx.acknowledge_checkpoint(&b, None);
+        self.ctx.acknowledge_checkpoint(&b, None, started);
         self.out.forward_control(Control::Barrier(b))
     }
 

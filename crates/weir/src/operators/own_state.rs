@@ -16,7 +16,7 @@ use weir_runtime::checkpoint::SubtaskState;
 use weir_runtime::operator::RuntimeContext;
 use weir_state::{
     assign_to_key_group, decode_key, decode_value, encode_key, encode_value, ListStateDescriptor,
-    OperatorListState, StableHash, StateEntry, StateError,
+    OperatorListState, StableHash, StateError,
 };
 
 /// An operator's line to the checkpoint for the state it keeps itself.
@@ -43,7 +43,7 @@ impl OwnState {
         self.state
             .take_restored_internal(name)?
             .into_iter()
-            .map(|e| Ok((decode_key(&e.key)?, decode_value(&e.value)?)))
+            .map(|(_, key, value)| Ok((decode_key(&key)?, decode_value(&value)?)))
             .collect()
     }
 
@@ -61,12 +61,11 @@ impl OwnState {
         for (key, value) in items {
             let mut bytes = Vec::new();
             encode_key(key, &mut bytes)?;
-            entries.push(StateEntry {
-                state: String::new(),
-                key_group: assign_to_key_group(key, self.max_parallelism),
-                key: bytes,
-                value: encode_value(&value)?,
-            });
+            entries.push((
+                assign_to_key_group(key, self.max_parallelism).0,
+                bytes,
+                encode_value(&value)?,
+            ));
         }
         self.state.set_internal(name, entries)
     }

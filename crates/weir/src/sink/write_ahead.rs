@@ -21,8 +21,10 @@ pub trait WriteAheadWriter<T>: Send + 'static {
     fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
         Ok(())
     }
-    /// Writes the records that arrived before checkpoint `checkpoint_id`
-    /// (0 for the end of a job without checkpoints), in order.
+    /// Writes the records that arrived before checkpoint `checkpoint_id`,
+    /// in order. The records after the last checkpoint of a subtask whose
+    /// input ended come with `FINAL_SNAPSHOT` (`u64::MAX`); at the end of a
+    /// job without checkpoints, with 0.
     fn send_values(&mut self, values: &[T], checkpoint_id: u64) -> FunctionResult;
     /// Called once per subtask at the end.
     fn close(&mut self) -> FunctionResult {
@@ -95,11 +97,6 @@ impl<W: WriteAheadWriter<T>, T: StateValue> SinkFunction<T> for WriteAheadSink<W
             .partition(|(id, _)| *id <= checkpoint_id || *id == FINAL_SNAPSHOT);
         self.pending = keep;
         for (id, values) in done {
-            let id = if id == FINAL_SNAPSHOT {
-                checkpoint_id
-            } else {
-                id
-            };
             self.writer.send_values(&values, id)?;
         }
         Ok(())
