@@ -68,6 +68,7 @@ pub use weir_runtime::cluster::{
     JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult,
 };
 pub use weir_runtime::recovery::RestartStrategy;
+pub use weir_state::{CheckpointStorage, FsCheckpointStorage, MemoryCheckpointStorage};
 
 /// Everything a job needs: `use weir::prelude::*;`.
 pub mod prelude {

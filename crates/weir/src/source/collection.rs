@@ -97,4 +97,16 @@ impl SourceFunction<i64> for SequenceSource {
             SourceStatus::More
         })
     }
+
+    fn snapshot_position(&mut self, _checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
+        Ok(Some(self.next.to_le_bytes().to_vec()))
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> FunctionResult {
+        let bytes: [u8; 16] = position
+            .try_into()
+            .map_err(|_| "sequence source position must be 16 bytes")?;
+        self.next = i128::from_le_bytes(bytes);
+        Ok(())
+    }
 }

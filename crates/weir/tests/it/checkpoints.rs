@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use weir::prelude::*;
 use weir::sink::{CollectSink, FileSink, RollingPolicy, WriteAheadSink, WriteAheadWriter};
+use weir::{CheckpointStorage, MemoryCheckpointStorage};
 
 const KEYS: u64 = 40;
 
@@ -757,8 +758,11 @@ fn committed_lines(dir: &Path) -> (Vec<String>, usize) {
 
 /// Counts per key and windows per key, written to the transactional file
 /// sink, with or without a failure at record 30 001.
-fn files_job(dir: &Path, fail: bool) -> JobExecutionResult {
-    let env = checkpointing(2, CheckpointingMode::ExactlyOnce);
+fn files_job(dir: &Path, fail: bool, p: u32, backend: &str) -> JobExecutionResult {
+    let env = checkpointing(p, CheckpointingMode::ExactlyOnce);
+    let mut c = Configuration::new();
+    c.set("state.backend.type", backend);
+    env.configure(&c).expect("backend");
     let numbers = failing_numbers(&env, 40_000, if fail { 30_001 } else { u64::MAX });
     numbers
         .key_by(|i| i % KEYS)
@@ -791,11 +795,14 @@ fn files_job(dir: &Path, fail: bool) -> JobExecutionResult {
     env.execute("files").expect("recovers")
 }
 
-#[test]
-fn the_file_sink_commits_each_result_exactly_once_across_a_failure() {
-    let (clean, failed) = (temp_dir("files-clean"), temp_dir("files-failed"));
-    files_job(&clean, false);
-    let result = files_job(&failed, true);
+fn assert_files_exactly_once(p: u32, backend: &str) {
+    let name = format!("files-{backend}-{p}");
+    let (clean, failed) = (
+        temp_dir(&format!("{name}-clean")),
+        temp_dir(&format!("{name}-failed")),
+    );
+    files_job(&clean, false, p, backend);
+    let result = files_job(&failed, true, p, backend);
     assert_eq!(result.restarts, 1);
     assert!(result.checkpoints.restored.is_some());
     for part in ["counts", "windows"] {
@@ -811,6 +818,22 @@ fn the_file_sink_commits_each_result_exactly_once_across_a_failure() {
     assert_eq!(counts.len(), 40_000);
     let _ = std::fs::remove_dir_all(&clean);
     let _ = std::fs::remove_dir_all(&failed);
+}
+
+#[test]
+fn the_file_sink_commits_each_result_exactly_once_across_a_failure() {
+    assert_files_exactly_once(2, "hashmap");
+}
+
+#[test]
+fn the_file_sink_is_exactly_once_at_parallelism_1() {
+    assert_files_exactly_once(1, "hashmap");
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn the_file_sink_is_exactly_once_on_rocksdb() {
+    assert_files_exactly_once(2, "rocksdb");
 }
 
 #[test]
@@ -896,4 +919,115 @@ fn the_write_ahead_sink_writes_each_result_once_across_a_failure() {
         "{} lines, {extra} extra; missing e.g. {missing:?}",
         got.len()
     );
+}
+
+/// Sleeps on every record, so barriers wait behind it.
+fn slow_job(env: &StreamExecutionEnvironment) {
+    env.from_sequence(0, 14)
+        .map(|i: i64| {
+            std::thread::sleep(Duration::from_millis(60));
+            i
+        })
+        .add_sink(DiscardingSink);
+}
+
+fn timing_out(tolerable_failures: u32) -> CheckpointConfig {
+    CheckpointConfig {
+        interval: Some(Duration::from_millis(10)),
+        timeout: Duration::from_millis(20),
+        tolerable_failures,
+        ..CheckpointConfig::default()
+    }
+}
+
+#[test]
+fn checkpoints_that_time_out_fail_the_job_beyond_the_tolerated_number() {
+    let env = StreamExecutionEnvironment::new();
+    env.set_checkpoint_config(timing_out(0))
+        .set_restart_strategy(RestartStrategy::None);
+    slow_job(&env);
+    let err = env.execute("slow").expect_err("a checkpoint timed out");
+    assert!(
+        err.to_string().contains("tolerable failure threshold"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tolerated_checkpoint_timeouts_are_counted_and_the_job_goes_on() {
+    let env = StreamExecutionEnvironment::new();
+    env.set_checkpoint_config(timing_out(1_000))
+        .set_restart_strategy(RestartStrategy::None);
+    slow_job(&env);
+    let result = env.execute("slow").expect("tolerated");
+    assert!(result.checkpoints.failed > 0, "{:?}", result.checkpoints);
+    // The final checkpoint needs no barrier, so it still completes.
+    assert!(result.checkpoints.completed >= 1);
+}
+
+/// Corrupts the newest checkpoint (a flipped byte in its `_metadata`) and
+/// fails, once.
+#[derive(Clone)]
+struct CorruptAndFail {
+    storage: MemoryCheckpointStorage,
+    at: Option<i64>,
+    corrupted: Arc<Mutex<Option<u64>>>,
+}
+
+impl MapFunction<i64, i64> for CorruptAndFail {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        if ctx.attempt_number > 0 {
+            self.at = None;
+        }
+        Ok(())
+    }
+
+    fn map(&mut self, i: i64) -> i64 {
+        if self.at == Some(i) {
+            let newest = self.storage.completed().expect("listing").last().copied();
+            let id = newest.expect("checkpoints before the failure");
+            assert!(self.storage.tamper(id, "_metadata", |b| {
+                let at = b.len() / 2;
+                b[at] ^= 0x20;
+            }));
+            *self.corrupted.lock().expect("lock") = Some(id);
+            panic!("injected failure after corrupting checkpoint {id}");
+        }
+        i
+    }
+}
+
+#[test]
+fn recovery_skips_a_corrupt_checkpoint_for_the_one_before() {
+    let storage = MemoryCheckpointStorage::new();
+    let env = checkpointing(1, CheckpointingMode::ExactlyOnce);
+    let mut config = env.get_checkpoint_config();
+    config.storage = CheckpointStorageConfig::Custom(Arc::new(storage.clone()));
+    config.num_retained = 3;
+    env.set_checkpoint_config(config);
+    let corrupted = Arc::new(Mutex::new(None));
+    let out = Arc::new(Mutex::new(Vec::new()));
+    env.add_source(
+        GeneratorSource::new(40_000, |i| i as i64).with_rate_limit(80_000.0),
+        "numbers",
+    )
+    .map(CorruptAndFail {
+        storage,
+        at: Some(30_001),
+        corrupted: Arc::clone(&corrupted),
+    })
+    .key_by(|i| (i % KEYS as i64) as u64)
+    .map(|i: i64| (i as u64 % KEYS, 1u64))
+    .key_by(|t| t.0)
+    .sum(|t| &mut t.1)
+    .add_sink(CollectSink::new(Arc::clone(&out)));
+    let result = env.execute("corrupt").expect("recovers");
+    let bad = corrupted.lock().expect("lock").expect("it corrupted one");
+    assert_eq!(result.checkpoints.restored, Some(bad - 1));
+    let mut max: BTreeMap<u64, u64> = BTreeMap::new();
+    for (k, n) in out.lock().expect("lock").iter() {
+        let m = max.entry(*k).or_default();
+        *m = (*m).max(*n);
+    }
+    assert!(max.values().all(|m| *m == 40_000 / KEYS), "{max:?}");
 }
