@@ -55,6 +55,17 @@ pub trait SplitSourceFunction<T>: Send + 'static {
     /// Emits up to `ctx.remaining()` records, each tagged with its split.
     fn poll_next(&mut self, ctx: &mut SplitContext<'_, T>) -> FunctionResult<SourceStatus>;
 
+    /// The positions of all splits for a checkpoint (see
+    /// [`SourceFunction::snapshot_position`]).
+    fn snapshot_position(&mut self, _checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// Resumes from a position written by `snapshot_position`.
+    fn restore_position(&mut self, _position: &[u8]) -> FunctionResult {
+        Ok(())
+    }
+
     /// Called once after the last poll.
     fn close(&mut self) -> FunctionResult {
         Ok(())
@@ -123,6 +134,14 @@ impl<S: SplitSourceFunction<T>, T: Send + 'static> SourceFunction<T>
             self.next_periodic = ctx.clock.now_ms().saturating_add(self.interval_ms);
         }
         self.inner.open(ctx)
+    }
+
+    fn snapshot_position(&mut self, checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
+        self.inner.snapshot_position(checkpoint_id)
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> FunctionResult {
+        self.inner.restore_position(position)
     }
 
     fn poll_next(&mut self, ctx: &mut SourceContext<'_, T>) -> FunctionResult<SourceStatus> {
