@@ -118,6 +118,34 @@ macro_rules! keyed_state_conformance {
             }
 
             #[test]
+            fn a_deferred_snapshot_is_the_state_when_it_was_taken() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let v = s.value_state(&ValueStateDescriptor::<i64>::new("v"))?;
+                let m = s.map_state(&$crate::MapStateDescriptor::<String, u8>::new("m"))?;
+                for k in 0..50u32 {
+                    s.set_current_key(&k)?;
+                    v.update(i64::from(k))?;
+                    m.put(format!("e{k}"), 1)?;
+                }
+                let deferred = s.snapshot_deferred()?;
+                let now = s.snapshot()?;
+                // Changes after it was taken do not reach it.
+                s.set_current_key(&7u32)?;
+                v.update(-1)?;
+                let mut later = deferred.encode()?;
+                let mut expected = now;
+                for states in [&mut later, &mut expected] {
+                    states.sort_by(|a, b| a.name.cmp(&b.name));
+                    for st in states.iter_mut() {
+                        st.entries.sort();
+                    }
+                }
+                assert_eq!(later, expected);
+                assert_eq!(later.iter().map(|s| s.entries.len()).sum::<usize>(), 100);
+                Ok(())
+            }
+
+            #[test]
             fn value_state_is_per_key() -> Result<(), StateError> {
                 let s = store(all_groups());
                 let v = s.value_state(&ValueStateDescriptor::<i64>::new("max"))?;

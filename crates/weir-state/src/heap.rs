@@ -15,6 +15,7 @@ use crate::descriptor::StateKind;
 use crate::error::StateError;
 use crate::key_bytes::KeyBytes;
 use crate::key_group::{KeyGroup, KeyGroupRange};
+use crate::snapshot::KeyedStateSnapshot;
 use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 
 use std::hash::BuildHasher;
@@ -38,6 +39,10 @@ pub(crate) trait StateTable: Send {
         now: i64,
         out: &mut Vec<(Vec<u8>, Vec<u8>)>,
     ) -> Result<(), StateError>;
+    /// A copy of the table (typed, not encoded: cheap on the task thread)
+    /// and how to encode it later, off the task thread, as the entries
+    /// `snapshot_group` would give for key groups `first_key_group..`.
+    fn copy_for_snapshot(&self, first_key_group: u32, now: i64) -> DeferredState;
     /// Puts back an entry written by `snapshot_group`.
     fn restore_entry(&mut self, group: usize, key: &[u8], value: &[u8]) -> Result<(), StateError>;
     /// Number of keys holding a value.
@@ -185,7 +190,10 @@ impl<V> TypedTable<V> {
     }
 }
 
-impl<V: Serialize + DeserializeOwned + Send + 'static> StateTable for TypedTable<V> {
+/// Encodes one state's copied table into snapshot entries.
+pub(crate) type DeferredState = Box<dyn FnOnce() -> Result<KeyedStateSnapshot, StateError> + Send>;
+
+impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for TypedTable<V> {
     fn name(&self) -> &str {
         &self.name
     }
@@ -215,6 +223,25 @@ impl<V: Serialize + DeserializeOwned + Send + 'static> StateTable for TypedTable
         }
         Ok(())
     }
+    fn copy_for_snapshot(&self, first_key_group: u32, now: i64) -> DeferredState {
+        let groups = self.groups.clone();
+        let skip_expired = self.ttl.filter(|t| t.cleanup_full_snapshot);
+        let name = self.name.clone();
+        Box::new(move || {
+            let mut entries = Vec::new();
+            for (offset, table) in groups.iter().enumerate() {
+                let kg = first_key_group + offset as u32;
+                for (k, v, stamp) in table {
+                    if skip_expired.is_some_and(|t| t.is_expired(*stamp, now)) {
+                        continue;
+                    }
+                    entries.push((kg, k.as_slice().to_vec(), encode_value(&(*stamp, v))?));
+                }
+            }
+            Ok(KeyedStateSnapshot { name, entries })
+        })
+    }
+
     fn restore_entry(&mut self, group: usize, key: &[u8], value: &[u8]) -> Result<(), StateError> {
         if group >= self.groups.len() {
             return Err(StateError::Internal(format!(
@@ -268,7 +295,7 @@ impl HeapBackend {
     }
 
     /// Registers (or finds) a state; returns its index.
-    pub fn register<V: Serialize + DeserializeOwned + Send + 'static>(
+    pub fn register<V: Serialize + DeserializeOwned + Clone + Send + 'static>(
         &mut self,
         name: &str,
         kind: StateKind,

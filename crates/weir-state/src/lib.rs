@@ -55,7 +55,7 @@ pub use operator_state::{
 };
 pub use snapshot::SubtaskSnapshot;
 pub use store::{
-    AggregatingState, KeyedStateStore, ListState, MapState, ReducingState, StateBackend,
-    StateEntry, ValueState,
+    AggregatingState, DeferredSnapshot, KeyedStateStore, ListState, MapState, ReducingState,
+    StateBackend, StateEntry, ValueState,
 };
 pub use ttl::{StateTtlConfig, StateTtlConfigBuilder, StateVisibility, UpdateType};

@@ -17,7 +17,7 @@ use crate::descriptor::{
     ReducingStateDescriptor, StateKind, StateValue, ValueStateDescriptor,
 };
 use crate::error::StateError;
-use crate::heap::{HeapBackend, TypedTable};
+use crate::heap::{DeferredState, HeapBackend, TypedTable};
 use crate::key_group::{assign_to_key_group, KeyGroup, KeyGroupRange, StableHash};
 use crate::kv::{KvBackend, KvStore};
 use crate::snapshot::KeyedStateSnapshot;
@@ -158,7 +158,7 @@ impl KeyedStateStore {
         }
     }
 
-    fn register<V: Serialize + DeserializeOwned + Send + 'static>(
+    fn register<V: Serialize + DeserializeOwned + Clone + Send + 'static>(
         &self,
         name: &str,
         kind: StateKind,
@@ -228,6 +228,40 @@ impl KeyedStateStore {
             }
         }
         Ok(())
+    }
+
+    /// A snapshot in two halves: what must happen now, on the task thread
+    /// (the heap backend copies its typed tables; a key-value store is read
+    /// out), and the encoding, which the returned closure does later on any
+    /// thread. Restored state not declared again is kept.
+    pub fn snapshot_deferred(&self) -> Result<DeferredSnapshot, StateError> {
+        let pending: Vec<KeyedStateSnapshot> = self.pending_restore()?.clone();
+        let parts: Option<Vec<DeferredState>> = match &*self.lock()? {
+            Backend::Heap(h) => {
+                let now = h.clock.now_ms();
+                Some(
+                    h.tables
+                        .iter()
+                        .map(|t| t.copy_for_snapshot(h.range.start, now))
+                        .collect(),
+                )
+            }
+            Backend::Kv(_) => None,
+        };
+        let Some(parts) = parts else {
+            // A key-value store's state is read out now (the lock above is
+            // released: `snapshot` takes it again).
+            let states = self.snapshot()?;
+            return Ok(DeferredSnapshot(Box::new(move || Ok(states))));
+        };
+        Ok(DeferredSnapshot(Box::new(move || {
+            let mut out = Vec::with_capacity(parts.len() + pending.len());
+            for part in parts {
+                out.push(part()?);
+            }
+            out.extend(pending);
+            Ok(out)
+        })))
     }
 
     /// Every entry of every key group this store owns, per state, for a
@@ -487,6 +521,25 @@ impl KeyedStateStore {
     }
 }
 
+/// The second half of [`KeyedStateStore::snapshot_deferred`]: encodes the
+/// copied state.
+pub struct DeferredSnapshot(
+    Box<dyn FnOnce() -> Result<Vec<KeyedStateSnapshot>, StateError> + Send>,
+);
+
+impl std::fmt::Debug for DeferredSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeferredSnapshot")
+    }
+}
+
+impl DeferredSnapshot {
+    /// The snapshot's states, encoded.
+    pub fn encode(self) -> Result<Vec<KeyedStateSnapshot>, StateError> {
+        (self.0)()
+    }
+}
+
 /// What every handle holds: the store and the state's index.
 struct Handle<V> {
     store: KeyedStateStore,
@@ -504,7 +557,7 @@ impl<V> Clone for Handle<V> {
     }
 }
 
-impl<V: Serialize + DeserializeOwned + Send + 'static> Handle<V> {
+impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
     fn new(store: KeyedStateStore, id: usize) -> Self {
         Handle {
             store,

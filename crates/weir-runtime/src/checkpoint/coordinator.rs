@@ -182,7 +182,10 @@ impl Coordinator {
                 {
                     Some(p) => {
                         p.max_pause = p.max_pause.max(pause);
-                        self.on_ack(p, operator, subtask, &snapshot)
+                        match snapshot.complete() {
+                            Ok(snapshot) => self.on_ack(p, operator, subtask, &snapshot),
+                            Err(e) => Step::Failed(e.to_string()),
+                        }
                     }
                     None => Step::Continue,
                 },

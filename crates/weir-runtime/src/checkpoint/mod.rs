@@ -14,7 +14,9 @@ pub use config::{
 };
 pub use coordinator::CheckpointStats;
 pub(crate) use coordinator::{apply_retention, Coordinator, CoordinatorHandle, OperatorInfo};
-pub use subtask::{CheckpointPort, StateEntries, SubtaskState, INTERNAL_STATE_PREFIX};
+pub use subtask::{
+    CheckpointPort, StateEntries, SubtaskState, TakenSnapshot, INTERNAL_STATE_PREFIX,
+};
 
 use crate::element::Barrier;
 
@@ -59,7 +61,7 @@ pub(crate) enum CoordinatorMessage {
         checkpoint_id: u64,
         operator: usize,
         subtask: u32,
-        snapshot: Box<weir_state::SubtaskSnapshot>,
+        snapshot: Box<TakenSnapshot>,
         /// How long the task paused to take it.
         pause: std::time::Duration,
     },

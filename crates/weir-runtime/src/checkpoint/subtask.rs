@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
 use weir_state::snapshot::KeyedStateSnapshot;
-use weir_state::{KeyedStateStore, StateError, SubtaskSnapshot};
+use weir_state::{DeferredSnapshot, KeyedStateStore, StateError, SubtaskSnapshot};
 
 use super::CoordinatorMessage;
 use crate::element::Barrier;
@@ -99,19 +99,43 @@ impl SubtaskState {
 
     /// The keyed part of a snapshot. Restored entries never handed to a
     /// store (the operator opened no keyed state) are kept, so they survive.
-    pub fn snapshot_keyed(&self, into: &mut SubtaskSnapshot) -> Result<(), StateError> {
+    pub fn snapshot_keyed(&self, into: &mut TakenSnapshot) -> Result<(), StateError> {
         let mut inner = self.lock()?;
-        let user = match &inner.keyed {
-            Some(store) => store.snapshot()?,
-            None => inner.restored_keyed.clone(),
-        };
-        user.into_iter()
-            .chain(inner.restored_internal.iter().cloned())
-            .for_each(|s| into.add_state(s));
+        match &inner.keyed {
+            Some(store) => into.keyed = Some(store.snapshot_deferred()?),
+            None => inner
+                .restored_keyed
+                .iter()
+                .for_each(|s| into.base.add_state(s.clone())),
+        }
+        for s in &inner.restored_internal {
+            into.base.add_state(s.clone());
+        }
         for (name, entries) in std::mem::take(&mut inner.internal) {
-            into.add_state(KeyedStateSnapshot { name, entries });
+            into.base.add_state(KeyedStateSnapshot { name, entries });
         }
         Ok(())
+    }
+}
+
+/// A subtask's snapshot as the task thread takes it: the keyed store's part
+/// still to be encoded, which the coordinator does (off the task thread).
+#[derive(Debug, Default)]
+pub struct TakenSnapshot {
+    pub(crate) base: SubtaskSnapshot,
+    pub(crate) keyed: Option<DeferredSnapshot>,
+}
+
+impl TakenSnapshot {
+    /// The whole snapshot, encoded.
+    pub fn complete(self) -> Result<SubtaskSnapshot, StateError> {
+        let mut snapshot = self.base;
+        if let Some(keyed) = self.keyed {
+            for state in keyed.encode()? {
+                snapshot.add_state(state);
+            }
+        }
+        Ok(snapshot)
     }
 }
 
@@ -128,7 +152,7 @@ impl CheckpointPort {
     pub(crate) fn acknowledge(
         &self,
         barrier: &Barrier,
-        snapshot: SubtaskSnapshot,
+        snapshot: TakenSnapshot,
         pause: std::time::Duration,
     ) {
         // The coordinator is gone only when the job ends: nothing to tell.

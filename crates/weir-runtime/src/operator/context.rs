@@ -5,14 +5,14 @@ use std::time::Duration;
 use crate::error::SubtaskName;
 use std::sync::Arc;
 
-use crate::checkpoint::{CheckpointPort, SubtaskState};
+use crate::checkpoint::{CheckpointPort, SubtaskState, TakenSnapshot};
 use crate::element::Barrier;
 use crate::metrics::OperatorMetrics;
 use crate::time::SharedClock;
 use weir_state::{
     AggregatingState, AggregatingStateDescriptor, KeyedStateStore, ListState, ListStateDescriptor,
     MapState, MapStateDescriptor, OperatorStateStore, ReducingState, ReducingStateDescriptor,
-    StateBackend, StateError, StateValue, SubtaskSnapshot, ValueState, ValueStateDescriptor,
+    StateBackend, StateError, StateValue, ValueState, ValueStateDescriptor,
 };
 
 /// The runtime context of one parallel instance of an operator (Flink's
@@ -108,18 +108,16 @@ impl RuntimeContext {
     /// every later checkpoint.
     pub(crate) fn report_finished(&self, position: Option<Vec<u8>>) -> Result<(), StateError> {
         if let Some(port) = &self.checkpoint {
-            port.finished(self.snapshot(position)?);
+            port.finished(self.snapshot(position)?.complete()?);
         }
         Ok(())
     }
 
-    fn snapshot(&self, position: Option<Vec<u8>>) -> Result<SubtaskSnapshot, StateError> {
-        let mut snapshot = SubtaskSnapshot {
-            source_position: position,
-            ..Default::default()
-        };
+    fn snapshot(&self, position: Option<Vec<u8>>) -> Result<TakenSnapshot, StateError> {
+        let mut snapshot = TakenSnapshot::default();
+        snapshot.base.source_position = position;
         self.subtask_state.snapshot_keyed(&mut snapshot)?;
-        snapshot.operator = self.operator_state.snapshot()?;
+        snapshot.base.operator = self.operator_state.snapshot()?;
         Ok(snapshot)
     }
 
