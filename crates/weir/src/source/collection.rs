@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::index_ranges::IndexRanges;
 use crate::functions::{
     FunctionResult, RuntimeContext, SourceContext, SourceFunction, SourceStatus,
 };
@@ -54,14 +55,25 @@ impl<T: Clone + Send + Sync + 'static> SourceFunction<T> for CollectionSource<T>
 }
 
 /// Emits the numbers `from..=to` (`from_sequence`), split into contiguous
-/// ranges over the parallel subtasks.
-#[derive(Debug, Clone)]
+/// ranges over the parallel subtasks. (A sequence of all 2^64 `i64`s stops
+/// one short.)
 pub struct SequenceSource {
     from: i64,
     to: i64,
-    // i128 so that the full i64 range cannot overflow.
-    next: i128,
-    end: i128,
+    // Offsets from `from` still to emit.
+    ranges: IndexRanges,
+}
+
+impl Clone for SequenceSource {
+    fn clone(&self) -> Self {
+        SequenceSource::new(self.from, self.to)
+    }
+}
+
+impl std::fmt::Debug for SequenceSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SequenceSource({}..={})", self.from, self.to)
+    }
 }
 
 impl SequenceSource {
@@ -70,43 +82,37 @@ impl SequenceSource {
         SequenceSource {
             from,
             to,
-            next: 0,
-            end: 0,
+            ranges: IndexRanges::default(),
         }
     }
 }
 
 impl SourceFunction<i64> for SequenceSource {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        let count = (i128::from(self.to) - i128::from(self.from) + 1).max(0);
+        let count = (i128::from(self.to) - i128::from(self.from) + 1).clamp(0, u64::MAX as i128);
         let (i, p) = (i128::from(ctx.subtask_index), i128::from(ctx.parallelism));
-        self.next = i128::from(self.from) + count * i / p;
-        self.end = i128::from(self.from) + count * (i + 1) / p;
+        let share = |k: i128| (count * k / p) as u64;
+        self.ranges = IndexRanges::open(ctx, (share(i), share(i + 1)))?;
         Ok(())
     }
 
     fn poll_next(&mut self, ctx: &mut SourceContext<'_, i64>) -> FunctionResult<SourceStatus> {
-        let stop = self.end.min(self.next + ctx.remaining().max(1) as i128);
-        while self.next < stop {
-            ctx.collect(self.next as i64);
-            self.next += 1;
+        if let Some((start, stop)) = self.ranges.take(ctx.remaining().max(1) as u64) {
+            for offset in start..stop {
+                ctx.collect((i128::from(self.from) + i128::from(offset)) as i64);
+            }
         }
-        Ok(if self.next >= self.end {
+        Ok(if self.ranges.is_done() {
             SourceStatus::Finished
         } else {
             SourceStatus::More
         })
     }
 
+    /// The position lives in operator state (remaining ranges), so that a
+    /// restore at another parallelism redistributes it.
     fn snapshot_position(&mut self, _checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
-        Ok(Some(self.next.to_le_bytes().to_vec()))
-    }
-
-    fn restore_position(&mut self, position: &[u8]) -> FunctionResult {
-        let bytes: [u8; 16] = position
-            .try_into()
-            .map_err(|_| "sequence source position must be 16 bytes")?;
-        self.next = i128::from_le_bytes(bytes);
-        Ok(())
+        self.ranges.save()?;
+        Ok(None)
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::index_ranges::IndexRanges;
 use crate::functions::{
     FunctionResult, RuntimeContext, SourceContext, SourceFunction, SourceStatus,
 };
@@ -16,8 +17,7 @@ pub struct GeneratorSource<T> {
     f: Arc<dyn Fn(u64) -> T + Send + Sync>,
     count: Option<u64>,
     rate: Option<f64>,
-    next: u64,
-    end: u64,
+    ranges: IndexRanges,
     started: Option<Instant>,
     emitted: u64,
     subtask_rate: Option<f64>,
@@ -29,8 +29,7 @@ impl<T> Clone for GeneratorSource<T> {
             f: Arc::clone(&self.f),
             count: self.count,
             rate: self.rate,
-            next: 0,
-            end: 0,
+            ranges: IndexRanges::default(),
             started: None,
             emitted: 0,
             subtask_rate: None,
@@ -54,8 +53,7 @@ impl<T> GeneratorSource<T> {
             f: Arc::new(f),
             count,
             rate: None,
-            next: 0,
-            end: 0,
+            ranges: IndexRanges::default(),
             started: None,
             emitted: 0,
             subtask_rate: None,
@@ -72,25 +70,22 @@ impl<T> GeneratorSource<T> {
 impl<T: Send + 'static> SourceFunction<T> for GeneratorSource<T> {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         let (i, p) = (u64::from(ctx.subtask_index), u64::from(ctx.parallelism));
-        match self.count {
+        let share = match self.count {
             Some(count) => {
                 // u128 so that count * i cannot overflow.
                 let share = |k: u64| (u128::from(count) * u128::from(k) / u128::from(p)) as u64;
-                self.next = share(i);
-                self.end = share(i + 1);
+                (share(i), share(i + 1))
             }
-            None => {
-                // Unbounded: each subtask owns its own slice of the index space.
-                self.next = (u64::MAX / p) * i;
-                self.end = u64::MAX;
-            }
-        }
+            // Unbounded: each subtask owns its own slice of the index space.
+            None => ((u64::MAX / p) * i, (u64::MAX / p) * (i + 1)),
+        };
+        self.ranges = IndexRanges::open(ctx, share)?;
         self.subtask_rate = self.rate.map(|r| r / p as f64);
         Ok(())
     }
 
     fn poll_next(&mut self, ctx: &mut SourceContext<'_, T>) -> FunctionResult<SourceStatus> {
-        let mut n = (ctx.remaining().max(1) as u64).min(self.end - self.next);
+        let mut n = ctx.remaining().max(1) as u64;
         if let Some(rate) = self.subtask_rate {
             let started = *self.started.get_or_insert_with(Instant::now);
             let allowed = (started.elapsed().as_secs_f64() * rate) as u64 + 1;
@@ -101,27 +96,23 @@ impl<T: Send + 'static> SourceFunction<T> for GeneratorSource<T> {
                 return Ok(SourceStatus::More);
             }
         }
-        for index in self.next..self.next + n {
-            ctx.collect((self.f)(index));
+        if let Some((start, stop)) = self.ranges.take(n) {
+            for index in start..stop {
+                ctx.collect((self.f)(index));
+            }
+            self.emitted += stop - start;
         }
-        self.next += n;
-        self.emitted += n;
-        Ok(if self.next >= self.end {
+        Ok(if self.ranges.is_done() {
             SourceStatus::Finished
         } else {
             SourceStatus::More
         })
     }
 
+    /// The position lives in operator state (remaining index ranges), so
+    /// that a restore at another parallelism redistributes it.
     fn snapshot_position(&mut self, _checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
-        Ok(Some(self.next.to_le_bytes().to_vec()))
-    }
-
-    fn restore_position(&mut self, position: &[u8]) -> FunctionResult {
-        let bytes: [u8; 8] = position
-            .try_into()
-            .map_err(|_| "generator position must be 8 bytes")?;
-        self.next = u64::from_le_bytes(bytes);
-        Ok(())
+        self.ranges.save()?;
+        Ok(None)
     }
 }

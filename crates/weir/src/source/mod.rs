@@ -3,6 +3,7 @@
 
 mod collection;
 mod generator;
+mod index_ranges;
 mod socket;
 mod split;
 mod text_file;

@@ -1031,3 +1031,57 @@ fn recovery_skips_a_corrupt_checkpoint_for_the_one_before() {
     }
     assert!(max.values().all(|m| *m == 40_000 / KEYS), "{max:?}");
 }
+
+/// A job cancelled after a retained checkpoint at parallelism 2 resumes at
+/// parallelism 3 (and 1): keyed state moves by key group, and the
+/// generator's remaining index ranges are split over the new subtasks.
+#[test]
+fn a_checkpoint_restores_at_another_parallelism() {
+    for new_parallelism in [3, 1] {
+        let dir = temp_dir(&format!("rescale-{new_parallelism}"));
+        let records = 30_000;
+        let config = |env: &StreamExecutionEnvironment, p: u32| {
+            env.set_parallelism(p);
+            let mut c = Configuration::new();
+            c.set("execution.checkpointing.interval", "30 ms")
+                .set("execution.checkpointing.dir", dir.display().to_string())
+                .set(
+                    "execution.checkpointing.externalized-checkpoint-retention",
+                    "RETAIN_ON_CANCELLATION",
+                );
+            env.configure(&c).expect("config");
+        };
+        let env = StreamExecutionEnvironment::new();
+        config(&env, 2);
+        counting_job(&env, records, 10_000.0, None);
+        let client = env.execute_async("first").expect("starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while newest_checkpoint(&dir).is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(150));
+        client.cancel();
+        assert!(client.wait().is_err(), "cancelled");
+        let checkpoint = newest_checkpoint(&dir).expect("retained");
+
+        let env = StreamExecutionEnvironment::new();
+        config(&env, new_parallelism);
+        env.set_from_savepoint(&checkpoint);
+        let out = counting_job(&env, records, 1e9, None);
+        let result = env.execute("rescaled").expect("resumes");
+        assert!(result.checkpoints.restored.is_some());
+        let resumed = out.lock().expect("lock");
+        let mut max: BTreeMap<u64, u64> = BTreeMap::new();
+        for (k, n) in resumed.iter() {
+            let m = max.entry(*k).or_default();
+            *m = (*m).max(*n);
+        }
+        assert!((resumed.len() as u64) < records, "it started over");
+        assert_eq!(max.len() as u64, KEYS);
+        assert!(
+            max.values().all(|m| *m == records / KEYS),
+            "p=2 -> p={new_parallelism}: {max:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
