@@ -30,9 +30,12 @@ use std::sync::{Arc, RwLock};
 
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{BlockBasedOptions, Cache, Direction, IteratorMode, Options, WriteOptions, DB};
+use std::collections::HashMap;
+
+use weir_state::snapshot::KeyedStateSnapshot;
 use weir_state::{
-    stored_state_id, ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, ScanFn,
-    SharedClock, StateError, StateTtlConfig,
+    stored_state_id, ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, NativeFiles,
+    NativeFormat, NativeRestore, ScanFn, SharedClock, StateBackend, StateError, StateTtlConfig,
 };
 
 /// Options of the RocksDB backend (Flink's `state.backend.rocksdb.*`).
@@ -81,6 +84,63 @@ impl RocksDbStateBackend {
     }
 }
 
+impl RocksDbStateBackend {
+    /// The backend as a [`StateBackend`] (`state.backend.type: rocksdb`),
+    /// with incremental checkpoints of its own files.
+    pub fn into_state_backend(self) -> StateBackend {
+        let opener = self.clone();
+        StateBackend::new("rocksdb", move |mp, range, clock| {
+            opener.open(mp, range, clock)
+        })
+        .with_native_format(self)
+    }
+}
+
+impl NativeFormat for RocksDbStateBackend {
+    fn open(
+        &self,
+        restore: &NativeRestore,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        clock: SharedClock,
+    ) -> Result<KeyedStateStore, StateError> {
+        let store = RocksDbKvStore::restore(self, clock.clone(), &restore.files)?;
+        Ok(KeyedStateStore::kv_restored(
+            Box::new(store),
+            &restore.states,
+            max_parallelism,
+            range,
+            clock,
+            self.cache_bytes,
+        ))
+    }
+
+    fn read(&self, restore: &NativeRestore) -> Result<Vec<KeyedStateSnapshot>, StateError> {
+        let clock: SharedClock = Arc::new(weir_state::ManualClock::new(0));
+        let store = RocksDbKvStore::restore(self, clock, &restore.files)?;
+        let mut states: Vec<KeyedStateSnapshot> = restore
+            .states
+            .iter()
+            .map(|name| KeyedStateSnapshot {
+                name: name.clone(),
+                entries: Vec::new(),
+            })
+            .collect();
+        for item in store.db()?.iterator(IteratorMode::Start) {
+            let (k, v) = item.map_err(storage_error)?;
+            if k.len() < 4 {
+                continue;
+            }
+            let id = usize::from(u16::from_be_bytes([k[0], k[1]]));
+            let kg = u32::from(u16::from_be_bytes([k[2], k[3]]));
+            if let Some(state) = states.get_mut(id) {
+                state.entries.push((kg, k[4..].to_vec(), v.to_vec()));
+            }
+        }
+        Ok(states)
+    }
+}
+
 fn storage_error(e: impl std::fmt::Display) -> StateError {
     StateError::Internal(format!("rocksdb: {e}"))
 }
@@ -95,16 +155,72 @@ pub struct RocksDbKvStore {
     write: WriteOptions,
     /// Time-to-live by state id, read by the compaction filter.
     ttls: Arc<RwLock<Vec<Option<StateTtlConfig>>>>,
+    /// Names this instance's SST files are shared under in checkpoints:
+    /// those it was restored from keep theirs; new ones get this prefix,
+    /// unique to the instance, so equal file numbers of two instances
+    /// never collide.
+    shared_prefix: String,
+    restored_shared: HashMap<String, String>,
+    native_checkpoints: u64,
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> StateError {
+    StateError::Internal(format!("rocksdb files '{}': {e}", path.display()))
+}
+
+/// Puts `from` at `to`: a hard link when both are on one file system (SST
+/// files never change), a copy otherwise.
+fn link_or_copy(from: &Path, to: &Path) -> Result<(), StateError> {
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to).map_err(|e| io_error(from, e))?;
+    }
+    Ok(())
 }
 
 impl RocksDbKvStore {
-    fn open(backend: &RocksDbStateBackend, clock: SharedClock) -> Result<Self, StateError> {
+    fn new_dir(backend: &RocksDbStateBackend) -> Result<(PathBuf, String), StateError> {
         let n = INSTANCES.fetch_add(1, Ordering::Relaxed);
-        let dir = backend
-            .local_dir
-            .join(format!("weir-rocksdb-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| StateError::Internal(format!("cannot create '{}': {e}", dir.display())))?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let id = format!("{}-{n}-{nanos:08x}", std::process::id());
+        let dir = backend.local_dir.join(format!("weir-rocksdb-{id}"));
+        std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        Ok((dir, id))
+    }
+
+    fn open(backend: &RocksDbStateBackend, clock: SharedClock) -> Result<Self, StateError> {
+        let (dir, id) = Self::new_dir(backend)?;
+        Self::open_in(backend, clock, dir, id)
+    }
+
+    /// An instance over the files of a checkpoint (`(name, path)`).
+    fn restore(
+        backend: &RocksDbStateBackend,
+        clock: SharedClock,
+        files: &[(String, PathBuf)],
+    ) -> Result<Self, StateError> {
+        let (dir, id) = Self::new_dir(backend)?;
+        let mut restored_shared = HashMap::new();
+        for (name, path) in files {
+            link_or_copy(path, &dir.join(name))?;
+            if name.ends_with(".sst") {
+                if let Some(shared) = path.file_name() {
+                    restored_shared.insert(name.clone(), shared.to_string_lossy().to_string());
+                }
+            }
+        }
+        let mut store = Self::open_in(backend, clock, dir, id)?;
+        store.restored_shared = restored_shared;
+        Ok(store)
+    }
+
+    fn open_in(
+        backend: &RocksDbStateBackend,
+        clock: SharedClock,
+        dir: PathBuf,
+        id: String,
+    ) -> Result<Self, StateError> {
         let cache = Cache::new_lru_cache(backend.block_cache_bytes).map_err(storage_error)?;
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&cache);
@@ -139,6 +255,9 @@ impl RocksDbKvStore {
             dir,
             write,
             ttls,
+            shared_prefix: id,
+            restored_shared: HashMap::new(),
+            native_checkpoints: 0,
         })
     }
 
@@ -234,11 +353,105 @@ impl KvStore for RocksDbKvStore {
         }
         Ok(())
     }
+
+    /// RocksDB's checkpoint: memtables flushed, SST files hard-linked into
+    /// a new directory (cheap on the task thread), small mutable files
+    /// copied.
+    fn native_checkpoint(&mut self) -> Result<Option<NativeFiles>, StateError> {
+        self.native_checkpoints += 1;
+        let dir = PathBuf::from(format!(
+            "{}-chk-{}",
+            self.dir.display(),
+            self.native_checkpoints
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        rocksdb::checkpoint::Checkpoint::new(self.db()?)
+            .and_then(|c| c.create_checkpoint(&dir))
+            .map_err(storage_error)?;
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(|e| io_error(&dir, e))? {
+            let entry = entry.map_err(|e| io_error(&dir, e))?;
+            let name = entry.file_name().to_string_lossy().to_string();
+            let shared = name.ends_with(".sst").then(|| {
+                self.restored_shared
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or_else(|| format!("{}-{name}", self.shared_prefix))
+            });
+            files.push((name, shared));
+        }
+        Ok(Some(NativeFiles { dir, files }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sorted(mut states: Vec<KeyedStateSnapshot>) -> Vec<KeyedStateSnapshot> {
+        states.sort_by(|a, b| a.name.cmp(&b.name));
+        for s in &mut states {
+            s.entries.sort();
+        }
+        states
+    }
+
+    /// A store's own checkpoint opens as a store with the same state (the
+    /// same ids for the same names, whatever order they are declared in
+    /// again), reads back as the same entries, and a second checkpoint
+    /// shares the first one's unchanged SST files under the same names.
+    #[test]
+    fn native_checkpoints_restore_and_share_files() -> Result<(), StateError> {
+        use weir_state::{DeferredSnapshot, MapStateDescriptor, ValueStateDescriptor};
+        let backend = RocksDbStateBackend::new(std::env::temp_dir());
+        let range = KeyGroupRange { start: 0, end: 127 };
+        let clock: SharedClock = Arc::new(weir_state::ManualClock::new(0));
+        let store = backend.open(128, range, clock.clone())?;
+        let v = store.value_state(&ValueStateDescriptor::<u64>::new("v"))?;
+        let m = store.map_state(&MapStateDescriptor::<String, u8>::new("m"))?;
+        for k in 0..2_000u64 {
+            store.set_current_key(&k)?;
+            v.update(k)?;
+            m.put(format!("e{}", k % 3), 1)?;
+        }
+        let expected = sorted(store.snapshot()?);
+        let DeferredSnapshot::Native { files, states, .. } = store.snapshot_deferred(true)? else {
+            panic!("rocksdb takes native snapshots");
+        };
+        assert_eq!(states, vec!["v".to_string(), "m".to_string()]);
+        let restore = NativeRestore {
+            files: files
+                .files
+                .iter()
+                .map(|(name, _)| (name.clone(), files.dir.join(name)))
+                .collect(),
+            states,
+        };
+        assert_eq!(sorted(backend.read(&restore)?), expected);
+        let reopened = NativeFormat::open(&backend, &restore, 128, range, clock)?;
+        // Declared in the other order: ids come from the files.
+        let m2 = reopened.map_state(&MapStateDescriptor::<String, u8>::new("m"))?;
+        let v2 = reopened.value_state(&ValueStateDescriptor::<u64>::new("v"))?;
+        reopened.set_current_key(&1234u64)?;
+        assert_eq!(v2.value()?, Some(1234));
+        assert_eq!(m2.get(&"e1".to_string())?, Some(1));
+        assert_eq!(sorted(reopened.snapshot()?), expected);
+        // Nothing changed: a second checkpoint of the first store shares
+        // every SST file of the first under the same name.
+        let DeferredSnapshot::Native { files: again, .. } = store.snapshot_deferred(true)? else {
+            panic!("native");
+        };
+        let shared = |f: &NativeFiles| -> Vec<String> {
+            let mut v: Vec<String> = f.files.iter().filter_map(|(_, s)| s.clone()).collect();
+            v.sort();
+            v
+        };
+        assert!(!shared(&files).is_empty());
+        assert_eq!(shared(&files), shared(&again));
+        let _ = std::fs::remove_dir_all(&files.dir);
+        let _ = std::fs::remove_dir_all(&again.dir);
+        Ok(())
+    }
 
     fn open(max_parallelism: u32, range: KeyGroupRange, clock: SharedClock) -> KeyedStateStore {
         let backend = RocksDbStateBackend::new(std::env::temp_dir());

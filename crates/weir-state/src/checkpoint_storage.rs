@@ -25,6 +25,10 @@ use crate::snapshot::{decode_framed, encode_framed, SubtaskSnapshot};
 /// Name of the file that makes a checkpoint directory a checkpoint.
 pub const METADATA_FILE: &str = "_metadata";
 
+/// The directory, beside the `chk-<n>/` directories, of files shared by
+/// incremental checkpoints.
+pub const SHARED_DIR: &str = "shared";
+
 /// One state file of a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateFile {
@@ -38,6 +42,8 @@ pub struct StateFile {
     pub size: u64,
     /// xxh3-64 of the whole file.
     pub checksum: u64,
+    /// Names of the shared files (incremental checkpoints) its state uses.
+    pub shared: Vec<String>,
 }
 
 /// The state of one operator in a checkpoint.
@@ -89,6 +95,8 @@ pub struct LoadedCheckpoint {
     pub metadata: CheckpointMetadata,
     /// Where it was read from.
     pub location: String,
+    /// Its directory, when it is on disk (shared files are found from it).
+    pub dir: Option<PathBuf>,
     /// Operator id → the snapshot of each subtask that had state.
     pub operators: HashMap<String, Vec<(u32, SubtaskSnapshot)>>,
 }
@@ -111,6 +119,23 @@ pub trait CheckpointStorage: Send + Sync + fmt::Debug {
     fn location(&self, id: u64) -> String;
     /// Removes the job's directory if nothing is left in it.
     fn remove_if_empty(&self) {}
+    /// Stores the immutable file `from` as shared file `name` unless it is
+    /// there already (incremental checkpoints); returns its path relative
+    /// to a checkpoint's directory, or `None` if this storage shares no
+    /// files.
+    fn put_shared(&self, _name: &str, _from: &Path) -> Result<Option<String>, StateError> {
+        Ok(None)
+    }
+    /// Whether [`put_shared`](Self::put_shared) stores files.
+    fn shares_files(&self) -> bool {
+        false
+    }
+    /// Deletes the shared files not named in `keep`.
+    fn retain_shared(&self, _keep: &std::collections::HashSet<String>) {}
+    /// The directory of checkpoint `id`, if it is on disk.
+    fn dir_of(&self, _id: u64) -> Option<PathBuf> {
+        None
+    }
 }
 
 fn io_error(path: &Path, source: std::io::Error) -> StateError {
@@ -219,7 +244,40 @@ impl CheckpointStorage for FsCheckpointStorage {
 
     fn remove_if_empty(&self) {
         // Fails (and keeps the directory) unless it is empty.
+        let _ = fs::remove_dir(self.dir.join(SHARED_DIR));
         let _ = fs::remove_dir(&self.dir);
+    }
+
+    fn put_shared(&self, name: &str, from: &Path) -> Result<Option<String>, StateError> {
+        let dir = self.dir.join(SHARED_DIR);
+        let target = dir.join(name);
+        if !target.exists() {
+            fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+            let tmp = dir.join(format!(".{name}.inprogress"));
+            fs::copy(from, &tmp).map_err(|e| io_error(from, e))?;
+            fs::rename(&tmp, &target).map_err(|e| io_error(&target, e))?;
+        }
+        Ok(Some(format!("../{SHARED_DIR}/{name}")))
+    }
+
+    fn shares_files(&self) -> bool {
+        true
+    }
+
+    fn retain_shared(&self, keep: &std::collections::HashSet<String>) {
+        let Ok(entries) = fs::read_dir(self.dir.join(SHARED_DIR)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if !keep.contains(&name) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    fn dir_of(&self, id: u64) -> Option<PathBuf> {
+        Some(self.checkpoint_dir(id))
     }
 }
 
@@ -319,12 +377,22 @@ pub fn state_file(subtask: u32, key_groups: (u32, u32), file: String, bytes: &[u
         file,
         size: bytes.len() as u64,
         checksum: xxh3_64(bytes),
+        shared: Vec::new(),
     }
+}
+
+/// Reads only the metadata of checkpoint `id`.
+pub fn load_metadata(
+    storage: &dyn CheckpointStorage,
+    id: u64,
+) -> Result<CheckpointMetadata, StateError> {
+    decode_framed(&storage.read_file(id, METADATA_FILE)?)
 }
 
 /// Reads and verifies a checkpoint, given how to read its files by name.
 fn load_with(
     location: String,
+    dir: Option<PathBuf>,
     read: impl Fn(&str) -> Result<Vec<u8>, StateError>,
 ) -> Result<LoadedCheckpoint, StateError> {
     let in_file = |name: &str, e: StateError| match e {
@@ -353,13 +421,16 @@ fn load_with(
     Ok(LoadedCheckpoint {
         metadata,
         location,
+        dir,
         operators,
     })
 }
 
 /// Reads and verifies checkpoint `id` of `storage`.
 pub fn load(storage: &dyn CheckpointStorage, id: u64) -> Result<LoadedCheckpoint, StateError> {
-    load_with(storage.location(id), |name| storage.read_file(id, name))
+    load_with(storage.location(id), storage.dir_of(id), |name| {
+        storage.read_file(id, name)
+    })
 }
 
 /// The newest checkpoint of `storage` that verifies, and the newer ones
@@ -405,10 +476,14 @@ fn load_dir(path: &Path) -> Result<LoadedCheckpoint, StateError> {
     } else {
         path.parent().map(Path::to_path_buf).unwrap_or_default()
     };
-    load_with(format!("file://{}", dir.display()), |name| {
-        let p = dir.join(name);
-        fs::read(&p).map_err(|e| io_error(&p, e))
-    })
+    load_with(
+        format!("file://{}", dir.display()),
+        Some(dir.clone()),
+        |name| {
+            let p = dir.join(name);
+            fs::read(&p).map_err(|e| io_error(&p, e))
+        },
+    )
 }
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ macro_rules! keyed_state_conformance {
                     v.update(i64::from(k))?;
                     m.put(format!("e{k}"), 1)?;
                 }
-                let deferred = s.snapshot_deferred()?;
+                let deferred = s.snapshot_deferred(false)?;
                 let now = s.snapshot()?;
                 // Changes after it was taken do not reach it.
                 s.set_current_key(&7u32)?;

@@ -13,6 +13,7 @@ use crate::codec::{decode_value, encode_value};
 use crate::descriptor::StateKind;
 use crate::error::StateError;
 use crate::key_group::{KeyGroup, KeyGroupRange};
+use crate::snapshot::NativeFiles;
 use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 
 /// Called for each entry of a scan, with its key and value.
@@ -46,6 +47,13 @@ pub trait KvStore: Send {
     /// Calls `f(key, value)` for every key starting with `prefix`.
     fn scan_prefix(&mut self, prefix: &[u8], f: &mut ScanFn<'_>) -> Result<(), StateError>;
 
+    /// The store's own checkpoint of everything written so far: its files
+    /// in a new local directory (see [`NativeFiles`]); `None` if the store
+    /// has no such thing, and snapshots read it out entry by entry.
+    fn native_checkpoint(&mut self) -> Result<Option<NativeFiles>, StateError> {
+        Ok(None)
+    }
+
     /// Tells the store that values of state `state_id` (see
     /// [`stored_state_id`]) expire as `ttl` says, counted from their
     /// [`ttl_stamp`], so it may drop expired ones on its own. Stores
@@ -72,6 +80,9 @@ pub(crate) struct KvTable {
     pub kind: StateKind,
     pub type_name: &'static str,
     pub ttl: Option<StateTtlConfig>,
+    /// Restored from a store's own files and not declared yet: its id is
+    /// fixed by the files, its type by the first declaration.
+    pub restored: bool,
 }
 
 /// Keyed state of one operator subtask in a [`KvStore`].
@@ -217,6 +228,14 @@ impl KvBackend {
     ) -> Result<usize, StateError> {
         let type_name = std::any::type_name::<V>();
         if let Some(i) = self.tables.iter().position(|t| t.name == name) {
+            if self.tables[i].restored {
+                if let Some(ttl) = ttl.filter(|t| t.cleanup_in_background) {
+                    self.store.expire_in_background(i as u16, ttl);
+                }
+                let t = &mut self.tables[i];
+                (t.kind, t.type_name, t.ttl, t.restored) = (kind, type_name, ttl, false);
+                return Ok(i);
+            }
             let t = &self.tables[i];
             if t.kind != kind || t.type_name != type_name {
                 return Err(StateError::Conflict {
@@ -240,8 +259,32 @@ impl KvBackend {
             kind,
             type_name,
             ttl,
+            restored: false,
         });
         Ok(id)
+    }
+
+    /// States whose ids the store's restored files fixed, in id order.
+    pub fn reserve(&mut self, states: &[String]) {
+        for name in states {
+            self.tables.push(KvTable {
+                name: name.clone(),
+                kind: StateKind::Value,
+                type_name: "",
+                ttl: None,
+                restored: true,
+            });
+        }
+    }
+
+    /// The store's own checkpoint, after writing back the cache; with the
+    /// state names in id order.
+    pub fn native_snapshot(&mut self) -> Result<Option<(NativeFiles, Vec<String>)>, StateError> {
+        self.flush()?;
+        Ok(self
+            .store
+            .native_checkpoint()?
+            .map(|files| (files, self.tables.iter().map(|t| t.name.clone()).collect())))
     }
 
     fn db_key(&mut self, id: usize) -> Result<&[u8], StateError> {

@@ -53,9 +53,9 @@ pub use kv::{stored_state_id, ttl_stamp, KvStore, ScanFn};
 pub use operator_state::{
     OperatorListState, OperatorStateSnapshot, OperatorStateStore, Redistribution,
 };
-pub use snapshot::SubtaskSnapshot;
+pub use snapshot::{NativeFiles, NativeState, SubtaskSnapshot};
 pub use store::{
-    AggregatingState, DeferredSnapshot, KeyedStateStore, ListState, MapState, ReducingState,
-    StateBackend, StateEntry, ValueState,
+    AggregatingState, DeferredSnapshot, KeyedStateStore, ListState, MapState, NativeFormat,
+    NativeRestore, ReducingState, StateBackend, StateEntry, ValueState,
 };
 pub use ttl::{StateTtlConfig, StateTtlConfigBuilder, StateVisibility, UpdateType};

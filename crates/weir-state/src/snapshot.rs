@@ -81,6 +81,30 @@ pub struct KeyedStateSnapshot {
     pub entries: Vec<(u32, Vec<u8>, Vec<u8>)>,
 }
 
+/// A key-value store's own checkpoint on local disk: the directory and its
+/// files, each with the name under which checkpoints share it (immutable
+/// files, e.g. RocksDB's SST files) or `None` (files that change, copied
+/// into each checkpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NativeFiles {
+    /// The directory holding the files; removed once they are stored.
+    pub dir: std::path::PathBuf,
+    /// `(file name in dir, shared name)`.
+    pub files: Vec<(String, Option<String>)>,
+}
+
+/// A key-value store's files in a checkpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NativeState {
+    /// State names in the order of the ids the store's keys use.
+    pub states: Vec<String>,
+    /// `(file name in the store's directory, path relative to the
+    /// checkpoint directory)`.
+    pub files: Vec<(String, String)>,
+    /// The key groups the store held `(first, last)`.
+    pub key_groups: (u32, u32),
+}
+
 /// Everything one operator subtask contributes to a checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubtaskSnapshot {
@@ -90,6 +114,9 @@ pub struct SubtaskSnapshot {
     pub operator: OperatorStateSnapshot,
     /// A source's position, if the operator is a replayable source.
     pub source_position: Option<Vec<u8>>,
+    /// Keyed state as the store's own files (incremental RocksDB
+    /// checkpoints), instead of entries in `keyed`.
+    pub native: Option<NativeState>,
 }
 
 impl SubtaskSnapshot {
@@ -98,6 +125,7 @@ impl SubtaskSnapshot {
         self.keyed.iter().all(|s| s.entries.is_empty())
             && self.operator.lists.is_empty()
             && self.source_position.is_none()
+            && self.native.is_none()
     }
 
     /// Adds the entries of one state (merged with entries of the same name).

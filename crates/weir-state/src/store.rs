@@ -20,7 +20,7 @@ use crate::error::StateError;
 use crate::heap::{DeferredState, HeapBackend, TypedTable};
 use crate::key_group::{assign_to_key_group, KeyGroup, KeyGroupRange, StableHash};
 use crate::kv::{KvBackend, KvStore};
-use crate::snapshot::KeyedStateSnapshot;
+use crate::snapshot::{KeyedStateSnapshot, NativeFiles};
 use crate::ttl::StateTtlConfig;
 
 /// Where the state lives: typed in memory, or as bytes in a key-value store.
@@ -105,6 +105,21 @@ impl KeyedStateStore {
             clock,
             cache_bytes,
         )))
+    }
+
+    /// A store over `store`, which was opened from a checkpoint's own files
+    /// holding `states` (their names in id order).
+    pub fn kv_restored(
+        store: Box<dyn KvStore>,
+        states: &[String],
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        clock: SharedClock,
+        cache_bytes: usize,
+    ) -> Self {
+        let mut backend = KvBackend::new(store, max_parallelism, range, clock, cache_bytes);
+        backend.reserve(states);
+        Self::with_backend(Backend::Kv(backend))
     }
 
     fn with_backend(backend: Backend) -> Self {
@@ -234,8 +249,23 @@ impl KeyedStateStore {
     /// (the heap backend copies its typed tables; a key-value store is read
     /// out), and the encoding, which the returned closure does later on any
     /// thread. Restored state not declared again is kept.
-    pub fn snapshot_deferred(&self) -> Result<DeferredSnapshot, StateError> {
+    ///
+    /// With `native`, a key-value store that can checkpoint its own files
+    /// does so (incremental checkpoints), unless restored entries are still
+    /// waiting for their state to be declared.
+    pub fn snapshot_deferred(&self, native: bool) -> Result<DeferredSnapshot, StateError> {
         let pending: Vec<KeyedStateSnapshot> = self.pending_restore()?.clone();
+        if native && pending.is_empty() {
+            if let Backend::Kv(k) = &mut *self.lock()? {
+                if let Some((files, states)) = k.native_snapshot()? {
+                    return Ok(DeferredSnapshot::Native {
+                        files,
+                        states,
+                        key_groups: (k.range.start, k.range.end),
+                    });
+                }
+            }
+        }
         let parts: Option<Vec<DeferredState>> = match &*self.lock()? {
             Backend::Heap(h) => {
                 let now = h.clock.now_ms();
@@ -252,9 +282,9 @@ impl KeyedStateStore {
             // A key-value store's state is read out now (the lock above is
             // released: `snapshot` takes it again).
             let states = self.snapshot()?;
-            return Ok(DeferredSnapshot(Box::new(move || Ok(states))));
+            return Ok(DeferredSnapshot::Encode(Box::new(move || Ok(states))));
         };
-        Ok(DeferredSnapshot(Box::new(move || {
+        Ok(DeferredSnapshot::Encode(Box::new(move || {
             let mut out = Vec::with_capacity(parts.len() + pending.len());
             for part in parts {
                 out.push(part()?);
@@ -521,22 +551,40 @@ impl KeyedStateStore {
     }
 }
 
-/// The second half of [`KeyedStateStore::snapshot_deferred`]: encodes the
-/// copied state.
-pub struct DeferredSnapshot(
-    Box<dyn FnOnce() -> Result<Vec<KeyedStateSnapshot>, StateError> + Send>,
-);
+/// The second half of [`KeyedStateStore::snapshot_deferred`].
+pub enum DeferredSnapshot {
+    /// Copied state, encoded by the closure.
+    Encode(Box<dyn FnOnce() -> Result<Vec<KeyedStateSnapshot>, StateError> + Send>),
+    /// The store's own files, to be stored as they are.
+    Native {
+        /// The files.
+        files: NativeFiles,
+        /// State names in id order.
+        states: Vec<String>,
+        /// The store's key groups.
+        key_groups: (u32, u32),
+    },
+}
 
 impl std::fmt::Debug for DeferredSnapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("DeferredSnapshot")
+        match self {
+            DeferredSnapshot::Encode(_) => f.write_str("DeferredSnapshot::Encode"),
+            DeferredSnapshot::Native { files, .. } => {
+                write!(f, "DeferredSnapshot::Native({files:?})")
+            }
+        }
     }
 }
 
 impl DeferredSnapshot {
-    /// The snapshot's states, encoded.
+    /// The snapshot's states as entries (native files are not entries:
+    /// none then).
     pub fn encode(self) -> Result<Vec<KeyedStateSnapshot>, StateError> {
-        (self.0)()
+        match self {
+            DeferredSnapshot::Encode(f) => f(),
+            DeferredSnapshot::Native { .. } => Ok(Vec::new()),
+        }
     }
 }
 
@@ -977,12 +1025,38 @@ impl<In, Acc: StateValue, Out> AggregatingState<In, Acc, Out> {
 type OpenFn =
     dyn Fn(u32, KeyGroupRange, SharedClock) -> Result<KeyedStateStore, StateError> + Send + Sync;
 
+/// Files of a store's own checkpoint to restore from, and the state names
+/// in id order.
+#[derive(Debug, Clone)]
+pub struct NativeRestore {
+    /// `(file name in the store's directory, where the checkpoint has it)`.
+    pub files: Vec<(String, std::path::PathBuf)>,
+    /// State names in id order.
+    pub states: Vec<String>,
+}
+
+/// How a backend with its own checkpoint files opens and reads them.
+pub trait NativeFormat: Send + Sync {
+    /// Opens a store from the files, for exactly the key groups they hold.
+    fn open(
+        &self,
+        restore: &NativeRestore,
+        max_parallelism: u32,
+        range: KeyGroupRange,
+        clock: SharedClock,
+    ) -> Result<KeyedStateStore, StateError>;
+    /// Reads every entry of the files (for a restore at another
+    /// parallelism).
+    fn read(&self, restore: &NativeRestore) -> Result<Vec<KeyedStateSnapshot>, StateError>;
+}
+
 /// Which keyed-state backend a job uses (Flink's `state.backend.type`): a
 /// named way to open a [`KeyedStateStore`] for each keyed operator subtask.
 #[derive(Clone)]
 pub struct StateBackend {
     name: &'static str,
     open: Arc<OpenFn>,
+    native: Option<Arc<dyn NativeFormat>>,
 }
 
 impl std::fmt::Debug for StateBackend {
@@ -1017,7 +1091,19 @@ impl StateBackend {
         StateBackend {
             name,
             open: Arc::new(open),
+            native: None,
         }
+    }
+
+    /// The backend, able to checkpoint and restore its stores' own files.
+    pub fn with_native_format(mut self, format: impl NativeFormat + 'static) -> Self {
+        self.native = Some(Arc::new(format));
+        self
+    }
+
+    /// How the backend's own files are opened, if it has them.
+    pub fn native_format(&self) -> Option<&Arc<dyn NativeFormat>> {
+        self.native.as_ref()
     }
 
     /// The backend's name (`hashmap`, `rocksdb`).

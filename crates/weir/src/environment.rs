@@ -533,9 +533,7 @@ fn rocksdb_backend(config: &Configuration) -> Result<StateBackend> {
     if let Some(bytes) = size(keys::ROCKSDB_WRITE_BACK_CACHE)? {
         options.cache_bytes = bytes;
     }
-    Ok(StateBackend::new("rocksdb", move |mp, range, clock| {
-        options.open(mp, range, clock)
-    }))
+    Ok(options.into_state_backend())
 }
 
 #[cfg(not(feature = "rocksdb"))]

@@ -8,7 +8,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use weir_state::checkpoint_storage::{encode_metadata, state_file, OperatorMetadata, StateFile};
+use weir_state::checkpoint_storage::{
+    encode_metadata, load_metadata, state_file, OperatorMetadata, StateFile,
+};
 use weir_state::snapshot::encode_framed;
 use weir_state::{key_group_range_for_operator, CheckpointMetadata, CheckpointStorage};
 
@@ -152,7 +154,7 @@ impl Coordinator {
                 }) => {
                     let mut outcome = Step::Continue;
                     if let Some(p) = pending.as_mut() {
-                        outcome = self.on_ack(p, operator, subtask, &snapshot);
+                        outcome = self.on_ack(p, operator, subtask, &snapshot, Vec::new());
                     }
                     finished.insert((operator, subtask), *snapshot);
                     outcome
@@ -182,8 +184,12 @@ impl Coordinator {
                 {
                     Some(p) => {
                         p.max_pause = p.max_pause.max(pause);
-                        match snapshot.complete() {
-                            Ok(snapshot) => self.on_ack(p, operator, subtask, &snapshot),
+                        let prefix = format!("op{operator}-{subtask}");
+                        let completed = snapshot.complete(&*self.storage, checkpoint_id, &prefix);
+                        match completed {
+                            Ok((snapshot, shared)) => {
+                                self.on_ack(p, operator, subtask, &snapshot, shared)
+                            }
                             Err(e) => Step::Failed(e.to_string()),
                         }
                     }
@@ -256,8 +262,9 @@ impl Coordinator {
         operator: usize,
         subtask: u32,
         snapshot: &weir_state::SubtaskSnapshot,
+        shared: Vec<String>,
     ) -> Step {
-        match self.store_ack(p, operator, subtask, snapshot) {
+        match self.store_ack(p, operator, subtask, snapshot, shared) {
             Err(e) => Step::Failed(e.to_string()),
             Ok(()) if p.acked.len() == self.expected_acks() => Step::Complete,
             Ok(()) => Step::Continue,
@@ -285,7 +292,7 @@ impl Coordinator {
         };
         for ((operator, subtask), snapshot) in finished {
             if self
-                .store_ack(&mut p, *operator, *subtask, snapshot)
+                .store_ack(&mut p, *operator, *subtask, snapshot, Vec::new())
                 .is_err()
             {
                 self.abort(&p, true);
@@ -327,7 +334,7 @@ impl Coordinator {
         };
         for ((operator, subtask), snapshot) in finished {
             if self
-                .store_ack(&mut p, *operator, *subtask, snapshot)
+                .store_ack(&mut p, *operator, *subtask, snapshot, Vec::new())
                 .is_err()
             {
                 self.abort(&p, true);
@@ -343,6 +350,7 @@ impl Coordinator {
         operator: usize,
         subtask: u32,
         snapshot: &weir_state::SubtaskSnapshot,
+        shared: Vec<String>,
     ) -> Result<(), weir_state::StateError> {
         if !p.acked.insert((operator, subtask)) {
             return Ok(());
@@ -356,7 +364,9 @@ impl Coordinator {
             .write_file(p.barrier.checkpoint_id, &name, &bytes)?;
         let info = &self.operators[operator];
         let range = key_group_range_for_operator(self.max_parallelism, info.parallelism, subtask);
-        p.files[operator].push(state_file(subtask, (range.start, range.end), name, &bytes));
+        let mut file = state_file(subtask, (range.start, range.end), name, &bytes);
+        file.shared = shared;
+        p.files[operator].push(file);
         Ok(())
     }
 
@@ -411,6 +421,7 @@ impl Coordinator {
                 let _ = self.storage.discard(*old);
             }
         }
+        collect_shared_garbage(&*self.storage);
         Ok(())
     }
 
@@ -454,6 +465,30 @@ impl Coordinator {
     }
 }
 
+/// Deletes shared files no retained checkpoint refers to any more.
+fn collect_shared_garbage(storage: &dyn CheckpointStorage) {
+    if !storage.shares_files() {
+        return;
+    }
+    let Ok(ids) = storage.completed() else {
+        return;
+    };
+    let mut keep = HashSet::new();
+    for id in ids {
+        match load_metadata(storage, id) {
+            Ok(meta) => keep.extend(
+                meta.operators
+                    .iter()
+                    .flat_map(|o| &o.files)
+                    .flat_map(|f| f.shared.iter().cloned()),
+            ),
+            // An unreadable checkpoint may still refer to files: keep all.
+            Err(_) => return,
+        }
+    }
+    storage.retain_shared(&keep);
+}
+
 /// Deletes a job's checkpoints when its retention says so. `cancelled`:
 /// the job was cancelled; `failed`: it failed for good.
 pub(crate) fn apply_retention(
@@ -473,6 +508,7 @@ pub(crate) fn apply_retention(
                 let _ = storage.discard(id);
             }
         }
+        collect_shared_garbage(storage);
         storage.remove_if_empty();
     }
 }

@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
 use weir_state::snapshot::KeyedStateSnapshot;
-use weir_state::{DeferredSnapshot, KeyedStateStore, StateError, SubtaskSnapshot};
+use weir_state::{
+    CheckpointStorage, DeferredSnapshot, KeyedStateStore, NativeFiles, NativeRestore, NativeState,
+    StateError, SubtaskSnapshot,
+};
 
 use super::CoordinatorMessage;
 use crate::element::Barrier;
@@ -25,6 +28,7 @@ struct Inner {
     restored_internal: Vec<KeyedStateSnapshot>,
     internal: BTreeMap<String, StateEntries>,
     restored_position: Option<Vec<u8>>,
+    restored_native: Option<NativeRestore>,
 }
 
 /// The keyed store an operator subtask opened, and what a restore brought
@@ -84,6 +88,17 @@ impl SubtaskState {
             .map_err(|_| StateError::Internal("subtask state poisoned by a panic".into()))
     }
 
+    /// Sets the store's own files to open the keyed store from.
+    pub fn restore_native(&self, native: NativeRestore) -> Result<(), StateError> {
+        self.lock()?.restored_native = Some(native);
+        Ok(())
+    }
+
+    /// The store's own files to open the keyed store from, once.
+    pub fn take_native(&self) -> Result<Option<NativeRestore>, StateError> {
+        Ok(self.lock()?.restored_native.take())
+    }
+
     /// Registers the subtask's keyed store, handing it the restored entries.
     pub fn register_keyed(&self, store: &KeyedStateStore) -> Result<(), StateError> {
         let mut inner = self.lock()?;
@@ -99,10 +114,10 @@ impl SubtaskState {
 
     /// The keyed part of a snapshot. Restored entries never handed to a
     /// store (the operator opened no keyed state) are kept, so they survive.
-    pub fn snapshot_keyed(&self, into: &mut TakenSnapshot) -> Result<(), StateError> {
+    pub fn snapshot_keyed(&self, into: &mut TakenSnapshot, native: bool) -> Result<(), StateError> {
         let mut inner = self.lock()?;
         match &inner.keyed {
-            Some(store) => into.keyed = Some(store.snapshot_deferred()?),
+            Some(store) => into.keyed = Some(store.snapshot_deferred(native)?),
             None => inner
                 .restored_keyed
                 .iter()
@@ -127,8 +142,43 @@ pub struct TakenSnapshot {
 }
 
 impl TakenSnapshot {
-    /// The whole snapshot, encoded.
-    pub fn complete(self) -> Result<SubtaskSnapshot, StateError> {
+    /// The whole snapshot, encoded. A store's own files are stored in
+    /// `storage` for checkpoint `checkpoint_id`: immutable ones shared (and
+    /// named in the returned list), the others under `prefix`.
+    pub fn complete(
+        self,
+        storage: &dyn CheckpointStorage,
+        checkpoint_id: u64,
+        prefix: &str,
+    ) -> Result<(SubtaskSnapshot, Vec<String>), StateError> {
+        let mut snapshot = self.base;
+        let mut shared = Vec::new();
+        match self.keyed {
+            Some(DeferredSnapshot::Native {
+                files,
+                states,
+                key_groups,
+            }) => {
+                let stored = store_native(storage, checkpoint_id, prefix, &files, &mut shared);
+                let _ = std::fs::remove_dir_all(&files.dir);
+                snapshot.native = Some(NativeState {
+                    states,
+                    files: stored?,
+                    key_groups,
+                });
+            }
+            Some(keyed) => {
+                for state in keyed.encode()? {
+                    snapshot.add_state(state);
+                }
+            }
+            None => {}
+        }
+        Ok((snapshot, shared))
+    }
+
+    /// The snapshot, for storages without shared files.
+    pub fn complete_in_memory(self) -> Result<SubtaskSnapshot, StateError> {
         let mut snapshot = self.base;
         if let Some(keyed) = self.keyed {
             for state in keyed.encode()? {
@@ -139,10 +189,48 @@ impl TakenSnapshot {
     }
 }
 
+/// Stores a store's own files; returns `(file name, path relative to the
+/// checkpoint directory)`.
+fn store_native(
+    storage: &dyn CheckpointStorage,
+    checkpoint_id: u64,
+    prefix: &str,
+    files: &NativeFiles,
+    shared: &mut Vec<String>,
+) -> Result<Vec<(String, String)>, StateError> {
+    let mut stored = Vec::with_capacity(files.files.len());
+    for (name, shared_name) in &files.files {
+        let path = files.dir.join(name);
+        let reference = match shared_name {
+            Some(shared_name) => {
+                let reference = storage.put_shared(shared_name, &path)?.ok_or_else(|| {
+                    StateError::Internal("the checkpoint storage shares no files".into())
+                })?;
+                shared.push(shared_name.clone());
+                reference
+            }
+            None => {
+                let bytes = std::fs::read(&path).map_err(|e| StateError::Io {
+                    path: path.display().to_string(),
+                    source: e,
+                })?;
+                let private = format!("{prefix}-{name}");
+                storage.write_file(checkpoint_id, &private, &bytes)?;
+                private
+            }
+        };
+        stored.push((name.clone(), reference));
+    }
+    Ok(stored)
+}
+
 /// How an operator subtask acknowledges checkpoints.
 #[derive(Debug, Clone)]
 pub struct CheckpointPort {
     pub(crate) to_coordinator: Sender<CoordinatorMessage>,
+    /// Whether keyed stores checkpoint their own files (the storage
+    /// shares files between checkpoints).
+    pub(crate) native: bool,
     pub(crate) operator: usize,
     pub(crate) subtask: u32,
 }

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use std::sync::Mutex;
 
 use crossbeam_channel::{Receiver, Sender};
-use weir_state::{CheckpointStorage, LoadedCheckpoint, OperatorStateSnapshot, SubtaskSnapshot};
+use weir_state::{
+    CheckpointStorage, LoadedCheckpoint, NativeRestore, OperatorStateSnapshot, SubtaskSnapshot,
+};
 
 use super::job::{Attempt, JobClient, JobId, OperatorEntry};
 use crate::cancel::CancelSource;
@@ -112,6 +114,8 @@ struct Plan<'g> {
     /// Per node, what a restore brings.
     restored: Vec<Option<RestoredOperator>>,
     to_coordinator: Option<Sender<CoordinatorMessage>>,
+    /// Whether keyed stores checkpoint their own files.
+    native_snapshots: bool,
     mailboxes: HashMap<(usize, u32), Receiver<TaskMessage>>,
 }
 
@@ -123,6 +127,8 @@ struct RestoredOperator {
     operator_state: Vec<OperatorStateSnapshot>,
     /// Whether the parallelism is unchanged (sources resume by subtask).
     same_parallelism: bool,
+    /// Per new subtask, a keyed store's own files to open it from.
+    native: Vec<Option<NativeRestore>>,
 }
 
 /// Validates `graph`, chains it, and starts its tasks. With checkpointing
@@ -206,6 +212,27 @@ pub fn operator_state_id(index: usize, name: &str, uid: Option<&str>) -> String 
     }
 }
 
+/// Where a checkpoint's copy of a store's own files is.
+fn native_restore(
+    state: &weir_state::NativeState,
+    checkpoint: &LoadedCheckpoint,
+) -> Result<NativeRestore, JobError> {
+    let dir = checkpoint.dir.as_ref().ok_or_else(|| {
+        JobError::Internal(format!(
+            "{} refers to files but is not on disk",
+            checkpoint.location
+        ))
+    })?;
+    Ok(NativeRestore {
+        files: state
+            .files
+            .iter()
+            .map(|(name, path)| (name.clone(), dir.join(path)))
+            .collect(),
+        states: state.states.clone(),
+    })
+}
+
 /// Starts the tasks (and, with checkpointing on, the coordinator) of one
 /// attempt, restoring `restore` if given.
 pub(crate) fn deploy(
@@ -225,6 +252,7 @@ pub(crate) fn deploy(
     }));
     let coordinator_channel = job.storage.as_ref().map(|_| crossbeam_channel::unbounded());
     plan.to_coordinator = coordinator_channel.as_ref().map(|(tx, _)| tx.clone());
+    plan.native_snapshots = job.storage.as_ref().is_some_and(|s| s.shares_files());
     let (result_tx, results) = crossbeam_channel::unbounded();
     let mut threads = Vec::new();
     let mut sources = Vec::new();
@@ -418,6 +446,7 @@ impl<'g> Plan<'g> {
             attempt_number: 0,
             restored: Vec::new(),
             to_coordinator: None,
+            native_snapshots: false,
             mailboxes: HashMap::new(),
         };
         if let Some(checkpoint) = restore {
@@ -486,10 +515,38 @@ impl<'g> Plan<'g> {
             if by_subtask.is_empty() {
                 by_subtask.push(OperatorStateSnapshot::default());
             }
+            let mut subtasks = subtasks.clone();
+            let mut native = vec![None; p as usize];
+            for (s, snapshot) in &mut subtasks {
+                let Some(state) = snapshot.native.take() else {
+                    continue;
+                };
+                let restore = native_restore(&state, checkpoint)?;
+                if same_parallelism {
+                    native[*s as usize] = Some(restore);
+                } else {
+                    // Another key-group layout: read the files' entries and
+                    // restore them like any other snapshot.
+                    let format = self.config.state_backend.native_format().ok_or_else(|| {
+                        JobError::InvalidJob(format!(
+                            "{} holds key-value store files for '{}'; restore it with the \
+                             backend that wrote them",
+                            checkpoint.location, node.name
+                        ))
+                    })?;
+                    let states = format.read(&restore).map_err(|e| {
+                        JobError::InvalidJob(format!("reading {}: {e}", checkpoint.location))
+                    })?;
+                    for state in states {
+                        snapshot.add_state(state);
+                    }
+                }
+            }
             out.push(Some(RestoredOperator {
-                subtasks: subtasks.clone(),
+                subtasks,
                 operator_state: OperatorStateSnapshot::redistribute(&by_subtask, p as usize),
                 same_parallelism,
+                native,
             }));
         }
         Ok(out)
@@ -565,10 +622,12 @@ impl<'g> Plan<'g> {
                     .get(subtask as usize)
                     .cloned()
                     .unwrap_or_default();
-                (
-                    weir_state::OperatorStateStore::restored(operator),
-                    SubtaskState::restored(keyed, position),
-                )
+                let state = SubtaskState::restored(keyed, position);
+                if let Some(Some(native)) = r.native.get(subtask as usize) {
+                    // A fresh handle: the lock cannot fail here.
+                    let _ = state.restore_native(native.clone());
+                }
+                (weir_state::OperatorStateStore::restored(operator), state)
             }
             _ => (
                 weir_state::OperatorStateStore::new(),
@@ -591,6 +650,7 @@ impl<'g> Plan<'g> {
             subtask_state,
             checkpoint: self.to_coordinator.as_ref().map(|tx| CheckpointPort {
                 to_coordinator: tx.clone(),
+                native: self.native_snapshots,
                 operator: id.0,
                 subtask,
             }),

@@ -61,9 +61,23 @@ impl RuntimeContext {
             self.parallelism,
             self.subtask_index,
         );
-        let store = self
-            .state_backend
-            .open(self.max_parallelism, range, self.clock.clone())?;
+        let store = match self.subtask_state.take_native()? {
+            Some(native) => {
+                let format = self.state_backend.native_format().ok_or_else(|| {
+                    StateError::Internal(format!(
+                        "the checkpoint holds {} files for '{}', which the '{}' backend cannot \
+                         read; restore with that backend",
+                        "key-value store",
+                        self.operator_name,
+                        self.state_backend.name()
+                    ))
+                })?;
+                format.open(&native, self.max_parallelism, range, self.clock.clone())?
+            }
+            None => self
+                .state_backend
+                .open(self.max_parallelism, range, self.clock.clone())?,
+        };
         self.subtask_state.register_keyed(&store)?;
         let mut keyed = self.clone();
         keyed.keyed_state = Some(store.clone());
@@ -108,7 +122,12 @@ impl RuntimeContext {
     /// every later checkpoint.
     pub(crate) fn report_finished(&self, position: Option<Vec<u8>>) -> Result<(), StateError> {
         if let Some(port) = &self.checkpoint {
-            port.finished(self.snapshot(position)?.complete()?);
+            // The final state is taken entry by entry: the store closes soon.
+            let mut snapshot = TakenSnapshot::default();
+            snapshot.base.source_position = position;
+            self.subtask_state.snapshot_keyed(&mut snapshot, false)?;
+            snapshot.base.operator = self.operator_state.snapshot()?;
+            port.finished(snapshot.complete_in_memory()?);
         }
         Ok(())
     }
@@ -116,7 +135,8 @@ impl RuntimeContext {
     fn snapshot(&self, position: Option<Vec<u8>>) -> Result<TakenSnapshot, StateError> {
         let mut snapshot = TakenSnapshot::default();
         snapshot.base.source_position = position;
-        self.subtask_state.snapshot_keyed(&mut snapshot)?;
+        let native = self.checkpoint.as_ref().is_some_and(|p| p.native);
+        self.subtask_state.snapshot_keyed(&mut snapshot, native)?;
         snapshot.base.operator = self.operator_state.snapshot()?;
         Ok(snapshot)
     }

@@ -227,13 +227,22 @@ fn skewed_inputs_lose_nothing_at_least_once() {
 #[test]
 fn exactly_once_state_survives_a_failure_on_rocksdb() {
     let records = 40_000;
-    let env = checkpointing(2, CheckpointingMode::ExactlyOnce);
-    let mut c = Configuration::new();
-    c.set("state.backend.type", "rocksdb");
-    env.configure(&c).expect("rocksdb backend");
-    let run = run(&env, records, Some(10_007));
-    assert_recovered(&run);
-    assert_counts(&run, records, true);
+    for files in [false, true] {
+        let env = checkpointing(2, CheckpointingMode::ExactlyOnce);
+        let dir = temp_dir("rocksdb-failure");
+        let mut c = Configuration::new();
+        c.set("state.backend.type", "rocksdb");
+        if files {
+            // Checkpoints as RocksDB's own files (incremental), restored by
+            // opening them; in memory they are entries.
+            c.set("execution.checkpointing.dir", dir.display().to_string());
+        }
+        env.configure(&c).expect("rocksdb backend");
+        let run = run(&env, records, Some(10_007));
+        assert_recovered(&run);
+        assert_counts(&run, records, true);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 #[test]
@@ -1084,4 +1093,91 @@ fn a_checkpoint_restores_at_another_parallelism() {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// RocksDB checkpoints to files are incremental: SST files go to the job's
+/// `shared/` directory once and later checkpoints refer to them; files no
+/// retained checkpoint refers to are deleted; and such a checkpoint restores
+/// at the same parallelism (opening the files) and at another one (reading
+/// them).
+#[cfg(feature = "rocksdb")]
+#[test]
+fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
+    use weir_state::checkpoint_storage::{load_metadata, FsCheckpointStorage};
+    let dir = temp_dir("incremental");
+    let records = 30_000;
+    let config = |env: &StreamExecutionEnvironment, p: u32| {
+        env.set_parallelism(p);
+        let mut c = Configuration::new();
+        c.set("state.backend.type", "rocksdb")
+            .set("execution.checkpointing.interval", "30 ms")
+            .set("execution.checkpointing.dir", dir.display().to_string())
+            .set("execution.checkpointing.num-retained", "3")
+            .set(
+                "execution.checkpointing.externalized-checkpoint-retention",
+                "RETAIN_ON_CANCELLATION",
+            );
+        env.configure(&c).expect("config");
+    };
+    let env = StreamExecutionEnvironment::new();
+    config(&env, 2);
+    counting_job(&env, records, 6_000.0, None);
+    let client = env.execute_async("first").expect("starts");
+    let job_dir = dir.join(client.job_id().to_string());
+    let storage = FsCheckpointStorage::new(&job_dir);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while storage.completed().map_or(0, |c| c.len()) < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    client.cancel();
+    assert!(client.wait().is_err(), "cancelled");
+
+    let ids = storage.completed().expect("listing");
+    assert!(ids.len() >= 2, "{ids:?}");
+    let shared_of = |id: u64| -> std::collections::BTreeSet<String> {
+        load_metadata(&storage, id)
+            .expect("metadata")
+            .operators
+            .iter()
+            .flat_map(|o| &o.files)
+            .flat_map(|f| f.shared.iter().cloned())
+            .collect()
+    };
+    let (older, newer) = (shared_of(ids[ids.len() - 2]), shared_of(ids[ids.len() - 1]));
+    assert!(
+        !newer.is_empty(),
+        "the checkpoint refers to shared SST files"
+    );
+    assert!(
+        older.intersection(&newer).next().is_some(),
+        "consecutive checkpoints share unchanged files: {older:?} / {newer:?}"
+    );
+    let referenced: std::collections::BTreeSet<String> =
+        ids.iter().flat_map(|id| shared_of(*id)).collect();
+    let on_disk: std::collections::BTreeSet<String> = std::fs::read_dir(job_dir.join("shared"))
+        .expect("shared dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(on_disk, referenced, "unreferenced shared files are deleted");
+
+    let newest = storage.checkpoint_dir(*ids.last().expect("one"));
+    for p in [2, 3] {
+        let env = StreamExecutionEnvironment::new();
+        config(&env, p);
+        env.set_from_savepoint(&newest);
+        let out = counting_job(&env, records, 1e9, None);
+        env.execute("resumed").expect("resumes");
+        let mut max: BTreeMap<u64, u64> = BTreeMap::new();
+        for (k, n) in out.lock().expect("lock").iter() {
+            let m = max.entry(*k).or_default();
+            *m = (*m).max(*n);
+        }
+        assert_eq!(max.len() as u64, KEYS);
+        assert!(
+            max.values().all(|m| *m == records / KEYS),
+            "restored at p={p}: {max:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
