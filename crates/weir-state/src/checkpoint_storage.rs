@@ -121,9 +121,9 @@ pub trait CheckpointStorage: Send + Sync + fmt::Debug {
     fn remove_if_empty(&self) {}
     /// Stores the immutable file `from` as shared file `name` unless it is
     /// there already (incremental checkpoints); returns its path relative
-    /// to a checkpoint's directory, or `None` if this storage shares no
-    /// files.
-    fn put_shared(&self, _name: &str, _from: &Path) -> Result<Option<String>, StateError> {
+    /// to a checkpoint's directory and the bytes copied (0 when it was
+    /// there), or `None` if this storage shares no files.
+    fn put_shared(&self, _name: &str, _from: &Path) -> Result<Option<(String, u64)>, StateError> {
         Ok(None)
     }
     /// Whether [`put_shared`](Self::put_shared) stores files.
@@ -248,16 +248,17 @@ impl CheckpointStorage for FsCheckpointStorage {
         let _ = fs::remove_dir(&self.dir);
     }
 
-    fn put_shared(&self, name: &str, from: &Path) -> Result<Option<String>, StateError> {
+    fn put_shared(&self, name: &str, from: &Path) -> Result<Option<(String, u64)>, StateError> {
         let dir = self.dir.join(SHARED_DIR);
         let target = dir.join(name);
+        let mut copied = 0;
         if !target.exists() {
             fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
             let tmp = dir.join(format!(".{name}.inprogress"));
-            fs::copy(from, &tmp).map_err(|e| io_error(from, e))?;
+            copied = fs::copy(from, &tmp).map_err(|e| io_error(from, e))?;
             fs::rename(&tmp, &target).map_err(|e| io_error(&target, e))?;
         }
-        Ok(Some(format!("../{SHARED_DIR}/{name}")))
+        Ok(Some((format!("../{SHARED_DIR}/{name}"), copied)))
     }
 
     fn shares_files(&self) -> bool {

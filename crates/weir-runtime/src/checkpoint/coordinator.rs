@@ -44,8 +44,12 @@ pub struct CheckpointStats {
     /// The longest a task paused for any checkpoint (the synchronous part:
     /// operator hooks and copying state out; files are written elsewhere).
     pub max_pause: Duration,
-    /// Bytes of state written by all completed checkpoints.
+    /// Bytes written to the storage by all completed checkpoints (state
+    /// files and new shared files: with incremental checkpoints, less than
+    /// their sizes).
     pub bytes_written: u64,
+    /// Bytes the latest completed checkpoint wrote.
+    pub last_bytes_written: u64,
 }
 
 /// An operator as the coordinator knows it.
@@ -70,6 +74,9 @@ struct Pending {
     acked: HashSet<(usize, u32)>,
     files: Vec<Vec<StateFile>>,
     max_pause: Duration,
+    /// Bytes written to the storage for this checkpoint (state files and
+    /// newly shared files).
+    written: u64,
 }
 
 pub(crate) struct Coordinator {
@@ -185,7 +192,12 @@ impl Coordinator {
                     Some(p) => {
                         p.max_pause = p.max_pause.max(pause);
                         let prefix = format!("op{operator}-{subtask}");
-                        let completed = snapshot.complete(&*self.storage, checkpoint_id, &prefix);
+                        let completed = snapshot.complete(
+                            &*self.storage,
+                            checkpoint_id,
+                            &prefix,
+                            &mut p.written,
+                        );
                         match completed {
                             Ok((snapshot, shared)) => {
                                 self.on_ack(p, operator, subtask, &snapshot, shared)
@@ -289,6 +301,7 @@ impl Coordinator {
             acked: HashSet::new(),
             files: vec![Vec::new(); self.operators.len()],
             max_pause: Duration::ZERO,
+            written: 0,
         };
         for ((operator, subtask), snapshot) in finished {
             if self
@@ -331,6 +344,7 @@ impl Coordinator {
             acked: HashSet::new(),
             files: vec![Vec::new(); self.operators.len()],
             max_pause: Duration::ZERO,
+            written: 0,
         };
         for ((operator, subtask), snapshot) in finished {
             if self
@@ -366,6 +380,7 @@ impl Coordinator {
         let range = key_group_range_for_operator(self.max_parallelism, info.parallelism, subtask);
         let mut file = state_file(subtask, (range.start, range.end), name, &bytes);
         file.shared = shared;
+        p.written += file.size;
         p.files[operator].push(file);
         Ok(())
     }
@@ -412,7 +427,8 @@ impl Coordinator {
             s.max_duration = s.max_duration.max(p.started.elapsed());
             s.max_size = s.max_size.max(size);
             s.max_pause = s.max_pause.max(p.max_pause);
-            s.bytes_written += size;
+            s.bytes_written += p.written;
+            s.last_bytes_written = p.written;
         });
         self.notify(TaskMessage::Complete(id));
         if let Ok(ids) = self.storage.completed() {

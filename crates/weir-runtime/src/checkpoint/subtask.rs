@@ -144,12 +144,14 @@ pub struct TakenSnapshot {
 impl TakenSnapshot {
     /// The whole snapshot, encoded. A store's own files are stored in
     /// `storage` for checkpoint `checkpoint_id`: immutable ones shared (and
-    /// named in the returned list), the others under `prefix`.
+    /// named in the returned list), the others under `prefix`; the bytes
+    /// those files added to the storage are counted in `written`.
     pub fn complete(
         self,
         storage: &dyn CheckpointStorage,
         checkpoint_id: u64,
         prefix: &str,
+        written: &mut u64,
     ) -> Result<(SubtaskSnapshot, Vec<String>), StateError> {
         let mut snapshot = self.base;
         let mut shared = Vec::new();
@@ -159,7 +161,8 @@ impl TakenSnapshot {
                 states,
                 key_groups,
             }) => {
-                let stored = store_native(storage, checkpoint_id, prefix, &files, &mut shared);
+                let stored =
+                    store_native(storage, checkpoint_id, prefix, &files, &mut shared, written);
                 let _ = std::fs::remove_dir_all(&files.dir);
                 snapshot.native = Some(NativeState {
                     states,
@@ -197,15 +200,18 @@ fn store_native(
     prefix: &str,
     files: &NativeFiles,
     shared: &mut Vec<String>,
+    written: &mut u64,
 ) -> Result<Vec<(String, String)>, StateError> {
     let mut stored = Vec::with_capacity(files.files.len());
     for (name, shared_name) in &files.files {
         let path = files.dir.join(name);
         let reference = match shared_name {
             Some(shared_name) => {
-                let reference = storage.put_shared(shared_name, &path)?.ok_or_else(|| {
-                    StateError::Internal("the checkpoint storage shares no files".into())
-                })?;
+                let (reference, copied) =
+                    storage.put_shared(shared_name, &path)?.ok_or_else(|| {
+                        StateError::Internal("the checkpoint storage shares no files".into())
+                    })?;
+                *written += copied;
                 shared.push(shared_name.clone());
                 reference
             }
@@ -216,6 +222,7 @@ fn store_native(
                 })?;
                 let private = format!("{prefix}-{name}");
                 storage.write_file(checkpoint_id, &private, &bytes)?;
+                *written += bytes.len() as u64;
                 private
             }
         };
