@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::StateError;
-use crate::snapshot::{decode_framed, encode_framed, SubtaskSnapshot};
+use crate::snapshot::{decode_framed, encode_framed, NativeState, SubtaskSnapshot};
 
 /// Name of the file that makes a checkpoint directory a checkpoint.
 pub const METADATA_FILE: &str = "_metadata";
@@ -415,6 +415,9 @@ fn load_with(
             }
             let snapshot: SubtaskSnapshot =
                 decode_framed(&bytes).map_err(|e| in_file(&f.file, e))?;
+            if let (Some(native), Some(dir)) = (&snapshot.native, &dir) {
+                verify_native(native, dir, &location)?;
+            }
             subtasks.push((f.subtask, snapshot));
         }
         operators.insert(op.id.clone(), subtasks);
@@ -425,6 +428,21 @@ fn load_with(
         dir,
         operators,
     })
+}
+
+/// Checks the size and checksum of every file of a store's own checkpoint.
+fn verify_native(native: &NativeState, dir: &Path, location: &str) -> Result<(), StateError> {
+    for f in &native.files {
+        let path = dir.join(&f.path);
+        let bytes = fs::read(&path).map_err(|e| io_error(&path, e))?;
+        if bytes.len() as u64 != f.size || xxh3_64(&bytes) != f.checksum {
+            return Err(StateError::Corrupt(format!(
+                "{location}/{}: size or checksum differs from the metadata",
+                f.path
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Reads and verifies checkpoint `id` of `storage`.

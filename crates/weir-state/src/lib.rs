@@ -53,7 +53,7 @@ pub use kv::{stored_state_id, ttl_stamp, KvStore, ScanFn};
 pub use operator_state::{
     OperatorListState, OperatorStateSnapshot, OperatorStateStore, Redistribution,
 };
-pub use snapshot::{NativeFiles, NativeState, SubtaskSnapshot};
+pub use snapshot::{NativeFile, NativeFiles, NativeState, SubtaskSnapshot};
 pub use store::{
     AggregatingState, DeferredSnapshot, KeyedStateStore, ListState, MapState, NativeFormat,
     NativeRestore, ReducingState, StateBackend, StateEntry, ValueState,

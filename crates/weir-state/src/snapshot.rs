@@ -93,14 +93,26 @@ pub struct NativeFiles {
     pub files: Vec<(String, Option<String>)>,
 }
 
+/// One file of a key-value store in a checkpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NativeFile {
+    /// Its name in the store's directory.
+    pub name: String,
+    /// Where the checkpoint has it, relative to the checkpoint's directory.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// xxh3-64 of its bytes.
+    pub checksum: u64,
+}
+
 /// A key-value store's files in a checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NativeState {
     /// State names in the order of the ids the store's keys use.
     pub states: Vec<String>,
-    /// `(file name in the store's directory, path relative to the
-    /// checkpoint directory)`.
-    pub files: Vec<(String, String)>,
+    /// The files.
+    pub files: Vec<NativeFile>,
     /// The key groups the store held `(first, last)`.
     pub key_groups: (u32, u32),
 }

@@ -14,7 +14,9 @@ use weir_state::checkpoint_storage::{
 use weir_state::snapshot::encode_framed;
 use weir_state::{key_group_range_for_operator, CheckpointMetadata, CheckpointStorage};
 
-use super::{CheckpointConfig, CheckpointRetention, CoordinatorMessage, TaskMessage};
+use super::{
+    CheckpointConfig, CheckpointRetention, CoordinatorMessage, SharedFiles, TaskMessage, Upload,
+};
 use crate::cancel::CancelSource;
 use crate::element::{Barrier, BarrierKind};
 
@@ -146,6 +148,7 @@ impl Coordinator {
         // of every later checkpoint (Flink's checkpoints after tasks
         // finished, FLIP-147).
         let mut finished: HashMap<(usize, u32), weir_state::SubtaskSnapshot> = HashMap::new();
+        let mut shared_files = SharedFiles::default();
         loop {
             let deadline = match &pending {
                 Some(p) => p.started + self.config.timeout,
@@ -192,16 +195,16 @@ impl Coordinator {
                     Some(p) => {
                         p.max_pause = p.max_pause.max(pause);
                         let prefix = format!("op{operator}-{subtask}");
-                        let completed = snapshot.complete(
-                            &*self.storage,
-                            checkpoint_id,
-                            &prefix,
-                            &mut p.written,
-                        );
+                        let mut upload = Upload {
+                            written: &mut p.written,
+                            shared: Vec::new(),
+                            files: &mut shared_files,
+                        };
+                        let completed =
+                            snapshot.complete(&*self.storage, checkpoint_id, &prefix, &mut upload);
+                        let shared = upload.shared;
                         match completed {
-                            Ok((snapshot, shared)) => {
-                                self.on_ack(p, operator, subtask, &snapshot, shared)
-                            }
+                            Ok(snapshot) => self.on_ack(p, operator, subtask, &snapshot, shared),
                             Err(e) => Step::Failed(e.to_string()),
                         }
                     }

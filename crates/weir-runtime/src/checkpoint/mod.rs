@@ -15,7 +15,8 @@ pub use config::{
 pub use coordinator::CheckpointStats;
 pub(crate) use coordinator::{apply_retention, Coordinator, CoordinatorHandle, OperatorInfo};
 pub use subtask::{
-    CheckpointPort, StateEntries, SubtaskState, TakenSnapshot, INTERNAL_STATE_PREFIX,
+    CheckpointPort, SharedFiles, StateEntries, SubtaskState, TakenSnapshot, Upload,
+    INTERNAL_STATE_PREFIX,
 };
 
 use crate::element::Barrier;

@@ -1,15 +1,17 @@
 //! The state one operator subtask registers for checkpoints, and its line
 //! to the coordinator.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam_channel::Sender;
 use weir_state::snapshot::KeyedStateSnapshot;
 use weir_state::{
-    CheckpointStorage, DeferredSnapshot, KeyedStateStore, NativeFiles, NativeRestore, NativeState,
-    StateError, SubtaskSnapshot,
+    CheckpointStorage, DeferredSnapshot, KeyedStateStore, NativeFile, NativeFiles, NativeRestore,
+    NativeState, StateError, SubtaskSnapshot,
 };
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::CoordinatorMessage;
 use crate::element::Barrier;
@@ -151,18 +153,16 @@ impl TakenSnapshot {
         storage: &dyn CheckpointStorage,
         checkpoint_id: u64,
         prefix: &str,
-        written: &mut u64,
-    ) -> Result<(SubtaskSnapshot, Vec<String>), StateError> {
+        upload: &mut Upload<'_>,
+    ) -> Result<SubtaskSnapshot, StateError> {
         let mut snapshot = self.base;
-        let mut shared = Vec::new();
         match self.keyed {
             Some(DeferredSnapshot::Native {
                 files,
                 states,
                 key_groups,
             }) => {
-                let stored =
-                    store_native(storage, checkpoint_id, prefix, &files, &mut shared, written);
+                let stored = store_native(storage, checkpoint_id, prefix, &files, upload);
                 let _ = std::fs::remove_dir_all(&files.dir);
                 snapshot.native = Some(NativeState {
                     states,
@@ -177,7 +177,7 @@ impl TakenSnapshot {
             }
             None => {}
         }
-        Ok((snapshot, shared))
+        Ok(snapshot)
     }
 
     /// The snapshot, for storages without shared files.
@@ -192,43 +192,82 @@ impl TakenSnapshot {
     }
 }
 
-/// Stores a store's own files; returns `(file name, path relative to the
-/// checkpoint directory)`.
+/// Sizes and checksums of shared files already stored, so that each file
+/// is read for its checksum once.
+#[derive(Debug, Default)]
+pub struct SharedFiles {
+    checksums: HashMap<String, (u64, u64)>,
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, StateError> {
+    std::fs::read(path).map_err(|e| StateError::Io {
+        path: path.display().to_string(),
+        source: e,
+    })
+}
+
+/// Stores a store's own files for a checkpoint, listing where each is.
 fn store_native(
     storage: &dyn CheckpointStorage,
     checkpoint_id: u64,
     prefix: &str,
     files: &NativeFiles,
-    shared: &mut Vec<String>,
-    written: &mut u64,
-) -> Result<Vec<(String, String)>, StateError> {
+    upload: &mut Upload<'_>,
+) -> Result<Vec<NativeFile>, StateError> {
     let mut stored = Vec::with_capacity(files.files.len());
     for (name, shared_name) in &files.files {
         let path = files.dir.join(name);
-        let reference = match shared_name {
+        let file = match shared_name {
             Some(shared_name) => {
                 let (reference, copied) =
                     storage.put_shared(shared_name, &path)?.ok_or_else(|| {
                         StateError::Internal("the checkpoint storage shares no files".into())
                     })?;
-                *written += copied;
-                shared.push(shared_name.clone());
-                reference
+                *upload.written += copied;
+                upload.shared.push(shared_name.clone());
+                let (size, checksum) = match upload.files.checksums.get(shared_name) {
+                    Some(known) => *known,
+                    None => {
+                        let bytes = read_file(&path)?;
+                        let sum = (bytes.len() as u64, xxh3_64(&bytes));
+                        upload.files.checksums.insert(shared_name.clone(), sum);
+                        sum
+                    }
+                };
+                NativeFile {
+                    name: name.clone(),
+                    path: reference,
+                    size,
+                    checksum,
+                }
             }
             None => {
-                let bytes = std::fs::read(&path).map_err(|e| StateError::Io {
-                    path: path.display().to_string(),
-                    source: e,
-                })?;
+                let bytes = read_file(&path)?;
                 let private = format!("{prefix}-{name}");
                 storage.write_file(checkpoint_id, &private, &bytes)?;
-                *written += bytes.len() as u64;
-                private
+                *upload.written += bytes.len() as u64;
+                NativeFile {
+                    name: name.clone(),
+                    path: private,
+                    size: bytes.len() as u64,
+                    checksum: xxh3_64(&bytes),
+                }
             }
         };
-        stored.push((name.clone(), reference));
+        stored.push(file);
     }
     Ok(stored)
+}
+
+/// What storing a snapshot's files records: bytes written, the shared
+/// files it uses, and the checksums known across checkpoints.
+pub struct Upload<'a> {
+    /// Bytes added to the storage.
+    pub written: &'a mut u64,
+    /// Shared files the snapshot uses.
+    pub shared: Vec<String>,
+    /// Checksums of shared files seen before.
+    pub files: &'a mut SharedFiles,
 }
 
 /// How an operator subtask acknowledges checkpoints.

@@ -227,7 +227,7 @@ fn native_restore(
         files: state
             .files
             .iter()
-            .map(|(name, path)| (name.clone(), dir.join(path)))
+            .map(|f| (f.name.clone(), dir.join(&f.path)))
             .collect(),
         states: state.states.clone(),
     })

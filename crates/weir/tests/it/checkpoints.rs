@@ -1179,5 +1179,16 @@ fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
             "restored at p={p}: {max:?}"
         );
     }
+
+    // A flipped byte in a shared file fails the checkpoints using it.
+    let victim = newer.iter().next().expect("a shared file");
+    let path = job_dir.join("shared").join(victim);
+    let mut bytes = std::fs::read(&path).expect("shared file");
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&path, bytes).expect("corrupt it");
+    let err = weir_state::checkpoint_storage::load(&storage, *ids.last().expect("one"))
+        .expect_err("verification fails");
+    assert!(err.to_string().contains(victim.as_str()), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
