@@ -47,6 +47,11 @@ pub trait MapFunction<I, O>: Send + 'static {
     fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
         Ok(())
     }
+    /// Checkpoint `checkpoint_id` was aborted (Flink's
+    /// `CheckpointListener::notifyCheckpointAborted`).
+    fn notify_checkpoint_aborted(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
     /// Called once per subtask after the last record.
     fn close(&mut self) -> FunctionResult {
         Ok(())
@@ -98,6 +103,11 @@ pub trait FlatMapFunction<I, O>: Send + 'static {
     }
     /// Checkpoint `checkpoint_id` completed (Flink's `CheckpointListener`).
     fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+    /// Checkpoint `checkpoint_id` was aborted (Flink's
+    /// `CheckpointListener::notifyCheckpointAborted`).
+    fn notify_checkpoint_aborted(&mut self, _checkpoint_id: u64) -> FunctionResult {
         Ok(())
     }
     /// Called once per subtask after the last record.

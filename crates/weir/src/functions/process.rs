@@ -284,6 +284,11 @@ pub trait ProcessFunction<I, O>: Send + 'static {
     fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
         Ok(())
     }
+    /// Checkpoint `checkpoint_id` was aborted (Flink's
+    /// `CheckpointListener::notifyCheckpointAborted`).
+    fn notify_checkpoint_aborted(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
     /// Called once per subtask after the last record.
     fn close(&mut self) -> FunctionResult {
         Ok(())
@@ -337,6 +342,11 @@ pub trait KeyedProcessFunction<K, I, O>: Send + 'static {
     }
     /// Checkpoint `checkpoint_id` completed (Flink's `CheckpointListener`).
     fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+    /// Checkpoint `checkpoint_id` was aborted (Flink's
+    /// `CheckpointListener::notifyCheckpointAborted`).
+    fn notify_checkpoint_aborted(&mut self, _checkpoint_id: u64) -> FunctionResult {
         Ok(())
     }
     /// Called once per subtask after the last record.

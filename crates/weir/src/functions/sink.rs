@@ -71,6 +71,11 @@ pub trait SinkFunction<T>: Send + 'static {
     fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
         Ok(())
     }
+    /// Checkpoint `checkpoint_id` was aborted (Flink's
+    /// `CheckpointListener::notifyCheckpointAborted`).
+    fn notify_checkpoint_aborted(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
     /// Called once per subtask after the last record.
     fn close(&mut self) -> FunctionResult {
         Ok(())

@@ -57,6 +57,10 @@ where
         self.f.notify_checkpoint_complete(checkpoint_id)
     }
 
+    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.notify_checkpoint_aborted(checkpoint_id)
+    }
+
     fn close(&mut self) -> FunctionResult {
         self.f.close()
     }
@@ -157,6 +161,10 @@ where
 
     fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
         self.f.notify_checkpoint_complete(checkpoint_id)
+    }
+
+    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.notify_checkpoint_aborted(checkpoint_id)
     }
 
     fn close(&mut self) -> FunctionResult {

@@ -62,6 +62,10 @@ where
         self.sink.notify_checkpoint_complete(checkpoint_id)
     }
 
+    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.sink.notify_checkpoint_aborted(checkpoint_id)
+    }
+
     fn close(&mut self) -> FunctionResult {
         self.sink.close()
     }

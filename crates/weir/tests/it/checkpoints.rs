@@ -930,14 +930,35 @@ fn the_write_ahead_sink_writes_each_result_once_across_a_failure() {
     );
 }
 
-/// Sleeps on every record, so barriers wait behind it.
-fn slow_job(env: &StreamExecutionEnvironment) {
+/// Sleeps on every record, so barriers wait behind it; the sink records
+/// the checkpoints it hears were aborted.
+fn slow_job(env: &StreamExecutionEnvironment) -> Arc<Mutex<Vec<u64>>> {
+    let aborted = Arc::new(Mutex::new(Vec::new()));
     env.from_sequence(0, 14)
         .map(|i: i64| {
             std::thread::sleep(Duration::from_millis(60));
             i
         })
-        .add_sink(DiscardingSink);
+        .add_sink(AbortNotes {
+            aborted: Arc::clone(&aborted),
+        });
+    aborted
+}
+
+#[derive(Clone)]
+struct AbortNotes {
+    aborted: Arc<Mutex<Vec<u64>>>,
+}
+
+impl SinkFunction<i64> for AbortNotes {
+    fn invoke(&mut self, _value: i64, _ctx: &SinkContext) -> FunctionResult {
+        Ok(())
+    }
+
+    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.aborted.lock().map_err(|_| "lock")?.push(checkpoint_id);
+        Ok(())
+    }
 }
 
 fn timing_out(tolerable_failures: u32) -> CheckpointConfig {
@@ -967,9 +988,11 @@ fn tolerated_checkpoint_timeouts_are_counted_and_the_job_goes_on() {
     let env = StreamExecutionEnvironment::new();
     env.set_checkpoint_config(timing_out(1_000))
         .set_restart_strategy(RestartStrategy::None);
-    slow_job(&env);
+    let aborted = slow_job(&env);
     let result = env.execute("slow").expect("tolerated");
     assert!(result.checkpoints.failed > 0, "{:?}", result.checkpoints);
+    // Operators hear of the aborted checkpoints.
+    assert!(!aborted.lock().expect("lock").is_empty());
     // The final checkpoint needs no barrier, so it still completes.
     assert!(result.checkpoints.completed >= 1);
 }
