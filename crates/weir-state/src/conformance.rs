@@ -118,6 +118,58 @@ macro_rules! keyed_state_conformance {
             }
 
             #[test]
+            fn list_elements_and_map_entries_expire_one_by_one() -> Result<(), StateError> {
+                let clock = ManualClock::new(0);
+                let s = store_with_clock(all_groups(), Arc::new(clock.clone()));
+                let ttl = StateTtlConfig::new_builder(Duration::from_millis(100)).build();
+                let l = s.list_state(
+                    &$crate::ListStateDescriptor::<u8>::new("l").enable_time_to_live(ttl),
+                )?;
+                let m = s.map_state(
+                    &$crate::MapStateDescriptor::<String, u8>::new("m").enable_time_to_live(ttl),
+                )?;
+                s.set_current_key(&1u32)?;
+                l.add(1)?;
+                m.put("old".into(), 1)?;
+                clock.advance(60);
+                l.add(2)?;
+                m.put("new".into(), 2)?;
+                clock.advance(50);
+                // At 110 ms the first element and entry are 10 ms past
+                // their life; the second ones have 50 ms left.
+                assert_eq!(l.get()?, vec![2]);
+                assert_eq!(m.keys()?, vec!["new".to_string()]);
+                assert_eq!(m.get(&"old".to_string())?, None);
+                assert!(m.contains(&"new".to_string())?);
+                clock.advance(60);
+                assert!(l.get()?.is_empty());
+                assert!(m.is_empty()?);
+                Ok(())
+            }
+
+            #[test]
+            fn reading_an_entry_restarts_only_its_life() -> Result<(), StateError> {
+                let clock = ManualClock::new(0);
+                let s = store_with_clock(all_groups(), Arc::new(clock.clone()));
+                let ttl = StateTtlConfig::new_builder(Duration::from_millis(100))
+                    .set_update_type(UpdateType::OnReadAndWrite)
+                    .build();
+                let m = s.map_state(
+                    &$crate::MapStateDescriptor::<u8, u8>::new("m").enable_time_to_live(ttl),
+                )?;
+                s.set_current_key(&1u32)?;
+                m.put(1, 1)?;
+                m.put(2, 2)?;
+                clock.advance(80);
+                assert_eq!(m.get(&1)?, Some(1));
+                clock.advance(80);
+                // Entry 1 was read at 80 ms and lives to 180; entry 2 died
+                // at 100.
+                assert_eq!(m.entries()?, vec![(1, 1)]);
+                Ok(())
+            }
+
+            #[test]
             fn a_deferred_snapshot_is_the_state_when_it_was_taken() -> Result<(), StateError> {
                 let s = store(all_groups());
                 let v = s.value_state(&ValueStateDescriptor::<i64>::new("v"))?;

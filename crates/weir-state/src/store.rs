@@ -21,7 +21,7 @@ use crate::heap::{DeferredState, HeapBackend, TypedTable};
 use crate::key_group::{assign_to_key_group, KeyGroup, KeyGroupRange, StableHash};
 use crate::kv::{KvBackend, KvStore};
 use crate::snapshot::{KeyedStateSnapshot, NativeFiles};
-use crate::ttl::StateTtlConfig;
+use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 
 /// Where the state lives: typed in memory, or as bytes in a key-value store.
 enum Backend {
@@ -137,6 +137,14 @@ impl KeyedStateStore {
             .backend
             .lock()
             .map_err(|_| StateError::Internal("state backend poisoned by a panic".into()))
+    }
+
+    /// The time of the store's clock (TTL stamps).
+    pub(crate) fn now_ms(&self) -> Result<i64, StateError> {
+        Ok(match &*self.lock()? {
+            Backend::Heap(h) => h.clock.now_ms(),
+            Backend::Kv(k) => k.clock.now_ms(),
+        })
     }
 
     /// Whether any state was declared.
@@ -360,8 +368,9 @@ impl KeyedStateStore {
         Ok(ListState {
             handle: Handle::new(
                 self.clone(),
-                self.register::<Vec<T>>(&desc.name, StateKind::List, desc.ttl)?,
+                self.register::<Vec<(i64, T)>>(&desc.name, StateKind::List, desc.ttl)?,
             ),
+            ttl: ElementTtl { ttl: desc.ttl },
         })
     }
 
@@ -377,8 +386,9 @@ impl KeyedStateStore {
         Ok(MapState {
             handle: Handle::new(
                 self.clone(),
-                self.register::<HashMap<K, V>>(&desc.name, StateKind::Map, desc.ttl)?,
+                self.register::<HashMap<K, (i64, V)>>(&desc.name, StateKind::Map, desc.ttl)?,
             ),
+            ttl: ElementTtl { ttl: desc.ttl },
         })
     }
 
@@ -813,44 +823,112 @@ impl<T: StateValue> ValueState<T> {
     }
 }
 
+/// Per-element time-to-live of lists and maps (Flink tracks each list
+/// element and map entry): elements carry the time they were last written
+/// (or read, with `OnReadAndWrite`); without a time-to-live the stamp is 0
+/// and never read.
+#[derive(Clone, Copy)]
+struct ElementTtl {
+    ttl: Option<StateTtlConfig>,
+}
+
+impl ElementTtl {
+    fn now(&self, store: &KeyedStateStore) -> Result<i64, StateError> {
+        match self.ttl {
+            Some(_) => store.now_ms(),
+            None => Ok(0),
+        }
+    }
+
+    /// Whether an element stamped `stamp` is hidden at `now`.
+    fn hidden(&self, stamp: i64, now: i64) -> bool {
+        self.ttl.is_some_and(|t| {
+            t.visibility == StateVisibility::NeverReturnExpired && t.is_expired(stamp, now)
+        })
+    }
+
+    /// Whether an element stamped `stamp` is gone for good at `now`
+    /// (dropped when the collection is written).
+    fn expired(&self, stamp: i64, now: i64) -> bool {
+        self.ttl.is_some_and(|t| t.is_expired(stamp, now))
+    }
+
+    /// Whether reads restart an element's life.
+    fn touch_on_read(&self) -> bool {
+        self.ttl
+            .is_some_and(|t| t.update_type == UpdateType::OnReadAndWrite)
+    }
+}
+
 /// A list per key (Flink's `ListState`).
 pub struct ListState<T> {
-    handle: Handle<Vec<T>>,
+    handle: Handle<Vec<(i64, T)>>,
+    ttl: ElementTtl,
 }
 
 impl<T> Clone for ListState<T> {
     fn clone(&self) -> Self {
         ListState {
             handle: self.handle.clone(),
+            ttl: self.ttl,
         }
     }
 }
 
 impl<T: StateValue> ListState<T> {
-    /// The current key's list (empty if none).
+    /// The current key's list (empty if none), without expired elements.
     pub fn get(&self) -> Result<Vec<T>, StateError> {
-        Ok(self.handle.get()?.unwrap_or_default())
+        let now = self.ttl.now(&self.handle.store)?;
+        let ttl = self.ttl;
+        if ttl.touch_on_read() {
+            let mut out = Vec::new();
+            self.handle.update(|old| {
+                let mut list = old?;
+                list.retain(|(stamp, _)| !ttl.expired(*stamp, now));
+                for (stamp, v) in &mut list {
+                    *stamp = now;
+                    out.push(v.clone());
+                }
+                (!list.is_empty()).then_some(list)
+            })?;
+            return Ok(out);
+        }
+        self.handle.with(|slot| {
+            slot.map(|l| {
+                l.iter()
+                    .filter(|(stamp, _)| !ttl.hidden(*stamp, now))
+                    .map(|(_, v)| v.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+        })
     }
 
     /// Appends a value.
     pub fn add(&self, value: T) -> Result<(), StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
         self.handle
-            .modify_or_insert(Vec::new, |l| l.push(value), false)
+            .modify_or_insert(Vec::new, |l| l.push((now, value)), false)
     }
 
     /// Appends values.
     pub fn add_all(&self, values: impl IntoIterator<Item = T>) -> Result<(), StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
+        let ttl = self.ttl;
         self.handle.update(|old| {
             let mut list = old.unwrap_or_default();
-            list.extend(values);
-            Some(list)
+            list.retain(|(stamp, _)| !ttl.expired(*stamp, now));
+            list.extend(values.into_iter().map(|v| (now, v)));
+            (!list.is_empty()).then_some(list)
         })
     }
 
     /// Replaces the list (an empty list clears it).
     pub fn update(&self, values: Vec<T>) -> Result<(), StateError> {
-        self.handle
-            .update(|_| (!values.is_empty()).then_some(values))
+        let now = self.ttl.now(&self.handle.store)?;
+        self.handle.update(|_| {
+            (!values.is_empty()).then(|| values.into_iter().map(|v| (now, v)).collect())
+        })
     }
 
     /// Removes the current key's list.
@@ -861,30 +939,71 @@ impl<T: StateValue> ListState<T> {
 
 /// A map per key (Flink's `MapState`).
 pub struct MapState<K, V> {
-    handle: Handle<HashMap<K, V>>,
+    handle: Handle<HashMap<K, (i64, V)>>,
+    ttl: ElementTtl,
 }
 
 impl<K, V> Clone for MapState<K, V> {
     fn clone(&self) -> Self {
         MapState {
             handle: self.handle.clone(),
+            ttl: self.ttl,
         }
     }
 }
 
 impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
+    /// The live entries, as `f` wants them; with `OnReadAndWrite` the
+    /// entries read start a new life.
+    fn read<R>(&self, f: impl Fn(&K, &V) -> Option<R>) -> Result<Vec<R>, StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
+        let ttl = self.ttl;
+        if ttl.touch_on_read() {
+            let mut out = Vec::new();
+            self.handle.update(|old| {
+                let mut map = old?;
+                map.retain(|_, (stamp, _)| !ttl.expired(*stamp, now));
+                for (k, (stamp, v)) in &mut map {
+                    if let Some(r) = f(k, v) {
+                        *stamp = now;
+                        out.push(r);
+                    }
+                }
+                (!map.is_empty()).then_some(map)
+            })?;
+            return Ok(out);
+        }
+        self.handle.with(|slot| {
+            slot.map(|m| {
+                m.iter()
+                    .filter(|(_, (stamp, _))| !ttl.hidden(*stamp, now))
+                    .filter_map(|(k, (_, v))| f(k, v))
+                    .collect()
+            })
+            .unwrap_or_default()
+        })
+    }
+
     /// The value under `key` in the current key's map.
     pub fn get(&self, key: &K) -> Result<Option<V>, StateError> {
-        self.handle
-            .with(|slot| slot.and_then(|m| m.get(key).cloned()))
+        if self.ttl.ttl.is_none() {
+            return self
+                .handle
+                .with(|slot| slot.and_then(|m| m.get(key).map(|(_, v)| v.clone())));
+        }
+        Ok(self
+            .read(|k, v| (k == key).then(|| v.clone()))?
+            .into_iter()
+            .next())
     }
 
     /// Puts `value` under `key`.
     pub fn put(&self, key: K, value: V) -> Result<(), StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
         self.handle.modify_or_insert(
             HashMap::new,
             |m| {
-                m.insert(key, value);
+                m.insert(key, (now, value));
             },
             false,
         )
@@ -892,9 +1011,10 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
 
     /// Puts every entry.
     pub fn put_all(&self, entries: impl IntoIterator<Item = (K, V)>) -> Result<(), StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
         self.handle.update(|old| {
             let mut map = old.unwrap_or_default();
-            map.extend(entries);
+            map.extend(entries.into_iter().map(|(k, v)| (k, (now, v))));
             Some(map)
         })
     }
@@ -908,39 +1028,29 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
         })
     }
 
-    /// Whether `key` is present.
+    /// Whether `key` is present (and live).
     pub fn contains(&self, key: &K) -> Result<bool, StateError> {
-        self.handle
-            .with(|slot| slot.is_some_and(|m| m.contains_key(key)))
+        Ok(self.get(key)?.is_some())
     }
 
     /// The entries of the current key's map (in no particular order).
     pub fn entries(&self) -> Result<Vec<(K, V)>, StateError> {
-        self.handle.with(|slot| {
-            slot.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                .unwrap_or_default()
-        })
+        self.read(|k, v| Some((k.clone(), v.clone())))
     }
 
     /// The keys of the current key's map.
     pub fn keys(&self) -> Result<Vec<K>, StateError> {
-        self.handle.with(|slot| {
-            slot.map(|m| m.keys().cloned().collect())
-                .unwrap_or_default()
-        })
+        self.read(|k, _| Some(k.clone()))
     }
 
     /// The values of the current key's map.
     pub fn values(&self) -> Result<Vec<V>, StateError> {
-        self.handle.with(|slot| {
-            slot.map(|m| m.values().cloned().collect())
-                .unwrap_or_default()
-        })
+        self.read(|_, v| Some(v.clone()))
     }
 
-    /// Whether the current key's map is empty.
+    /// Whether the current key's map has no live entry.
     pub fn is_empty(&self) -> Result<bool, StateError> {
-        self.handle.with(|slot| slot.is_none_or(|m| m.is_empty()))
+        Ok(self.read(|_, _| Some(()))?.is_empty())
     }
 
     /// Removes the current key's map.
