@@ -299,6 +299,11 @@ impl Drop for RocksDbKvStore {
         // Close before deleting the files.
         self.db.take();
         let _ = std::fs::remove_dir_all(&self.dir);
+        // Local checkpoints the coordinator did not store (the job ended
+        // or the checkpoint was aborted first).
+        for n in 1..=self.native_checkpoints {
+            let _ = std::fs::remove_dir_all(format!("{}-chk-{n}", self.dir.display()));
+        }
     }
 }
 

@@ -208,7 +208,11 @@ impl Coordinator {
                             Err(e) => Step::Failed(e.to_string()),
                         }
                     }
-                    None => Step::Continue,
+                    None => {
+                        // Late for an aborted checkpoint.
+                        snapshot.discard();
+                        Step::Continue
+                    }
                 },
                 Err(RecvTimeoutError::Timeout) => {
                     if pending

@@ -180,6 +180,13 @@ impl TakenSnapshot {
         Ok(snapshot)
     }
 
+    /// Drops the snapshot, removing a store's local checkpoint files.
+    pub fn discard(self) {
+        if let Some(DeferredSnapshot::Native { files, .. }) = self.keyed {
+            let _ = std::fs::remove_dir_all(&files.dir);
+        }
+    }
+
     /// The snapshot, for storages without shared files.
     pub fn complete_in_memory(self) -> Result<SubtaskSnapshot, StateError> {
         let mut snapshot = self.base;
