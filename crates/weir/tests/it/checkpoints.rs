@@ -298,39 +298,51 @@ fn newest_checkpoint(root: &Path) -> Option<PathBuf> {
     found.into_iter().max().map(|(_, p)| p)
 }
 
+/// Checkpoints every `interval` into `dir`, kept when the job is cancelled.
+fn retain_checkpoints(env: &StreamExecutionEnvironment, dir: &Path, interval: &str) {
+    let mut c = Configuration::new();
+    c.set("execution.checkpointing.interval", interval)
+        .set("execution.checkpointing.dir", dir.display().to_string())
+        .set(
+            "execution.checkpointing.externalized-checkpoint-retention",
+            "RETAIN_ON_CANCELLATION",
+        );
+    env.configure(&c).expect("config");
+}
+
+/// Starts `env`'s job, lets it run until a checkpoint is retained under
+/// `dir` and `linger` longer, cancels it, and returns that checkpoint.
+fn cancel_after_a_checkpoint(
+    env: &StreamExecutionEnvironment,
+    dir: &Path,
+    linger: Duration,
+) -> PathBuf {
+    let client = env.execute_async("first").expect("starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while newest_checkpoint(dir).is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(linger);
+    client.cancel();
+    assert!(client.wait().is_err(), "cancelled");
+    newest_checkpoint(dir).expect("a checkpoint was retained")
+}
+
 #[test]
 fn a_retained_checkpoint_resumes_a_cancelled_job() {
     let dir = temp_dir("retained");
     let records = 30_000;
-    let config = |env: &StreamExecutionEnvironment| {
-        let mut c = Configuration::new();
-        c.set("execution.checkpointing.interval", "30 ms")
-            .set("execution.checkpointing.dir", dir.display().to_string())
-            .set(
-                "execution.checkpointing.externalized-checkpoint-retention",
-                "RETAIN_ON_CANCELLATION",
-            );
-        env.configure(&c).expect("config");
-    };
     // First run: slow enough to be cancelled part-way.
     let env = StreamExecutionEnvironment::new();
-    config(&env);
+    retain_checkpoints(&env, &dir, "30 ms");
     let first = counting_job(&env, records, 10_000.0, None);
-    let client = env.execute_async("first").expect("starts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while newest_checkpoint(&dir).is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_millis(100));
-    client.cancel();
-    assert!(client.wait().is_err(), "cancelled");
-    let checkpoint = newest_checkpoint(&dir).expect("a checkpoint was retained");
+    let checkpoint = cancel_after_a_checkpoint(&env, &dir, Duration::from_millis(100));
     let before = first.lock().expect("lock").len() as u64;
     assert!(before < records, "cancelled before the end");
 
     // Second run: a new job from that checkpoint finishes the count.
     let env = StreamExecutionEnvironment::new();
-    config(&env);
+    retain_checkpoints(&env, &dir, "30 ms");
     env.set_from_savepoint(&checkpoint);
     let second = counting_job(&env, records, 1e9, None);
     let result = env.execute("second").expect("resumes");
@@ -364,23 +376,9 @@ fn restoring_a_corrupt_checkpoint_names_the_bad_file() {
 fn state_of_an_unknown_operator_is_refused_unless_allowed() {
     let dir = temp_dir("unclaimed");
     let env = StreamExecutionEnvironment::new();
-    let mut c = Configuration::new();
-    c.set("execution.checkpointing.interval", "20 ms")
-        .set("execution.checkpointing.dir", dir.display().to_string())
-        .set(
-            "execution.checkpointing.externalized-checkpoint-retention",
-            "RETAIN_ON_CANCELLATION",
-        );
-    env.configure(&c).expect("config");
+    retain_checkpoints(&env, &dir, "20 ms");
     counting_job(&env, 1_000_000, 20_000.0, None);
-    let client = env.execute_async("first").expect("starts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while newest_checkpoint(&dir).is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    client.cancel();
-    let _ = client.wait();
-    let checkpoint = newest_checkpoint(&dir).expect("retained");
+    let checkpoint = cancel_after_a_checkpoint(&env, &dir, Duration::ZERO);
 
     // The same job with the counting operator's uid changed.
     let job = |allow: bool| {
@@ -1072,32 +1070,15 @@ fn a_checkpoint_restores_at_another_parallelism() {
     for new_parallelism in [3, 1] {
         let dir = temp_dir(&format!("rescale-{new_parallelism}"));
         let records = 30_000;
-        let config = |env: &StreamExecutionEnvironment, p: u32| {
-            env.set_parallelism(p);
-            let mut c = Configuration::new();
-            c.set("execution.checkpointing.interval", "30 ms")
-                .set("execution.checkpointing.dir", dir.display().to_string())
-                .set(
-                    "execution.checkpointing.externalized-checkpoint-retention",
-                    "RETAIN_ON_CANCELLATION",
-                );
-            env.configure(&c).expect("config");
-        };
         let env = StreamExecutionEnvironment::new();
-        config(&env, 2);
+        env.set_parallelism(2);
+        retain_checkpoints(&env, &dir, "30 ms");
         counting_job(&env, records, 10_000.0, None);
-        let client = env.execute_async("first").expect("starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while newest_checkpoint(&dir).is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::thread::sleep(Duration::from_millis(150));
-        client.cancel();
-        assert!(client.wait().is_err(), "cancelled");
-        let checkpoint = newest_checkpoint(&dir).expect("retained");
+        let checkpoint = cancel_after_a_checkpoint(&env, &dir, Duration::from_millis(150));
 
         let env = StreamExecutionEnvironment::new();
-        config(&env, new_parallelism);
+        env.set_parallelism(new_parallelism);
+        retain_checkpoints(&env, &dir, "30 ms");
         env.set_from_savepoint(&checkpoint);
         let out = counting_job(&env, records, 1e9, None);
         let result = env.execute("rescaled").expect("resumes");
