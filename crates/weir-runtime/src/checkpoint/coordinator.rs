@@ -123,9 +123,20 @@ impl Coordinator {
         tx: Sender<CoordinatorMessage>,
         rx: Receiver<CoordinatorMessage>,
     ) -> std::io::Result<CoordinatorHandle> {
+        let (cancel, stats) = (self.cancel.clone(), Arc::clone(&self.stats));
         let thread = std::thread::Builder::new()
             .name("checkpoint coordinator".into())
-            .spawn(move || self.run(rx))?;
+            .spawn(move || {
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(rx)));
+                // Tasks wait for the coordinator at the end of their input:
+                // if it dies, the attempt fails instead of hanging.
+                if run.is_err() {
+                    if let Ok(mut s) = stats.lock() {
+                        s.failure = Some("the checkpoint coordinator panicked".into());
+                    }
+                    cancel.cancel();
+                }
+            })?;
         Ok(CoordinatorHandle {
             tx,
             thread: Some(thread),
