@@ -100,6 +100,9 @@ pub enum JobError {
     /// A bug in Weir: the graph's types or wiring did not fit together.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A savepoint could not be taken.
+    #[error("savepoint failed: {0}")]
+    Savepoint(String),
     /// A task thread could not be started.
     #[error("could not start task thread: {0}")]
     Spawn(#[source] std::io::Error),

@@ -282,6 +282,80 @@ impl CheckpointStorage for FsCheckpointStorage {
     }
 }
 
+/// A savepoint: one self-contained directory holding `_metadata` and every
+/// file it needs (shared files copied in, referenced relatively), so it can
+/// be moved or copied anywhere and restored.
+#[derive(Debug, Clone)]
+pub struct SavepointStorage {
+    dir: PathBuf,
+}
+
+impl SavepointStorage {
+    /// A savepoint written into `dir` (created on first write).
+    pub fn new(dir: impl AsRef<Path>) -> Self {
+        SavepointStorage {
+            dir: strip_file_scheme(dir.as_ref()),
+        }
+    }
+
+    /// The savepoint's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl CheckpointStorage for SavepointStorage {
+    fn write_file(&self, _id: u64, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+        fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
+        write_synced(&self.dir.join(name), bytes)
+    }
+
+    fn write_metadata(&self, id: u64, bytes: &[u8]) -> Result<(), StateError> {
+        self.write_file(id, &format!("{METADATA_FILE}.inprogress"), bytes)?;
+        let target = self.dir.join(METADATA_FILE);
+        fs::rename(
+            self.dir.join(format!("{METADATA_FILE}.inprogress")),
+            &target,
+        )
+        .map_err(|e| io_error(&target, e))
+    }
+
+    fn read_file(&self, _id: u64, name: &str) -> Result<Vec<u8>, StateError> {
+        let path = self.dir.join(name);
+        fs::read(&path).map_err(|e| io_error(&path, e))
+    }
+
+    fn completed(&self) -> Result<Vec<u64>, StateError> {
+        Ok(Vec::new())
+    }
+
+    fn discard(&self, _id: u64) -> Result<(), StateError> {
+        match fs::remove_dir_all(&self.dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&self.dir, e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn location(&self, _id: u64) -> String {
+        format!("file://{}", self.dir.display())
+    }
+
+    fn put_shared(&self, name: &str, from: &Path) -> Result<Option<(String, u64)>, StateError> {
+        fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
+        let target = self.dir.join(name);
+        let copied = fs::copy(from, &target).map_err(|e| io_error(from, e))?;
+        Ok(Some((name.to_string(), copied)))
+    }
+
+    fn shares_files(&self) -> bool {
+        true
+    }
+
+    fn dir_of(&self, _id: u64) -> Option<PathBuf> {
+        Some(self.dir.clone())
+    }
+}
+
 /// Checkpoints in memory (Flink's `JobManagerCheckpointStorage`): for tests
 /// and jobs that only need to survive task failures inside one process.
 #[derive(Debug, Clone, Default)]

@@ -36,7 +36,7 @@ mod ttl;
 
 pub use checkpoint_storage::{
     CheckpointMetadata, CheckpointStorage, FsCheckpointStorage, LoadedCheckpoint,
-    MemoryCheckpointStorage,
+    MemoryCheckpointStorage, SavepointStorage,
 };
 pub use clock::{system_clock, Clock, ManualClock, SharedClock, SystemClock};
 pub use codec::{decode_key, decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION};

@@ -65,7 +65,7 @@ pub use weir_runtime::checkpoint::{
     CheckpointingMode,
 };
 pub use weir_runtime::cluster::{
-    JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult,
+    JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult, SavepointHandle,
 };
 pub use weir_runtime::recovery::RestartStrategy;
 pub use weir_state::{CheckpointStorage, FsCheckpointStorage, MemoryCheckpointStorage};

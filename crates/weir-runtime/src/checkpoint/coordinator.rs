@@ -3,6 +3,7 @@
 //! threads, commits `_metadata` and notifies the tasks.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -12,7 +13,9 @@ use weir_state::checkpoint_storage::{
     encode_metadata, load_metadata, state_file, OperatorMetadata, StateFile,
 };
 use weir_state::snapshot::encode_framed;
-use weir_state::{key_group_range_for_operator, CheckpointMetadata, CheckpointStorage};
+use weir_state::{
+    key_group_range_for_operator, CheckpointMetadata, CheckpointStorage, SavepointStorage,
+};
 
 use super::{
     CheckpointConfig, CheckpointRetention, CoordinatorMessage, SharedFiles, TaskMessage, Upload,
@@ -70,7 +73,16 @@ enum Step {
     Failed(String),
 }
 
+/// Where a savepoint goes and who waits for it.
+struct SavepointTarget {
+    storage: SavepointStorage,
+    reply: Sender<Result<String, String>>,
+}
+
 struct Pending {
+    /// Set for a savepoint: its own directory instead of the job's
+    /// checkpoint storage.
+    savepoint: Option<SavepointTarget>,
     barrier: Barrier,
     started: Instant,
     acked: HashSet<(usize, u32)>,
@@ -143,6 +155,14 @@ impl Coordinator {
         })
     }
 
+    /// The storage checkpoint `p` goes to.
+    fn storage_of<'a>(&'a self, p: &'a Pending) -> &'a dyn CheckpointStorage {
+        match &p.savepoint {
+            Some(target) => &target.storage,
+            None => &*self.storage,
+        }
+    }
+
     fn expected_acks(&self) -> usize {
         self.operators.iter().map(|o| o.parallelism as usize).sum()
     }
@@ -160,6 +180,8 @@ impl Coordinator {
         // finished, FLIP-147).
         let mut finished: HashMap<(usize, u32), weir_state::SubtaskSnapshot> = HashMap::new();
         let mut shared_files = SharedFiles::default();
+        // Savepoints asked for while a checkpoint was in flight.
+        let mut queued_savepoints: Vec<(PathBuf, Sender<Result<String, String>>)> = Vec::new();
         loop {
             let deadline = match &pending {
                 Some(p) => p.started + self.config.timeout,
@@ -167,7 +189,19 @@ impl Coordinator {
             };
             let wait = deadline.saturating_duration_since(Instant::now());
             let outcome = match rx.recv_timeout(wait) {
-                Ok(CoordinatorMessage::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(CoordinatorMessage::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                    if let Some(p) = pending.take() {
+                        self.abort(&p, false);
+                    }
+                    for (_, reply) in queued_savepoints.drain(..) {
+                        let _ = reply.send(Err("the job ended".into()));
+                    }
+                    break;
+                }
+                Ok(CoordinatorMessage::TriggerSavepoint { dir, reply }) => {
+                    queued_savepoints.push((dir, reply));
+                    Step::Continue
+                }
                 Ok(CoordinatorMessage::Finished {
                     operator,
                     subtask,
@@ -211,8 +245,12 @@ impl Coordinator {
                             shared: Vec::new(),
                             files: &mut shared_files,
                         };
+                        let storage: &dyn CheckpointStorage = match &p.savepoint {
+                            Some(target) => &target.storage,
+                            None => &*self.storage,
+                        };
                         let completed =
-                            snapshot.complete(&*self.storage, checkpoint_id, &prefix, &mut upload);
+                            snapshot.complete(storage, checkpoint_id, &prefix, &mut upload);
                         let shared = upload.shared;
                         match completed {
                             Ok(snapshot) => self.on_ack(p, operator, subtask, &snapshot, shared),
@@ -234,7 +272,7 @@ impl Coordinator {
                     } else {
                         if pending.is_none() && Instant::now() >= next_trigger {
                             next_trigger = Instant::now() + interval;
-                            pending = self.trigger(&finished);
+                            pending = self.trigger(&finished, None);
                         }
                         // Subtasks that ended may already have acknowledged
                         // everything.
@@ -272,6 +310,10 @@ impl Coordinator {
                     next_trigger = Instant::now() + self.config.min_pause.max(interval);
                 }
             }
+            if pending.is_none() && !queued_savepoints.is_empty() {
+                let (dir, reply) = queued_savepoints.remove(0);
+                pending = self.trigger_savepoint(&finished, &dir, reply);
+            }
             if !finished.is_empty() && finished.len() == self.expected_acks() {
                 // Every operator ended: the final checkpoint lets
                 // two-phase-commit sinks commit the last results.
@@ -301,6 +343,25 @@ impl Coordinator {
         }
     }
 
+    /// Triggers a savepoint into a new `savepoint-<job6>-<rand12>` directory
+    /// under `dir`.
+    fn trigger_savepoint(
+        &mut self,
+        finished: &HashMap<(usize, u32), weir_state::SubtaskSnapshot>,
+        dir: &Path,
+        reply: Sender<Result<String, String>>,
+    ) -> Option<Pending> {
+        let rand = {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_i64(now_ms());
+            h.finish() & 0xffff_ffff_ffff
+        };
+        let job6 = &self.job_id[..self.job_id.len().min(6)];
+        let storage = SavepointStorage::new(dir.join(format!("savepoint-{job6}-{rand:012x}")));
+        self.trigger(finished, Some(SavepointTarget { storage, reply }))
+    }
+
     /// Takes the final checkpoint from the final snapshots of every
     /// operator subtask; `None` if it could not be written.
     fn trigger_final(
@@ -314,6 +375,7 @@ impl Coordinator {
         };
         self.next_id += 1;
         let mut p = Pending {
+            savepoint: None,
             barrier,
             started: Instant::now(),
             acked: HashSet::new(),
@@ -334,16 +396,22 @@ impl Coordinator {
         self.complete(p).ok().map(|()| id)
     }
 
-    /// Triggers the next checkpoint at the sources still running; the
-    /// final snapshots of ended subtasks acknowledge it at once.
+    /// Triggers the next checkpoint (or, with `savepoint`, a savepoint) at
+    /// the sources still running; the final snapshots of ended subtasks
+    /// acknowledge it at once.
     fn trigger(
         &mut self,
         finished: &HashMap<(usize, u32), weir_state::SubtaskSnapshot>,
+        savepoint: Option<SavepointTarget>,
     ) -> Option<Pending> {
+        let kind = match savepoint {
+            Some(_) => BarrierKind::Savepoint,
+            None => BarrierKind::Checkpoint,
+        };
         let barrier = Barrier {
             checkpoint_id: self.next_id,
             timestamp_ms: now_ms(),
-            kind: BarrierKind::Checkpoint,
+            kind,
         };
         // A source that ended dropped its mailbox; its final snapshot is
         // in `finished` (or on its way, and then acknowledges on arrival).
@@ -353,10 +421,16 @@ impl Coordinator {
             .filter(|s| s.send(TaskMessage::Trigger(barrier)).is_ok())
             .count();
         if delivered == 0 {
+            if let Some(target) = savepoint {
+                let _ = target
+                    .reply
+                    .send(Err("no source is running to take a savepoint".into()));
+            }
             return None;
         }
         self.next_id += 1;
         let mut p = Pending {
+            savepoint,
             barrier,
             started: Instant::now(),
             acked: HashSet::new(),
@@ -392,7 +466,7 @@ impl Coordinator {
         }
         let bytes = encode_framed(snapshot)?;
         let name = format!("op{operator}-{subtask}");
-        self.storage
+        self.storage_of(p)
             .write_file(p.barrier.checkpoint_id, &name, &bytes)?;
         let info = &self.operators[operator];
         let range = key_group_range_for_operator(self.max_parallelism, info.parallelism, subtask);
@@ -427,6 +501,26 @@ impl Coordinator {
                 })
                 .collect(),
         };
+        if let Some(target) = p.savepoint {
+            // Savepoints belong to the user: no retention, no shared-file
+            // collection, and they do not count as the job's checkpoints.
+            let written = encode_metadata(&metadata)
+                .and_then(|bytes| target.storage.write_metadata(id, &bytes));
+            return match written {
+                Ok(()) => {
+                    self.notify(TaskMessage::Complete(id));
+                    let _ = target.reply.send(Ok(target.storage.location(id)));
+                    Ok(())
+                }
+                Err(e) => {
+                    let _ = target.storage.discard(id);
+                    self.notify(TaskMessage::Aborted(id));
+                    let why = format!("savepoint could not be written: {e}");
+                    let _ = target.reply.send(Err(why.clone()));
+                    Err(why)
+                }
+            };
+        }
         let written =
             encode_metadata(&metadata).and_then(|bytes| self.storage.write_metadata(id, &bytes));
         if let Err(e) = written {
@@ -461,8 +555,16 @@ impl Coordinator {
 
     fn abort(&self, p: &Pending, failed: bool) {
         let id = p.barrier.checkpoint_id;
-        let _ = self.storage.discard(id);
+        let _ = self.storage_of(p).discard(id);
         self.notify(TaskMessage::Aborted(id));
+        if let Some(target) = &p.savepoint {
+            let _ = target.reply.send(Err(
+                "the savepoint was aborted (timeout, a declined snapshot, or the \
+                           job ended)"
+                    .into(),
+            ));
+            return;
+        }
         self.update(|s| {
             if failed {
                 s.failed += 1;

@@ -75,6 +75,12 @@ pub(crate) enum CoordinatorMessage {
         subtask: u32,
         snapshot: Box<weir_state::SubtaskSnapshot>,
     },
+    /// Take a savepoint into a new directory under `dir`; the reply is its
+    /// location or why it failed.
+    TriggerSavepoint {
+        dir: std::path::PathBuf,
+        reply: crossbeam_channel::Sender<Result<String, String>>,
+    },
     /// The job is over: the coordinator stops.
     Stop,
 }

@@ -155,6 +155,7 @@ pub fn execute(
         config: config.clone(),
         metrics: Vec::new(),
         storage,
+        coordinator: Arc::default(),
     };
     let job = JobShared {
         metrics: job.graph.nodes.iter().map(|_| Arc::default()).collect(),
@@ -197,6 +198,8 @@ pub(crate) struct JobShared {
     pub metrics: Vec<Arc<OperatorMetrics>>,
     /// The job's checkpoints, with checkpointing on.
     pub storage: Option<Arc<dyn CheckpointStorage>>,
+    /// The current attempt's coordinator, for savepoints.
+    pub coordinator: Arc<Mutex<Option<Sender<CoordinatorMessage>>>>,
 }
 
 /// The id a node's state is stored under: its uid, or a hash of its
@@ -324,6 +327,9 @@ pub(crate) fn deploy(
                 cancel: plan.cancel.clone(),
                 stats: Arc::clone(&stats),
             };
+            if let Ok(mut current) = job.coordinator.lock() {
+                *current = Some(tx.clone());
+            }
             match coordinator.start(tx, rx) {
                 Ok(handle) => Some(handle),
                 Err(e) => {

@@ -12,7 +12,7 @@ use weir_state::LoadedCheckpoint;
 
 use super::deploy::{deploy, JobShared};
 use crate::cancel::CancelSource;
-use crate::checkpoint::{apply_retention, CheckpointStats, CoordinatorHandle};
+use crate::checkpoint::{apply_retention, CheckpointStats, CoordinatorHandle, CoordinatorMessage};
 use crate::error::{JobError, TaskError};
 use crate::metrics::OperatorMetrics;
 use crate::recovery::RestartTracker;
@@ -182,6 +182,48 @@ impl Attempt {
     }
 }
 
+/// Takes savepoints of a running job, from any thread.
+#[derive(Clone)]
+pub struct SavepointHandle {
+    coordinator: Arc<Mutex<Option<crossbeam_channel::Sender<CoordinatorMessage>>>>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for SavepointHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SavepointHandle").finish_non_exhaustive()
+    }
+}
+
+impl SavepointHandle {
+    /// Takes a savepoint into a new `savepoint-<job6>-<rand12>` directory
+    /// under `dir` (self-contained: it can be moved and restored with
+    /// `--from-savepoint`) and returns its location. Waits at most the
+    /// checkpoint timeout.
+    pub fn trigger(&self, dir: impl AsRef<std::path::Path>) -> Result<String, JobError> {
+        let sender = self
+            .coordinator
+            .lock()
+            .ok()
+            .and_then(|c| c.clone())
+            .ok_or_else(|| JobError::Savepoint("the job has no checkpoint coordinator".into()))?;
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        sender
+            .send(CoordinatorMessage::TriggerSavepoint {
+                dir: dir.as_ref().to_path_buf(),
+                reply,
+            })
+            .map_err(|_| JobError::Savepoint("the job is not running".into()))?;
+        match answer.recv_timeout(self.timeout) {
+            Ok(Ok(location)) => Ok(location),
+            Ok(Err(why)) => Err(JobError::Savepoint(why)),
+            Err(_) => Err(JobError::Savepoint(
+                "no answer from the job within the checkpoint timeout".into(),
+            )),
+        }
+    }
+}
+
 /// A running job (Flink's `JobClient`).
 pub struct JobClient {
     pub(crate) job_id: JobId,
@@ -207,6 +249,27 @@ impl JobClient {
     /// Cancels the job.
     pub fn cancel(&self) {
         self.cancel.cancel();
+    }
+
+    /// A handle that takes savepoints, usable from another thread. Needs
+    /// checkpointing enabled (its coordinator takes them).
+    pub fn savepoint_handle(&self) -> Result<SavepointHandle, JobError> {
+        if self.job.storage.is_none() {
+            return Err(JobError::Savepoint(
+                "savepoints need checkpointing enabled (execution.checkpointing.interval)".into(),
+            ));
+        }
+        Ok(SavepointHandle {
+            coordinator: Arc::clone(&self.job.coordinator),
+            // Generous: a savepoint waits for a checkpoint in flight first.
+            timeout: self.job.config.checkpoint.timeout * 2,
+        })
+    }
+
+    /// Takes a savepoint under `dir` and returns its location (see
+    /// [`SavepointHandle::trigger`]).
+    pub fn trigger_savepoint(&self, dir: impl AsRef<std::path::Path>) -> Result<String, JobError> {
+        self.savepoint_handle()?.trigger(dir)
     }
 
     /// Waits for the job to end. The first task failure cancels the other

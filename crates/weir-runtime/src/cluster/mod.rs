@@ -5,4 +5,6 @@ mod deploy;
 mod job;
 
 pub use deploy::{execute, JobConfig};
-pub use job::{JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult};
+pub use job::{
+    JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult, SavepointHandle,
+};

@@ -1196,3 +1196,77 @@ fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
     assert!(err.to_string().contains(victim.as_str()), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A savepoint of a running job is one self-contained directory: moved
+/// elsewhere, it resumes the job at another parallelism (on RocksDB too,
+/// whose SST files are copied in rather than shared).
+#[test]
+fn a_savepoint_moves_and_resumes_at_another_parallelism() {
+    let backends: &[&str] = if cfg!(feature = "rocksdb") {
+        &["hashmap", "rocksdb"]
+    } else {
+        &["hashmap"]
+    };
+    for backend in backends {
+        let dir = temp_dir(&format!("savepoint-{backend}"));
+        let records = 30_000;
+        let setup = |env: &StreamExecutionEnvironment, p: u32| {
+            env.set_parallelism(p);
+            let mut c = Configuration::new();
+            c.set("state.backend.type", *backend);
+            env.configure(&c).expect("backend");
+            retain_checkpoints(env, &dir.join("checkpoints"), "50 ms");
+        };
+        let env = StreamExecutionEnvironment::new();
+        setup(&env, 2);
+        counting_job(&env, records, 10_000.0, None);
+        let client = env.execute_async("first").expect("starts");
+        std::thread::sleep(Duration::from_millis(300));
+        let location = client
+            .trigger_savepoint(dir.join("savepoints"))
+            .expect("savepoint");
+        client.cancel();
+        assert!(client.wait().is_err(), "cancelled");
+        let taken = PathBuf::from(location.trim_start_matches("file://"));
+        let name = taken
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .to_string();
+        assert!(name.starts_with("savepoint-"), "{name}");
+        let moved = dir.join("moved");
+        std::fs::rename(&taken, &moved).expect("move it");
+        let (loaded, _) = weir_state::checkpoint_storage::load_path(&moved).expect("verifies");
+        assert!(loaded.metadata.savepoint);
+
+        let env = StreamExecutionEnvironment::new();
+        setup(&env, 3);
+        env.set_from_savepoint(&moved);
+        let out = counting_job(&env, records, 1e9, None);
+        env.execute("resumed").expect("resumes");
+        let mut max: BTreeMap<u64, u64> = BTreeMap::new();
+        for (k, n) in out.lock().expect("lock").iter() {
+            let m = max.entry(*k).or_default();
+            *m = (*m).max(*n);
+        }
+        assert_eq!(max.len() as u64, KEYS, "{backend}");
+        assert!(
+            max.values().all(|m| *m == records / KEYS),
+            "{backend}: {max:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn savepoints_need_checkpointing() {
+    let env = StreamExecutionEnvironment::new();
+    counting_job(&env, 1_000_000, 10_000.0, None);
+    let client = env.execute_async("no checkpoints").expect("starts");
+    let err = client
+        .trigger_savepoint(std::env::temp_dir())
+        .expect_err("no coordinator");
+    assert!(err.to_string().contains("checkpointing"), "{err}");
+    client.cancel();
+    let _ = client.wait();
+}
