@@ -588,12 +588,17 @@ impl std::fmt::Debug for DeferredSnapshot {
 }
 
 impl DeferredSnapshot {
-    /// The snapshot's states as entries (native files are not entries:
-    /// none then).
+    /// The snapshot's states as entries. A store's own files are not
+    /// entries: they must be stored as files (an error here).
     pub fn encode(self) -> Result<Vec<KeyedStateSnapshot>, StateError> {
         match self {
             DeferredSnapshot::Encode(f) => f(),
-            DeferredSnapshot::Native { .. } => Ok(Vec::new()),
+            DeferredSnapshot::Native { files, .. } => {
+                let _ = std::fs::remove_dir_all(&files.dir);
+                Err(StateError::Internal(
+                    "a store's own checkpoint files cannot be encoded as entries".into(),
+                ))
+            }
         }
     }
 }

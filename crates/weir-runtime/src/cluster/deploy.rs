@@ -151,15 +151,11 @@ pub fn execute(
         .then(|| config.checkpoint.storage.open(&job_id.to_string()));
     let job = JobShared {
         job_id,
+        metrics: graph.nodes.iter().map(|_| Arc::default()).collect(),
         graph: Arc::new(graph),
         config: config.clone(),
-        metrics: Vec::new(),
         storage,
         coordinator: Arc::default(),
-    };
-    let job = JobShared {
-        metrics: job.graph.nodes.iter().map(|_| Arc::default()).collect(),
-        ..job
     };
     let first_checkpoint = config
         .restore
