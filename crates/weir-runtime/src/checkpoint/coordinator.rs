@@ -73,10 +73,16 @@ enum Step {
     Failed(String),
 }
 
+/// A savepoint asked for: directory, reply, and whether (and how) the job
+/// stops after it.
+type QueuedSavepoint = (PathBuf, Sender<Result<String, String>>, Option<bool>);
+
 /// Where a savepoint goes and who waits for it.
 struct SavepointTarget {
     storage: SavepointStorage,
     reply: Sender<Result<String, String>>,
+    /// `Some(drain)`: the job stops after it.
+    stop: Option<bool>,
 }
 
 struct Pending {
@@ -181,7 +187,9 @@ impl Coordinator {
         let mut finished: HashMap<(usize, u32), weir_state::SubtaskSnapshot> = HashMap::new();
         let mut shared_files = SharedFiles::default();
         // Savepoints asked for while a checkpoint was in flight.
-        let mut queued_savepoints: Vec<(PathBuf, Sender<Result<String, String>>)> = Vec::new();
+        let mut queued_savepoints: Vec<QueuedSavepoint> = Vec::new();
+        // After a stop-with-savepoint succeeded, nothing more is triggered.
+        let mut stopped = false;
         loop {
             let deadline = match &pending {
                 Some(p) => p.started + self.config.timeout,
@@ -193,13 +201,13 @@ impl Coordinator {
                     if let Some(p) = pending.take() {
                         self.abort(&p, false);
                     }
-                    for (_, reply) in queued_savepoints.drain(..) {
+                    for (_, reply, _) in queued_savepoints.drain(..) {
                         let _ = reply.send(Err("the job ended".into()));
                     }
                     break;
                 }
-                Ok(CoordinatorMessage::TriggerSavepoint { dir, reply }) => {
-                    queued_savepoints.push((dir, reply));
+                Ok(CoordinatorMessage::TriggerSavepoint { dir, reply, stop }) => {
+                    queued_savepoints.push((dir, reply, stop));
                     Step::Continue
                 }
                 Ok(CoordinatorMessage::Finished {
@@ -270,7 +278,7 @@ impl Coordinator {
                     {
                         Step::Failed("checkpoint expired before completing".into())
                     } else {
-                        if pending.is_none() && Instant::now() >= next_trigger {
+                        if pending.is_none() && Instant::now() >= next_trigger && !stopped {
                             next_trigger = Instant::now() + interval;
                             pending = self.trigger(&finished, None);
                         }
@@ -310,9 +318,10 @@ impl Coordinator {
                     next_trigger = Instant::now() + self.config.min_pause.max(interval);
                 }
             }
-            if pending.is_none() && !queued_savepoints.is_empty() {
-                let (dir, reply) = queued_savepoints.remove(0);
-                pending = self.trigger_savepoint(&finished, &dir, reply);
+            if pending.is_none() && !queued_savepoints.is_empty() && !stopped {
+                let (dir, reply, stop) = queued_savepoints.remove(0);
+                stopped = stop.is_some();
+                pending = self.trigger_savepoint(&finished, &dir, reply, stop);
             }
             if !finished.is_empty() && finished.len() == self.expected_acks() {
                 // Every operator ended: the final checkpoint lets
@@ -350,6 +359,7 @@ impl Coordinator {
         finished: &HashMap<(usize, u32), weir_state::SubtaskSnapshot>,
         dir: &Path,
         reply: Sender<Result<String, String>>,
+        stop: Option<bool>,
     ) -> Option<Pending> {
         let rand = {
             use std::hash::{BuildHasher, Hasher};
@@ -359,7 +369,14 @@ impl Coordinator {
         };
         let job6 = &self.job_id[..self.job_id.len().min(6)];
         let storage = SavepointStorage::new(dir.join(format!("savepoint-{job6}-{rand:012x}")));
-        self.trigger(finished, Some(SavepointTarget { storage, reply }))
+        self.trigger(
+            finished,
+            Some(SavepointTarget {
+                storage,
+                reply,
+                stop,
+            }),
+        )
     }
 
     /// Takes the final checkpoint from the final snapshots of every
@@ -408,6 +425,7 @@ impl Coordinator {
             Some(_) => BarrierKind::Savepoint,
             None => BarrierKind::Checkpoint,
         };
+        let stop = savepoint.as_ref().and_then(|t| t.stop);
         let barrier = Barrier {
             checkpoint_id: self.next_id,
             timestamp_ms: now_ms(),
@@ -418,7 +436,13 @@ impl Coordinator {
         let delivered = self
             .sources
             .iter()
-            .filter(|s| s.send(TaskMessage::Trigger(barrier)).is_ok())
+            .filter(|s| {
+                let message = match stop {
+                    Some(drain) => TaskMessage::TriggerStop { barrier, drain },
+                    None => TaskMessage::Trigger(barrier),
+                };
+                s.send(message).is_ok()
+            })
             .count();
         if delivered == 0 {
             if let Some(target) = savepoint {
@@ -509,6 +533,10 @@ impl Coordinator {
             return match written {
                 Ok(()) => {
                     self.notify(TaskMessage::Complete(id));
+                    if target.stop.is_some() {
+                        // After the notice, so sinks commit first.
+                        self.notify(TaskMessage::Terminate);
+                    }
                     let _ = target.reply.send(Ok(target.storage.location(id)));
                     Ok(())
                 }

@@ -34,6 +34,14 @@ pub enum TaskMessage {
     /// Sources only: take checkpoint `barrier.checkpoint_id` now and emit
     /// the barrier.
     Trigger(Barrier),
+    /// Sources only: as `Trigger`, for a stop with savepoint: with `drain`
+    /// the end-of-time watermark goes first (every event-time window
+    /// fires), and the source emits nothing after the barrier unless the
+    /// savepoint is aborted.
+    TriggerStop { barrier: Barrier, drain: bool },
+    /// Every task: the job stops after a savepoint; end now, without
+    /// ending the input (nothing runs after the savepoint's barrier).
+    Terminate,
     /// Every operator: the checkpoint completed (two-phase-commit sinks
     /// commit here).
     Complete(u64),
@@ -80,6 +88,8 @@ pub(crate) enum CoordinatorMessage {
     TriggerSavepoint {
         dir: std::path::PathBuf,
         reply: crossbeam_channel::Sender<Result<String, String>>,
+        /// `Some(drain)`: stop the job after it.
+        stop: Option<bool>,
     },
     /// The job is over: the coordinator stops.
     Stop,

@@ -353,6 +353,20 @@ impl<'g> Plan<'g> {
         metrics: &[Arc<OperatorMetrics>],
         restore: Option<&LoadedCheckpoint>,
     ) -> Result<Self, JobError> {
+        // Operator state is matched by uid: two operators with one uid
+        // would share (and overwrite) each other's state.
+        let mut uids = std::collections::HashSet::new();
+        for node in &graph.nodes {
+            if let Some(uid) = &node.uid {
+                if !uids.insert(uid.as_str()) {
+                    return Err(JobError::InvalidJob(format!(
+                        "the uid '{uid}' is set on more than one operator ('{}' and an \
+                         earlier one); uids must be unique",
+                        node.name
+                    )));
+                }
+            }
+        }
         let mut parallelism = Vec::with_capacity(graph.nodes.len());
         for node in &graph.nodes {
             let p = node

@@ -201,6 +201,20 @@ impl SavepointHandle {
     /// `--from-savepoint`) and returns its location. Waits at most the
     /// checkpoint timeout.
     pub fn trigger(&self, dir: impl AsRef<std::path::Path>) -> Result<String, JobError> {
+        self.request(dir.as_ref(), None)
+    }
+
+    /// Stops the job with a savepoint (Flink's `stop`): the savepoint is
+    /// taken, sinks hear it completed, and every task ends without ending
+    /// its input, so nothing runs after the savepoint's barrier; `wait`
+    /// then returns the job's result. With `drain`, sources first emit the
+    /// end-of-time watermark, so every event-time window and timer fires
+    /// before the savepoint.
+    pub fn stop(&self, dir: impl AsRef<std::path::Path>, drain: bool) -> Result<String, JobError> {
+        self.request(dir.as_ref(), Some(drain))
+    }
+
+    fn request(&self, dir: &std::path::Path, stop: Option<bool>) -> Result<String, JobError> {
         let sender = self
             .coordinator
             .lock()
@@ -210,8 +224,9 @@ impl SavepointHandle {
         let (reply, answer) = crossbeam_channel::bounded(1);
         sender
             .send(CoordinatorMessage::TriggerSavepoint {
-                dir: dir.as_ref().to_path_buf(),
+                dir: dir.to_path_buf(),
                 reply,
+                stop,
             })
             .map_err(|_| JobError::Savepoint("the job is not running".into()))?;
         match answer.recv_timeout(self.timeout) {
@@ -264,6 +279,16 @@ impl JobClient {
             // Generous: a savepoint waits for a checkpoint in flight first.
             timeout: self.job.config.checkpoint.timeout * 2,
         })
+    }
+
+    /// Stops the job with a savepoint under `dir` (see
+    /// [`SavepointHandle::stop`]).
+    pub fn stop_with_savepoint(
+        &self,
+        dir: impl AsRef<std::path::Path>,
+        drain: bool,
+    ) -> Result<String, JobError> {
+        self.savepoint_handle()?.stop(dir, drain)
     }
 
     /// Takes a savepoint under `dir` and returns its location (see

@@ -87,27 +87,29 @@ fn await_final_checkpoint(
         match op.recv(mailbox) {
             Ok(TaskMessage::Complete(id)) => notify(CheckpointNotice::Complete(id))?,
             Ok(TaskMessage::Aborted(id)) => notify(CheckpointNotice::Aborted(id))?,
-            Ok(TaskMessage::Trigger(_)) => {}
-            Ok(TaskMessage::Final(_)) | Err(_) => return Ok(()),
+            Ok(TaskMessage::Trigger(_) | TaskMessage::TriggerStop { .. }) => {}
+            Ok(TaskMessage::Final(_) | TaskMessage::Terminate) | Err(_) => return Ok(()),
         }
     }
 }
 
-/// Hands the checkpoint notices waiting in the mailbox to `chain`.
+/// Hands the checkpoint notices waiting in the mailbox to `chain`;
+/// `true` when the task is to end now (stop with savepoint).
 fn deliver_notices<T>(
     settings: &TaskSettings,
     chain: &mut dyn Downstream<T>,
-) -> Result<(), TaskError> {
+) -> Result<bool, TaskError> {
     while let Some(message) = settings.next_message() {
         match message {
             TaskMessage::Complete(id) => chain.notify_checkpoint(CheckpointNotice::Complete(id))?,
             TaskMessage::Aborted(id) => chain.notify_checkpoint(CheckpointNotice::Aborted(id))?,
+            TaskMessage::Terminate => return Ok(true),
             // Only sources are triggered; `Final` comes after the input
             // ended, when the task waits for it.
-            TaskMessage::Trigger(_) | TaskMessage::Final(_) => {}
+            TaskMessage::Trigger(_) | TaskMessage::TriggerStop { .. } | TaskMessage::Final(_) => {}
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// When to next hand processing time to the chain: the earliest deadline

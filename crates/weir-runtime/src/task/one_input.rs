@@ -40,7 +40,19 @@ impl<T: Send + 'static> TaskHead for OneInputHead<T> {
             if settings.cancel.is_cancelled() {
                 return Err(TaskError::Cancelled);
             }
-            match gate.poll()? {
+            let event = match gate.poll() {
+                Ok(event) => event,
+                Err(e) => {
+                    // An upstream task ended without ending its stream: it
+                    // failed, or stopped after a savepoint, whose notices
+                    // may still be waiting here (sinks commit on them).
+                    if deliver_notices(settings, &mut **chain)? {
+                        return chain.close();
+                    }
+                    return Err(e);
+                }
+            };
+            match event {
                 Some(GateEvent::Records(mut batch)) => chain.push_batch(&mut batch)?,
                 Some(GateEvent::Watermark(wm)) => chain.push_control(Control::Watermark(wm))?,
                 Some(GateEvent::Status(status)) => {
@@ -56,7 +68,10 @@ impl<T: Send + 'static> TaskHead for OneInputHead<T> {
                 }
             }
             time.tick(chain)?;
-            deliver_notices(settings, &mut **chain)?;
+            if deliver_notices(settings, &mut **chain)? {
+                // Stopped after a savepoint: no end of input.
+                return chain.close();
+            }
             if flush.due() {
                 chain.flush_buffers()?;
             }

@@ -164,15 +164,26 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
         let mut flush = FlushTimer::new(settings.buffer_timeout);
         let mut time = ProcessingTime::new(settings.clock.clone());
         let (mut watermark, mut idle) = (i64::MIN, false);
+        // The stop-with-savepoint this source halted for, if any.
+        let mut halted: Option<u64> = None;
         loop {
             if settings.cancel.is_cancelled() {
                 return Err(TaskError::Cancelled);
             }
-            let (status, wm, now_idle) = guarded(at, || {
-                let mut ctx = SourceContext::new(out.records(), settings.batch_size);
-                let status = source.poll_next(&mut ctx)?;
-                Ok((status, ctx.watermark, ctx.idle))
-            })?;
+            if halted.is_some() {
+                // Nothing after a stop's barrier: wait for the stop or its
+                // abort.
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let (status, wm, now_idle) = if halted.is_some() {
+                (SourceStatus::More, None, None)
+            } else {
+                guarded(at, || {
+                    let mut ctx = SourceContext::new(out.records(), settings.batch_size);
+                    let status = source.poll_next(&mut ctx)?;
+                    Ok((status, ctx.watermark, ctx.idle))
+                })?
+            };
             let emitted = !out.records().is_empty();
             if idle && (emitted || wm.is_some_and(|w| w > watermark) || now_idle == Some(false)) {
                 idle = false;
@@ -193,6 +204,25 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
             }
             while let Some(message) = settings.next_message() {
                 match message {
+                    TaskMessage::TriggerStop { barrier, drain } => {
+                        // Drain: every event-time window and timer fires
+                        // before the savepoint's barrier.
+                        if drain && watermark < MAX_WATERMARK {
+                            watermark = MAX_WATERMARK;
+                            out.emit_watermark(MAX_WATERMARK)?;
+                        }
+                        halted = Some(barrier.checkpoint_id);
+                        let started = std::time::Instant::now();
+                        let position =
+                            guarded(at, || source.snapshot_position(barrier.checkpoint_id))?;
+                        ctx.acknowledge_checkpoint(&barrier, position, started);
+                        out.forward_control(Control::Barrier(barrier))?;
+                    }
+                    TaskMessage::Terminate => {
+                        // Stopped after a savepoint: no end of input.
+                        guarded(at, || source.close())?;
+                        return out.close();
+                    }
                     TaskMessage::Trigger(barrier) => {
                         // The position is taken between polls, so it names
                         // exactly the records emitted before the barrier.
@@ -206,6 +236,10 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
                         out.notify_checkpoint(CheckpointNotice::Complete(id))?
                     }
                     TaskMessage::Aborted(id) => {
+                        if halted == Some(id) {
+                            // The stop failed: the job goes on.
+                            halted = None;
+                        }
                         out.notify_checkpoint(CheckpointNotice::Aborted(id))?
                     }
                     TaskMessage::Final(_) => {}

@@ -210,7 +210,15 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
                 let notice = match message {
                     TaskMessage::Complete(id) => CheckpointNotice::Complete(id),
                     TaskMessage::Aborted(id) => CheckpointNotice::Aborted(id),
-                    TaskMessage::Trigger(_) | TaskMessage::Final(_) => continue,
+                    TaskMessage::Terminate => {
+                        // Stopped after a savepoint: no end of input.
+                        let op = &mut self.op;
+                        guarded(&self.at, || op.close())?;
+                        return self.out.close();
+                    }
+                    TaskMessage::Trigger(_)
+                    | TaskMessage::TriggerStop { .. }
+                    | TaskMessage::Final(_) => continue,
                 };
                 let op = &mut self.op;
                 guarded(&self.at, || match notice {

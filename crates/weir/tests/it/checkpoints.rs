@@ -1270,3 +1270,83 @@ fn savepoints_need_checkpointing() {
     client.cancel();
     let _ = client.wait();
 }
+
+/// A second source for jobs that already have `counting_job`'s (uids
+/// must differ).
+fn timer_numbers(env: &StreamExecutionEnvironment, records: u64, rate: f64) -> DataStream<u64> {
+    env.add_parallel_source(
+        GeneratorSource::new(records, |i| i).with_rate_limit(rate),
+        "timer numbers",
+    )
+    .uid("timer numbers")
+}
+
+/// Stop with savepoint: the job ends (its result is a success), nothing
+/// runs after the savepoint, and resuming from it continues the counts
+/// exactly. With drain, event-time timers fire before the savepoint.
+#[test]
+fn stop_with_savepoint_ends_the_job_and_resumes_exactly() {
+    for drain in [false, true] {
+        let dir = temp_dir(&format!("stop-{drain}"));
+        let records = 30_000;
+        let env = StreamExecutionEnvironment::new();
+        env.set_parallelism(2);
+        retain_checkpoints(&env, &dir.join("checkpoints"), "50 ms");
+        let counts = counting_job(&env, records, 10_000.0, None);
+        let fired = Arc::new(Mutex::new(Vec::new()));
+        timer_numbers(&env, records, 10_000.0)
+            .key_by(|i| i % KEYS)
+            .process(CountAtEnd::default())
+            .uid("count at end")
+            .add_sink(CollectSink::new(Arc::clone(&fired)))
+            .set_parallelism(1);
+        let client = env.execute_async("stoppable").expect("starts");
+        std::thread::sleep(Duration::from_millis(300));
+        let location = client
+            .stop_with_savepoint(dir.join("savepoints"), drain)
+            .expect("stopped with a savepoint");
+        let result = client.wait().expect("a stopped job succeeds");
+        assert_eq!(result.restarts, 0);
+        let at_stop = counts.lock().expect("lock").len() as u64;
+        assert!(at_stop < records, "stopped part-way");
+        // The timers at 1 000 000 ms fire only when drained.
+        assert_eq!(fired.lock().expect("lock").is_empty(), !drain);
+
+        let env = StreamExecutionEnvironment::new();
+        env.set_parallelism(2);
+        env.set_from_savepoint(location.trim_start_matches("file://"));
+        let out = counting_job(&env, records, 1e9, None);
+        timer_numbers(&env, records, 1e9)
+            .key_by(|i| i % KEYS)
+            .process(CountAtEnd::default())
+            .uid("count at end")
+            .add_sink(DiscardingSink)
+            .set_parallelism(1);
+        env.execute("resumed").expect("resumes");
+        let resumed = out.lock().expect("lock");
+        assert_eq!(
+            at_stop + resumed.len() as u64,
+            records,
+            "each record counted once"
+        );
+        let mut max: BTreeMap<u64, u64> = BTreeMap::new();
+        for (k, n) in resumed.iter() {
+            let m = max.entry(*k).or_default();
+            *m = (*m).max(*n);
+        }
+        assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_uid_set_twice_is_refused() {
+    let env = StreamExecutionEnvironment::new();
+    env.from_sequence(0, 9)
+        .uid("same")
+        .map(|i: i64| i)
+        .uid("same")
+        .add_sink(DiscardingSink);
+    let err = env.execute("twice").expect_err("duplicate uid");
+    assert!(err.to_string().contains("'same'"), "{err}");
+}
