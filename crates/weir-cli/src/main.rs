@@ -1,0 +1,146 @@
+//! The `weir` command. For now it inspects checkpoints and savepoints;
+//! running, listing, savepointing, stopping and cancelling jobs from the
+//! command line come with the REST API.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use weir_state::checkpoint_storage::load_path;
+use weir_state::{LoadedCheckpoint, Redistribution};
+
+/// Weir, a stream processor: operate on jobs and their checkpoints.
+#[derive(Parser)]
+#[command(name = "weir", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Checkpoints and savepoints.
+    #[command(subcommand)]
+    Checkpoint(CheckpointCommand),
+}
+
+#[derive(Subcommand)]
+enum CheckpointCommand {
+    /// Prints what a checkpoint or savepoint holds, after verifying every
+    /// file's size and checksum.
+    ///
+    /// PATH is a `chk-N` or `savepoint-…` directory, its `_metadata`, or a
+    /// job's checkpoint directory (its newest checkpoint that verifies).
+    ///
+    /// Example: weir checkpoint inspect /tmp/checkpoints/3f2a…/chk-12
+    Inspect {
+        /// The checkpoint, savepoint, or job checkpoint directory.
+        path: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Checkpoint(CheckpointCommand::Inspect { path }) => match load_path(&path) {
+            Ok((checkpoint, skipped)) => {
+                for (id, why) in skipped {
+                    println!("skipped checkpoint {id}: {why}");
+                }
+                print!("{}", describe(&checkpoint));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("weir: {}: {e}", path.display());
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1 << 20)),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / f64::from(1 << 10)),
+        b => format!("{b} B"),
+    }
+}
+
+/// The report `inspect` prints.
+fn describe(c: &LoadedCheckpoint) -> String {
+    let m = &c.metadata;
+    let mut out = format!(
+        "{} {} of job {}\n  at {}\n  taken at {} ms since the epoch; max parallelism {}; {} of state files\n",
+        if m.savepoint { "savepoint" } else { "checkpoint" },
+        m.checkpoint_id,
+        m.job_id,
+        c.location,
+        m.timestamp_ms,
+        m.max_parallelism,
+        size(m.state_size()),
+    );
+    let mut files = 0;
+    for op in &m.operators {
+        out += &format!(
+            "  operator '{}' (id {}), parallelism {}\n",
+            op.name, op.id, op.parallelism
+        );
+        let snapshots = c.operators.get(&op.id);
+        for f in &op.files {
+            files += 1;
+            out += &format!(
+                "    subtask {}: key groups {}-{}, {} ({}), checksum verified{}\n",
+                f.subtask,
+                f.key_groups.0,
+                f.key_groups.1,
+                f.file,
+                size(f.size),
+                if f.shared.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} shared files", f.shared.len())
+                }
+            );
+            let Some((_, s)) = snapshots.and_then(|v| v.iter().find(|(i, _)| *i == f.subtask))
+            else {
+                continue;
+            };
+            for state in &s.keyed {
+                let shown = state.name.trim_start_matches("\u{1}weir/");
+                let own = if shown.len() < state.name.len() {
+                    " (the operator's own)"
+                } else {
+                    ""
+                };
+                out += &format!(
+                    "      keyed state '{shown}'{own}: {} entries\n",
+                    state.entries.len()
+                );
+            }
+            for (name, (mode, elements)) in &s.operator.lists {
+                let kind = match mode {
+                    Redistribution::EvenSplit => "list",
+                    Redistribution::Union => "union list",
+                };
+                out += &format!(
+                    "      operator {kind} state '{}': {} elements\n",
+                    name.trim_start_matches("\u{1}weir/"),
+                    elements.len()
+                );
+            }
+            if let Some(native) = &s.native {
+                files += native.files.len();
+                out += &format!(
+                    "      key-value store files: {} (states {}), checksums verified\n",
+                    native.files.len(),
+                    native.states.join(", ")
+                );
+            }
+            if let Some(p) = &s.source_position {
+                out += &format!("      source position: {} bytes\n", p.len());
+            }
+        }
+    }
+    out += &format!("  {files} files verified\n");
+    out
+}
