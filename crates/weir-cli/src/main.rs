@@ -22,6 +22,14 @@ enum Command {
     /// Checkpoints and savepoints.
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
+    /// Savepoints.
+    ///
+    /// Example: weir savepoint --dispose /tmp/savepoints/savepoint-3f2a1b-0123456789ab
+    Savepoint {
+        /// Deletes the savepoint at PATH (after checking that it is one).
+        #[arg(long, value_name = "PATH")]
+        dispose: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -55,7 +63,44 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Savepoint { dispose } => match dispose_savepoint(&dispose) {
+            Ok(location) => {
+                println!("disposed savepoint {location}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("weir: {}: {e}", dispose.display());
+                ExitCode::FAILURE
+            }
+        },
     }
+}
+
+/// Deletes a savepoint's directory once its metadata says it is a savepoint
+/// (a checkpoint directory belongs to its job and is refused). A savepoint
+/// whose files no longer verify can still be disposed.
+fn dispose_savepoint(path: &std::path::Path) -> anyhow::Result<String> {
+    use weir_state::checkpoint_storage::{strip_file_scheme, METADATA_FILE};
+    use weir_state::snapshot::decode_framed;
+    let path = strip_file_scheme(path);
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default()
+    };
+    let bytes = std::fs::read(dir.join(METADATA_FILE))
+        .map_err(|e| anyhow::anyhow!("no savepoint here ({METADATA_FILE}: {e})"))?;
+    let metadata: weir_state::CheckpointMetadata = decode_framed(&bytes)?;
+    anyhow::ensure!(
+        metadata.savepoint,
+        "this is checkpoint {} of job {}, not a savepoint; its job's retention removes it",
+        metadata.checkpoint_id,
+        metadata.job_id
+    );
+    std::fs::remove_dir_all(&dir)?;
+    Ok(dir.display().to_string())
 }
 
 fn size(bytes: u64) -> String {

@@ -84,3 +84,36 @@ fn inspect_prints_operators_states_and_verified_files() {
     assert!(stderr.contains("op1-0"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn dispose_deletes_savepoints_and_refuses_checkpoints() {
+    let dir = std::env::temp_dir().join(format!("weir-cli-dispose-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let chk = write_checkpoint(&dir);
+    let dispose = |path: &PathBuf| {
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["savepoint", "--dispose"])
+            .arg(path)
+            .output()
+            .expect("runs")
+    };
+    let refused = dispose(&chk);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not a savepoint"));
+    assert!(chk.exists());
+
+    // The same files marked as a savepoint go.
+    let meta = chk.join("_metadata");
+    let mut metadata: weir_state::CheckpointMetadata =
+        weir_state::snapshot::decode_framed(&std::fs::read(&meta).expect("read")).expect("decode");
+    metadata.savepoint = true;
+    std::fs::write(&meta, encode_metadata(&metadata).expect("encode")).expect("write");
+    let done = dispose(&chk);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(!chk.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
