@@ -144,6 +144,9 @@ pub(crate) fn apply_checkpoint_keys(
             }
         };
     }
+    if let Some(dir) = config.get(keys::SAVEPOINT_DIR) {
+        c.savepoint_dir = Some(PathBuf::from(dir.trim()));
+    }
     let dir = config
         .get(keys::DIR)
         .or_else(|| config.get(keys::DIR_LEGACY));

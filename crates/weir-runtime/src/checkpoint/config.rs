@@ -80,6 +80,9 @@ pub struct CheckpointConfig {
     pub num_retained: usize,
     /// Where checkpoints go.
     pub storage: CheckpointStorageConfig,
+    /// Where savepoints go when none is named
+    /// (`execution.checkpointing.savepoint-dir`).
+    pub savepoint_dir: Option<PathBuf>,
 }
 
 impl Default for CheckpointConfig {
@@ -94,6 +97,7 @@ impl Default for CheckpointConfig {
             retention: CheckpointRetention::NoExternalizedCheckpoints,
             num_retained: 1,
             storage: CheckpointStorageConfig::Memory,
+            savepoint_dir: None,
         }
     }
 }

@@ -187,6 +187,7 @@ impl Attempt {
 pub struct SavepointHandle {
     coordinator: Arc<Mutex<Option<crossbeam_channel::Sender<CoordinatorMessage>>>>,
     timeout: Duration,
+    default_dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for SavepointHandle {
@@ -212,6 +213,27 @@ impl SavepointHandle {
     /// before the savepoint.
     pub fn stop(&self, dir: impl AsRef<std::path::Path>, drain: bool) -> Result<String, JobError> {
         self.request(dir.as_ref(), Some(drain))
+    }
+
+    /// As [`trigger`](Self::trigger), into the configured default
+    /// directory (`execution.checkpointing.savepoint-dir`).
+    pub fn trigger_to_default(&self) -> Result<String, JobError> {
+        let dir = self.default_dir()?;
+        self.request(&dir, None)
+    }
+
+    /// As [`stop`](Self::stop), into the configured default directory.
+    pub fn stop_to_default(&self, drain: bool) -> Result<String, JobError> {
+        let dir = self.default_dir()?;
+        self.request(&dir, Some(drain))
+    }
+
+    fn default_dir(&self) -> Result<std::path::PathBuf, JobError> {
+        self.default_dir.clone().ok_or_else(|| {
+            JobError::Savepoint(
+                "no directory given and no execution.checkpointing.savepoint-dir set".into(),
+            )
+        })
     }
 
     fn request(&self, dir: &std::path::Path, stop: Option<bool>) -> Result<String, JobError> {
@@ -278,6 +300,7 @@ impl JobClient {
             coordinator: Arc::clone(&self.job.coordinator),
             // Generous: a savepoint waits for a checkpoint in flight first.
             timeout: self.job.config.checkpoint.timeout * 2,
+            default_dir: self.job.config.checkpoint.savepoint_dir.clone(),
         })
     }
 

@@ -1350,3 +1350,24 @@ fn a_uid_set_twice_is_refused() {
     let err = env.execute("twice").expect_err("duplicate uid");
     assert!(err.to_string().contains("'same'"), "{err}");
 }
+
+#[test]
+fn savepoints_go_to_the_configured_directory_when_none_is_named() {
+    let dir = temp_dir("savepoint-dir");
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("execution.checkpointing.interval", "1 h").set(
+        "execution.checkpointing.savepoint-dir",
+        dir.display().to_string(),
+    );
+    env.configure(&c).expect("config");
+    counting_job(&env, 1_000_000, 20_000.0, None);
+    let client = env.execute_async("default dir").expect("starts");
+    let handle = client.savepoint_handle().expect("checkpointing is on");
+    std::thread::sleep(Duration::from_millis(100));
+    let location = handle.trigger_to_default().expect("savepoint");
+    assert!(location.contains(&dir.display().to_string()), "{location}");
+    client.cancel();
+    let _ = client.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
