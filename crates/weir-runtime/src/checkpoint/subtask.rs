@@ -155,28 +155,22 @@ impl TakenSnapshot {
         prefix: &str,
         upload: &mut Upload<'_>,
     ) -> Result<SubtaskSnapshot, StateError> {
+        let Some(DeferredSnapshot::Native {
+            files,
+            states,
+            key_groups,
+        }) = self.keyed
+        else {
+            return self.complete_in_memory();
+        };
         let mut snapshot = self.base;
-        match self.keyed {
-            Some(DeferredSnapshot::Native {
-                files,
-                states,
-                key_groups,
-            }) => {
-                let stored = store_native(storage, checkpoint_id, prefix, &files, upload);
-                let _ = std::fs::remove_dir_all(&files.dir);
-                snapshot.native = Some(NativeState {
-                    states,
-                    files: stored?,
-                    key_groups,
-                });
-            }
-            Some(keyed) => {
-                for state in keyed.encode()? {
-                    snapshot.add_state(state);
-                }
-            }
-            None => {}
-        }
+        let stored = store_native(storage, checkpoint_id, prefix, &files, upload);
+        let _ = std::fs::remove_dir_all(&files.dir);
+        snapshot.native = Some(NativeState {
+            states,
+            files: stored?,
+            key_groups,
+        });
         Ok(snapshot)
     }
 
@@ -187,7 +181,8 @@ impl TakenSnapshot {
         }
     }
 
-    /// The snapshot, for storages without shared files.
+    /// The snapshot with its keyed part encoded as entries (storages
+    /// without shared files, final snapshots).
     pub fn complete_in_memory(self) -> Result<SubtaskSnapshot, StateError> {
         let mut snapshot = self.base;
         if let Some(keyed) = self.keyed {

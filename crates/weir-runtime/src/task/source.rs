@@ -204,26 +204,21 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
             }
             while let Some(message) = settings.next_message() {
                 match message {
-                    TaskMessage::TriggerStop { barrier, drain } => {
-                        // Drain: every event-time window and timer fires
-                        // before the savepoint's barrier.
-                        if drain && watermark < MAX_WATERMARK {
-                            watermark = MAX_WATERMARK;
-                            out.emit_watermark(MAX_WATERMARK)?;
-                        }
-                        halted = Some(barrier.checkpoint_id);
-                        let started = std::time::Instant::now();
-                        let position =
-                            guarded(at, || source.snapshot_position(barrier.checkpoint_id))?;
-                        ctx.acknowledge_checkpoint(&barrier, position, started);
-                        out.forward_control(Control::Barrier(barrier))?;
-                    }
                     TaskMessage::Terminate => {
                         // Stopped after a savepoint: no end of input.
                         guarded(at, || source.close())?;
                         return out.close();
                     }
-                    TaskMessage::Trigger(barrier) => {
+                    TaskMessage::Trigger(barrier) | TaskMessage::TriggerStop { barrier, .. } => {
+                        if let TaskMessage::TriggerStop { drain, .. } = message {
+                            // Drain: every event-time window and timer
+                            // fires before the savepoint's barrier.
+                            if drain && watermark < MAX_WATERMARK {
+                                watermark = MAX_WATERMARK;
+                                out.emit_watermark(MAX_WATERMARK)?;
+                            }
+                            halted = Some(barrier.checkpoint_id);
+                        }
                         // The position is taken between polls, so it names
                         // exactly the records emitted before the barrier.
                         let started = std::time::Instant::now();

@@ -178,6 +178,21 @@ impl<Op: TwoInputOperator> super::TimeDriven for TwoInputHead<Op> {
     }
 }
 
+/// Hands a checkpoint notice to the operator, then to what is chained
+/// after it.
+fn deliver<Op: TwoInputOperator>(
+    op: &mut Op,
+    out: &mut Output<Op::Out>,
+    at: &SubtaskName,
+    notice: CheckpointNotice,
+) -> Result<(), TaskError> {
+    guarded(at, || match notice {
+        CheckpointNotice::Complete(id) => op.notify_checkpoint_complete(id),
+        CheckpointNotice::Aborted(id) => op.notify_checkpoint_aborted(id),
+    })?;
+    out.notify_checkpoint(notice)
+}
+
 enum Either<A, B> {
     First(A),
     Second(B),
@@ -220,12 +235,7 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
                     | TaskMessage::TriggerStop { .. }
                     | TaskMessage::Final(_) => continue,
                 };
-                let op = &mut self.op;
-                guarded(&self.at, || match notice {
-                    CheckpointNotice::Complete(id) => op.notify_checkpoint_complete(id),
-                    CheckpointNotice::Aborted(id) => op.notify_checkpoint_aborted(id),
-                })?;
-                self.out.notify_checkpoint(notice)?;
+                deliver(&mut self.op, &mut self.out, &self.at, notice)?;
             }
             if flush.due() {
                 self.out.flush_buffers()?;
@@ -246,13 +256,7 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
         }
         self.out.forward_control(Control::EndOfInput)?;
         let (op, out, at) = (&mut self.op, &mut self.out, &self.at);
-        await_final_checkpoint(&self.settings, |notice| {
-            guarded(at, || match notice {
-                CheckpointNotice::Complete(id) => op.notify_checkpoint_complete(id),
-                CheckpointNotice::Aborted(id) => op.notify_checkpoint_aborted(id),
-            })?;
-            out.notify_checkpoint(notice)
-        })?;
+        await_final_checkpoint(&self.settings, |notice| deliver(op, out, at, notice))?;
         let op = &mut self.op;
         guarded(&self.at, || op.close())?;
         self.out.close()

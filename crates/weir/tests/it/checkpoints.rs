@@ -276,6 +276,16 @@ fn restarts_end_when_the_strategy_says_so() {
     assert_eq!(*failures.lock().expect("lock"), 2);
 }
 
+/// The largest count each key reached.
+fn max_per_key<'a>(counts: impl Iterator<Item = &'a (u64, u64)>) -> BTreeMap<u64, u64> {
+    let mut max: BTreeMap<u64, u64> = BTreeMap::new();
+    for (k, n) in counts {
+        let m = max.entry(*k).or_default();
+        *m = (*m).max(*n);
+    }
+    max
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("weir-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -347,12 +357,8 @@ fn a_retained_checkpoint_resumes_a_cancelled_job() {
     let second = counting_job(&env, records, 1e9, None);
     let result = env.execute("second").expect("resumes");
     assert!(result.checkpoints.restored.is_some());
-    let mut max: BTreeMap<u64, u64> = BTreeMap::new();
     let resumed = second.lock().expect("lock");
-    for (k, n) in resumed.iter() {
-        let m = max.entry(*k).or_default();
-        *m = (*m).max(*n);
-    }
+    let max = max_per_key(resumed.iter());
     assert!((resumed.len() as u64) < records, "it did not start over");
     assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -1054,11 +1060,7 @@ fn recovery_skips_a_corrupt_checkpoint_for_the_one_before() {
     let result = env.execute("corrupt").expect("recovers");
     let bad = corrupted.lock().expect("lock").expect("it corrupted one");
     assert_eq!(result.checkpoints.restored, Some(bad - 1));
-    let mut max: BTreeMap<u64, u64> = BTreeMap::new();
-    for (k, n) in out.lock().expect("lock").iter() {
-        let m = max.entry(*k).or_default();
-        *m = (*m).max(*n);
-    }
+    let max = max_per_key(out.lock().expect("lock").iter());
     assert!(max.values().all(|m| *m == 40_000 / KEYS), "{max:?}");
 }
 
@@ -1084,11 +1086,7 @@ fn a_checkpoint_restores_at_another_parallelism() {
         let result = env.execute("rescaled").expect("resumes");
         assert!(result.checkpoints.restored.is_some());
         let resumed = out.lock().expect("lock");
-        let mut max: BTreeMap<u64, u64> = BTreeMap::new();
-        for (k, n) in resumed.iter() {
-            let m = max.entry(*k).or_default();
-            *m = (*m).max(*n);
-        }
+        let max = max_per_key(resumed.iter());
         assert!((resumed.len() as u64) < records, "it started over");
         assert_eq!(max.len() as u64, KEYS);
         assert!(
@@ -1172,11 +1170,7 @@ fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
         env.set_from_savepoint(&newest);
         let out = counting_job(&env, records, 1e9, None);
         env.execute("resumed").expect("resumes");
-        let mut max: BTreeMap<u64, u64> = BTreeMap::new();
-        for (k, n) in out.lock().expect("lock").iter() {
-            let m = max.entry(*k).or_default();
-            *m = (*m).max(*n);
-        }
+        let max = max_per_key(out.lock().expect("lock").iter());
         assert_eq!(max.len() as u64, KEYS);
         assert!(
             max.values().all(|m| *m == records / KEYS),
@@ -1244,11 +1238,7 @@ fn a_savepoint_moves_and_resumes_at_another_parallelism() {
         env.set_from_savepoint(&moved);
         let out = counting_job(&env, records, 1e9, None);
         env.execute("resumed").expect("resumes");
-        let mut max: BTreeMap<u64, u64> = BTreeMap::new();
-        for (k, n) in out.lock().expect("lock").iter() {
-            let m = max.entry(*k).or_default();
-            *m = (*m).max(*n);
-        }
+        let max = max_per_key(out.lock().expect("lock").iter());
         assert_eq!(max.len() as u64, KEYS, "{backend}");
         assert!(
             max.values().all(|m| *m == records / KEYS),
@@ -1329,11 +1319,7 @@ fn stop_with_savepoint_ends_the_job_and_resumes_exactly() {
             records,
             "each record counted once"
         );
-        let mut max: BTreeMap<u64, u64> = BTreeMap::new();
-        for (k, n) in resumed.iter() {
-            let m = max.entry(*k).or_default();
-            *m = (*m).max(*n);
-        }
+        let max = max_per_key(resumed.iter());
         assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
