@@ -50,6 +50,7 @@ fn main() -> anyhow::Result<()> {
                     "map-state",
                     "rocksdb-value-state-10k",
                     "rocksdb-value-state-1m",
+                    "rocksdb-value-state-10m",
                     "rocksdb-map-state",
                 ]
             } else {
@@ -309,9 +310,13 @@ fn run_job(
         "value-state-10k" | "value-state-1m" | "map-state" => {
             state_job(&env, name, events);
         }
-        "rocksdb-value-state-10k" | "rocksdb-value-state-1m" | "rocksdb-map-state" => {
+        "rocksdb-value-state-10k"
+        | "rocksdb-value-state-1m"
+        | "rocksdb-value-state-10m"
+        | "rocksdb-map-state" => {
             let mut config = Configuration::new();
-            // Memory bounded by 8 MiB of block cache and 2 × 4 MiB buffers.
+            // Memory bounded by 8 MiB of block cache, 2 × 4 MiB buffers and
+            // the default 64 MiB write-back cache.
             config
                 .set("state.backend.type", "rocksdb")
                 .set("state.backend.rocksdb.block.cache-size", "8 mb")
@@ -450,10 +455,11 @@ fn state_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
             Ok(())
         }
     }
-    let keys: u64 = if name == "value-state-1m" {
-        1_000_000
-    } else {
-        KEYS
+    let keys: u64 = match name {
+        "value-state-1m" => 1_000_000,
+        // Ten times more state than the RocksDB write-back cache holds.
+        "value-state-10m" => 10_000_000,
+        _ => KEYS,
     };
     env.set_max_parallelism(4096);
     env.from_generator(events, move |i| Event {

@@ -44,6 +44,20 @@ pub fn encode_value<V: Serialize + ?Sized>(value: &V) -> Result<Vec<u8>, StateEr
     Ok(bytes)
 }
 
+/// Writes `value` as [`encode_value`] does into `buf` (cleared first),
+/// reusing its allocation.
+pub fn encode_value_into<V: Serialize + ?Sized>(
+    value: &V,
+    buf: &mut Vec<u8>,
+) -> Result<(), StateError> {
+    buf.clear();
+    buf.push(VALUE_FORMAT_VERSION);
+    let mut ser = rmp_serde::Serializer::new(&mut *buf).with_struct_map();
+    value
+        .serialize(&mut ser)
+        .map_err(|e| StateError::Codec(e.to_string()))
+}
+
 /// A value from bytes written by [`encode_value`].
 pub fn decode_value<V: DeserializeOwned>(bytes: &[u8]) -> Result<V, StateError> {
     match bytes.split_first() {

@@ -9,12 +9,13 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Serialize;
 
 use crate::clock::SharedClock;
-use crate::codec::{decode_value, encode_value};
+use crate::codec::{decode_value, encode_value_into};
 use crate::descriptor::StateKind;
 use crate::error::StateError;
 use crate::key_group::{KeyGroup, KeyGroupRange};
 use crate::snapshot::NativeFiles;
 use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
+use crate::write_back::WriteBackCache;
 
 /// Called for each entry of a scan, with its key and value.
 pub type ScanFn<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), StateError> + 'a;
@@ -34,7 +35,7 @@ pub trait KvStore: Send {
     fn delete(&mut self, key: &[u8]) -> Result<(), StateError>;
     /// Applies puts (`Some`) and deletes (`None`) together; stores with
     /// write batches override this.
-    fn write_batch(&mut self, ops: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), StateError> {
+    fn write_batch(&mut self, ops: &[(&[u8], Option<&[u8]>)]) -> Result<(), StateError> {
         for (key, value) in ops {
             match value {
                 Some(v) => self.put(key, v)?,
@@ -96,29 +97,9 @@ pub(crate) struct KvBackend {
     pub has_key: bool,
     pub tables: Vec<KvTable>,
     db_key: Vec<u8>,
-    /// Recently used values (encoded), in front of the store: reads of a
-    /// hot key skip the store, writes are batched. `dirty` entries are
-    /// written back, and the cache emptied, when it holds
-    /// `cache_capacity_bytes` of keys and values (evicting only part of it
-    /// measured slower), and before any scan.
-    cache: std::collections::HashMap<Vec<u8>, Cached, foldhash::fast::RandomState>,
-    cache_bytes: usize,
-    cache_capacity_bytes: usize,
-}
-
-struct Cached {
-    value: Option<Vec<u8>>,
-    dirty: bool,
-}
-
-/// Memory of a cache entry besides its key and value bytes (two vector
-/// headers, the hash-table slot, allocator rounding), so the limit bounds
-/// real memory.
-const ENTRY_OVERHEAD: usize = 96;
-
-/// Memory a cache entry accounts for.
-fn entry_bytes(key: &[u8], value: Option<&Vec<u8>>) -> usize {
-    ENTRY_OVERHEAD + key.len() + value.map_or(0, Vec::len)
+    /// Reused buffer of an encoded value.
+    value_buf: Vec<u8>,
+    cache: WriteBackCache,
 }
 
 fn prefix(id: usize, key_group: KeyGroup) -> [u8; 4] {
@@ -145,79 +126,15 @@ impl KvBackend {
             has_key: false,
             tables: Vec::new(),
             db_key: Vec::with_capacity(96),
-            cache: Default::default(),
-            cache_bytes: 0,
-            cache_capacity_bytes,
+            value_buf: Vec::with_capacity(64),
+            cache: WriteBackCache::new(cache_capacity_bytes),
         }
     }
 
-    /// Writes every dirty cached value back to the store and empties the
-    /// cache.
-    #[inline(never)]
+    /// Writes every dirty cached value back to the store, so that it holds
+    /// all state (before a scan or the store's own checkpoint).
     pub fn flush(&mut self) -> Result<(), StateError> {
-        self.cache_bytes = 0;
-        let mut ops: Vec<(Vec<u8>, Option<Vec<u8>>)> = std::mem::take(&mut self.cache)
-            .into_iter()
-            .filter(|(_, c)| c.dirty)
-            .map(|(k, c)| (k, c.value))
-            .collect();
-        if ops.is_empty() {
-            return Ok(());
-        }
-        // In key order, a sorted store (RocksDB's skip list) inserts each
-        // key next to the previous one instead of searching from the top.
-        ops.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.store.write_batch(&ops)
-    }
-
-    fn cached_get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
-        if let Some(c) = self.cache.get(key) {
-            return Ok(c.value.clone());
-        }
-        let value = self.store.get(key)?;
-        if self.cache_capacity_bytes > 0 {
-            self.make_room()?;
-            self.cache_bytes += entry_bytes(key, value.as_ref());
-            self.cache.insert(
-                key.to_vec(),
-                Cached {
-                    value: value.clone(),
-                    dirty: false,
-                },
-            );
-        }
-        Ok(value)
-    }
-
-    fn cached_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> Result<(), StateError> {
-        if self.cache_capacity_bytes == 0 {
-            return match value {
-                Some(v) => self.store.put(key, &v),
-                None => self.store.delete(key),
-            };
-        }
-        match self.cache.get_mut(key) {
-            Some(c) => {
-                self.cache_bytes -= entry_bytes(key, c.value.as_ref());
-                self.cache_bytes += entry_bytes(key, value.as_ref());
-                c.value = value;
-                c.dirty = true;
-            }
-            None => {
-                self.make_room()?;
-                self.cache_bytes += entry_bytes(key, value.as_ref());
-                self.cache
-                    .insert(key.to_vec(), Cached { value, dirty: true });
-            }
-        }
-        Ok(())
-    }
-
-    fn make_room(&mut self) -> Result<(), StateError> {
-        if self.cache_bytes >= self.cache_capacity_bytes {
-            self.flush()?;
-        }
-        Ok(())
+        self.cache.write_back(&mut *self.store)
     }
 
     pub fn register<V>(
@@ -287,14 +204,16 @@ impl KvBackend {
             .map(|files| (files, self.tables.iter().map(|t| t.name.clone()).collect())))
     }
 
-    fn db_key(&mut self, id: usize) -> Result<&[u8], StateError> {
+    /// Puts the store key of the current key's value of state `id` in
+    /// `db_key`.
+    fn set_db_key(&mut self, id: usize) -> Result<(), StateError> {
         if !self.has_key {
             return Err(StateError::NotKeyed(format!("#{id}")));
         }
         self.db_key.clear();
         self.db_key.extend_from_slice(&prefix(id, self.key_group));
         self.db_key.extend_from_slice(&self.key);
-        Ok(&self.db_key)
+        Ok(())
     }
 
     /// The current key's value of state `id`, applying TTL: a hidden expired
@@ -305,19 +224,26 @@ impl KvBackend {
         id: usize,
     ) -> Result<Option<V>, StateError> {
         let ttl = self.tables.get(id).and_then(|t| t.ttl);
-        let key = self.db_key(id)?.to_vec();
-        let Some(bytes) = self.cached_get(&key)? else {
+        self.set_db_key(id)?;
+        let Some((stamp, value)) =
+            self.cache
+                .read(&mut *self.store, &self.db_key, |bytes| match bytes {
+                    Some(b) => decode_value::<(i64, V)>(b).map(Some),
+                    None => Ok(None),
+                })??
+        else {
             return Ok(None);
         };
-        let (stamp, value): (i64, V) = decode_value(&bytes)?;
         if let Some(ttl) = ttl {
             let now = self.clock.now_ms();
             if ttl.is_expired(stamp, now) && ttl.visibility == StateVisibility::NeverReturnExpired {
-                self.cached_set(&key, None)?;
+                self.cache.write(&mut *self.store, &self.db_key, None)?;
                 return Ok(None);
             }
             if ttl.update_type == UpdateType::OnReadAndWrite && !ttl.is_expired(stamp, now) {
-                self.cached_set(&key, Some(encode_value(&(now, &value))?))?;
+                encode_value_into(&(now, &value), &mut self.value_buf)?;
+                self.cache
+                    .write(&mut *self.store, &self.db_key, Some(&self.value_buf))?;
             }
         }
         Ok(Some(value))
@@ -330,15 +256,16 @@ impl KvBackend {
         } else {
             0
         };
-        let bytes = encode_value(&(now, value))?;
-        let key = self.db_key(id)?.to_vec();
-        self.cached_set(&key, Some(bytes))
+        encode_value_into(&(now, value), &mut self.value_buf)?;
+        self.set_db_key(id)?;
+        self.cache
+            .write(&mut *self.store, &self.db_key, Some(&self.value_buf))
     }
 
     /// Removes the current key's value of state `id`.
     pub fn delete(&mut self, id: usize) -> Result<(), StateError> {
-        let key = self.db_key(id)?.to_vec();
-        self.cached_set(&key, None)
+        self.set_db_key(id)?;
+        self.cache.write(&mut *self.store, &self.db_key, None)
     }
 
     /// `(key, value)` of every key of state `id` in `key_group`.
@@ -376,7 +303,7 @@ impl KvBackend {
     ) -> Result<(), StateError> {
         let mut db_key = prefix(id, key_group).to_vec();
         db_key.extend_from_slice(key);
-        self.cached_set(&db_key, Some(value.to_vec()))
+        self.cache.write(&mut *self.store, &db_key, Some(value))
     }
 
     /// Number of keys of state `id`.
@@ -400,6 +327,7 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
+    use crate::write_back::ENTRY_OVERHEAD;
 
     /// A sorted in-memory store that records the time-to-live it is told.
     #[derive(Default)]
@@ -487,11 +415,10 @@ mod tests {
         for k in 0..20_000u64 {
             set_key(&mut b, k);
             b.write(id, &k)?;
-            peak = peak.max(b.cache_bytes);
+            peak = peak.max(b.cache.bytes());
         }
-        let one_entry = entry_bytes(&[0; 12], Some(&vec![0; 16]));
-        assert!(peak <= cap + one_entry, "cache grew to {peak} bytes");
-        assert!(b.cache.len() * ENTRY_OVERHEAD <= cap + one_entry);
+        assert!(peak <= cap, "cache grew to {peak} bytes");
+        assert!(b.cache.len() * ENTRY_OVERHEAD <= cap);
         // Every value survives eviction and write-back.
         for k in 0..20_000u64 {
             set_key(&mut b, k);

@@ -33,6 +33,7 @@ mod operator_state;
 pub mod snapshot;
 mod store;
 mod ttl;
+mod write_back;
 
 pub use checkpoint_storage::{
     CheckpointMetadata, CheckpointStorage, FsCheckpointStorage, LoadedCheckpoint,

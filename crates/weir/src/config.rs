@@ -35,12 +35,12 @@ pub mod keys {
     pub const STATE_BACKEND: &str = "state.backend.type";
     /// Working directory of RocksDB instances.
     pub const ROCKSDB_LOCAL_DIR: &str = "state.backend.rocksdb.localdir";
-    /// Block cache size per RocksDB instance (`64 mb`).
+    /// Block cache size per RocksDB instance (default `8 mb`).
     pub const ROCKSDB_BLOCK_CACHE: &str = "state.backend.rocksdb.block.cache-size";
-    /// Write buffer size per RocksDB instance (`4 mb`).
+    /// Write buffer size per RocksDB instance (default `4 mb`; two are kept).
     pub const ROCKSDB_WRITE_BUFFER: &str = "state.backend.rocksdb.writebuffer.size";
     /// Weir's own: size of the write-back cache in front of each RocksDB
-    /// instance (`4 mb`; `0` disables it).
+    /// instance (default `64 mb`; `0` disables it).
     pub const ROCKSDB_WRITE_BACK_CACHE: &str = "weir.state.rocksdb.write-back-cache.size";
     /// The options the RocksDB backend reads.
     pub const ROCKSDB_OPTIONS: [&str; 4] = [

@@ -1,0 +1,319 @@
+//! The write-back cache in front of a [`KvStore`]: recently used values,
+//! encoded, so reads of a warm key skip the store and writes reach it in
+//! sorted batches.
+//!
+//! Each entry is one allocation holding the store key and the value, reused
+//! when a new value has the same length (a counter's update allocates
+//! nothing). The cache is bounded in bytes, counting per-entry overhead, so
+//! the bound is real memory. When full, every dirty entry is written back
+//! in one batch in key order, and only entries read or written since the
+//! previous write-back stay, up to half the bound (a second-chance policy:
+//! hot keys survive, a scan over more keys than fit does not push them out).
+
+use hashbrown::HashTable;
+
+use crate::error::StateError;
+use crate::kv::KvStore;
+
+/// Memory of an entry besides its key and value bytes: the table slot and
+/// control byte at the table's load factor, the allocation's header and
+/// rounding.
+pub(crate) const ENTRY_OVERHEAD: usize = 56;
+
+/// Bytes of keys and values written back in one batch at most.
+const WRITE_BACK_BATCH_BYTES: usize = 1 << 20;
+
+const HAS_VALUE: u8 = 1;
+const DIRTY: u8 = 2;
+const REFERENCED: u8 = 4;
+
+struct Entry {
+    /// Store key, then value (empty when the key is known to be absent).
+    data: Box<[u8]>,
+    key_len: u32,
+    flags: u8,
+}
+
+impl Entry {
+    fn key(&self) -> &[u8] {
+        &self.data[..self.key_len as usize]
+    }
+
+    fn value(&self) -> Option<&[u8]> {
+        (self.flags & HAS_VALUE != 0).then(|| &self.data[self.key_len as usize..])
+    }
+
+    fn bytes(&self) -> usize {
+        ENTRY_OVERHEAD + self.data.len()
+    }
+
+    fn new(key: &[u8], value: Option<&[u8]>, flags: u8) -> Self {
+        let mut data = Vec::with_capacity(key.len() + value.map_or(0, <[u8]>::len));
+        data.extend_from_slice(key);
+        data.extend_from_slice(value.unwrap_or_default());
+        Entry {
+            data: data.into_boxed_slice(),
+            key_len: key.len() as u32,
+            flags: flags | if value.is_some() { HAS_VALUE } else { 0 },
+        }
+    }
+}
+
+/// A byte-bounded cache of encoded values in front of a store.
+pub(crate) struct WriteBackCache {
+    table: HashTable<Entry>,
+    hasher: foldhash::fast::RandomState,
+    bytes: usize,
+    capacity: usize,
+    dirty: usize,
+}
+
+impl WriteBackCache {
+    /// A cache of at most `capacity` bytes; 0 disables it (every access goes
+    /// to the store).
+    pub fn new(capacity: usize) -> Self {
+        WriteBackCache {
+            table: HashTable::new(),
+            hasher: Default::default(),
+            bytes: 0,
+            capacity,
+            dirty: 0,
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.capacity > 0
+    }
+
+    /// Bytes the cache accounts for.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Entries cached.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(key)
+    }
+
+    /// Runs `f` on the value of `key`, from the cache or else from the store
+    /// (and then caches it).
+    pub fn read<R>(
+        &mut self,
+        store: &mut dyn KvStore,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, StateError> {
+        if !self.enabled() {
+            return Ok(f(store.get(key)?.as_deref()));
+        }
+        let hash = self.hash(key);
+        if let Some(e) = self.table.find_mut(hash, |e| e.key() == key) {
+            e.flags |= REFERENCED;
+            return Ok(f(e.value()));
+        }
+        let value = store.get(key)?;
+        let r = f(value.as_deref());
+        self.insert(store, hash, Entry::new(key, value.as_deref(), 0))?;
+        Ok(r)
+    }
+
+    /// Sets (`Some`) or deletes (`None`) the value of `key`; the store sees
+    /// it when the entry is written back.
+    pub fn write(
+        &mut self,
+        store: &mut dyn KvStore,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(), StateError> {
+        if !self.enabled() {
+            return match value {
+                Some(v) => store.put(key, v),
+                None => store.delete(key),
+            };
+        }
+        let hash = self.hash(key);
+        if let Some(e) = self.table.find_mut(hash, |e| e.key() == key) {
+            if e.flags & DIRTY == 0 {
+                self.dirty += 1;
+            }
+            let new_len = key.len() + value.map_or(0, <[u8]>::len);
+            if e.data.len() == new_len {
+                e.data[key.len()..].copy_from_slice(value.unwrap_or_default());
+                e.flags = REFERENCED | DIRTY | if value.is_some() { HAS_VALUE } else { 0 };
+            } else {
+                self.bytes -= e.bytes();
+                *e = Entry::new(key, value, REFERENCED | DIRTY);
+                self.bytes += e.bytes();
+            }
+            return Ok(());
+        }
+        self.insert(store, hash, Entry::new(key, value, DIRTY))?;
+        // After the insert: it may have written back (and counted) the rest.
+        self.dirty += 1;
+        Ok(())
+    }
+
+    fn insert(
+        &mut self,
+        store: &mut dyn KvStore,
+        hash: u64,
+        entry: Entry,
+    ) -> Result<(), StateError> {
+        if self.bytes + entry.bytes() > self.capacity {
+            self.evict(store)?;
+        }
+        self.bytes += entry.bytes();
+        let hasher = &self.hasher;
+        self.table.insert_unique(hash, entry, |e| {
+            use std::hash::BuildHasher;
+            hasher.hash_one(e.key())
+        });
+        Ok(())
+    }
+
+    /// Writes every dirty entry back to the store, in key order (a sorted
+    /// store inserts each next to the previous one), and marks them clean.
+    pub fn write_back(&mut self, store: &mut dyn KvStore) -> Result<(), StateError> {
+        if self.dirty == 0 {
+            return Ok(());
+        }
+        let mut ops: Vec<&mut Entry> = self
+            .table
+            .iter_mut()
+            .filter(|e| e.flags & DIRTY != 0)
+            .collect();
+        ops.sort_unstable_by(|a, b| a.key().cmp(b.key()));
+        // In batches of about a memtable's worth or less: one batch goes into
+        // one memtable whole, however big.
+        let mut batch: Vec<(&[u8], Option<&[u8]>)> = Vec::new();
+        let mut batch_bytes = 0;
+        for e in &ops {
+            batch.push((e.key(), e.value()));
+            batch_bytes += e.data.len();
+            if batch_bytes >= WRITE_BACK_BATCH_BYTES {
+                store.write_batch(&batch)?;
+                batch.clear();
+                batch_bytes = 0;
+            }
+        }
+        if !batch.is_empty() {
+            store.write_batch(&batch)?;
+        }
+        drop(batch);
+        for e in ops {
+            e.flags &= !DIRTY;
+        }
+        self.dirty = 0;
+        Ok(())
+    }
+
+    /// Writes back, then keeps only entries used since the last eviction,
+    /// up to half the bound.
+    fn evict(&mut self, store: &mut dyn KvStore) -> Result<(), StateError> {
+        self.write_back(store)?;
+        let keep = self.capacity / 2;
+        let mut kept = 0;
+        self.table.retain(|e| {
+            let used = e.flags & REFERENCED != 0;
+            e.flags &= !REFERENCED;
+            if used && kept + e.bytes() <= keep {
+                kept += e.bytes();
+                true
+            } else {
+                false
+            }
+        });
+        self.bytes = kept;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::kv::ScanFn;
+
+    /// A sorted store counting the reads that reach it.
+    #[derive(Default)]
+    struct Store {
+        map: BTreeMap<Vec<u8>, Vec<u8>>,
+        gets: usize,
+    }
+
+    impl KvStore for Store {
+        fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
+            self.gets += 1;
+            Ok(self.map.get(key).cloned())
+        }
+        fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
+            self.map.insert(key.to_vec(), value.to_vec());
+            Ok(())
+        }
+        fn delete(&mut self, key: &[u8]) -> Result<(), StateError> {
+            self.map.remove(key);
+            Ok(())
+        }
+        fn scan_prefix(&mut self, _: &[u8], _: &mut ScanFn<'_>) -> Result<(), StateError> {
+            Ok(())
+        }
+    }
+
+    fn key(i: u32) -> [u8; 4] {
+        i.to_be_bytes()
+    }
+
+    /// A key used between two evictions survives the second one; a scan of
+    /// more keys than fit goes through without pushing it out.
+    #[test]
+    fn hot_keys_survive_a_scan() -> Result<(), StateError> {
+        let mut store = Store::default();
+        let cap = 100 * (ENTRY_OVERHEAD + 8);
+        let mut cache = WriteBackCache::new(cap);
+        cache.write(&mut store, &key(0), Some(b"hot!"))?;
+        for i in 1..2_000 {
+            cache.write(&mut store, &key(i), Some(b"cold"))?;
+            // The hot key is read all along.
+            assert_eq!(
+                cache.read(&mut store, &key(0), |v| v.map(<[u8]>::to_vec))?,
+                Some(b"hot!".to_vec())
+            );
+            assert!(cache.bytes() <= cap);
+        }
+        assert_eq!(store.gets, 0, "the hot key was evicted");
+        // Every cold value reached the store or is still cached.
+        cache.write_back(&mut store)?;
+        assert_eq!(store.map.len(), 2_000);
+        Ok(())
+    }
+
+    /// Updates of equal length reuse the entry; a delete is written back as
+    /// a delete; a known-absent key is not read from the store twice.
+    #[test]
+    fn updates_deletes_and_absent_keys() -> Result<(), StateError> {
+        let mut store = Store::default();
+        store.put(&key(1), b"old")?;
+        let mut cache = WriteBackCache::new(1 << 20);
+        assert!(cache.read(&mut store, &key(2), |v| v.is_none())?);
+        assert!(cache.read(&mut store, &key(2), |v| v.is_none())?);
+        assert_eq!(store.gets, 1);
+        cache.write(&mut store, &key(1), Some(b"new"))?;
+        cache.write(&mut store, &key(1), Some(b"newer"))?;
+        assert_eq!(store.map.get(&key(1)[..]), Some(&b"old".to_vec()));
+        cache.write_back(&mut store)?;
+        assert_eq!(store.map.get(&key(1)[..]), Some(&b"newer".to_vec()));
+        cache.write(&mut store, &key(1), None)?;
+        cache.write_back(&mut store)?;
+        assert!(store.map.is_empty());
+        assert!(cache.read(&mut store, &key(1), |v| v.is_none())?);
+        Ok(())
+    }
+}
