@@ -35,7 +35,8 @@ use std::collections::HashMap;
 use weir_state::snapshot::KeyedStateSnapshot;
 use weir_state::{
     stored_state_id, ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, NativeFiles,
-    NativeFormat, NativeRestore, ScanFn, SharedClock, StateBackend, StateError, StateTtlConfig,
+    NativeFormat, NativeRestore, PortableEntries, PortableEntry, ScanFn, SharedClock, StateBackend,
+    StateError, StateTtlConfig,
 };
 
 /// Options of the RocksDB backend (Flink's `state.backend.rocksdb.*`).
@@ -127,17 +128,23 @@ impl NativeFormat for RocksDbStateBackend {
                 entries: Vec::new(),
             })
             .collect();
+        // Map entries come back as one portable map value per key.
+        let mut gather = PortableEntries::default();
+        let mut entries = Vec::new();
+        let mut place = |entries: &mut Vec<PortableEntry>| {
+            for (id, kg, key, value) in entries.drain(..) {
+                if let Some(state) = states.get_mut(usize::from(id)) {
+                    state.entries.push((kg.0, key, value));
+                }
+            }
+        };
         for item in store.db()?.iterator(IteratorMode::Start) {
             let (k, v) = item.map_err(storage_error)?;
-            if k.len() < 4 {
-                continue;
-            }
-            let id = usize::from(u16::from_be_bytes([k[0], k[1]]));
-            let kg = u32::from(u16::from_be_bytes([k[2], k[3]]));
-            if let Some(state) = states.get_mut(id) {
-                state.entries.push((kg, k[4..].to_vec(), v.to_vec()));
-            }
+            gather.push(&k, &v, &mut entries)?;
+            place(&mut entries);
         }
+        gather.finish(&mut entries);
+        place(&mut entries);
         Ok(states)
     }
 }

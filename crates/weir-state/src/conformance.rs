@@ -258,6 +258,57 @@ macro_rules! keyed_state_conformance {
             }
 
             #[test]
+            fn maps_of_keys_stay_apart_through_clear_and_rescaling() -> Result<(), StateError> {
+                type Field = (String, u8);
+                let desc = || MapStateDescriptor::<Field, u64>::new("fields");
+                let field = |i: u64| (format!("f{}", i % 7), (i % 3) as u8);
+                let one = store(key_group_range_for_operator(128, 1, 0));
+                let m = one.map_state(&desc())?;
+                for k in 0..100u64 {
+                    one.set_current_key(&k)?;
+                    for i in 0..k % 5 {
+                        m.put(field(i), k * 100 + i)?;
+                    }
+                }
+                // Clearing one key's map leaves its neighbours' maps.
+                one.set_current_key(&4u64)?;
+                m.clear()?;
+                assert!(m.is_empty()?);
+                one.set_current_key(&3u64)?;
+                assert_eq!(m.get(&field(2))?, Some(302));
+                let halves: Vec<KeyedStateStore> = (0..2)
+                    .map(|i| store(key_group_range_for_operator(128, 2, i)))
+                    .collect();
+                let handles = halves
+                    .iter()
+                    .map(|h| h.map_state(&desc()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                for kg in 0..128 {
+                    for entry in one.snapshot_key_group($crate::KeyGroup(kg))? {
+                        for h in &halves {
+                            h.restore(&entry)?;
+                        }
+                    }
+                }
+                for k in 0..100u64 {
+                    let kg = $crate::assign_to_key_group(&k, 128);
+                    let owner = $crate::operator_index_for_key_group(128, 2, kg) as usize;
+                    halves[owner].set_current_key(&k)?;
+                    let mut entries = handles[owner].entries()?;
+                    entries.sort_by_key(|(_, v)| *v);
+                    let expected: Vec<(Field, u64)> = if k == 4 {
+                        Vec::new()
+                    } else {
+                        (0..k % 5).map(|i| (field(i), k * 100 + i)).collect()
+                    };
+                    assert_eq!(entries, expected, "key {k}");
+                }
+                // Keys with a non-empty map (k % 5 != 0), but not key 4.
+                assert_eq!(halves[0].len("fields")? + halves[1].len("fields")?, 79);
+                Ok(())
+            }
+
+            #[test]
             fn reducing_and_aggregating_state_fold() -> Result<(), StateError> {
                 let s = store(all_groups());
                 let r =

@@ -3,7 +3,8 @@
 //! Layout of a store key: `state id (2 bytes, big endian) | key group
 //! (2 bytes, big endian) | encoded key`, so one state's key-group range is
 //! one contiguous scan. A value is the versioned encoding of `(ttl stamp,
-//! value)`. List and map state keep a key's whole list or map in one value.
+//! value)`. List state keeps a key's whole list in one value; map state
+//! keeps one store entry per map entry (see [`crate::map_layout`]).
 
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Serialize;
@@ -13,6 +14,7 @@ use crate::codec::{decode_value, encode_value_into};
 use crate::descriptor::StateKind;
 use crate::error::StateError;
 use crate::key_group::{KeyGroup, KeyGroupRange};
+use crate::map_layout::{entries_prefix, group_prefix, split_portable, PortableEntries};
 use crate::snapshot::NativeFiles;
 use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 use crate::write_back::WriteBackCache;
@@ -268,7 +270,107 @@ impl KvBackend {
         self.cache.write(&mut *self.store, &self.db_key, None)
     }
 
-    /// `(key, value)` of every key of state `id` in `key_group`.
+    /// Puts the store key of the current key's entry `map_key` of map state
+    /// `id` in `db_key`.
+    fn set_entry_key<K: Serialize + ?Sized>(
+        &mut self,
+        id: usize,
+        map_key: &K,
+    ) -> Result<(), StateError> {
+        if !self.has_key {
+            return Err(StateError::NotKeyed(format!("#{id}")));
+        }
+        entries_prefix(id, self.key_group, &self.key, &mut self.db_key)?;
+        encode_map_key(map_key, &mut self.db_key)
+    }
+
+    /// The current key's entry `map_key` of map state `id`: its stamp and
+    /// value.
+    pub fn map_get<K: Serialize + ?Sized, V: DeserializeOwned>(
+        &mut self,
+        id: usize,
+        map_key: &K,
+    ) -> Result<Option<(i64, V)>, StateError> {
+        self.set_entry_key(id, map_key)?;
+        self.cache.read(&mut *self.store, &self.db_key, |bytes| {
+            bytes.map(decode_value::<(i64, V)>).transpose()
+        })?
+    }
+
+    /// Sets the current key's entry `map_key` of map state `id`.
+    pub fn map_put<K: Serialize + ?Sized, V: Serialize>(
+        &mut self,
+        id: usize,
+        map_key: &K,
+        stamp: i64,
+        value: &V,
+    ) -> Result<(), StateError> {
+        encode_value_into(&(stamp, value), &mut self.value_buf)?;
+        self.set_entry_key(id, map_key)?;
+        self.cache
+            .write_tracked(&mut *self.store, &self.db_key, Some(&self.value_buf))
+    }
+
+    /// Removes the current key's entry `map_key` of map state `id`.
+    pub fn map_remove<K: Serialize + ?Sized>(
+        &mut self,
+        id: usize,
+        map_key: &K,
+    ) -> Result<(), StateError> {
+        self.set_entry_key(id, map_key)?;
+        self.cache
+            .write_tracked(&mut *self.store, &self.db_key, None)
+    }
+
+    /// Every entry of the current key's map state `id`: key, stamp, value.
+    pub fn map_entries<K: DeserializeOwned, V: DeserializeOwned>(
+        &mut self,
+        id: usize,
+    ) -> Result<Vec<(K, i64, V)>, StateError> {
+        if !self.has_key {
+            return Err(StateError::NotKeyed(format!("#{id}")));
+        }
+        self.cache.write_back_tracked(&mut *self.store)?;
+        let mut prefix = Vec::new();
+        entries_prefix(id, self.key_group, &self.key, &mut prefix)?;
+        let mut out = Vec::new();
+        self.store.scan_prefix(&prefix, &mut |k, v| {
+            let map_key: K = rmp_serde::from_slice(&k[prefix.len()..])
+                .map_err(|e| StateError::Codec(e.to_string()))?;
+            let (stamp, value): (i64, V) = decode_value(v)?;
+            out.push((map_key, stamp, value));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Removes the current key's whole map state `id`.
+    pub fn map_clear(&mut self, id: usize) -> Result<(), StateError> {
+        if !self.has_key {
+            return Err(StateError::NotKeyed(format!("#{id}")));
+        }
+        self.cache.write_back_tracked(&mut *self.store)?;
+        let mut prefix = Vec::new();
+        entries_prefix(id, self.key_group, &self.key, &mut prefix)?;
+        let mut keys = Vec::new();
+        self.store.scan_prefix(&prefix, &mut |k, _| {
+            keys.push(k.to_vec());
+            Ok(())
+        })?;
+        for key in keys {
+            self.cache.write_tracked(&mut *self.store, &key, None)?;
+        }
+        Ok(())
+    }
+
+    fn is_map(&self, id: usize) -> bool {
+        self.tables
+            .get(id)
+            .is_some_and(|t| t.kind == StateKind::Map)
+    }
+
+    /// `(key, value)` of every key of state `id` in `key_group`, maps in
+    /// their portable form (see [`crate::map_layout`]).
     pub fn snapshot(&mut self, id: usize, key_group: KeyGroup) -> Result<Pairs, StateError> {
         let skip = self
             .tables
@@ -276,24 +378,39 @@ impl KvBackend {
             .and_then(|t| t.ttl)
             .filter(|t| t.cleanup_full_snapshot);
         let now = self.clock.now_ms();
-        let mut out = Vec::new();
+        let expired = |v: &[u8]| -> Result<bool, StateError> {
+            Ok(match skip {
+                Some(ttl) => ttl.is_expired(ttl_stamp(v)?, now),
+                None => false,
+            })
+        };
         // The store must hold every value before it is scanned.
         self.flush()?;
+        if self.is_map(id) {
+            let mut gather = PortableEntries::default();
+            let mut entries = Vec::new();
+            self.store
+                .scan_prefix(&group_prefix(id, key_group), &mut |k, v| {
+                    if !expired(v)? {
+                        gather.push(k, v, &mut entries)?;
+                    }
+                    Ok(())
+                })?;
+            gather.finish(&mut entries);
+            return Ok(entries.into_iter().map(|(_, _, k, v)| (k, v)).collect());
+        }
+        let mut out = Vec::new();
         self.store
             .scan_prefix(&prefix(id, key_group), &mut |k, v| {
-                if let Some(ttl) = skip {
-                    let (stamp, _): (i64, IgnoredAny) = decode_value(v)?;
-                    if ttl.is_expired(stamp, now) {
-                        return Ok(());
-                    }
+                if !expired(v)? {
+                    out.push((k[4..].to_vec(), v.to_vec()));
                 }
-                out.push((k[4..].to_vec(), v.to_vec()));
                 Ok(())
             })?;
         Ok(out)
     }
 
-    /// Puts back an entry of state `id`.
+    /// Puts back an entry of state `id` (a map in its portable form).
     pub fn restore(
         &mut self,
         id: usize,
@@ -301,7 +418,19 @@ impl KvBackend {
         key: &[u8],
         value: &[u8],
     ) -> Result<(), StateError> {
-        let mut db_key = prefix(id, key_group).to_vec();
+        let mut db_key = Vec::with_capacity(key.len() + 16);
+        if self.is_map(id) {
+            entries_prefix(id, key_group, key, &mut db_key)?;
+            let len = db_key.len();
+            for (map_key, stored) in split_portable(value)? {
+                db_key.truncate(len);
+                db_key.extend_from_slice(map_key);
+                self.cache
+                    .write_tracked(&mut *self.store, &db_key, Some(&stored))?;
+            }
+            return Ok(());
+        }
+        db_key.extend_from_slice(&prefix(id, key_group));
         db_key.extend_from_slice(key);
         self.cache.write(&mut *self.store, &db_key, Some(value))
     }
@@ -311,12 +440,34 @@ impl KvBackend {
         self.flush()?;
         let mut n = 0;
         let id_prefix = (id as u16).to_be_bytes();
-        self.store.scan_prefix(&id_prefix, &mut |_, _| {
-            n += 1;
+        let mut gather = PortableEntries::default();
+        let mut maps = Vec::new();
+        self.store.scan_prefix(&id_prefix, &mut |k, v| {
+            if self
+                .tables
+                .get(id)
+                .is_some_and(|t| t.kind == StateKind::Map)
+            {
+                gather.push(k, v, &mut maps)?;
+                // Only the count is wanted.
+                n += maps.len();
+                maps.clear();
+            } else {
+                n += 1;
+            }
             Ok(())
         })?;
-        Ok(n)
+        gather.finish(&mut maps);
+        Ok(n + maps.len())
     }
+}
+
+/// Writes a map key after `buf`'s contents as MessagePack (structs as
+/// maps), as the portable form of a map writes it.
+fn encode_map_key<K: Serialize + ?Sized>(key: &K, buf: &mut Vec<u8>) -> Result<(), StateError> {
+    let mut ser = rmp_serde::Serializer::new(buf).with_struct_map();
+    key.serialize(&mut ser)
+        .map_err(|e| StateError::Codec(e.to_string()))
 }
 
 #[cfg(test)]
@@ -424,6 +575,34 @@ mod tests {
             set_key(&mut b, k);
             assert_eq!(b.read::<u64>(id)?, Some(k));
         }
+        Ok(())
+    }
+
+    /// A map is stored one store entry per map entry: a put writes one
+    /// entry, not the map.
+    #[test]
+    fn map_entries_are_stored_one_by_one() -> Result<(), StateError> {
+        let mut b = backend(0);
+        let id = b.register::<()>("m", StateKind::Map, None)?;
+        set_key(&mut b, 7);
+        for i in 0..1_000u32 {
+            b.map_put(id, &i, 0, &format!("v{i}"))?;
+        }
+        set_key(&mut b, 8);
+        b.map_put(id, &0u32, 0, &"other key".to_string())?;
+        set_key(&mut b, 7);
+        b.map_put(id, &5u32, 0, &"five".to_string())?;
+        assert_eq!(b.map_get::<u32, String>(id, &5)?, Some((0, "five".into())));
+        assert_eq!(b.map_entries::<u32, String>(id)?.len(), 1_000);
+        assert_eq!(b.len(id)?, 2);
+        let mut stored = 0;
+        b.store
+            .scan_prefix(&(id as u16).to_be_bytes(), &mut |_, v| {
+                stored += 1;
+                assert!(v.len() < 32, "a stored value of {} bytes", v.len());
+                Ok(())
+            })?;
+        assert_eq!(stored, 1_001);
         Ok(())
     }
 }

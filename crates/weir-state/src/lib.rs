@@ -29,6 +29,7 @@ mod heap;
 mod key_bytes;
 mod key_group;
 mod kv;
+mod map_layout;
 mod operator_state;
 pub mod snapshot;
 mod store;
@@ -51,6 +52,7 @@ pub use key_group::{
     KeyGroupRange, StableHash, DEFAULT_MAX_PARALLELISM, KEY_HASH_SEED, MAX_MAX_PARALLELISM,
 };
 pub use kv::{stored_state_id, ttl_stamp, KvStore, ScanFn};
+pub use map_layout::{PortableEntries, PortableEntry};
 pub use operator_state::{
     OperatorListState, OperatorStateSnapshot, OperatorStateStore, Redistribution,
 };

@@ -958,11 +958,42 @@ impl<K, V> Clone for MapState<K, V> {
 }
 
 impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
+    /// Runs `f` with a key-value backend (which keeps one store entry per
+    /// map entry) and the state's id; `None` on the heap backend.
+    fn on_kv<R>(
+        &self,
+        f: impl FnOnce(&mut KvBackend, usize) -> Result<R, StateError>,
+    ) -> Result<Option<R>, StateError> {
+        match &mut *self.handle.store.lock()? {
+            Backend::Kv(k) => f(k, self.handle.id).map(Some),
+            Backend::Heap(_) => Ok(None),
+        }
+    }
+
     /// The live entries, as `f` wants them; with `OnReadAndWrite` the
     /// entries read start a new life.
     fn read<R>(&self, f: impl Fn(&K, &V) -> Option<R>) -> Result<Vec<R>, StateError> {
         let now = self.ttl.now(&self.handle.store)?;
         let ttl = self.ttl;
+        let kv = self.on_kv(|kv, id| {
+            let mut out = Vec::new();
+            for (key, stamp, value) in kv.map_entries::<K, V>(id)? {
+                if ttl.touch_on_read() {
+                    if ttl.expired(stamp, now) {
+                        kv.map_remove(id, &key)?;
+                    } else if let Some(r) = f(&key, &value) {
+                        kv.map_put(id, &key, now, &value)?;
+                        out.push(r);
+                    }
+                } else if !ttl.hidden(stamp, now) {
+                    out.extend(f(&key, &value));
+                }
+            }
+            Ok(out)
+        })?;
+        if let Some(out) = kv {
+            return Ok(out);
+        }
         if ttl.touch_on_read() {
             let mut out = Vec::new();
             self.handle.update(|old| {
@@ -991,6 +1022,27 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
 
     /// The value under `key` in the current key's map.
     pub fn get(&self, key: &K) -> Result<Option<V>, StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
+        let ttl = self.ttl;
+        let kv = self.on_kv(|kv, id| {
+            let Some((stamp, value)) = kv.map_get::<K, V>(id, key)? else {
+                return Ok(None);
+            };
+            if ttl.touch_on_read() {
+                if ttl.expired(stamp, now) {
+                    kv.map_remove(id, key)?;
+                    return Ok(None);
+                }
+                kv.map_put(id, key, now, &value)?;
+            } else if ttl.hidden(stamp, now) {
+                kv.map_remove(id, key)?;
+                return Ok(None);
+            }
+            Ok(Some(value))
+        })?;
+        if let Some(value) = kv {
+            return Ok(value);
+        }
         if self.ttl.ttl.is_none() {
             return self
                 .handle
@@ -1005,6 +1057,12 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
     /// Puts `value` under `key`.
     pub fn put(&self, key: K, value: V) -> Result<(), StateError> {
         let now = self.ttl.now(&self.handle.store)?;
+        if self
+            .on_kv(|kv, id| kv.map_put(id, &key, now, &value))?
+            .is_some()
+        {
+            return Ok(());
+        }
         self.handle.modify_or_insert(
             HashMap::new,
             |m| {
@@ -1017,6 +1075,12 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
     /// Puts every entry.
     pub fn put_all(&self, entries: impl IntoIterator<Item = (K, V)>) -> Result<(), StateError> {
         let now = self.ttl.now(&self.handle.store)?;
+        if matches!(&*self.handle.store.lock()?, Backend::Kv(_)) {
+            for (key, value) in entries {
+                self.on_kv(|kv, id| kv.map_put(id, &key, now, &value))?;
+            }
+            return Ok(());
+        }
         self.handle.update(|old| {
             let mut map = old.unwrap_or_default();
             map.extend(entries.into_iter().map(|(k, v)| (k, (now, v))));
@@ -1026,6 +1090,9 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
 
     /// Removes `key`.
     pub fn remove(&self, key: &K) -> Result<(), StateError> {
+        if self.on_kv(|kv, id| kv.map_remove(id, key))?.is_some() {
+            return Ok(());
+        }
         self.handle.update(|old| {
             let mut map = old?;
             map.remove(key);
@@ -1060,6 +1127,9 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
 
     /// Removes the current key's map.
     pub fn clear(&self) -> Result<(), StateError> {
+        if self.on_kv(|kv, id| kv.map_clear(id))?.is_some() {
+            return Ok(());
+        }
         self.handle.update(|_| None)
     }
 }

@@ -66,6 +66,12 @@ pub(crate) struct WriteBackCache {
     bytes: usize,
     capacity: usize,
     dirty: usize,
+    /// Keys of dirty entries written with [`write_tracked`]: their state is
+    /// scanned by prefix, so they are written back before such a scan
+    /// without writing back everything.
+    ///
+    /// [`write_tracked`]: WriteBackCache::write_tracked
+    tracked: Vec<Box<[u8]>>,
 }
 
 impl WriteBackCache {
@@ -78,6 +84,7 @@ impl WriteBackCache {
             bytes: 0,
             capacity,
             dirty: 0,
+            tracked: Vec::new(),
         }
     }
 
@@ -160,6 +167,52 @@ impl WriteBackCache {
         Ok(())
     }
 
+    /// [`write`](Self::write), remembering the key for
+    /// [`write_back_tracked`](Self::write_back_tracked).
+    pub fn write_tracked(
+        &mut self,
+        store: &mut dyn KvStore,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(), StateError> {
+        let hash = self.hash(key);
+        let was_dirty = self
+            .table
+            .find(hash, |e| e.key() == key)
+            .is_some_and(|e| e.flags & DIRTY != 0);
+        self.write(store, key, value)?;
+        if self.enabled() && !was_dirty {
+            self.tracked.push(key.into());
+        }
+        Ok(())
+    }
+
+    /// Writes back the dirty entries written with
+    /// [`write_tracked`](Self::write_tracked).
+    pub fn write_back_tracked(&mut self, store: &mut dyn KvStore) -> Result<(), StateError> {
+        if self.tracked.is_empty() {
+            return Ok(());
+        }
+        let mut ops: Vec<(Box<[u8]>, Option<Vec<u8>>)> = Vec::with_capacity(self.tracked.len());
+        for key in std::mem::take(&mut self.tracked) {
+            let hash = self.hash(&key);
+            if let Some(e) = self.table.find_mut(hash, |e| e.key() == &*key) {
+                if e.flags & DIRTY != 0 {
+                    e.flags &= !DIRTY;
+                    self.dirty -= 1;
+                    ops.push((key, e.value().map(<[u8]>::to_vec)));
+                }
+            }
+        }
+        ops.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for chunk in ops.chunks(4096) {
+            let batch: Vec<(&[u8], Option<&[u8]>)> =
+                chunk.iter().map(|(k, v)| (&**k, v.as_deref())).collect();
+            store.write_batch(&batch)?;
+        }
+        Ok(())
+    }
+
     fn insert(
         &mut self,
         store: &mut dyn KvStore,
@@ -181,6 +234,7 @@ impl WriteBackCache {
     /// Writes every dirty entry back to the store, in key order (a sorted
     /// store inserts each next to the previous one), and marks them clean.
     pub fn write_back(&mut self, store: &mut dyn KvStore) -> Result<(), StateError> {
+        self.tracked.clear();
         if self.dirty == 0 {
             return Ok(());
         }

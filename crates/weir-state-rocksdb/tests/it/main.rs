@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use weir_state::{KeyGroupRange, ManualClock, StateError, ValueStateDescriptor};
+use weir_state::{
+    KeyGroupRange, KeyedStateStore, ManualClock, MapStateDescriptor, StateError,
+    ValueStateDescriptor,
+};
 use weir_state_rocksdb::RocksDbStateBackend;
 
 #[test]
@@ -38,5 +41,85 @@ fn state_far_larger_than_the_memory_limits_reads_back() -> Result<(), StateError
         assert_eq!(v.map(|s| s.len()), Some(VALUE_BYTES));
     }
     assert_eq!(store.len("blob")?, KEYS as usize);
+    Ok(())
+}
+
+fn small_store() -> Result<KeyedStateStore, StateError> {
+    let mut backend = RocksDbStateBackend::new(std::env::temp_dir());
+    backend.block_cache_bytes = 1 << 20;
+    backend.write_buffer_bytes = 1 << 20;
+    backend.cache_bytes = 1 << 20;
+    backend.open(
+        128,
+        KeyGroupRange { start: 0, end: 127 },
+        Arc::new(ManualClock::new(0)),
+    )
+}
+
+/// One key's map of 50 MB, far beyond the caches: its entries are stored
+/// one by one, so a get or put touches one entry, never the whole map.
+#[test]
+fn a_map_larger_than_the_memory_limits_is_used_entry_by_entry() -> Result<(), StateError> {
+    const ENTRIES: u64 = 50_000;
+    let store = small_store()?;
+    let map = store.map_state(&MapStateDescriptor::<u64, String>::new("big"))?;
+    store.set_current_key("one key")?;
+    let value = |i: u64| format!("{i:08}{}", "y".repeat(992));
+    for i in 0..ENTRIES {
+        map.put(i, value(i))?;
+    }
+    let started = std::time::Instant::now();
+    for i in (0..ENTRIES).step_by(97) {
+        assert_eq!(map.get(&i)?, Some(value(i)), "entry {i}");
+        map.put(i, "changed".into())?;
+    }
+    // Reading or rewriting a 50 MB value per access would take minutes.
+    eprintln!("{} gets and puts in {:?}", ENTRIES / 97, started.elapsed());
+    assert_eq!(map.get(&97)?, Some("changed".to_string()));
+    assert_eq!(map.get(&98)?, Some(value(98)));
+    assert_eq!(map.keys()?.len(), ENTRIES as usize);
+    store.set_current_key("another key")?;
+    assert!(map.is_empty()?);
+    Ok(())
+}
+
+/// Map snapshots are portable: RocksDB's per-entry maps restore into the
+/// heap backend and back, with their entries and per-entry stamps.
+#[test]
+fn map_snapshots_move_between_backends() -> Result<(), StateError> {
+    use weir_state::KeyGroup;
+    let desc = || MapStateDescriptor::<String, Vec<u32>>::new("m");
+    let rocks = small_store()?;
+    let m = rocks.map_state(&desc())?;
+    for k in 0..50u32 {
+        rocks.set_current_key(&k)?;
+        for i in 0..k % 4 {
+            m.put(format!("e{i}"), vec![k, i])?;
+        }
+    }
+    let heap = KeyedStateStore::heap(128, KeyGroupRange { start: 0, end: 127 });
+    let hm = heap.map_state(&desc())?;
+    let again = small_store()?;
+    let am = again.map_state(&desc())?;
+    for kg in 0..128 {
+        for entry in rocks.snapshot_key_group(KeyGroup(kg))? {
+            heap.restore(&entry)?;
+        }
+    }
+    for kg in 0..128 {
+        for entry in heap.snapshot_key_group(KeyGroup(kg))? {
+            again.restore(&entry)?;
+        }
+    }
+    for k in 0..50u32 {
+        let expected: Vec<(String, Vec<u32>)> =
+            (0..k % 4).map(|i| (format!("e{i}"), vec![k, i])).collect();
+        for (store, map) in [(&heap, &hm), (&again, &am)] {
+            store.set_current_key(&k)?;
+            let mut entries = map.entries()?;
+            entries.sort();
+            assert_eq!(entries, expected, "key {k}");
+        }
+    }
     Ok(())
 }
