@@ -20,6 +20,10 @@ use crate::kv::KvStore;
 /// rounding.
 pub(crate) const ENTRY_OVERHEAD: usize = 56;
 
+/// Memory of a tracked key besides its bytes (the boxed slice's header in
+/// the vector, the allocation's header and rounding).
+const TRACKED_OVERHEAD: usize = 32;
+
 /// Bytes of keys and values written back in one batch at most.
 const WRITE_BACK_BATCH_BYTES: usize = 1 << 20;
 
@@ -72,6 +76,8 @@ pub(crate) struct WriteBackCache {
     ///
     /// [`write_tracked`]: WriteBackCache::write_tracked
     tracked: Vec<Box<[u8]>>,
+    /// Memory of `tracked`, counted against the bound.
+    tracked_bytes: usize,
 }
 
 impl WriteBackCache {
@@ -85,6 +91,7 @@ impl WriteBackCache {
             capacity,
             dirty: 0,
             tracked: Vec::new(),
+            tracked_bytes: 0,
         }
     }
 
@@ -95,7 +102,7 @@ impl WriteBackCache {
     /// Bytes the cache accounts for.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes + self.tracked_bytes
     }
 
     /// Entries cached.
@@ -182,6 +189,7 @@ impl WriteBackCache {
             .is_some_and(|e| e.flags & DIRTY != 0);
         self.write(store, key, value)?;
         if self.enabled() && !was_dirty {
+            self.tracked_bytes += TRACKED_OVERHEAD + key.len();
             self.tracked.push(key.into());
         }
         Ok(())
@@ -194,6 +202,7 @@ impl WriteBackCache {
             return Ok(());
         }
         let mut ops: Vec<(Box<[u8]>, Option<Vec<u8>>)> = Vec::with_capacity(self.tracked.len());
+        self.tracked_bytes = 0;
         for key in std::mem::take(&mut self.tracked) {
             let hash = self.hash(&key);
             if let Some(e) = self.table.find_mut(hash, |e| e.key() == &*key) {
@@ -219,7 +228,7 @@ impl WriteBackCache {
         hash: u64,
         entry: Entry,
     ) -> Result<(), StateError> {
-        if self.bytes + entry.bytes() > self.capacity {
+        if self.bytes + self.tracked_bytes + entry.bytes() > self.capacity {
             self.evict(store)?;
         }
         self.bytes += entry.bytes();
@@ -235,6 +244,7 @@ impl WriteBackCache {
     /// store inserts each next to the previous one), and marks them clean.
     pub fn write_back(&mut self, store: &mut dyn KvStore) -> Result<(), StateError> {
         self.tracked.clear();
+        self.tracked_bytes = 0;
         if self.dirty == 0 {
             return Ok(());
         }
@@ -368,6 +378,29 @@ mod tests {
         cache.write_back(&mut store)?;
         assert!(store.map.is_empty());
         assert!(cache.read(&mut store, &key(1), |v| v.is_none())?);
+        Ok(())
+    }
+
+    /// Tracked writes reach the store on their own; other dirty entries
+    /// wait; the tracked keys count against the bound.
+    #[test]
+    fn tracked_writes_are_written_back_alone() -> Result<(), StateError> {
+        let mut store = Store::default();
+        let cap = 20 * (ENTRY_OVERHEAD + 8);
+        let mut cache = WriteBackCache::new(cap);
+        cache.write(&mut store, &key(1), Some(b"plain"))?;
+        cache.write_tracked(&mut store, &key(2), Some(b"map"))?;
+        cache.write_tracked(&mut store, &key(2), Some(b"map2"))?;
+        assert_eq!(cache.tracked.len(), 1);
+        cache.write_back_tracked(&mut store)?;
+        assert_eq!(store.map.get(&key(2)[..]), Some(&b"map2".to_vec()));
+        assert!(!store.map.contains_key(&key(1)[..]));
+        for i in 10..1_000 {
+            cache.write_tracked(&mut store, &key(i), Some(b"v"))?;
+            assert!(cache.bytes() <= cap + ENTRY_OVERHEAD + TRACKED_OVERHEAD + 8);
+        }
+        cache.write_back(&mut store)?;
+        assert_eq!(store.map.len(), 992);
         Ok(())
     }
 }
