@@ -49,9 +49,16 @@ pub(crate) fn group_prefix(id: usize, key_group: KeyGroup) -> [u8; 4] {
     [id[0], id[1], kg[0], kg[1]]
 }
 
-/// `(state id, key group, key, map key)` of a map entry's store key; `None`
-/// for a whole value's key.
-fn split_entry_key(store_key: &[u8]) -> Result<Option<(u16, u32, &[u8], &[u8])>, StateError> {
+/// The parts of a map entry's store key.
+struct EntryKey<'a> {
+    id: u16,
+    key_group: u32,
+    key: &'a [u8],
+    map_key: &'a [u8],
+}
+
+/// The parts of a map entry's store key; `None` for a whole value's key.
+fn split_entry_key(store_key: &[u8]) -> Result<Option<EntryKey<'_>>, StateError> {
     let Some(head) = store_key.get(..6) else {
         return Ok(None);
     };
@@ -64,7 +71,12 @@ fn split_entry_key(store_key: &[u8]) -> Result<Option<(u16, u32, &[u8], &[u8])>,
     let bad = || StateError::Codec("truncated map entry key".into());
     let key = store_key.get(6..6 + len).ok_or_else(bad)?;
     let map_key = store_key.get(6 + len..).ok_or_else(bad)?;
-    Ok(Some((id, u32::from(kg & !ENTRIES_FLAG), key, map_key)))
+    Ok(Some(EntryKey {
+        id,
+        key_group: u32::from(kg & !ENTRIES_FLAG),
+        key,
+        map_key,
+    }))
 }
 
 /// One portable entry: state id, key group, key, value.
@@ -89,7 +101,13 @@ impl PortableEntries {
         value: &[u8],
         out: &mut Vec<PortableEntry>,
     ) -> Result<(), StateError> {
-        let Some((id, kg, key, map_key)) = split_entry_key(store_key)? else {
+        let Some(EntryKey {
+            id,
+            key_group: kg,
+            key,
+            map_key,
+        }) = split_entry_key(store_key)?
+        else {
             self.finish(out);
             if let Some(head) = store_key.get(..4) {
                 out.push((
@@ -163,8 +181,11 @@ fn value_len(bytes: &[u8]) -> Result<usize, StateError> {
     Ok(bytes.len() - rest.len())
 }
 
-/// The map entries of a portable map value: `(map key, store value)`.
-pub(crate) fn split_portable(value: &[u8]) -> Result<Vec<(&[u8], Vec<u8>)>, StateError> {
+/// A map entry of a portable map value: map key, store value.
+pub(crate) type SplitEntry<'a> = (&'a [u8], Vec<u8>);
+
+/// The map entries of a portable map value.
+pub(crate) fn split_portable(value: &[u8]) -> Result<Vec<SplitEntry<'_>>, StateError> {
     let bad = |what: &str| StateError::Codec(format!("portable map value: {what}"));
     let body = match value.split_first() {
         Some((&VALUE_FORMAT_VERSION, body)) => body,

@@ -201,7 +201,8 @@ impl WriteBackCache {
         if self.tracked.is_empty() {
             return Ok(());
         }
-        let mut ops: Vec<(Box<[u8]>, Option<Vec<u8>>)> = Vec::with_capacity(self.tracked.len());
+        type Op = (Box<[u8]>, Option<Vec<u8>>);
+        let mut ops: Vec<Op> = Vec::with_capacity(self.tracked.len());
         self.tracked_bytes = 0;
         for key in std::mem::take(&mut self.tracked) {
             let hash = self.hash(&key);
