@@ -440,14 +440,11 @@ impl KvBackend {
         self.flush()?;
         let mut n = 0;
         let id_prefix = (id as u16).to_be_bytes();
+        let is_map = self.is_map(id);
         let mut gather = PortableEntries::default();
         let mut maps = Vec::new();
         self.store.scan_prefix(&id_prefix, &mut |k, v| {
-            if self
-                .tables
-                .get(id)
-                .is_some_and(|t| t.kind == StateKind::Map)
-            {
+            if is_map {
                 gather.push(k, v, &mut maps)?;
                 // Only the count is wanted.
                 n += maps.len();
