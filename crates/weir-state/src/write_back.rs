@@ -16,8 +16,9 @@ use crate::error::StateError;
 use crate::kv::KvStore;
 
 /// Memory of an entry besides its key and value bytes: the table slot and
-/// control byte at the table's load factor, the allocation's header and
-/// rounding.
+/// control byte at the table's usual load factor, the allocation's header
+/// and rounding. Just after the table doubles its slots cost twice that,
+/// so real memory can exceed the bound by about 30 % (documented).
 pub(crate) const ENTRY_OVERHEAD: usize = 56;
 
 /// Memory of a tracked key besides its bytes (the boxed slice's header in
