@@ -36,11 +36,8 @@ pub fn decode_key<K: DeserializeOwned>(bytes: &[u8]) -> Result<K, StateError> {
 
 /// A value as bytes: version byte, then MessagePack (structs as maps).
 pub fn encode_value<V: Serialize + ?Sized>(value: &V) -> Result<Vec<u8>, StateError> {
-    let mut bytes = vec![VALUE_FORMAT_VERSION];
-    let mut ser = rmp_serde::Serializer::new(&mut bytes).with_struct_map();
-    value
-        .serialize(&mut ser)
-        .map_err(|e| StateError::Codec(e.to_string()))?;
+    let mut bytes = Vec::new();
+    encode_value_into(value, &mut bytes)?;
     Ok(bytes)
 }
 

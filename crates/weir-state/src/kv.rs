@@ -104,7 +104,8 @@ pub(crate) struct KvBackend {
     cache: WriteBackCache,
 }
 
-fn prefix(id: usize, key_group: KeyGroup) -> [u8; 4] {
+/// The store-key prefix of state `id`'s whole values in `key_group`.
+pub(crate) fn prefix(id: usize, key_group: KeyGroup) -> [u8; 4] {
     let id = (id as u16).to_be_bytes();
     let kg = (key_group.0 as u16).to_be_bytes();
     [id[0], id[1], kg[0], kg[1]]
@@ -327,16 +328,10 @@ impl KvBackend {
         &mut self,
         id: usize,
     ) -> Result<Vec<(K, i64, V)>, StateError> {
-        if !self.has_key {
-            return Err(StateError::NotKeyed(format!("#{id}")));
-        }
-        self.cache.write_back_tracked(&mut *self.store)?;
-        let mut prefix = Vec::new();
-        entries_prefix(id, self.key_group, &self.key, &mut prefix)?;
         let mut out = Vec::new();
-        self.store.scan_prefix(&prefix, &mut |k, v| {
-            let map_key: K = rmp_serde::from_slice(&k[prefix.len()..])
-                .map_err(|e| StateError::Codec(e.to_string()))?;
+        self.scan_map(id, &mut |map_key, v| {
+            let map_key: K =
+                rmp_serde::from_slice(map_key).map_err(|e| StateError::Codec(e.to_string()))?;
             let (stamp, value): (i64, V) = decode_value(v)?;
             out.push((map_key, stamp, value));
             Ok(())
@@ -346,21 +341,33 @@ impl KvBackend {
 
     /// Removes the current key's whole map state `id`.
     pub fn map_clear(&mut self, id: usize) -> Result<(), StateError> {
+        let mut map_keys = Vec::new();
+        self.scan_map(id, &mut |map_key, _| {
+            map_keys.push(map_key.to_vec());
+            Ok(())
+        })?;
+        let prefix_len = self.db_key.len();
+        for map_key in map_keys {
+            self.db_key.truncate(prefix_len);
+            self.db_key.extend_from_slice(&map_key);
+            self.cache
+                .write_tracked(&mut *self.store, &self.db_key, None)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f(map key, store value)` for every entry of the current key's
+    /// map state `id`, after writing back the map entries written since the
+    /// last such scan; leaves the entries' store-key prefix in `db_key`.
+    fn scan_map(&mut self, id: usize, f: &mut ScanFn<'_>) -> Result<(), StateError> {
         if !self.has_key {
             return Err(StateError::NotKeyed(format!("#{id}")));
         }
         self.cache.write_back_tracked(&mut *self.store)?;
-        let mut prefix = Vec::new();
-        entries_prefix(id, self.key_group, &self.key, &mut prefix)?;
-        let mut keys = Vec::new();
-        self.store.scan_prefix(&prefix, &mut |k, _| {
-            keys.push(k.to_vec());
-            Ok(())
-        })?;
-        for key in keys {
-            self.cache.write_tracked(&mut *self.store, &key, None)?;
-        }
-        Ok(())
+        entries_prefix(id, self.key_group, &self.key, &mut self.db_key)?;
+        let prefix = &self.db_key;
+        self.store
+            .scan_prefix(prefix, &mut |k, v| f(&k[prefix.len()..], v))
     }
 
     fn is_map(&self, id: usize) -> bool {

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use crate::codec::VALUE_FORMAT_VERSION;
 use crate::error::StateError;
 use crate::key_group::KeyGroup;
-use crate::kv::ttl_stamp;
+use crate::kv::{prefix, ttl_stamp};
 
 /// Bit set in the key-group field of map entries.
 const ENTRIES_FLAG: u16 = 0x8000;
@@ -35,8 +35,7 @@ pub(crate) fn entries_prefix(
     let len = u16::try_from(key.len())
         .map_err(|_| StateError::Codec(format!("a key of {} bytes holds map state", key.len())))?;
     buf.clear();
-    buf.extend_from_slice(&(id as u16).to_be_bytes());
-    buf.extend_from_slice(&(key_group.0 as u16 | ENTRIES_FLAG).to_be_bytes());
+    buf.extend_from_slice(&group_prefix(id, key_group));
     buf.extend_from_slice(&len.to_be_bytes());
     buf.extend_from_slice(key);
     Ok(())
@@ -44,9 +43,7 @@ pub(crate) fn entries_prefix(
 
 /// The store-key prefix of all map entries of state `id` in `key_group`.
 pub(crate) fn group_prefix(id: usize, key_group: KeyGroup) -> [u8; 4] {
-    let id = (id as u16).to_be_bytes();
-    let kg = (key_group.0 as u16 | ENTRIES_FLAG).to_be_bytes();
-    [id[0], id[1], kg[0], kg[1]]
+    prefix(id, KeyGroup(key_group.0 | u32::from(ENTRIES_FLAG)))
 }
 
 /// The parts of a map entry's store key.

@@ -147,15 +147,43 @@ impl WriteBackCache {
         key: &[u8],
         value: Option<&[u8]>,
     ) -> Result<(), StateError> {
+        self.set(store, key, value).map(|_| ())
+    }
+
+    /// [`write`](Self::write), remembering the key for
+    /// [`write_back_tracked`](Self::write_back_tracked).
+    pub fn write_tracked(
+        &mut self,
+        store: &mut dyn KvStore,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(), StateError> {
+        if self.set(store, key, value)? {
+            self.tracked_bytes += TRACKED_OVERHEAD + key.len();
+            self.tracked.push(key.into());
+        }
+        Ok(())
+    }
+
+    /// Sets or deletes the value of `key` in the cache (in the store when
+    /// the cache is disabled); whether the entry turned dirty.
+    fn set(
+        &mut self,
+        store: &mut dyn KvStore,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<bool, StateError> {
         if !self.enabled() {
-            return match value {
-                Some(v) => store.put(key, v),
-                None => store.delete(key),
-            };
+            match value {
+                Some(v) => store.put(key, v)?,
+                None => store.delete(key)?,
+            }
+            return Ok(false);
         }
         let hash = self.hash(key);
         if let Some(e) = self.table.find_mut(hash, |e| e.key() == key) {
-            if e.flags & DIRTY == 0 {
+            let turned_dirty = e.flags & DIRTY == 0;
+            if turned_dirty {
                 self.dirty += 1;
             }
             let new_len = key.len() + value.map_or(0, <[u8]>::len);
@@ -167,33 +195,12 @@ impl WriteBackCache {
                 *e = Entry::new(key, value, REFERENCED | DIRTY);
                 self.bytes += e.bytes();
             }
-            return Ok(());
+            return Ok(turned_dirty);
         }
         self.insert(store, hash, Entry::new(key, value, DIRTY))?;
         // After the insert: it may have written back (and counted) the rest.
         self.dirty += 1;
-        Ok(())
-    }
-
-    /// [`write`](Self::write), remembering the key for
-    /// [`write_back_tracked`](Self::write_back_tracked).
-    pub fn write_tracked(
-        &mut self,
-        store: &mut dyn KvStore,
-        key: &[u8],
-        value: Option<&[u8]>,
-    ) -> Result<(), StateError> {
-        let hash = self.hash(key);
-        let was_dirty = self
-            .table
-            .find(hash, |e| e.key() == key)
-            .is_some_and(|e| e.flags & DIRTY != 0);
-        self.write(store, key, value)?;
-        if self.enabled() && !was_dirty {
-            self.tracked_bytes += TRACKED_OVERHEAD + key.len();
-            self.tracked.push(key.into());
-        }
-        Ok(())
+        Ok(true)
     }
 
     /// Writes back the dirty entries written with
@@ -216,12 +223,7 @@ impl WriteBackCache {
             }
         }
         ops.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for chunk in ops.chunks(4096) {
-            let batch: Vec<(&[u8], Option<&[u8]>)> =
-                chunk.iter().map(|(k, v)| (&**k, v.as_deref())).collect();
-            store.write_batch(&batch)?;
-        }
-        Ok(())
+        write_in_batches(store, ops.iter().map(|(k, v)| (&**k, v.as_deref())))
     }
 
     fn insert(
@@ -256,23 +258,7 @@ impl WriteBackCache {
             .filter(|e| e.flags & DIRTY != 0)
             .collect();
         ops.sort_unstable_by(|a, b| a.key().cmp(b.key()));
-        // In batches of about a memtable's worth or less: one batch goes into
-        // one memtable whole, however big.
-        let mut batch: Vec<(&[u8], Option<&[u8]>)> = Vec::new();
-        let mut batch_bytes = 0;
-        for e in &ops {
-            batch.push((e.key(), e.value()));
-            batch_bytes += e.data.len();
-            if batch_bytes >= WRITE_BACK_BATCH_BYTES {
-                store.write_batch(&batch)?;
-                batch.clear();
-                batch_bytes = 0;
-            }
-        }
-        if !batch.is_empty() {
-            store.write_batch(&batch)?;
-        }
-        drop(batch);
+        write_in_batches(store, ops.iter().map(|e| (e.key(), e.value())))?;
         for e in ops {
             e.flags &= !DIRTY;
         }
@@ -299,6 +285,29 @@ impl WriteBackCache {
         self.bytes = kept;
         Ok(())
     }
+}
+
+/// Writes sorted puts and deletes in batches of about a memtable's worth
+/// or less: one batch goes into one memtable whole, however big.
+fn write_in_batches<'a>(
+    store: &mut dyn KvStore,
+    ops: impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+) -> Result<(), StateError> {
+    let mut batch = Vec::new();
+    let mut batch_bytes = 0;
+    for (key, value) in ops {
+        batch_bytes += key.len() + value.map_or(0, <[u8]>::len);
+        batch.push((key, value));
+        if batch_bytes >= WRITE_BACK_BATCH_BYTES {
+            store.write_batch(&batch)?;
+            batch.clear();
+            batch_bytes = 0;
+        }
+    }
+    if !batch.is_empty() {
+        store.write_batch(&batch)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
