@@ -391,6 +391,78 @@ macro_rules! keyed_state_conformance {
             }
 
             #[test]
+            fn namespaced_state_is_per_key_and_namespace() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let windows = s.per_namespace();
+                let per_window = windows.value_state(&ValueStateDescriptor::<u64>::new("w"))?;
+                let entries =
+                    windows.map_state(&MapStateDescriptor::<u64, String>::new("elements"))?;
+                let global = s.value_state(&ValueStateDescriptor::<u64>::new("g"))?;
+                for k in 0..50u64 {
+                    s.set_current_key(&k)?;
+                    global.update(k)?;
+                    for w in 0..3i64 {
+                        s.set_current_namespace(&(w * 10, w * 10 + 10))?;
+                        per_window.update(k * 100 + w as u64)?;
+                        entries.put(w as u64, format!("{k}/{w}"))?;
+                        entries.put(99, "x".into())?;
+                    }
+                }
+                // A namespaced handle needs a namespace after the key is set.
+                s.set_current_key(&7u64)?;
+                assert!(matches!(per_window.value(), Err(StateError::NotKeyed(_))));
+                assert_eq!(global.value()?, Some(7), "plain state ignores namespaces");
+                s.set_current_namespace(&(10i64, 20i64))?;
+                assert_eq!(per_window.value()?, Some(701));
+                assert_eq!(global.value()?, Some(7));
+                let mut got = entries.entries()?;
+                got.sort();
+                assert_eq!(got, vec![(1, "7/1".to_string()), (99, "x".to_string())]);
+
+                // Dropping a window clears every namespaced state in it, and
+                // only there.
+                s.clear_current_namespace()?;
+                assert_eq!(per_window.value()?, None);
+                assert!(entries.is_empty()?);
+                assert_eq!(global.value()?, Some(7));
+                s.set_current_namespace(&(20i64, 30i64))?;
+                assert_eq!(per_window.value()?, Some(702));
+                assert_eq!(entries.get(&2)?, Some("7/2".into()));
+
+                // Namespaced entries move with their key's key group.
+                let halves: Vec<KeyedStateStore> = (0..2)
+                    .map(|i| store(key_group_range_for_operator(128, 2, i)))
+                    .collect();
+                let restored = halves
+                    .iter()
+                    .map(|h| {
+                        let n = h.per_namespace();
+                        h.value_state(&ValueStateDescriptor::<u64>::new("g"))?;
+                        Ok((
+                            n.value_state(&ValueStateDescriptor::<u64>::new("w"))?,
+                            n.map_state(&MapStateDescriptor::<u64, String>::new("elements"))?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, StateError>>()?;
+                for kg in 0..128 {
+                    for entry in s.snapshot_key_group($crate::KeyGroup(kg))? {
+                        for h in &halves {
+                            h.restore(&entry)?;
+                        }
+                    }
+                }
+                for k in 0..50u64 {
+                    let kg = $crate::assign_to_key_group(&k, 128);
+                    let owner = $crate::operator_index_for_key_group(128, 2, kg) as usize;
+                    halves[owner].set_current_key(&k)?;
+                    halves[owner].set_current_namespace(&(0i64, 10i64))?;
+                    assert_eq!(restored[owner].0.value()?, Some(k * 100), "key {k}");
+                    assert_eq!(restored[owner].1.get(&0)?, Some(format!("{k}/0")));
+                }
+                Ok(())
+            }
+
+            #[test]
             fn a_key_outside_the_range_is_rejected() -> Result<(), StateError> {
                 let s = store(KeyGroupRange { start: 0, end: 0 });
                 s.value_state(&ValueStateDescriptor::<u64>::new("v"))?;

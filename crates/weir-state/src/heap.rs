@@ -49,6 +49,8 @@ pub(crate) trait StateTable: Send {
     fn len(&self) -> usize;
     /// Calls `f(group offset, encoded key)` for every key holding a value.
     fn keys(&self, f: &mut dyn FnMut(usize, &[u8]));
+    /// Removes `key`'s value (hashed to `hash`) in key group offset `group`.
+    fn clear_key(&mut self, group: usize, hash: u64, key: &[u8]);
 }
 
 /// The values of one state, by key group (offset in the backend's range),
@@ -264,6 +266,9 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
             }
         }
     }
+    fn clear_key(&mut self, group: usize, hash: u64, key: &[u8]) {
+        self.remove(group, hash, key);
+    }
 }
 
 /// Keyed state of one operator subtask, in memory.
@@ -276,6 +281,11 @@ pub(crate) struct HeapBackend {
     pub clock: SharedClock,
     pub group: usize,
     pub has_key: bool,
+    /// The current key followed by the current namespace, and its hash;
+    /// swapped with `key` while a namespaced handle works.
+    pub ns_key: Vec<u8>,
+    pub ns_hash: u64,
+    pub has_ns: bool,
     pub tables: Vec<Box<dyn StateTable>>,
 }
 
@@ -290,6 +300,9 @@ impl HeapBackend {
             hasher: KeyHasher::default(),
             group: 0,
             has_key: false,
+            ns_key: Vec::with_capacity(64),
+            ns_hash: 0,
+            has_ns: false,
             tables: Vec::new(),
         }
     }
@@ -333,6 +346,23 @@ impl HeapBackend {
         self.group = (key_group.0 - self.range.start) as usize;
         self.key_hash = self.hasher.hash_one(self.key.as_slice());
         self.has_key = true;
+        self.has_ns = false;
         Ok(())
+    }
+
+    /// Makes `namespace` (encoded) the current key's namespace.
+    pub fn set_namespace(&mut self, namespace: &[u8]) {
+        self.ns_key.clear();
+        self.ns_key.extend_from_slice(&self.key);
+        self.ns_key.extend_from_slice(namespace);
+        self.ns_hash = self.hasher.hash_one(self.ns_key.as_slice());
+        self.has_ns = true;
+    }
+
+    /// Swaps the current key with the current key and namespace (twice
+    /// restores it).
+    pub fn swap_namespace(&mut self) {
+        std::mem::swap(&mut self.key, &mut self.ns_key);
+        std::mem::swap(&mut self.key_hash, &mut self.ns_hash);
     }
 }

@@ -97,6 +97,10 @@ pub(crate) struct KvBackend {
     pub key: Vec<u8>,
     pub key_group: KeyGroup,
     pub has_key: bool,
+    /// The current key followed by the current namespace; swapped with
+    /// `key` while a namespaced handle works.
+    pub ns_key: Vec<u8>,
+    pub has_ns: bool,
     pub tables: Vec<KvTable>,
     db_key: Vec<u8>,
     /// Reused buffer of an encoded value.
@@ -127,6 +131,8 @@ impl KvBackend {
             key: Vec::with_capacity(64),
             key_group: KeyGroup(0),
             has_key: false,
+            ns_key: Vec::with_capacity(64),
+            has_ns: false,
             tables: Vec::new(),
             db_key: Vec::with_capacity(96),
             value_buf: Vec::with_capacity(64),
@@ -269,6 +275,29 @@ impl KvBackend {
     pub fn delete(&mut self, id: usize) -> Result<(), StateError> {
         self.set_db_key(id)?;
         self.cache.write(&mut *self.store, &self.db_key, None)
+    }
+
+    /// Removes the current key's value, or all its entries, of state `id`.
+    pub fn clear_current(&mut self, id: usize) -> Result<(), StateError> {
+        if self.is_map(id) {
+            self.map_clear(id)
+        } else {
+            self.delete(id)
+        }
+    }
+
+    /// Makes `namespace` (encoded) the current key's namespace.
+    pub fn set_namespace(&mut self, namespace: &[u8]) {
+        self.ns_key.clear();
+        self.ns_key.extend_from_slice(&self.key);
+        self.ns_key.extend_from_slice(namespace);
+        self.has_ns = true;
+    }
+
+    /// Swaps the current key with the current key and namespace (twice
+    /// restores it).
+    pub fn swap_namespace(&mut self) {
+        std::mem::swap(&mut self.key, &mut self.ns_key);
     }
 
     /// Puts the store key of the current key's entry `map_key` of map state

@@ -37,6 +37,8 @@ struct Inner {
     // Restored entries of states not declared yet: as in Flink, state comes
     // back when a function declares it.
     pending_restore: Mutex<Vec<KeyedStateSnapshot>>,
+    // States declared through a namespaced view (cleared with a namespace).
+    namespaced: Mutex<Vec<usize>>,
 }
 
 /// The keyed state of one operator subtask (Flink's keyed state backend),
@@ -46,6 +48,9 @@ struct Inner {
 #[derive(Clone)]
 pub struct KeyedStateStore {
     inner: Arc<Inner>,
+    // Whether handles made through this view are scoped to the current
+    // namespace as well as the current key.
+    namespaced: bool,
 }
 
 /// One snapshot entry: the state's name, the key group, the encoded key and
@@ -128,8 +133,65 @@ impl KeyedStateStore {
                 backend: Mutex::new(backend),
                 in_use: AtomicBool::new(false),
                 pending_restore: Mutex::new(Vec::new()),
+                namespaced: Mutex::new(Vec::new()),
             }),
+            namespaced: false,
         }
+    }
+
+    /// A view of this store whose handles are scoped to the current key
+    /// *and* the current namespace (see [`Self::set_current_namespace`]):
+    /// what Flink's window operators use for window contents and
+    /// per-window state, with the window as namespace. A namespaced state
+    /// is stored under the key followed by the namespace, so it moves with
+    /// its key's key group like any other keyed state.
+    pub fn per_namespace(&self) -> KeyedStateStore {
+        KeyedStateStore {
+            inner: Arc::clone(&self.inner),
+            namespaced: true,
+        }
+    }
+
+    /// Makes `namespace` the current key's namespace for namespaced
+    /// handles. Setting the key forgets it.
+    pub fn set_current_namespace<N: Serialize + ?Sized>(
+        &self,
+        namespace: &N,
+    ) -> Result<(), StateError> {
+        let mut encoded = Vec::new();
+        encode_key(namespace, &mut encoded)?;
+        match &mut *self.lock()? {
+            Backend::Heap(h) => h.set_namespace(&encoded),
+            Backend::Kv(k) => k.set_namespace(&encoded),
+        }
+        Ok(())
+    }
+
+    /// Removes the current key's values of every namespaced state in the
+    /// current namespace (a window is dropped).
+    pub fn clear_current_namespace(&self) -> Result<(), StateError> {
+        let ids = self
+            .inner
+            .namespaced
+            .lock()
+            .map_err(|_| StateError::Internal("namespace list poisoned".into()))?
+            .clone();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut scoped = Scoped::enter(self.lock()?, true)?;
+        for id in ids {
+            match &mut *scoped.guard {
+                Backend::Heap(h) => {
+                    if let Some(t) = h.tables.get_mut(id) {
+                        t.clear_key(h.group, h.key_hash, &h.key);
+                    }
+                }
+                Backend::Kv(k) => k.clear_current(id)?,
+            }
+        }
+        drop(scoped);
+        Ok(())
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Backend>, StateError> {
@@ -176,6 +238,7 @@ impl KeyedStateStore {
                 encode_key(key, &mut k.key)?;
                 k.key_group = kg;
                 k.has_key = true;
+                k.has_ns = false;
                 Ok(())
             }
         }
@@ -192,6 +255,16 @@ impl KeyedStateStore {
             Backend::Kv(k) => k.register::<V>(name, kind, ttl)?,
         };
         self.inner.in_use.store(true, Ordering::Relaxed);
+        if self.namespaced {
+            let mut ids = self
+                .inner
+                .namespaced
+                .lock()
+                .map_err(|_| StateError::Internal("namespace list poisoned".into()))?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
         let restored = {
             let mut pending = self.pending_restore()?;
             pending
@@ -540,6 +613,7 @@ impl KeyedStateStore {
                 k.key.extend_from_slice(key);
                 k.key_group = key_group;
                 k.has_key = true;
+                k.has_ns = false;
                 Ok(())
             }
         }
@@ -603,6 +677,61 @@ impl DeferredSnapshot {
     }
 }
 
+/// The locked backend, its current key extended by the current namespace
+/// for as long as a namespaced handle works.
+struct Scoped<'a> {
+    guard: MutexGuard<'a, Backend>,
+    swapped: bool,
+}
+
+impl<'a> Scoped<'a> {
+    fn enter(mut guard: MutexGuard<'a, Backend>, namespaced: bool) -> Result<Self, StateError> {
+        if namespaced {
+            let has_ns = match &mut *guard {
+                Backend::Heap(h) => h.has_key && h.has_ns,
+                Backend::Kv(k) => k.has_key && k.has_ns,
+            };
+            if !has_ns {
+                return Err(StateError::NotKeyed(
+                    "namespaced state used without a current namespace".into(),
+                ));
+            }
+            match &mut *guard {
+                Backend::Heap(h) => h.swap_namespace(),
+                Backend::Kv(k) => k.swap_namespace(),
+            }
+        }
+        Ok(Scoped {
+            guard,
+            swapped: namespaced,
+        })
+    }
+}
+
+impl std::ops::Deref for Scoped<'_> {
+    type Target = Backend;
+    fn deref(&self) -> &Backend {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Scoped<'_> {
+    fn deref_mut(&mut self) -> &mut Backend {
+        &mut self.guard
+    }
+}
+
+impl Drop for Scoped<'_> {
+    fn drop(&mut self) {
+        if self.swapped {
+            match &mut *self.guard {
+                Backend::Heap(h) => h.swap_namespace(),
+                Backend::Kv(k) => k.swap_namespace(),
+            }
+        }
+    }
+}
+
 /// What every handle holds: the store and the state's index.
 struct Handle<V> {
     store: KeyedStateStore,
@@ -629,9 +758,15 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
         }
     }
 
+    /// The locked backend, scoped to the current namespace if this is a
+    /// namespaced handle.
+    fn lock(&self) -> Result<Scoped<'_>, StateError> {
+        Scoped::enter(self.store.lock()?, self.store.namespaced)
+    }
+
     /// Runs `f` on the current key's value, if any. No allocation.
     fn with<R>(&self, f: impl FnOnce(Option<&mut V>) -> R) -> Result<R, StateError> {
-        let mut guard = self.store.lock()?;
+        let mut guard = self.lock()?;
         let b = match &mut *guard {
             Backend::Heap(h) => h,
             Backend::Kv(k) => {
@@ -671,7 +806,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
         f: impl FnOnce(&mut V),
         replace: bool,
     ) -> Result<(), StateError> {
-        let mut guard = self.store.lock()?;
+        let mut guard = self.lock()?;
         let b = match &mut *guard {
             Backend::Heap(h) => h,
             Backend::Kv(k) => {
@@ -714,7 +849,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
     /// Replaces the current key's value by `f(old)` (the stored key is
     /// reused, so only a key's first value allocates).
     fn update(&self, f: impl FnOnce(Option<V>) -> Option<V>) -> Result<(), StateError> {
-        let mut guard = self.store.lock()?;
+        let mut guard = self.lock()?;
         let b = match &mut *guard {
             Backend::Heap(h) => h,
             Backend::Kv(k) => {
@@ -825,6 +960,12 @@ impl<T: StateValue> ValueState<T> {
     /// Removes the current key's value.
     pub fn clear(&self) -> Result<(), StateError> {
         self.handle.update(|_| None)
+    }
+
+    /// Replaces the current key's value by `f(old value)` in one access
+    /// (`None` removes it): no copy of the old value is made.
+    pub fn update_with(&self, f: impl FnOnce(Option<T>) -> Option<T>) -> Result<(), StateError> {
+        self.handle.update(f)
     }
 }
 
@@ -964,7 +1105,7 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
         &self,
         f: impl FnOnce(&mut KvBackend, usize) -> Result<R, StateError>,
     ) -> Result<Option<R>, StateError> {
-        match &mut *self.handle.store.lock()? {
+        match &mut *self.handle.lock()? {
             Backend::Kv(k) => f(k, self.handle.id).map(Some),
             Backend::Heap(_) => Ok(None),
         }
@@ -1075,7 +1216,7 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
     /// Puts every entry.
     pub fn put_all(&self, entries: impl IntoIterator<Item = (K, V)>) -> Result<(), StateError> {
         let now = self.ttl.now(&self.handle.store)?;
-        if matches!(&*self.handle.store.lock()?, Backend::Kv(_)) {
+        if matches!(&*self.handle.lock()?, Backend::Kv(_)) {
             for (key, value) in entries {
                 self.on_kv(|kv, id| kv.map_put(id, &key, now, &value))?;
             }
