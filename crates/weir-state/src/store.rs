@@ -167,6 +167,23 @@ impl KeyedStateStore {
         Ok(())
     }
 
+    /// Whether state lives as bytes in a key-value store (RocksDB) rather
+    /// than typed in memory.
+    pub fn is_key_value(&self) -> bool {
+        self.lock()
+            .map(|b| matches!(&*b, Backend::Kv(_)))
+            .unwrap_or(false)
+    }
+
+    /// Whether any state was declared through a namespaced view.
+    pub fn has_namespaced_states(&self) -> bool {
+        self.inner
+            .namespaced
+            .lock()
+            .map(|ids| !ids.is_empty())
+            .unwrap_or(false)
+    }
+
     /// Removes the current key's values of every namespaced state in the
     /// current namespace (a window is dropped).
     pub fn clear_current_namespace(&self) -> Result<(), StateError> {
@@ -1383,6 +1400,7 @@ pub struct StateBackend {
     name: &'static str,
     open: Arc<OpenFn>,
     native: Option<Arc<dyn NativeFormat>>,
+    heap: bool,
 }
 
 impl std::fmt::Debug for StateBackend {
@@ -1400,9 +1418,17 @@ impl Default for StateBackend {
 impl StateBackend {
     /// Typed state in memory (Flink's `hashmap`), the default.
     pub fn heap() -> Self {
-        Self::new("hashmap", |mp, range, clock| {
+        let mut backend = Self::new("hashmap", |mp, range, clock| {
             Ok(KeyedStateStore::heap_with_clock(mp, range, clock))
-        })
+        });
+        backend.heap = true;
+        backend
+    }
+
+    /// Whether this backend keeps state typed in memory (operators may then
+    /// keep their own state in memory too: the same trade-off).
+    pub fn is_heap(&self) -> bool {
+        self.heap
     }
 
     /// A backend called `name` opening stores with `open(max_parallelism,
@@ -1418,6 +1444,7 @@ impl StateBackend {
             name,
             open: Arc::new(open),
             native: None,
+            heap: false,
         }
     }
 

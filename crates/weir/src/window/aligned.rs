@@ -17,15 +17,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::hash::Hash;
 use std::sync::Arc;
-use weir_state::StableHash;
+use weir_state::{KeyedStateStore, StableHash};
 
 use weir_runtime::element::StreamRecord;
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::FunctionResult;
 
-use super::function::ProcessWindowContext;
-use super::operator::{emit_late, Map, Slot, WindowLogic};
+use super::operator::{emit_late, focus, with_context, Firing, Map, WindowLogic};
 use super::{TimeWindow, Window};
 use crate::functions::Collector;
 use crate::operators::{KeySelector, OwnState, SavedWatermark};
@@ -43,20 +42,19 @@ struct Slice<K, A> {
     entries: Map<K, A>,
 }
 
-/// One key's slices and window states as a checkpoint writes them ...
+/// One key's slices, and the starts of its windows with per-window state
+/// (which is in the keyed-state backend), as a checkpoint writes them ...
 #[derive(Serialize)]
 struct KeyOut<'a, A> {
     slices: Vec<(i64, &'a A)>,
-    window_states: Vec<(i64, Vec<u8>)>,
-    global_state: Option<Vec<u8>>,
+    window_states: Vec<i64>,
 }
 
 /// ... and as a restore reads them.
 #[derive(Deserialize)]
 struct KeyIn<A> {
     slices: Vec<(i64, A)>,
-    window_states: Vec<(i64, Vec<u8>)>,
-    global_state: Option<Vec<u8>>,
+    window_states: Vec<i64>,
 }
 
 pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
@@ -70,8 +68,10 @@ pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     late_tag: Option<String>,
     /// Slices in ascending start order.
     slices: Vec<Slice<K, L::Acc>>,
-    window_states: Map<(K, i64), Slot>,
-    global_states: Map<K, Slot>,
+    /// Windows (by start) whose function used per-window state: cleared
+    /// when they are dropped.
+    window_states: Map<(K, i64), ()>,
+    state: Option<KeyedStateStore>,
     watermark: i64,
     metrics: Option<Arc<OperatorMetrics>>,
     clock: Option<weir_runtime::time::SharedClock>,
@@ -83,7 +83,7 @@ pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
 impl<T, K, W, O, L> AlignedWindowOperator<T, K, W, O, L>
 where
     T: Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
+    K: Hash + Eq + Clone + Send + Serialize + StableHash + 'static,
     W: Window,
     O: Send + 'static,
     L: WindowLogic<K, W, T, O>,
@@ -108,7 +108,7 @@ where
             late_tag,
             slices: Vec::new(),
             window_states: Map::default(),
-            global_states: Map::default(),
+            state: None,
             watermark: i64::MIN,
             metrics: None,
             clock: None,
@@ -196,35 +196,59 @@ where
             out.flush()?;
         }
         let (records, sides) = out.split();
-        let mut window_state = if self.window_states.is_empty() {
-            Slot::default()
-        } else {
-            self.window_states
-                .remove(&(key.clone(), start))
-                .unwrap_or_default()
-        };
-        let mut global_state = if self.global_states.is_empty() {
-            Slot::default()
-        } else {
-            self.global_states.remove(key).unwrap_or_default()
-        };
-        let mut ctx = ProcessWindowContext {
-            window: &window,
+        let firing = Firing {
+            merging: false,
             watermark: self.watermark,
-            processing_time: self.clock.as_ref().map_or(0, |c| c.now_ms()),
-            window_state: &mut window_state,
-            global_state: &mut global_state,
-            sides,
-            timestamp: end - 1,
+            now: self.clock.as_ref().map_or(0, |c| c.now_ms()),
         };
-        self.logic
-            .emit(key, acc, &mut ctx, &mut Collector::new(records, end - 1))?;
-        if !window_state.is_empty() {
-            self.window_states
-                .insert((key.clone(), start), window_state);
+        let logic = &mut self.logic;
+        let (result, used_window_state) =
+            with_context(self.state.as_ref(), firing, key, &window, sides, |ctx| {
+                let result = logic.emit(key, acc, ctx, &mut Collector::new(records, end - 1));
+                (result, ctx.uses_window_state())
+            })?;
+        result?;
+        if used_window_state {
+            self.window_states.insert((key.clone(), start), ());
         }
-        if !global_state.is_empty() {
-            self.global_states.insert(key.clone(), global_state);
+        Ok(())
+    }
+
+    /// Runs the function's `clear` for, and drops the per-window state of,
+    /// every window with per-window state whose cleanup time `watermark`
+    /// passed.
+    fn drop_window_states(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
+        if self.window_states.is_empty() {
+            return Ok(());
+        }
+        let (size, lateness) = (self.size, self.allowed_lateness);
+        let done: Vec<(K, i64)> = self
+            .window_states
+            .keys()
+            .filter(|(_, start)| {
+                (start.saturating_add(size) - 1).saturating_add(lateness) <= watermark
+            })
+            .cloned()
+            .collect();
+        let Some(state) = self.state.as_ref() else {
+            return Ok(());
+        };
+        let firing = Firing {
+            merging: false,
+            watermark,
+            now: self.clock.as_ref().map_or(0, |c| c.now_ms()),
+        };
+        for (key, start) in done {
+            self.window_states.remove(&(key.clone(), start));
+            let window = W::from_time_window(start, start.saturating_add(size))
+                .ok_or("aligned windows are time windows")?;
+            let (_, sides) = out.split();
+            let logic = &mut self.logic;
+            with_context(Some(state), firing, &key, &window, sides, |ctx| {
+                logic.clear(ctx)
+            })??;
+            focus(state, &key, &window)?;
+            state.clear_current_namespace()?;
         }
         Ok(())
     }
@@ -343,20 +367,17 @@ where
                 let i = self.slice_index(start);
                 self.slices[i].entries.insert(key.clone(), acc);
             }
-            for (start, bytes) in k.window_states {
-                self.window_states
-                    .insert((key.clone(), start), Slot::restored(Some(bytes)));
-            }
-            if k.global_state.is_some() {
-                self.global_states
-                    .insert(key, Slot::restored(k.global_state));
+            for start in k.window_states {
+                self.window_states.insert((key.clone(), start), ());
             }
         }
         self.own = Some(own);
         let (saved, watermark) = SavedWatermark::open(ctx)?;
         self.watermark = watermark;
         self.saved_watermark = Some(saved);
-        self.logic.open(ctx)
+        let (keyed_ctx, state) = ctx.open_keyed_state()?;
+        self.state = Some(state);
+        self.logic.open(&keyed_ctx)
     }
 
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
@@ -367,7 +388,6 @@ where
         let empty = || KeyOut {
             slices: Vec::new(),
             window_states: Vec::new(),
-            global_state: None,
         };
         for slice in &self.slices {
             for (k, acc) in &slice.entries {
@@ -377,18 +397,11 @@ where
                     .push((slice.start, acc));
             }
         }
-        for ((k, start), slot) in &self.window_states {
-            if let Some(bytes) = slot.encode()? {
-                keys.entry(k)
-                    .or_insert_with(empty)
-                    .window_states
-                    .push((*start, bytes));
-            }
-        }
-        for (k, slot) in &self.global_states {
-            if let Some(bytes) = slot.encode()? {
-                keys.entry(k).or_insert_with(empty).global_state = Some(bytes);
-            }
+        for (k, start) in self.window_states.keys() {
+            keys.entry(k)
+                .or_insert_with(empty)
+                .window_states
+                .push(*start);
         }
         own.save("windows", keys)?;
         saved.save(self.watermark)?;
@@ -447,11 +460,7 @@ where
             let last = TimeWindow::window_start(s.start, offset, slide);
             (last.saturating_add(size) - 1).saturating_add(lateness) > watermark
         });
-        if !self.window_states.is_empty() {
-            let cutoff =
-                |start: i64| (start.saturating_add(size) - 1).saturating_add(lateness) > watermark;
-            self.window_states.retain(|(_, start), _| cutoff(*start));
-        }
+        self.drop_window_states(watermark, out)?;
         out.emit_watermark(watermark)?;
         Ok(())
     }

@@ -1,13 +1,11 @@
 //! Window functions: what a window's contents turn into.
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
 use weir_runtime::element::StreamRecord;
 use weir_runtime::operator::SideOutputs;
+use weir_state::{KeyedStateStore, StateError};
 
 use crate::functions::{Collector, FunctionResult, OutputTag, RuntimeContext};
-use crate::state_slot::StateSlot;
+use crate::window::Window;
 
 /// Incremental aggregation with an accumulator (Flink's `AggregateFunction`).
 /// A window holds one accumulator per key, never its elements.
@@ -79,14 +77,26 @@ impl<T> Clone for Elements<'_, T> {
     }
 }
 
+/// The keyed state a firing may use: the operator's store, and how to
+/// point it at the firing's key (done on first use, so firings of
+/// functions without state pay nothing).
+pub(crate) struct WindowScope<'a> {
+    pub store: &'a KeyedStateStore,
+    pub set_key: &'a dyn Fn(&KeyedStateStore) -> Result<(), StateError>,
+    /// Whether the window is a merging one (no per-window state, as in
+    /// Flink).
+    pub merging: bool,
+    pub key_set: bool,
+    pub namespace_set: bool,
+}
+
 /// What a process window function may see and keep (Flink's
 /// `ProcessWindowFunction.Context`).
 pub struct ProcessWindowContext<'a, W> {
     pub(crate) window: &'a W,
     pub(crate) watermark: i64,
     pub(crate) processing_time: i64,
-    pub(crate) window_state: &'a mut StateSlot,
-    pub(crate) global_state: &'a mut StateSlot,
+    pub(crate) scope: Option<WindowScope<'a>>,
     pub(crate) sides: &'a mut SideOutputs,
     pub(crate) timestamp: i64,
 }
@@ -107,29 +117,63 @@ impl<W> ProcessWindowContext<'_, W> {
         self.processing_time
     }
 
-    /// State of this key and window, kept across firings of the window and
-    /// dropped with it (Flink's `windowState()`).
-    pub fn window_state<S>(&mut self) -> &mut S
-    where
-        S: Default + Serialize + DeserializeOwned + Send + 'static,
-    {
-        self.window_state.get_or_default()
-    }
-
-    /// State of this key across all its windows (Flink's `globalState()`).
-    pub fn global_state<S>(&mut self) -> &mut S
-    where
-        S: Default + Serialize + DeserializeOwned + Send + 'static,
-    {
-        self.global_state.get_or_default()
-    }
-
     /// Emits `value` to the side output `tag`.
     pub fn output<X: Send + 'static>(&mut self, tag: &OutputTag<X>, value: X) {
         self.sides.emit(
             tag.id(),
             StreamRecord::with_timestamp(value, self.timestamp),
         );
+    }
+}
+
+impl<'a, W: Window> ProcessWindowContext<'a, W> {
+    fn scope(&mut self) -> Result<&mut WindowScope<'a>, StateError> {
+        let scope = self
+            .scope
+            .as_mut()
+            .ok_or_else(|| StateError::NotKeyed("window state outside a keyed window".into()))?;
+        if !scope.key_set {
+            (scope.set_key)(scope.store)?;
+            scope.key_set = true;
+        }
+        Ok(scope)
+    }
+
+    /// Keyed state of this key *in this window* (Flink's `windowState()`):
+    /// declare states on it with descriptors, as on the runtime context.
+    /// It lives across firings of the window and is dropped with the
+    /// window (after [`ProcessWindowFunction::clear`]). Merging windows
+    /// (sessions) have none, as in Flink: an error.
+    ///
+    /// ```ignore
+    /// let firings = ctx.window_state()?.value_state(&ValueStateDescriptor::<u32>::new("firings"))?;
+    /// firings.update(firings.value()?.unwrap_or(0) + 1)?;
+    /// ```
+    pub fn window_state(&mut self) -> Result<KeyedStateStore, StateError> {
+        let window = self.window;
+        let scope = self.scope()?;
+        if scope.merging {
+            return Err(StateError::Internal(
+                "per-window state is not available with merging windows (sessions)".into(),
+            ));
+        }
+        if !scope.namespace_set {
+            scope.store.set_current_namespace(window)?;
+            scope.namespace_set = true;
+        }
+        Ok(scope.store.per_namespace())
+    }
+
+    /// Whether this firing used per-window state.
+    pub(crate) fn uses_window_state(&self) -> bool {
+        self.scope.as_ref().is_some_and(|s| s.namespace_set)
+    }
+
+    /// Keyed state of this key across all its windows (Flink's
+    /// `globalState()`), the same state the runtime context's descriptors
+    /// give.
+    pub fn global_state(&mut self) -> Result<KeyedStateStore, StateError> {
+        Ok(self.scope()?.store.clone())
     }
 }
 

@@ -241,7 +241,7 @@ pub(crate) struct ProcessLogic<P, T> {
 
 impl<K, W, T, O, P> WindowLogic<K, W, T, O> for ProcessLogic<P, T>
 where
-    T: Send + Serialize + DeserializeOwned + 'static,
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
     P: ProcessWindowFunction<T, O, K, W>,
 {
     type Acc = Vec<StreamRecord<T>>;
@@ -290,7 +290,7 @@ pub(crate) struct ApplyLogic<F, T> {
 
 impl<K, W, T, O, F> WindowLogic<K, W, T, O> for ApplyLogic<F, T>
 where
-    T: Send + Serialize + DeserializeOwned + 'static,
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
     W: 'static,
     F: WindowFunction<T, O, K, W>,
 {

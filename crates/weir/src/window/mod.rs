@@ -17,6 +17,7 @@
 
 mod aligned;
 mod assigner;
+mod by_backend;
 mod evictor;
 mod function;
 mod logic;

@@ -10,14 +10,17 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use weir_runtime::element::StreamRecord;
 use weir_runtime::metrics::OperatorMetrics;
-use weir_runtime::operator::{Operator, Output, RuntimeContext};
+use weir_runtime::operator::{Operator, Output, RuntimeContext, SideOutputs};
 use weir_runtime::time::{SharedClock, TimerQueue};
 use weir_runtime::FunctionResult;
-use weir_state::{StableHash, StateError};
+use weir_state::{
+    KeyedStateStore, MapState, MapStateDescriptor, StableHash, StateError, ValueState,
+    ValueStateDescriptor,
+};
 
 use super::assigner::{AssignerContext, WindowAssigner};
 use super::evictor::{Evictor, EvictorContext};
-use super::function::ProcessWindowContext;
+use super::function::{ProcessWindowContext, WindowScope};
 use super::merging::{Merge, MergingWindowSet};
 use super::trigger::{TimerRequest, Trigger, TriggerContext, TriggerResult, TriggerState};
 use super::Window;
@@ -26,14 +29,13 @@ use crate::operators::{KeySelector, OwnState, SavedWatermark};
 use crate::state_slot::StateSlot;
 
 pub(crate) type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-pub(crate) type Slot = StateSlot;
 
 /// What a window keeps and how it turns into output: the one shape that
 /// `reduce`, `aggregate`, `process` and `apply` (and their combinations)
 /// are all adapted to.
 pub(crate) trait WindowLogic<K, W, T, O>: Send + 'static {
     /// The per-key, per-window contents (checkpointed with the window).
-    type Acc: Send + Serialize + DeserializeOwned + 'static;
+    type Acc: Clone + Send + Serialize + DeserializeOwned + 'static;
 
     /// Whether `Acc` holds the elements themselves (see [`Self::buffer`]).
     const KEEPS_ELEMENTS: bool = false;
@@ -98,10 +100,13 @@ pub(crate) fn emit_late<T: Send + 'static, O: Send + 'static>(
 
 /// One key's one window.
 struct Entry<A> {
-    /// Contents (`None` when purged or never filled).
+    /// Contents held here (`None` when purged, never filled, or kept in
+    /// the keyed-state backend).
     acc: Option<A>,
+    /// With contents in the keyed-state backend: `Some(next element
+    /// sequence number)` while the window has contents there.
+    stored: Option<u64>,
     trigger_state: TriggerState,
-    window_state: Slot,
     event_timers: Vec<i64>,
     processing_timers: Vec<i64>,
 }
@@ -110,8 +115,8 @@ impl<A> Default for Entry<A> {
     fn default() -> Self {
         Entry {
             acc: None,
+            stored: None,
             trigger_state: TriggerState::default(),
-            window_state: Slot::default(),
             event_timers: Vec::new(),
             processing_timers: Vec::new(),
         }
@@ -121,8 +126,8 @@ impl<A> Default for Entry<A> {
 impl<A> Entry<A> {
     fn is_empty(&self) -> bool {
         self.acc.is_none()
+            && self.stored.is_none()
             && self.trigger_state.is_empty()
-            && self.window_state.is_empty()
             && self.event_timers.is_empty()
             && self.processing_timers.is_empty()
     }
@@ -131,7 +136,6 @@ impl<A> Entry<A> {
 struct KeyState<W, A> {
     windows: Map<W, Entry<A>>,
     merging: MergingWindowSet<W>,
-    global_state: Slot,
 }
 
 /// A key's windows as a checkpoint writes them (by reference) ...
@@ -139,14 +143,13 @@ struct KeyState<W, A> {
 struct KeyOut<'a, W, A> {
     windows: Vec<(&'a W, EntryOut<'a, A>)>,
     merging: &'a [(W, W)],
-    global_state: Option<Vec<u8>>,
 }
 
 #[derive(Serialize)]
 struct EntryOut<'a, A> {
     acc: Option<&'a A>,
+    stored: Option<u64>,
     trigger_state: Option<Vec<u8>>,
-    window_state: Option<Vec<u8>>,
     event_timers: &'a [i64],
     processing_timers: &'a [i64],
 }
@@ -156,14 +159,14 @@ struct EntryOut<'a, A> {
 struct KeyIn<W, A> {
     windows: Vec<(W, EntryIn<A>)>,
     merging: Vec<(W, W)>,
-    global_state: Option<Vec<u8>>,
 }
 
 #[derive(Deserialize)]
 struct EntryIn<A> {
     acc: Option<A>,
+    #[serde(default)]
+    stored: Option<u64>,
     trigger_state: Option<Vec<u8>>,
-    window_state: Option<Vec<u8>>,
     event_timers: Vec<i64>,
     processing_timers: Vec<i64>,
 }
@@ -176,8 +179,8 @@ impl<W: Window, A: Serialize> KeyState<W, A> {
                 w,
                 EntryOut {
                     acc: e.acc.as_ref(),
+                    stored: e.stored,
                     trigger_state: e.trigger_state.encode()?,
-                    window_state: e.window_state.encode()?,
                     event_timers: &e.event_timers,
                     processing_timers: &e.processing_timers,
                 },
@@ -186,7 +189,6 @@ impl<W: Window, A: Serialize> KeyState<W, A> {
         Ok(KeyOut {
             windows,
             merging: self.merging.mapping(),
-            global_state: self.global_state.encode()?,
         })
     }
 
@@ -198,8 +200,8 @@ impl<W: Window, A: Serialize> KeyState<W, A> {
                 .map(|(w, e)| {
                     let entry = Entry {
                         acc: e.acc,
+                        stored: e.stored,
                         trigger_state: StateSlot::restored(e.trigger_state),
-                        window_state: StateSlot::restored(e.window_state),
                         event_timers: e.event_timers,
                         processing_timers: e.processing_timers,
                     };
@@ -207,7 +209,6 @@ impl<W: Window, A: Serialize> KeyState<W, A> {
                 })
                 .collect(),
             merging: MergingWindowSet::from_mapping(k.merging),
-            global_state: StateSlot::restored(k.global_state),
         }
     }
 }
@@ -217,9 +218,33 @@ impl<W: Window, A> Default for KeyState<W, A> {
         KeyState {
             windows: Map::default(),
             merging: MergingWindowSet::default(),
-            global_state: Slot::default(),
         }
     }
+}
+
+/// Window contents kept in the keyed-state backend, with the (state)
+/// window as namespace, as Flink keeps them: on key-value backends such as
+/// RocksDB, so windows may hold more than memory. Accumulators (`reduce`,
+/// `aggregate`) are one value per key and window, read and written once
+/// per record; element buffers (`process`, `apply`, evictors) are one map
+/// entry per element under a sequence number, so adding an element never
+/// reads the buffer, and a firing reads it in arrival order.
+struct StoredContents<T, A> {
+    values: Option<ValueState<A>>,
+    elements: Option<MapState<u64, StreamRecord<T>>>,
+}
+
+/// Name of the keyed state holding window contents.
+const CONTENTS_STATE: &str = "window-contents";
+
+/// Points `store` at `key` and `window`.
+pub(crate) fn focus<K: Serialize + StableHash, W: Serialize>(
+    store: &KeyedStateStore,
+    key: &K,
+    window: &W,
+) -> Result<(), StateError> {
+    store.set_current_key(key)?;
+    store.set_current_namespace(window)
 }
 
 /// Settings of a window operator, fixed when the job is built.
@@ -247,13 +272,17 @@ pub(crate) struct WindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
     requests: Vec<TimerRequest>,
     own: Option<OwnState>,
     saved_watermark: Option<SavedWatermark>,
+    /// The subtask's keyed state (window and global state of process
+    /// functions; contents too, with `stored`).
+    state: Option<KeyedStateStore>,
+    stored: Option<StoredContents<T, L::Acc>>,
     _out: std::marker::PhantomData<fn() -> O>,
 }
 
 impl<T, K, W, O, L> WindowOperator<T, K, W, O, L>
 where
-    T: Clone + Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
+    K: Hash + Eq + Clone + Send + Serialize + StableHash + 'static,
     W: Window,
     O: Send + 'static,
     L: WindowLogic<K, W, T, O>,
@@ -276,6 +305,8 @@ where
             requests: Vec::new(),
             own: None,
             saved_watermark: None,
+            state: None,
+            stored: None,
             _out: std::marker::PhantomData,
         }
     }
@@ -388,6 +419,91 @@ where
         result
     }
 
+    /// The contents of `key`'s `state_window` in the keyed-state backend
+    /// (elements in arrival order), if it has any.
+    fn load(&mut self, key: &K, state_window: &W) -> Result<Option<L::Acc>, StateError> {
+        let (Some(state), Some(stored)) = (&self.state, &self.stored) else {
+            return Ok(None);
+        };
+        focus(state, key, state_window)?;
+        if let Some(elements) = &stored.elements {
+            let mut items = elements.entries()?;
+            if items.is_empty() {
+                return Ok(None);
+            }
+            items.sort_unstable_by_key(|(seq, _)| *seq);
+            let mut acc = self.logic.create();
+            if let Some(buffer) = L::buffer(&mut acc) {
+                buffer.extend(items.into_iter().map(|(_, r)| r));
+            }
+            return Ok(Some(acc));
+        }
+        match &stored.values {
+            Some(values) => values.value(),
+            None => Ok(None),
+        }
+    }
+
+    /// Removes the contents of `key`'s `state_window` from the keyed-state
+    /// backend.
+    fn remove_stored(&mut self, key: &K, state_window: &W) -> Result<(), StateError> {
+        let stored_entry = self
+            .keys
+            .get_mut(key)
+            .and_then(|ks| ks.windows.get_mut(state_window))
+            .and_then(|e| e.stored.take());
+        let (Some(state), Some(stored), Some(_)) = (&self.state, &self.stored, stored_entry) else {
+            return Ok(());
+        };
+        focus(state, key, state_window)?;
+        if let Some(elements) = &stored.elements {
+            elements.clear()?;
+        }
+        if let Some(values) = &stored.values {
+            values.clear()?;
+        }
+        Ok(())
+    }
+
+    /// Adds `acc` to the contents of `key`'s `state_window` in the
+    /// keyed-state backend (merging accumulators, appending elements).
+    fn add_stored(&mut self, key: &K, state_window: &W, mut acc: L::Acc) -> FunctionResult {
+        let (Some(state), Some(stored)) = (&self.state, &self.stored) else {
+            return Ok(());
+        };
+        let entry = self
+            .keys
+            .entry(key.clone())
+            .or_default()
+            .windows
+            .entry(state_window.clone())
+            .or_default();
+        focus(state, key, state_window)?;
+        if let Some(elements) = &stored.elements {
+            let mut seq = entry.stored.unwrap_or(0);
+            if let Some(buffer) = L::buffer(&mut acc) {
+                for record in buffer.drain(..) {
+                    elements.put(seq, record)?;
+                    seq += 1;
+                }
+            }
+            entry.stored = Some(seq);
+        } else if let Some(values) = &stored.values {
+            let logic = &mut self.logic;
+            values.update_with(|into| {
+                Some(match into {
+                    Some(mut into) => {
+                        logic.merge(&mut into, acc);
+                        into
+                    }
+                    None => acc,
+                })
+            })?;
+            entry.stored = Some(0);
+        }
+        Ok(())
+    }
+
     /// Emits the contents of `state_window` as the result of `window`.
     fn fire(
         &mut self,
@@ -396,53 +512,56 @@ where
         state_window: &W,
         out: &mut Output<O>,
     ) -> FunctionResult {
-        let now = self.now();
-        let watermark = self.watermark;
-        let Some(ks) = self.keys.get_mut(key) else {
-            return Ok(());
+        let env = |op: &Self| Firing {
+            merging: op.merging,
+            watermark: op.watermark,
+            now: op.now(),
         };
-        let KeyState {
-            windows,
-            global_state,
-            ..
-        } = ks;
-        let Some(entry) = windows.get_mut(state_window) else {
+        if self.stored.is_some() {
+            let Some(mut acc) = self.load(key, state_window)? else {
+                return Ok(());
+            };
+            let before = L::buffer(&mut acc).map(|b| b.len());
+            let firing = env(self);
+            emit_contents(
+                &mut self.logic,
+                self.spec.evictor.as_deref_mut(),
+                self.state.as_ref(),
+                firing,
+                key,
+                window,
+                &mut acc,
+                out,
+            )?;
+            // An evictor changed the buffer: it is the window's contents now.
+            if self.spec.evictor.is_some() && L::buffer(&mut acc).map(|b| b.len()) != before {
+                self.remove_stored(key, state_window)?;
+                self.add_stored(key, state_window, acc)?;
+            }
             return Ok(());
-        };
-        let Some(acc) = entry.acc.as_mut() else {
-            return Ok(());
-        };
-        // Late records sent to the side output before this firing go first.
-        if out.has_pending_side_records() {
-            out.flush()?;
         }
-        let evictor_ctx = EvictorContext {
-            current_watermark: watermark,
-            current_processing_time: now,
+        let firing = env(self);
+        let Some(acc) = self
+            .keys
+            .get_mut(key)
+            .and_then(|ks| ks.windows.get_mut(state_window))
+            .and_then(|e| e.acc.as_mut())
+        else {
+            return Ok(());
         };
-        if let (Some(evictor), Some(buffer)) = (self.spec.evictor.as_mut(), L::buffer(acc)) {
-            evictor.evict_before(buffer, window, &evictor_ctx);
-        }
-        let (records, sides) = out.split();
-        let timestamp = window.max_timestamp();
-        let mut ctx = ProcessWindowContext {
+        emit_contents(
+            &mut self.logic,
+            self.spec.evictor.as_deref_mut(),
+            self.state.as_ref(),
+            firing,
+            key,
             window,
-            watermark,
-            processing_time: now,
-            window_state: &mut entry.window_state,
-            global_state,
-            sides,
-            timestamp,
-        };
-        self.logic
-            .emit(key, acc, &mut ctx, &mut Collector::new(records, timestamp))?;
-        if let (Some(evictor), Some(buffer)) = (self.spec.evictor.as_mut(), L::buffer(acc)) {
-            evictor.evict_after(buffer, window, &evictor_ctx);
-        }
-        Ok(())
+            acc,
+            out,
+        )
     }
 
-    fn purge(&mut self, key: &K, state_window: &W) {
+    fn purge(&mut self, key: &K, state_window: &W) -> FunctionResult {
         if let Some(entry) = self
             .keys
             .get_mut(key)
@@ -450,6 +569,8 @@ where
         {
             entry.acc = None;
         }
+        self.remove_stored(key, state_window)?;
+        Ok(())
     }
 
     fn handle(
@@ -464,12 +585,13 @@ where
             self.fire(key, window, state_window, out)?;
         }
         if result.is_purge() {
-            self.purge(key, state_window);
+            self.purge(key, state_window)?;
         }
         Ok(())
     }
 
-    /// Drops everything of `window` (Flink's `clearAllState`).
+    /// Drops everything of `window` (Flink's `clearAllState`): contents,
+    /// trigger state, then the function's `clear`, then per-window state.
     fn clear_all_state(
         &mut self,
         key: &K,
@@ -481,26 +603,37 @@ where
             t.clear(window, ctx);
             TriggerResult::Continue
         });
-        let now = self.now();
-        let watermark = self.watermark;
-        if let Some(ks) = self.keys.get_mut(key) {
-            if let Some(entry) = ks.windows.get_mut(state_window) {
-                entry.acc = None;
-                if !entry.window_state.is_empty() {
-                    let (_, sides) = out.split();
-                    let mut ctx = ProcessWindowContext {
-                        window,
-                        watermark,
-                        processing_time: now,
-                        window_state: &mut entry.window_state,
-                        global_state: &mut ks.global_state,
-                        sides,
-                        timestamp: window.max_timestamp(),
-                    };
-                    self.logic.clear(&mut ctx)?;
-                    entry.window_state.clear();
-                }
+        let namespaced = self
+            .state
+            .as_ref()
+            .is_some_and(KeyedStateStore::has_namespaced_states);
+        if self.stored.is_some() && window == state_window && namespaced {
+            // Clearing the window's namespace below removes the contents.
+            if let Some(entry) = self
+                .keys
+                .get_mut(key)
+                .and_then(|ks| ks.windows.get_mut(state_window))
+            {
+                entry.stored = None;
             }
+        } else {
+            self.purge(key, state_window)?;
+        }
+        let firing = Firing {
+            merging: self.merging,
+            watermark: self.watermark,
+            now: self.now(),
+        };
+        let (_, sides) = out.split();
+        let logic = &mut self.logic;
+        with_context(self.state.as_ref(), firing, key, window, sides, |ctx| {
+            logic.clear(ctx)
+        })??;
+        if let (Some(state), true) = (&self.state, namespaced) {
+            focus(state, key, window)?;
+            state.clear_current_namespace()?;
+        }
+        if let Some(ks) = self.keys.get_mut(key) {
             if let Some(entry) = ks.windows.get_mut(window) {
                 entry.trigger_state.clear();
             }
@@ -510,7 +643,7 @@ where
                     ks.windows.remove(w);
                 }
             }
-            if ks.windows.is_empty() && ks.merging.is_empty() && ks.global_state.is_empty() {
+            if ks.windows.is_empty() && ks.merging.is_empty() {
                 self.keys.remove(key);
             }
         }
@@ -518,7 +651,7 @@ where
     }
 
     /// Carries out one merge of session windows (Flink's merge function).
-    fn apply_merge(&mut self, key: &K, merge: Merge<W>) {
+    fn apply_merge(&mut self, key: &K, merge: Merge<W>) -> FunctionResult {
         let Merge {
             result,
             merged,
@@ -548,8 +681,25 @@ where
             });
             self.delete_cleanup_timer(key, m);
         }
+        if self.stored.is_some() {
+            for sw in &merged_state_windows {
+                let has = self
+                    .keys
+                    .get(key)
+                    .and_then(|ks| ks.windows.get(sw))
+                    .is_some_and(|e| e.stored.is_some());
+                if !has {
+                    continue;
+                }
+                let from = self.load(key, sw)?;
+                self.remove_stored(key, sw)?;
+                if let Some(from) = from {
+                    self.add_stored(key, &state_window, from)?;
+                }
+            }
+        }
         let Some(ks) = self.keys.get_mut(key) else {
-            return;
+            return Ok(());
         };
         for sw in &merged_state_windows {
             let from = ks.windows.get_mut(sw).and_then(|e| e.acc.take());
@@ -567,15 +717,33 @@ where
                 ks.windows.remove(m);
             }
         }
+        Ok(())
     }
 
-    fn add_to(&mut self, key: &K, state_window: &W, record: StreamRecord<T>) {
+    fn add_to(&mut self, key: &K, state_window: &W, record: StreamRecord<T>) -> FunctionResult {
         let ks = self.keys.entry(key.clone()).or_default();
         let entry = ks.windows.entry(state_window.clone()).or_default();
-        let acc = entry.acc.get_or_insert_with(|| self.logic.create());
-        self.logic.add(acc, record);
+        let (Some(state), Some(stored)) = (&self.state, &self.stored) else {
+            let acc = entry.acc.get_or_insert_with(|| self.logic.create());
+            self.logic.add(acc, record);
+            return Ok(());
+        };
+        focus(state, key, state_window)?;
+        if let Some(elements) = &stored.elements {
+            let seq = entry.stored.unwrap_or(0);
+            elements.put(seq, record)?;
+            entry.stored = Some(seq + 1);
+        } else if let Some(values) = &stored.values {
+            let logic = &mut self.logic;
+            values.update_with(|acc| {
+                let mut acc = acc.unwrap_or_else(|| logic.create());
+                logic.add(&mut acc, record);
+                Some(acc)
+            })?;
+            entry.stored = Some(0);
+        }
+        Ok(())
     }
-
     fn process_record(
         &mut self,
         record: StreamRecord<T>,
@@ -607,7 +775,7 @@ where
                         .add_window(window, |ws, cb| assigner.merge_windows(ws, cb))
                 };
                 for merge in merges {
-                    self.apply_merge(&key, merge);
+                    self.apply_merge(&key, merge)?;
                 }
                 if self.is_window_late(&actual) {
                     if let Some(ks) = self.keys.get_mut(&key) {
@@ -641,7 +809,7 @@ where
             let result = self.call_trigger(&key, &actual, |t, ctx| {
                 t.on_element(&element.value, timestamp, &actual, ctx)
             });
-            self.add_to(&key, &state_window, element);
+            self.add_to(&key, &state_window, element)?;
             self.handle(result, &key, &actual, &state_window, out)?;
             self.register_cleanup_timer(&key, &actual);
         }
@@ -716,7 +884,7 @@ where
 /// The logic every window operator instance runs, boxed per subtask.
 impl<T, K, W, O, L> Operator for WindowOperator<T, K, W, O, L>
 where
-    T: Clone + Send + 'static,
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
     K: Hash + Eq + Clone + Send + Serialize + DeserializeOwned + StableHash + 'static,
     W: Window,
     O: Send + 'static,
@@ -745,7 +913,23 @@ where
         let (saved, watermark) = SavedWatermark::open(ctx)?;
         self.watermark = watermark;
         self.saved_watermark = Some(saved);
-        self.logic.open(ctx)
+        let (keyed_ctx, state) = ctx.open_keyed_state()?;
+        if state.is_key_value() {
+            let windows = state.per_namespace();
+            self.stored = Some(if L::KEEPS_ELEMENTS {
+                StoredContents {
+                    values: None,
+                    elements: Some(windows.map_state(&MapStateDescriptor::new(CONTENTS_STATE))?),
+                }
+            } else {
+                StoredContents {
+                    values: Some(windows.value_state(&ValueStateDescriptor::new(CONTENTS_STATE))?),
+                    elements: None,
+                }
+            });
+        }
+        self.state = Some(state);
+        self.logic.open(&keyed_ctx)
     }
 
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
@@ -795,4 +979,89 @@ where
         }
         Ok(())
     }
+}
+
+/// What a firing needs to know besides the key and window.
+#[derive(Clone, Copy)]
+pub(crate) struct Firing {
+    pub merging: bool,
+    pub watermark: i64,
+    pub now: i64,
+}
+
+/// Runs `f` with the context of `key`'s `window`, its keyed state pointed
+/// at the key (eagerly if state is declared, else on first use).
+pub(crate) fn with_context<K, W, R>(
+    state: Option<&KeyedStateStore>,
+    firing: Firing,
+    key: &K,
+    window: &W,
+    sides: &mut SideOutputs,
+    f: impl FnOnce(&mut ProcessWindowContext<'_, W>) -> R,
+) -> Result<R, StateError>
+where
+    K: Serialize + StableHash,
+    W: Window,
+{
+    let set_key = |s: &KeyedStateStore| s.set_current_key(key);
+    let mut key_set = false;
+    if let Some(s) = state.filter(|s| s.in_use()) {
+        s.set_current_key(key)?;
+        key_set = true;
+    }
+    let mut ctx = ProcessWindowContext {
+        window,
+        watermark: firing.watermark,
+        processing_time: firing.now,
+        scope: state.map(|store| WindowScope {
+            store,
+            set_key: &set_key,
+            merging: firing.merging,
+            key_set,
+            namespace_set: false,
+        }),
+        sides,
+        timestamp: window.max_timestamp(),
+    };
+    Ok(f(&mut ctx))
+}
+
+/// Evicts (if configured), emits and evicts again: one firing of `acc`.
+#[allow(clippy::too_many_arguments)]
+fn emit_contents<K, W, T: 'static, O, L>(
+    logic: &mut L,
+    mut evictor: Option<&mut dyn Evictor<T, W>>,
+    state: Option<&KeyedStateStore>,
+    firing: Firing,
+    key: &K,
+    window: &W,
+    acc: &mut L::Acc,
+    out: &mut Output<O>,
+) -> FunctionResult
+where
+    K: Serialize + StableHash,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    // Late records sent to the side output before this firing go first.
+    if out.has_pending_side_records() {
+        out.flush()?;
+    }
+    let evictor_ctx = EvictorContext {
+        current_watermark: firing.watermark,
+        current_processing_time: firing.now,
+    };
+    if let (Some(evictor), Some(buffer)) = (evictor.as_deref_mut(), L::buffer(acc)) {
+        evictor.evict_before(buffer, window, &evictor_ctx);
+    }
+    let (records, sides) = out.split();
+    let timestamp = window.max_timestamp();
+    with_context(state, firing, key, window, sides, |ctx| {
+        logic.emit(key, acc, ctx, &mut Collector::new(records, timestamp))
+    })??;
+    if let (Some(evictor), Some(buffer)) = (evictor, L::buffer(acc)) {
+        evictor.evict_after(buffer, window, &evictor_ctx);
+    }
+    Ok(())
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use weir_state::StableHash;
+use weir_state::{KeyedStateStore, StableHash};
 
 use weir_runtime::element::StreamRecord;
 use weir_runtime::metrics::OperatorMetrics;
@@ -28,8 +28,7 @@ use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
 
 use super::assigner::{AssignerContext, WindowAssigner};
-use super::function::ProcessWindowContext;
-use super::operator::{emit_late, Map, Slot, WindowLogic};
+use super::operator::{emit_late, with_context, Firing, Map, WindowLogic};
 use super::Window;
 use crate::functions::Collector;
 use crate::operators::{KeySelector, OwnState, SavedWatermark};
@@ -39,7 +38,6 @@ struct Session<A> {
     start: i64,
     end: i64,
     acc: A,
-    window_state: Slot,
     /// Time of this session's firing entry in the queue, if it has one.
     fire_at: Option<i64>,
     /// Time of its cleanup entry, if it has one.
@@ -52,7 +50,6 @@ struct Session<A> {
 #[derive(Serialize)]
 struct KeyOut<'a, A> {
     sessions: Vec<SessionOut<'a, A>>,
-    global_state: Option<Vec<u8>>,
 }
 
 #[derive(Serialize)]
@@ -60,7 +57,6 @@ struct SessionOut<'a, A> {
     start: i64,
     end: i64,
     acc: &'a A,
-    window_state: Option<Vec<u8>>,
     fire_at: Option<i64>,
     cleanup_at: Option<i64>,
     fired_end: Option<i64>,
@@ -70,7 +66,6 @@ struct SessionOut<'a, A> {
 #[derive(Deserialize)]
 struct KeyIn<A> {
     sessions: Vec<SessionIn<A>>,
-    global_state: Option<Vec<u8>>,
 }
 
 #[derive(Deserialize)]
@@ -78,7 +73,6 @@ struct SessionIn<A> {
     start: i64,
     end: i64,
     acc: A,
-    window_state: Option<Vec<u8>>,
     fire_at: Option<i64>,
     cleanup_at: Option<i64>,
     fired_end: Option<i64>,
@@ -101,7 +95,7 @@ pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     allowed_lateness: i64,
     late_tag: Option<String>,
     sessions: Map<K, Vec<Session<L::Acc>>>,
-    global_states: Map<K, Slot>,
+    state: Option<KeyedStateStore>,
     queue: BinaryHeap<Reverse<(i64, u64)>>,
     scheduled: Map<u64, Scheduled<K>>,
     next_seq: u64,
@@ -118,7 +112,7 @@ pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
 impl<T, K, W, O, L> SessionWindowOperator<T, K, W, O, L>
 where
     T: Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
+    K: Hash + Eq + Clone + Send + Serialize + StableHash + 'static,
     W: Window,
     O: Send + 'static,
     L: WindowLogic<K, W, T, O>,
@@ -137,7 +131,7 @@ where
             allowed_lateness,
             late_tag,
             sessions: Map::default(),
-            global_states: Map::default(),
+            state: None,
             queue: BinaryHeap::new(),
             scheduled: Map::default(),
             next_seq: 0,
@@ -208,25 +202,16 @@ where
             out.flush()?;
         }
         let (records, sides) = out.split();
-        let global_state = self.global_states.entry(key.clone()).or_default();
-        let mut ctx = ProcessWindowContext {
-            window: &window,
+        let firing = Firing {
+            merging: true,
             watermark: self.watermark,
-            processing_time: now,
-            window_state: &mut session.window_state,
-            global_state,
-            sides,
-            timestamp,
+            now,
         };
-        self.logic.emit(
-            key,
-            &session.acc,
-            &mut ctx,
-            &mut Collector::new(records, timestamp),
-        )?;
-        if self.global_states.get(key).is_some_and(Slot::is_empty) {
-            self.global_states.remove(key);
-        }
+        let logic = &mut self.logic;
+        let acc = &session.acc;
+        with_context(self.state.as_ref(), firing, key, &window, sides, |ctx| {
+            logic.emit(key, acc, ctx, &mut Collector::new(records, timestamp))
+        })??;
         Ok(())
     }
 
@@ -268,9 +253,6 @@ where
                     None => s,
                     Some(mut m) => {
                         self.logic.merge(&mut m.acc, s.acc);
-                        if m.window_state.is_empty() {
-                            m.window_state = s.window_state;
-                        }
                         // The absorbed session's queue entries carry its id
                         // and go stale; only the survivor's entries count.
                         m
@@ -299,7 +281,6 @@ where
                 start,
                 end,
                 acc: self.logic.create(),
-                window_state: Slot::default(),
                 fire_at: None,
                 cleanup_at: None,
                 fired_end: None,
@@ -364,26 +345,22 @@ where
         let Some(list) = self.sessions.get_mut(key) else {
             return Ok(());
         };
-        let mut session = list.swap_remove(index);
+        let session = list.swap_remove(index);
         if list.is_empty() {
             self.sessions.remove(key);
         }
-        if !session.window_state.is_empty() {
-            let window = W::from_time_window(session.start, session.end)
-                .ok_or("sessions are time windows")?;
-            let (_, sides) = out.split();
-            let global_state = self.global_states.entry(key.clone()).or_default();
-            let mut ctx = ProcessWindowContext {
-                window: &window,
-                watermark: self.watermark,
-                processing_time: 0,
-                window_state: &mut session.window_state,
-                global_state,
-                sides,
-                timestamp: session.end - 1,
-            };
-            self.logic.clear(&mut ctx)?;
-        }
+        let window =
+            W::from_time_window(session.start, session.end).ok_or("sessions are time windows")?;
+        let (_, sides) = out.split();
+        let firing = Firing {
+            merging: true,
+            watermark: self.watermark,
+            now: self.clock.as_ref().map_or(0, |c| c.now_ms()),
+        };
+        let logic = &mut self.logic;
+        with_context(self.state.as_ref(), firing, key, &window, sides, |ctx| {
+            logic.clear(ctx)
+        })??;
         Ok(())
     }
 }
@@ -419,15 +396,10 @@ where
                     start: s.start,
                     end: s.end,
                     acc: s.acc,
-                    window_state: Slot::restored(s.window_state),
                     fire_at: s.fire_at,
                     cleanup_at: s.cleanup_at,
                     fired_end: s.fired_end,
                 });
-            }
-            if k.global_state.is_some() {
-                self.global_states
-                    .insert(key.clone(), Slot::restored(k.global_state));
             }
             if !list.is_empty() {
                 self.sessions.insert(key, list);
@@ -437,7 +409,9 @@ where
         let (saved, watermark) = SavedWatermark::open(ctx)?;
         self.watermark = watermark;
         self.saved_watermark = Some(saved);
-        self.logic.open(ctx)
+        let (keyed_ctx, state) = ctx.open_keyed_state()?;
+        self.state = Some(state);
+        self.logic.open(&keyed_ctx)
     }
 
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
@@ -452,29 +426,12 @@ where
                     start: s.start,
                     end: s.end,
                     acc: &s.acc,
-                    window_state: s.window_state.encode()?,
                     fire_at: s.fire_at,
                     cleanup_at: s.cleanup_at,
                     fired_end: s.fired_end,
                 });
             }
-            keys.insert(
-                k,
-                KeyOut {
-                    sessions,
-                    global_state: None,
-                },
-            );
-        }
-        for (k, slot) in &self.global_states {
-            if let Some(bytes) = slot.encode()? {
-                keys.entry(k)
-                    .or_insert_with(|| KeyOut {
-                        sessions: Vec::new(),
-                        global_state: None,
-                    })
-                    .global_state = Some(bytes);
-            }
+            keys.insert(k, KeyOut { sessions });
         }
         own.save("sessions", keys)?;
         saved.save(self.watermark)?;

@@ -11,6 +11,7 @@ use weir_runtime::graph::NodeFactory;
 
 use super::aligned::AlignedWindowOperator;
 use super::assigner::WindowAssigner;
+use super::by_backend::ByBackend;
 use super::evictor::Evictor;
 use super::function::{
     AggregateFunction, Elements, ProcessWindowContext, ProcessWindowFunction, WindowFunction,
@@ -25,6 +26,24 @@ use super::trigger::Trigger;
 use super::Window;
 use crate::datastream::{DataStream, Key, KeyedStream};
 use crate::functions::{Collector, FunctionResult, OutputTag, ReduceFunction};
+
+/// The settings of a window with the assigner's default trigger and no
+/// evictor.
+fn default_spec<T: 'static, K, W: Window>(
+    key_of: &crate::operators::KeySelector<T, K>,
+    assigner: &Arc<dyn WindowAssigner<T, W = W>>,
+    allowed_lateness: i64,
+    late_tag: &Option<String>,
+) -> WindowSpec<T, K, W> {
+    WindowSpec {
+        key_of: Arc::clone(key_of),
+        assigner: Arc::clone(assigner),
+        trigger: assigner.default_trigger(),
+        evictor: None,
+        allowed_lateness,
+        late_tag: late_tag.clone(),
+    }
+}
 
 type TriggerFactory<T, W> = Arc<dyn Fn() -> Box<dyn Trigger<T, W>> + Send + Sync>;
 type EvictorFactory<T, W> = Arc<dyn Fn() -> Box<dyn Evictor<T, W>> + Send + Sync>;
@@ -137,14 +156,20 @@ where
         let assigner = Arc::clone(&self.assigner);
         let allowed_lateness = self.allowed_lateness_ms;
         let late_tag = self.late_tag.clone();
-        let factory = NodeFactory::one_input(move |_| {
-            SessionWindowOperator::new(
+        let factory = NodeFactory::one_input(move |ctx| {
+            if !ctx.state_backend.is_heap() {
+                return ByBackend::Stored(WindowOperator::new(
+                    default_spec(&key_of, &assigner, allowed_lateness, &late_tag),
+                    make(),
+                ));
+            }
+            ByBackend::Memory(SessionWindowOperator::new(
                 Arc::clone(&key_of),
                 Arc::clone(&assigner),
                 make(),
                 allowed_lateness,
                 late_tag.clone(),
-            )
+            ))
         });
         self.finish(self.keyed.as_stream().add_operator("Window", factory))
     }
@@ -166,14 +191,21 @@ where
         let key_of = self.keyed.key_selector();
         let allowed_lateness = self.allowed_lateness_ms;
         let late_tag = self.late_tag.clone();
-        let factory = NodeFactory::one_input(move |_| {
-            AlignedWindowOperator::new(
+        let assigner = Arc::clone(&self.assigner);
+        let factory = NodeFactory::one_input(move |ctx| {
+            if !ctx.state_backend.is_heap() {
+                return ByBackend::Stored(WindowOperator::new(
+                    default_spec(&key_of, &assigner, allowed_lateness, &late_tag),
+                    make(),
+                ));
+            }
+            ByBackend::Memory(AlignedWindowOperator::new(
                 Arc::clone(&key_of),
                 make(),
                 grid,
                 allowed_lateness,
                 late_tag.clone(),
-            )
+            ))
         });
         let stream = self.keyed.as_stream().add_operator("Window", factory);
         if self.all {

@@ -536,12 +536,14 @@ fn windowed(
     fail: bool,
     stamp: fn(u64) -> i64,
     windows: Windows,
+    config: &Configuration,
 ) -> (
     std::collections::BTreeSet<(u64, u64, u64)>,
     JobExecutionResult,
 ) {
     let records = 40_000;
     let env = checkpointing(p, CheckpointingMode::ExactlyOnce);
+    env.configure(config).expect("configuration");
     let out = Arc::new(Mutex::new(Vec::new()));
     // At parallelism 2 the second source subtask emits 20 000.., so 30 001
     // is mid-stream at either parallelism.
@@ -567,8 +569,18 @@ fn count_per_window(a: (u64, u64, u64), b: (u64, u64, u64)) -> (u64, u64, u64) {
 }
 
 fn assert_same_windows(p: u32, stamp: fn(u64) -> i64, windows: Windows) {
-    let (expected, _) = windowed(p, false, stamp, windows);
-    let (got, result) = windowed(p, true, stamp, windows);
+    assert_same_windows_with(p, stamp, windows, &Configuration::new());
+}
+
+fn assert_same_windows_with(
+    p: u32,
+    stamp: fn(u64) -> i64,
+    windows: Windows,
+    config: &Configuration,
+) {
+    // The reference run keeps everything in memory.
+    let (expected, _) = windowed(p, false, stamp, windows, &Configuration::new());
+    let (got, result) = windowed(p, true, stamp, windows, config);
     assert_eq!(result.restarts, 1);
     assert!(result.checkpoints.restored.is_some());
     assert!(expected.len() > 10, "too few windows to mean anything");
@@ -627,6 +639,75 @@ fn count_windows_with_a_trigger_survive_a_failure() {
         |i| i as i64,
         |k| k.count_window(100).reduce(count_per_window),
     );
+}
+
+/// RocksDB with a write-back cache far smaller than the window contents,
+/// checkpointing its own files (restored by opening them) or entries.
+#[cfg(feature = "rocksdb")]
+fn rocksdb_windows(files: bool, dir: &Path) -> Configuration {
+    let mut c = Configuration::new();
+    c.set("state.backend.type", "rocksdb");
+    c.set("weir.state.rocksdb.write-back-cache.size", "16 kb");
+    if files {
+        c.set("execution.checkpointing.dir", dir.display().to_string());
+    }
+    c
+}
+
+/// Every element of a window, counted at firing: buffers, not accumulators.
+#[cfg(feature = "rocksdb")]
+fn count_elements(
+    key: &u64,
+    _ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+    elements: Elements<'_, Counted>,
+    out: &mut Collector<'_, Counted>,
+) -> FunctionResult {
+    let first = elements.clone().map(|e| e.1).min().unwrap_or(0);
+    out.collect((*key, first, elements.len() as u64));
+    Ok(())
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn window_contents_in_rocksdb_survive_a_failure() {
+    let dir = temp_dir("rocksdb-windows");
+    for files in [false, true] {
+        let c = rocksdb_windows(files, &dir);
+        // Accumulators, one value per key and window.
+        assert_same_windows_with(
+            2,
+            |i| i as i64,
+            |k| {
+                k.window(TumblingEventTimeWindows::of(Duration::from_millis(1000)))
+                    .reduce(count_per_window)
+            },
+            &c,
+        );
+        // Element buffers, one entry per element, in overlapping windows.
+        assert_same_windows_with(
+            1,
+            |i| i as i64,
+            |k| {
+                k.window(SlidingEventTimeWindows::of(
+                    Duration::from_millis(2000),
+                    Duration::from_millis(500),
+                ))
+                .process(count_elements)
+            },
+            &c,
+        );
+        // Merging windows: contents move between namespaces.
+        assert_same_windows_with(
+            2,
+            |i| (i + (i / 1000) * 5000) as i64,
+            |k| {
+                k.window(EventTimeSessionWindows::with_gap(Duration::from_secs(2)))
+                    .process(count_elements)
+            },
+            &c,
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 fn multipliers() -> MapStateDescriptor<String, u64> {

@@ -10,6 +10,23 @@ use weir::prelude::*;
 
 use crate::sorted;
 
+/// Runs `test` on an environment per state backend: the heap keeps window
+/// contents in operator memory, RocksDB in the backend.
+fn each_backend(
+    test: impl Fn(StreamExecutionEnvironment) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    test(StreamExecutionEnvironment::new())?;
+    #[cfg(feature = "rocksdb")]
+    {
+        let env = StreamExecutionEnvironment::new();
+        let mut c = Configuration::new();
+        c.set("state.backend.type", "rocksdb");
+        env.configure(&c)?;
+        test(env)?;
+    }
+    Ok(())
+}
+
 /// Event (key, timestamp, value) with punctuated watermarks `max - ooo - 1`.
 fn events(
     env: &StreamExecutionEnvironment,
@@ -238,56 +255,58 @@ fn windows_with_offsets_and_negative_timestamps() -> anyhow::Result<()> {
 
 #[test]
 fn time_evictor_keeps_the_newest_elements_of_each_firing() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::new();
-    let out = events(&env, (0..10).map(|i| (0u8, i * 1_000, i)).collect(), 0)
-        .key_by(|e| e.0)
-        .window(GlobalWindows::create())
-        .trigger(CountTrigger::of(5))
-        .evictor(TimeEvictor::of(Duration::from_millis(2_500)))
-        .reduce(|a: (u8, i64, i64), b: (u8, i64, i64)| (a.0, b.1, a.2 + b.2))
-        .execute_and_collect()?;
-    // After 5 records (t = 0..4 s) the evictor keeps t > 1.5 s: 2 + 3 + 4;
-    // after 10, t > 6.5 s: 7 + 8 + 9.
-    assert_eq!(out.iter().map(|e| e.2).collect::<Vec<_>>(), vec![9, 24]);
-    Ok(())
+    each_backend(|env| {
+        let out = events(&env, (0..10).map(|i| (0u8, i * 1_000, i)).collect(), 0)
+            .key_by(|e| e.0)
+            .window(GlobalWindows::create())
+            .trigger(CountTrigger::of(5))
+            .evictor(TimeEvictor::of(Duration::from_millis(2_500)))
+            .reduce(|a: (u8, i64, i64), b: (u8, i64, i64)| (a.0, b.1, a.2 + b.2))
+            .execute_and_collect()?;
+        // After 5 records (t = 0..4 s) the evictor keeps t > 1.5 s: 2 + 3 + 4;
+        // after 10, t > 6.5 s: 7 + 8 + 9.
+        assert_eq!(out.iter().map(|e| e.2).collect::<Vec<_>>(), vec![9, 24]);
+        Ok(())
+    })
 }
 
 #[test]
 fn delta_evictor_and_count_trigger() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::new();
-    let out = env
-        .from_elements(vec![1i64, 2, 50, 51, 52, 3, 53])
-        .count_window_all(1)
-        .evictor(DeltaEvictor::of(10.0, |a: &i64, b: &i64| {
-            (b - a).abs() as f64
-        }))
-        .apply(
-            |_w: &GlobalWindow, e: Elements<'_, i64>, out: &mut Collector<'_, String>| {
-                out.collect(e.map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
-            },
-        )
-        .execute_and_collect()?;
-    // Count window of 1 fires and purges on every record; the evictor drops
-    // nothing then. The purge keeps each window to its own record.
-    assert_eq!(out, vec!["1", "2", "50", "51", "52", "3", "53"]);
-    let env = StreamExecutionEnvironment::new();
-    let out = env
-        .from_elements(vec![1i64, 2, 50, 51, 3, 52])
-        .window_all(GlobalWindows::create())
-        .trigger(CountTrigger::of(2))
-        .evictor(DeltaEvictor::of(10.0, |a: &i64, b: &i64| {
-            (b - a).abs() as f64
-        }))
-        .apply(
-            |_w: &GlobalWindow, e: Elements<'_, i64>, out: &mut Collector<'_, String>| {
-                out.collect(e.map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
-            },
-        )
-        .execute_and_collect()?;
-    // Every 2 records, elements 10 or more from the newest are evicted; the
-    // rest stay for the next firing.
-    assert_eq!(out, vec!["1 2", "50 51", "50 51 52"]);
-    Ok(())
+    each_backend(|env| {
+        let out = env
+            .from_elements(vec![1i64, 2, 50, 51, 52, 3, 53])
+            .count_window_all(1)
+            .evictor(DeltaEvictor::of(10.0, |a: &i64, b: &i64| {
+                (b - a).abs() as f64
+            }))
+            .apply(
+                |_w: &GlobalWindow, e: Elements<'_, i64>, out: &mut Collector<'_, String>| {
+                    out.collect(e.map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
+                },
+            )
+            .execute_and_collect()?;
+        // Count window of 1 fires and purges on every record; the evictor drops
+        // nothing then. The purge keeps each window to its own record.
+        assert_eq!(out, vec!["1", "2", "50", "51", "52", "3", "53"]);
+        let env = StreamExecutionEnvironment::new();
+        let out = env
+            .from_elements(vec![1i64, 2, 50, 51, 3, 52])
+            .window_all(GlobalWindows::create())
+            .trigger(CountTrigger::of(2))
+            .evictor(DeltaEvictor::of(10.0, |a: &i64, b: &i64| {
+                (b - a).abs() as f64
+            }))
+            .apply(
+                |_w: &GlobalWindow, e: Elements<'_, i64>, out: &mut Collector<'_, String>| {
+                    out.collect(e.map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
+                },
+            )
+            .execute_and_collect()?;
+        // Every 2 records, elements 10 or more from the newest are evicted; the
+        // rest stay for the next firing.
+        assert_eq!(out, vec!["1 2", "50 51", "50 51 52"]);
+        Ok(())
+    })
 }
 
 #[test]
@@ -311,53 +330,63 @@ fn continuous_event_time_trigger_fires_early_results() -> anyhow::Result<()> {
 
 #[test]
 fn process_window_functions_keep_window_and_global_state() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::new();
-    let late = OutputTag::<String>::new("audit");
-    let tag = late.clone();
-    let out = events(
-        &env,
-        vec![(1, 1_000, 1), (1, 11_000, 2), (1, 5_000, 3), (1, 30_000, 4)],
-        0,
-    )
-    .key_by(|e| e.0)
-    .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
-    .allowed_lateness(Duration::from_secs(5))
-    .process(
-        move |_k: &u8,
-              ctx: &mut ProcessWindowContext<'_, TimeWindow>,
-              e: Elements<'_, (u8, i64, i64)>,
-              out: &mut Collector<'_, String>| {
-            *ctx.window_state::<u32>() += 1;
-            *ctx.global_state::<u32>() += 1;
-            let (firing, total) = (*ctx.window_state::<u32>(), *ctx.global_state::<u32>());
-            let sum: i64 = e.map(|v| v.2).sum();
-            ctx.output(&tag, format!("fired {}", ctx.window().start));
-            out.collect(format!(
-                "{} sum {sum} firing {firing} total {total}",
-                ctx.window().start
-            ));
+    each_backend(|env| {
+        let late = OutputTag::<String>::new("audit");
+        let tag = late.clone();
+        let out = events(
+            &env,
+            vec![(1, 1_000, 1), (1, 11_000, 2), (1, 5_000, 3), (1, 30_000, 4)],
+            0,
+        )
+        .key_by(|e| e.0)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+        .allowed_lateness(Duration::from_secs(5))
+        .process(
+            move |_k: &u8,
+                  ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+                  e: Elements<'_, (u8, i64, i64)>,
+                  out: &mut Collector<'_, String>| {
+                let firings = ctx
+                    .window_state()?
+                    .value_state(&ValueStateDescriptor::<u32>::new("firings"))?;
+                let total = ctx
+                    .global_state()?
+                    .value_state(&ValueStateDescriptor::<u32>::new("total"))?;
+                let firing = firings.value()?.unwrap_or(0) + 1;
+                firings.update(firing)?;
+                let total = total.value()?.unwrap_or(0) + 1;
+                ctx.global_state()?
+                    .value_state(&ValueStateDescriptor::<u32>::new("total"))?
+                    .update(total)?;
+                let sum: i64 = e.map(|v| v.2).sum();
+                ctx.output(&tag, format!("fired {}", ctx.window().start));
+                out.collect(format!(
+                    "{} sum {sum} firing {firing} total {total}",
+                    ctx.window().start
+                ));
+                Ok(())
+            },
+        );
+        let audit = Arc::new(AtomicI64::new(0));
+        let counter = Arc::clone(&audit);
+        out.get_side_output(&late).add_sink(move |_s: String| {
+            counter.fetch_add(1, Ordering::SeqCst);
             Ok(())
-        },
-    );
-    let audit = Arc::new(AtomicI64::new(0));
-    let counter = Arc::clone(&audit);
-    out.get_side_output(&late).add_sink(move |_s: String| {
-        counter.fetch_add(1, Ordering::SeqCst);
+        });
+        let out = out.execute_and_collect()?;
+        assert_eq!(
+            out,
+            vec![
+                "0 sum 1 firing 1 total 1",
+                // The late record (5 s) re-fires window 0: its second firing.
+                "0 sum 4 firing 2 total 2",
+                "10000 sum 2 firing 1 total 3",
+                "30000 sum 4 firing 1 total 4",
+            ]
+        );
+        assert_eq!(audit.load(Ordering::SeqCst), 4);
         Ok(())
-    });
-    let out = out.execute_and_collect()?;
-    assert_eq!(
-        out,
-        vec![
-            "0 sum 1 firing 1 total 1",
-            // The late record (5 s) re-fires window 0: its second firing.
-            "0 sum 4 firing 2 total 2",
-            "10000 sum 2 firing 1 total 3",
-            "30000 sum 4 firing 1 total 4",
-        ]
-    );
-    assert_eq!(audit.load(Ordering::SeqCst), 4);
-    Ok(())
+    })
 }
 
 #[test]
