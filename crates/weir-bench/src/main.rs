@@ -307,6 +307,11 @@ fn run_job(
             env.configure(&config)?;
             window_job(&env, "tumbling", events);
         }
+        "window-buffers" => window_buffers_job(&env, events),
+        "rocksdb-window-buffers" => {
+            configure_rocksdb(&env)?;
+            window_buffers_job(&env, events);
+        }
         "value-state-10k" | "value-state-1m" | "map-state" => {
             state_job(&env, name, events);
         }
@@ -314,19 +319,7 @@ fn run_job(
         | "rocksdb-value-state-1m"
         | "rocksdb-value-state-10m"
         | "rocksdb-map-state" => {
-            let mut config = Configuration::new();
-            // Memory bounded by 8 MiB of block cache, 2 × 4 MiB buffers and
-            // the default 64 MiB write-back cache.
-            config
-                .set("state.backend.type", "rocksdb")
-                .set("state.backend.rocksdb.block.cache-size", "8 mb")
-                .set("state.backend.rocksdb.writebuffer.size", "4 mb");
-            env.configure(&config)?;
-            if let Ok(cache) = std::env::var("WEIR_BENCH_ROCKSDB_CACHE") {
-                let mut config = Configuration::new();
-                config.set("weir.state.rocksdb.write-back-cache.size", cache);
-                env.configure(&config)?;
-            }
+            configure_rocksdb(&env)?;
             state_job(&env, name.trim_start_matches("rocksdb-"), events);
         }
         other => bail!("unknown job {other}"),
@@ -415,6 +408,45 @@ fn window_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
             .aggregate(CountSum),
     };
     out.add_sink(DiscardingSink);
+}
+
+/// RocksDB with memory bounded by 8 MiB of block cache, 2 × 4 MiB buffers
+/// and the write-back cache (64 MiB, or `WEIR_BENCH_ROCKSDB_CACHE`).
+fn configure_rocksdb(env: &StreamExecutionEnvironment) -> anyhow::Result<()> {
+    let mut config = Configuration::new();
+    config
+        .set("state.backend.type", "rocksdb")
+        .set("state.backend.rocksdb.block.cache-size", "8 mb")
+        .set("state.backend.rocksdb.writebuffer.size", "4 mb");
+    if let Ok(cache) = std::env::var("WEIR_BENCH_ROCKSDB_CACHE") {
+        config.set("weir.state.rocksdb.write-back-cache.size", cache);
+    }
+    env.configure(&config)?;
+    Ok(())
+}
+
+/// Window contents larger than memory should have to be: 60 s tumbling
+/// windows (6 M events each) whose process function sees every element, so
+/// the operator buffers every event of the current window.
+fn window_buffers_job(env: &StreamExecutionEnvironment, events: u64) {
+    env.from_generator(events, |i| (event(i), event_time(i)))
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_secs(2))
+                .with_timestamp_assigner(|e: &(Event, i64), _| e.1),
+        )
+        .map(|(e, _): (Event, i64)| e)
+        .key_by(|e: &Event| e.key)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(60)))
+        .process(
+            |key: &u64,
+             _ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             elements: Elements<'_, Event>,
+             out: &mut Collector<'_, (u64, u64)>| {
+                out.collect((*key, elements.map(|e| e.value).sum()));
+                Ok(())
+            },
+        )
+        .add_sink(DiscardingSink);
 }
 
 /// Counts per key in a `ValueState` (updated on every record), or puts and
