@@ -281,8 +281,8 @@ pub(crate) struct HeapBackend {
     pub clock: SharedClock,
     pub group: usize,
     pub has_key: bool,
-    /// The current key followed by the current namespace, and its hash;
-    /// swapped with `key` while a namespaced handle works.
+    /// The current key followed by the current namespace, and its hash,
+    /// which namespaced handles use instead of `key`.
     pub ns_key: Vec<u8>,
     pub ns_hash: u64,
     pub has_ns: bool,
@@ -357,12 +357,5 @@ impl HeapBackend {
         self.ns_key.extend_from_slice(namespace);
         self.ns_hash = self.hasher.hash_one(self.ns_key.as_slice());
         self.has_ns = true;
-    }
-
-    /// Swaps the current key with the current key and namespace (twice
-    /// restores it).
-    pub fn swap_namespace(&mut self) {
-        std::mem::swap(&mut self.key, &mut self.ns_key);
-        std::mem::swap(&mut self.key_hash, &mut self.ns_hash);
     }
 }

@@ -97,10 +97,11 @@ pub(crate) struct KvBackend {
     pub key: Vec<u8>,
     pub key_group: KeyGroup,
     pub has_key: bool,
-    /// The current key followed by the current namespace; swapped with
-    /// `key` while a namespaced handle works.
+    /// The current key followed by the current namespace; namespaced
+    /// handles use it instead of `key` (`scoped`).
     pub ns_key: Vec<u8>,
     pub has_ns: bool,
+    pub scoped: bool,
     pub tables: Vec<KvTable>,
     db_key: Vec<u8>,
     /// Reused buffer of an encoded value.
@@ -133,6 +134,7 @@ impl KvBackend {
             has_key: false,
             ns_key: Vec::with_capacity(64),
             has_ns: false,
+            scoped: false,
             tables: Vec::new(),
             db_key: Vec::with_capacity(96),
             value_buf: Vec::with_capacity(64),
@@ -221,7 +223,8 @@ impl KvBackend {
         }
         self.db_key.clear();
         self.db_key.extend_from_slice(&prefix(id, self.key_group));
-        self.db_key.extend_from_slice(&self.key);
+        let key = if self.scoped { &self.ns_key } else { &self.key };
+        self.db_key.extend_from_slice(key);
         Ok(())
     }
 
@@ -286,18 +289,25 @@ impl KvBackend {
         }
     }
 
+    /// Makes the access about to happen use the current key alone, or
+    /// (`namespaced`) the current key and namespace.
+    #[inline]
+    pub fn enter_scope(&mut self, namespaced: bool) -> Result<(), StateError> {
+        if namespaced && !(self.has_key && self.has_ns) {
+            return Err(StateError::NotKeyed(
+                "namespaced state used without a current namespace".into(),
+            ));
+        }
+        self.scoped = namespaced;
+        Ok(())
+    }
+
     /// Makes `namespace` (encoded) the current key's namespace.
     pub fn set_namespace(&mut self, namespace: &[u8]) {
         self.ns_key.clear();
         self.ns_key.extend_from_slice(&self.key);
         self.ns_key.extend_from_slice(namespace);
         self.has_ns = true;
-    }
-
-    /// Swaps the current key with the current key and namespace (twice
-    /// restores it).
-    pub fn swap_namespace(&mut self) {
-        std::mem::swap(&mut self.key, &mut self.ns_key);
     }
 
     /// Puts the store key of the current key's entry `map_key` of map state
@@ -310,7 +320,8 @@ impl KvBackend {
         if !self.has_key {
             return Err(StateError::NotKeyed(format!("#{id}")));
         }
-        entries_prefix(id, self.key_group, &self.key, &mut self.db_key)?;
+        let key = if self.scoped { &self.ns_key } else { &self.key };
+        entries_prefix(id, self.key_group, key, &mut self.db_key)?;
         encode_map_key(map_key, &mut self.db_key)
     }
 
@@ -393,7 +404,8 @@ impl KvBackend {
             return Err(StateError::NotKeyed(format!("#{id}")));
         }
         self.cache.write_back_tracked(&mut *self.store)?;
-        entries_prefix(id, self.key_group, &self.key, &mut self.db_key)?;
+        let key = if self.scoped { &self.ns_key } else { &self.key };
+        entries_prefix(id, self.key_group, key, &mut self.db_key)?;
         let prefix = &self.db_key;
         self.store
             .scan_prefix(prefix, &mut |k, v| f(&k[prefix.len()..], v))

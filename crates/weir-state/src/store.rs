@@ -196,18 +196,23 @@ impl KeyedStateStore {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut scoped = Scoped::enter(self.lock()?, true)?;
+        let mut guard = self.lock()?;
         for id in ids {
-            match &mut *scoped.guard {
+            match &mut *guard {
                 Backend::Heap(h) => {
+                    if !(h.has_key && h.has_ns) {
+                        return Err(no_namespace());
+                    }
                     if let Some(t) = h.tables.get_mut(id) {
-                        t.clear_key(h.group, h.key_hash, &h.key);
+                        t.clear_key(h.group, h.ns_hash, &h.ns_key);
                     }
                 }
-                Backend::Kv(k) => k.clear_current(id)?,
+                Backend::Kv(k) => {
+                    k.enter_scope(true)?;
+                    k.clear_current(id)?;
+                }
             }
         }
-        drop(scoped);
         Ok(())
     }
 
@@ -694,59 +699,9 @@ impl DeferredSnapshot {
     }
 }
 
-/// The locked backend, its current key extended by the current namespace
-/// for as long as a namespaced handle works.
-struct Scoped<'a> {
-    guard: MutexGuard<'a, Backend>,
-    swapped: bool,
-}
-
-impl<'a> Scoped<'a> {
-    fn enter(mut guard: MutexGuard<'a, Backend>, namespaced: bool) -> Result<Self, StateError> {
-        if namespaced {
-            let has_ns = match &mut *guard {
-                Backend::Heap(h) => h.has_key && h.has_ns,
-                Backend::Kv(k) => k.has_key && k.has_ns,
-            };
-            if !has_ns {
-                return Err(StateError::NotKeyed(
-                    "namespaced state used without a current namespace".into(),
-                ));
-            }
-            match &mut *guard {
-                Backend::Heap(h) => h.swap_namespace(),
-                Backend::Kv(k) => k.swap_namespace(),
-            }
-        }
-        Ok(Scoped {
-            guard,
-            swapped: namespaced,
-        })
-    }
-}
-
-impl std::ops::Deref for Scoped<'_> {
-    type Target = Backend;
-    fn deref(&self) -> &Backend {
-        &self.guard
-    }
-}
-
-impl std::ops::DerefMut for Scoped<'_> {
-    fn deref_mut(&mut self) -> &mut Backend {
-        &mut self.guard
-    }
-}
-
-impl Drop for Scoped<'_> {
-    fn drop(&mut self) {
-        if self.swapped {
-            match &mut *self.guard {
-                Backend::Heap(h) => h.swap_namespace(),
-                Backend::Kv(k) => k.swap_namespace(),
-            }
-        }
-    }
+/// The error of a namespaced handle used before a namespace was set.
+fn no_namespace() -> StateError {
+    StateError::NotKeyed("namespaced state used without a current namespace".into())
 }
 
 /// What every handle holds: the store and the state's index.
@@ -777,8 +732,9 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
 
     /// The locked backend, scoped to the current namespace if this is a
     /// namespaced handle.
-    fn lock(&self) -> Result<Scoped<'_>, StateError> {
-        Scoped::enter(self.store.lock()?, self.store.namespaced)
+    #[inline]
+    fn lock(&self) -> Result<MutexGuard<'_, Backend>, StateError> {
+        self.store.lock()
     }
 
     /// Runs `f` on the current key's value, if any. No allocation.
@@ -787,6 +743,9 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
         let b = match &mut *guard {
             Backend::Heap(h) => h,
             Backend::Kv(k) => {
+                // The heap's cursor picks the key per access; a key-value
+                // store builds store keys from this flag.
+                k.enter_scope(self.store.namespaced)?;
                 let mut value = k.read::<V>(self.id)?;
                 return Ok(f(value.as_mut()));
             }
@@ -799,7 +758,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
                 key,
                 now,
             },
-        ) = cursor::<V>(&mut *b, self.id)?;
+        ) = cursor::<V>(&mut *b, self.id, self.store.namespaced)?;
         Ok(f(table.read(group, key_hash, key, now)))
     }
 
@@ -827,6 +786,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
         let b = match &mut *guard {
             Backend::Heap(h) => h,
             Backend::Kv(k) => {
+                k.enter_scope(self.store.namespaced)?;
                 let value = match k.read::<V>(self.id)? {
                     Some(_) if replace => init(),
                     Some(mut v) => {
@@ -850,7 +810,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
                 key,
                 now,
             },
-        ) = cursor::<V>(b, self.id)?;
+        ) = cursor::<V>(b, self.id, self.store.namespaced)?;
         match table.write(group, key_hash, key, now) {
             Some(v) if replace => *v = init(),
             Some(v) => f(v),
@@ -870,6 +830,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
         let b = match &mut *guard {
             Backend::Heap(h) => h,
             Backend::Kv(k) => {
+                k.enter_scope(self.store.namespaced)?;
                 let old = k.read::<V>(self.id)?;
                 return match f(old) {
                     Some(new) => k.write(self.id, &new),
@@ -885,7 +846,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
                 key,
                 now,
             },
-        ) = cursor::<V>(&mut *b, self.id)?;
+        ) = cursor::<V>(&mut *b, self.id, self.store.namespaced)?;
         let (stored_key, old) = match table.take(group, key_hash, key, now) {
             Some((k, v)) => (k, v),
             None => (key.into(), None),
@@ -910,16 +871,28 @@ struct Cursor<'a> {
 fn cursor<V: 'static>(
     b: &mut HeapBackend,
     id: usize,
+    namespaced: bool,
 ) -> Result<(&mut TypedTable<V>, Cursor<'_>), StateError> {
     let HeapBackend {
         key,
         key_hash,
+        ns_key,
+        ns_hash,
+        has_ns,
         group,
         has_key,
         tables,
         clock,
         ..
     } = b;
+    let (key, key_hash) = if namespaced {
+        if !*has_ns {
+            return Err(no_namespace());
+        }
+        (ns_key, ns_hash)
+    } else {
+        (key, key_hash)
+    };
     if !*has_key {
         return Err(StateError::NotKeyed(format!("#{id}")));
     }
@@ -1123,7 +1096,10 @@ impl<K: StateValue + Hash + Eq, V: StateValue> MapState<K, V> {
         f: impl FnOnce(&mut KvBackend, usize) -> Result<R, StateError>,
     ) -> Result<Option<R>, StateError> {
         match &mut *self.handle.lock()? {
-            Backend::Kv(k) => f(k, self.handle.id).map(Some),
+            Backend::Kv(k) => {
+                k.enter_scope(self.handle.store.namespaced)?;
+                f(k, self.handle.id).map(Some)
+            }
             Backend::Heap(_) => Ok(None),
         }
     }
