@@ -3,7 +3,8 @@
 //! Counters are updated once per batch, never per record, so they cost
 //! nothing measurable on the hot path.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::RwLock;
 
 /// Counters of one operator, summed over its subtasks.
 #[derive(Debug, Default)]
@@ -12,6 +13,9 @@ pub struct OperatorMetrics {
     records_out: AtomicU64,
     blocked_sends: AtomicU64,
     late_records_dropped: AtomicU64,
+    /// The input watermark of each subtask (Flink's
+    /// `currentInputWatermark`), `i64::MIN` before the first.
+    watermarks: RwLock<Vec<AtomicI64>>,
 }
 
 impl OperatorMetrics {
@@ -52,6 +56,30 @@ impl OperatorMetrics {
     /// Records emitted so far.
     pub fn records_out(&self) -> u64 {
         self.records_out.load(Ordering::Relaxed)
+    }
+
+    /// Records the input watermark of `subtask`.
+    pub fn set_watermark(&self, subtask: u32, watermark: i64) {
+        let i = subtask as usize;
+        if let Ok(slots) = self.watermarks.read() {
+            if let Some(slot) = slots.get(i) {
+                slot.store(watermark, Ordering::Relaxed);
+                return;
+            }
+        }
+        if let Ok(mut slots) = self.watermarks.write() {
+            while slots.len() <= i {
+                slots.push(AtomicI64::new(i64::MIN));
+            }
+            slots[i].store(watermark, Ordering::Relaxed);
+        }
+    }
+
+    /// The lowest input watermark of the subtasks that have one, as Flink
+    /// shows a vertex's watermark.
+    pub fn watermark(&self) -> Option<i64> {
+        let slots = self.watermarks.read().ok()?;
+        slots.iter().map(|s| s.load(Ordering::Relaxed)).min()
     }
 
     /// Sends that waited on a full output channel so far.

@@ -55,6 +55,33 @@ pub struct CheckpointStats {
     pub bytes_written: u64,
     /// Bytes the latest completed checkpoint wrote.
     pub last_bytes_written: u64,
+    /// The latest checkpoints and savepoints, completed or not, oldest
+    /// first (at most [`HISTORY_SIZE`], Flink's `web.checkpoints.history`).
+    pub history: std::collections::VecDeque<CheckpointRecord>,
+}
+
+/// Checkpoints kept in [`CheckpointStats::history`].
+pub const HISTORY_SIZE: usize = 10;
+
+/// One checkpoint or savepoint in the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointRecord {
+    /// Its id.
+    pub id: u64,
+    /// Whether it was a savepoint.
+    pub savepoint: bool,
+    /// When it was triggered, in ms since the epoch.
+    pub trigger_timestamp_ms: i64,
+    /// From trigger to completion (or failure).
+    pub duration: Duration,
+    /// Bytes of state (0 unless completed).
+    pub state_size: u64,
+    /// The longest any task paused for it (the synchronous part).
+    pub max_pause: Duration,
+    /// Where it is, once completed.
+    pub location: Option<String>,
+    /// Why it failed, if it did.
+    pub failure: Option<String>,
 }
 
 /// An operator as the coordinator knows it.
@@ -501,8 +528,9 @@ impl Coordinator {
         Ok(())
     }
 
-    fn complete(&mut self, p: Pending) -> Result<(), String> {
+    fn complete(&mut self, mut p: Pending) -> Result<(), String> {
         let id = p.barrier.checkpoint_id;
+        let files = std::mem::take(&mut p.files);
         let metadata = CheckpointMetadata {
             job_id: self.job_id.clone(),
             checkpoint_id: id,
@@ -512,7 +540,7 @@ impl Coordinator {
             operators: self
                 .operators
                 .iter()
-                .zip(p.files)
+                .zip(files)
                 .filter(|(_, files)| !files.is_empty())
                 .map(|(info, mut files)| {
                     files.sort_by_key(|f| f.subtask);
@@ -525,11 +553,20 @@ impl Coordinator {
                 })
                 .collect(),
         };
-        if let Some(target) = p.savepoint {
+        let size = metadata.state_size();
+        if let Some(target) = p.savepoint.as_ref() {
             // Savepoints belong to the user: no retention, no shared-file
             // collection, and they do not count as the job's checkpoints.
             let written = encode_metadata(&metadata)
                 .and_then(|bytes| target.storage.write_metadata(id, &bytes));
+            let location = target.storage.location(id);
+            match &written {
+                Ok(()) => self.record(&p, size, Some(location.clone()), None),
+                Err(e) => self.record(&p, 0, None, Some(e.to_string())),
+            }
+            let Some(target) = p.savepoint else {
+                return Ok(());
+            };
             return match written {
                 Ok(()) => {
                     self.notify(TaskMessage::Complete(id));
@@ -537,7 +574,7 @@ impl Coordinator {
                         // After the notice, so sinks commit first.
                         self.notify(TaskMessage::Terminate);
                     }
-                    let _ = target.reply.send(Ok(target.storage.location(id)));
+                    let _ = target.reply.send(Ok(location));
                     Ok(())
                 }
                 Err(e) => {
@@ -555,10 +592,12 @@ impl Coordinator {
             let _ = self.storage.discard(id);
             self.notify(TaskMessage::Aborted(id));
             self.update(|s| s.failed += 1);
-            return Err(format!("checkpoint {id} could not be committed: {e}"));
+            let why = format!("checkpoint {id} could not be committed: {e}");
+            self.record(&p, 0, None, Some(why.clone()));
+            return Err(why);
         }
         let location = self.storage.location(id);
-        let size = metadata.state_size();
+        self.record(&p, size, Some(location.clone()), None);
         self.update(|s| {
             s.completed += 1;
             s.latest_completed = Some(id);
@@ -583,6 +622,12 @@ impl Coordinator {
 
     fn abort(&self, p: &Pending, failed: bool) {
         let id = p.barrier.checkpoint_id;
+        self.record(
+            p,
+            0,
+            None,
+            Some(if failed { "failed" } else { "aborted" }.into()),
+        );
         let _ = self.storage_of(p).discard(id);
         self.notify(TaskMessage::Aborted(id));
         if let Some(target) = &p.savepoint {
@@ -626,6 +671,32 @@ impl Coordinator {
         if let Ok(mut s) = self.stats.lock() {
             f(&mut s);
         }
+    }
+
+    /// Adds `p`'s outcome to the history.
+    fn record(
+        &self,
+        p: &Pending,
+        state_size: u64,
+        location: Option<String>,
+        failure: Option<String>,
+    ) {
+        let record = CheckpointRecord {
+            id: p.barrier.checkpoint_id,
+            savepoint: p.barrier.kind == BarrierKind::Savepoint,
+            trigger_timestamp_ms: p.barrier.timestamp_ms,
+            duration: p.started.elapsed(),
+            state_size,
+            max_pause: p.max_pause,
+            location,
+            failure,
+        };
+        self.update(|s| {
+            if s.history.len() == HISTORY_SIZE {
+                s.history.pop_front();
+            }
+            s.history.push_back(record);
+        });
     }
 }
 

@@ -12,8 +12,8 @@ mod subtask;
 pub use config::{
     CheckpointConfig, CheckpointRetention, CheckpointStorageConfig, CheckpointingMode,
 };
-pub use coordinator::CheckpointStats;
 pub(crate) use coordinator::{apply_retention, Coordinator, CoordinatorHandle, OperatorInfo};
+pub use coordinator::{CheckpointRecord, CheckpointStats, HISTORY_SIZE};
 pub use subtask::{
     CheckpointPort, SharedFiles, StateEntries, SubtaskState, TakenSnapshot, Upload,
     INTERNAL_STATE_PREFIX,

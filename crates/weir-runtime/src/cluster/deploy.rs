@@ -16,7 +16,8 @@ use weir_state::{
     CheckpointStorage, LoadedCheckpoint, NativeRestore, OperatorStateSnapshot, SubtaskSnapshot,
 };
 
-use super::job::{Attempt, JobClient, JobId, OperatorEntry};
+use super::job::{Attempt, JobClient, JobId, OperatorEntry, SavepointHandle};
+use super::view::JobView;
 use crate::cancel::CancelSource;
 use crate::checkpoint::{
     CheckpointConfig, CheckpointPort, CheckpointStats, CheckpointingMode, Coordinator,
@@ -149,13 +150,37 @@ pub fn execute(
         .checkpoint
         .is_enabled()
         .then(|| config.checkpoint.storage.open(&job_id.to_string()));
+    let metrics: Vec<Arc<OperatorMetrics>> = graph.nodes.iter().map(|_| Arc::default()).collect();
+    let coordinator: Arc<Mutex<Option<Sender<CoordinatorMessage>>>> = Arc::default();
+    let cancel = CancelSource::new();
+    let savepoints = storage.as_ref().map(|_| {
+        SavepointHandle::new(
+            Arc::clone(&coordinator),
+            // Generous: a savepoint waits for a checkpoint in flight first.
+            config.checkpoint.timeout * 2,
+            config.checkpoint.savepoint_dir.clone(),
+        )
+    });
+    let view = JobView::new(
+        job_id,
+        job_name,
+        cancel.clone(),
+        savepoints,
+        graph
+            .nodes
+            .iter()
+            .zip(&metrics)
+            .map(|(n, m)| (n.name.clone(), n.uid.clone(), Arc::clone(m)))
+            .collect(),
+    );
     let job = JobShared {
         job_id,
-        metrics: graph.nodes.iter().map(|_| Arc::default()).collect(),
+        metrics,
         graph: Arc::new(graph),
         config: config.clone(),
         storage,
-        coordinator: Arc::default(),
+        coordinator,
+        view,
     };
     let first_checkpoint = config
         .restore
@@ -178,7 +203,7 @@ pub fn execute(
         job_id,
         job_name: job_name.to_string(),
         started: Instant::now(),
-        cancel: CancelSource::new(),
+        cancel,
         attempt: Some(attempt),
         operators,
         job,
@@ -196,6 +221,8 @@ pub(crate) struct JobShared {
     pub storage: Option<Arc<dyn CheckpointStorage>>,
     /// The current attempt's coordinator, for savepoints.
     pub coordinator: Arc<Mutex<Option<Sender<CoordinatorMessage>>>>,
+    /// What the job shows outside.
+    pub view: JobView,
 }
 
 /// The id a node's state is stored under: its uid, or a hash of its
@@ -336,6 +363,8 @@ pub(crate) fn deploy(
         }
         _ => None,
     };
+    job.view
+        .attempt_started(&plan.parallelism, Arc::clone(&stats));
     Ok(Attempt {
         cancel: plan.cancel.clone(),
         results,

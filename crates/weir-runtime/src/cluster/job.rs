@@ -11,6 +11,7 @@ use crossbeam_channel::Receiver;
 use weir_state::LoadedCheckpoint;
 
 use super::deploy::{deploy, JobShared};
+use super::view::{JobStatus, JobView};
 use crate::cancel::CancelSource;
 use crate::checkpoint::{apply_retention, CheckpointStats, CoordinatorHandle, CoordinatorMessage};
 use crate::error::{JobError, TaskError};
@@ -197,6 +198,18 @@ impl std::fmt::Debug for SavepointHandle {
 }
 
 impl SavepointHandle {
+    pub(crate) fn new(
+        coordinator: Arc<Mutex<Option<crossbeam_channel::Sender<CoordinatorMessage>>>>,
+        timeout: Duration,
+        default_dir: Option<std::path::PathBuf>,
+    ) -> Self {
+        SavepointHandle {
+            coordinator,
+            timeout,
+            default_dir,
+        }
+    }
+
     /// Takes a savepoint into a new `savepoint-<job6>-<rand12>` directory
     /// under `dir` (self-contained: it can be moved and restored with
     /// `--from-savepoint`) and returns its location. Waits at most the
@@ -291,17 +304,13 @@ impl JobClient {
     /// A handle that takes savepoints, usable from another thread. Needs
     /// checkpointing enabled (its coordinator takes them).
     pub fn savepoint_handle(&self) -> Result<SavepointHandle, JobError> {
-        if self.job.storage.is_none() {
-            return Err(JobError::Savepoint(
-                "savepoints need checkpointing enabled (execution.checkpointing.interval)".into(),
-            ));
-        }
-        Ok(SavepointHandle {
-            coordinator: Arc::clone(&self.job.coordinator),
-            // Generous: a savepoint waits for a checkpoint in flight first.
-            timeout: self.job.config.checkpoint.timeout * 2,
-            default_dir: self.job.config.checkpoint.savepoint_dir.clone(),
-        })
+        self.job.view.savepoints()
+    }
+
+    /// A view of the job (status, vertices, checkpoints, failures) that
+    /// outlives this client, for the REST API.
+    pub fn view(&self) -> JobView {
+        self.job.view.clone()
     }
 
     /// Stops the job with a savepoint under `dir` (see
@@ -343,18 +352,22 @@ impl JobClient {
             let error = match outcome {
                 Outcome::Finished => {
                     self.retain(false, false);
+                    self.job.view.ended(JobStatus::Finished);
                     return Ok(self.result(tracker.restarts(), recovered, totals));
                 }
                 Outcome::Cancelled => {
                     self.retain(true, false);
+                    self.job.view.ended(JobStatus::Canceled);
                     return Err(JobError::Cancelled);
                 }
                 Outcome::Failed(e) => e,
             };
             let Some(delay) = tracker.on_failure(Instant::now()) else {
                 self.retain(false, true);
+                self.job.view.failed(&error.to_string(), false);
                 return Err(JobError::TaskFailed(error));
             };
+            self.job.view.failed(&error.to_string(), true);
             eprintln!(
                 "weir: job {} failed ({error}); restart {} in {} ms",
                 self.job_id,
@@ -370,6 +383,7 @@ impl JobClient {
                 .is_err_and(|e| e.is_disconnected())
             {
                 self.retain(true, false);
+                self.job.view.ended(JobStatus::Canceled);
                 return Err(JobError::Cancelled);
             }
             let restore = self.latest_checkpoint()?;

@@ -3,8 +3,10 @@
 
 mod deploy;
 mod job;
+mod view;
 
 pub use deploy::{execute, JobConfig};
 pub use job::{
     JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult, SavepointHandle,
 };
+pub use view::{JobException, JobStatus, JobView, VertexView};

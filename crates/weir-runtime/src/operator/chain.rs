@@ -76,7 +76,10 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
     fn push_control(&mut self, control: Control) -> Result<(), TaskError> {
         let (op, out) = (&mut self.op, &mut self.out);
         match control {
-            Control::Watermark(wm) => guarded(&self.at, || op.process_watermark(wm, out)),
+            Control::Watermark(wm) => {
+                self.metrics.set_watermark(self.ctx.subtask_index, wm);
+                guarded(&self.at, || op.process_watermark(wm, out))
+            }
             Control::EndOfInput => {
                 // Bounded input ends with every processing-time timer firing,
                 // as in Flink's BATCH execution mode, so a bounded job emits

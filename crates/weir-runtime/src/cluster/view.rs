@@ -1,0 +1,297 @@
+//! A running job as its operators see it from outside (the REST API, the
+//! CLI): status, vertices and their counters, checkpoints, failures; and
+//! what they may do to it (savepoint, stop, cancel). Cheap to clone and
+//! usable from any thread while the job runs and after it ended.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::cancel::CancelSource;
+use crate::checkpoint::{CheckpointStats, HISTORY_SIZE};
+use crate::error::JobError;
+use crate::metrics::OperatorMetrics;
+
+use super::job::{JobId, SavepointHandle};
+
+/// Where a job is in its life (Flink's job statuses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Tasks are running.
+    Running,
+    /// A task failed; the job is about to be deployed again.
+    Restarting,
+    /// Every task finished (bounded input, or stopped with a savepoint).
+    Finished,
+    /// The job failed and will not restart.
+    Failed,
+    /// The job was cancelled.
+    Canceled,
+}
+
+impl JobStatus {
+    /// Flink's name of the status (`RUNNING`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Running => "RUNNING",
+            JobStatus::Restarting => "RESTARTING",
+            JobStatus::Finished => "FINISHED",
+            JobStatus::Failed => "FAILED",
+            JobStatus::Canceled => "CANCELED",
+        }
+    }
+
+    /// Whether the job has ended.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            JobStatus::Finished | JobStatus::Failed | JobStatus::Canceled
+        )
+    }
+}
+
+/// One vertex (operator) of the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VertexView {
+    /// Its name.
+    pub name: String,
+    /// Its uid, if set.
+    pub uid: Option<String>,
+    /// Subtasks in the current attempt.
+    pub parallelism: u32,
+    /// Records received, over all subtasks and attempts.
+    pub records_in: u64,
+    /// Records emitted.
+    pub records_out: u64,
+    /// The lowest input watermark of its subtasks, once they have one.
+    pub watermark: Option<i64>,
+}
+
+/// A failure the job saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobException {
+    /// When, in ms since the epoch.
+    pub timestamp_ms: i64,
+    /// What happened.
+    pub message: String,
+}
+
+struct Inner {
+    id: JobId,
+    name: String,
+    start_ms: i64,
+    started: Instant,
+    cancel: CancelSource,
+    savepoints: Option<SavepointHandle>,
+    vertices: Vec<(String, Option<String>, Arc<OperatorMetrics>)>,
+    live: Mutex<Live>,
+}
+
+struct Live {
+    status: JobStatus,
+    end_ms: Option<i64>,
+    duration: Option<Duration>,
+    parallelism: Vec<u32>,
+    /// The statistics of attempts that ended, folded together.
+    previous: CheckpointStats,
+    /// The current attempt's, shared with its coordinator.
+    current: Arc<Mutex<CheckpointStats>>,
+    exceptions: Vec<JobException>,
+}
+
+/// A view of one job; clones share it.
+#[derive(Clone)]
+pub struct JobView(Arc<Inner>);
+
+impl std::fmt::Debug for JobView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobView")
+            .field("id", &self.0.id)
+            .field("name", &self.0.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Milliseconds since the epoch, now.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl JobView {
+    pub(crate) fn new(
+        id: JobId,
+        name: &str,
+        cancel: CancelSource,
+        savepoints: Option<SavepointHandle>,
+        vertices: Vec<(String, Option<String>, Arc<OperatorMetrics>)>,
+    ) -> Self {
+        JobView(Arc::new(Inner {
+            id,
+            name: name.to_string(),
+            start_ms: now_ms(),
+            started: Instant::now(),
+            cancel,
+            savepoints,
+            vertices,
+            live: Mutex::new(Live {
+                status: JobStatus::Running,
+                end_ms: None,
+                duration: None,
+                parallelism: Vec::new(),
+                previous: CheckpointStats::default(),
+                current: Arc::default(),
+                exceptions: Vec::new(),
+            }),
+        }))
+    }
+
+    fn live(&self) -> MutexGuard<'_, Live> {
+        // A panic while holding the lock leaves plain data behind: use it.
+        self.0.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An attempt was deployed with `parallelism` per vertex; its
+    /// coordinator keeps `stats`.
+    pub(crate) fn attempt_started(&self, parallelism: &[u32], stats: Arc<Mutex<CheckpointStats>>) {
+        let mut live = self.live();
+        let ended = std::mem::replace(&mut live.current, stats);
+        let ended = ended.lock().map(|s| s.clone()).unwrap_or_default();
+        fold(&mut live.previous, &ended);
+        live.parallelism = parallelism.to_vec();
+        live.status = JobStatus::Running;
+    }
+
+    /// The job failed with `message`; `restarting` if it will run again.
+    pub(crate) fn failed(&self, message: &str, restarting: bool) {
+        let mut live = self.live();
+        live.exceptions.push(JobException {
+            timestamp_ms: now_ms(),
+            message: message.to_string(),
+        });
+        if restarting {
+            live.status = JobStatus::Restarting;
+        } else {
+            self.end(&mut live, JobStatus::Failed);
+        }
+    }
+
+    /// The job ended with `status`.
+    pub(crate) fn ended(&self, status: JobStatus) {
+        let mut live = self.live();
+        self.end(&mut live, status);
+    }
+
+    fn end(&self, live: &mut Live, status: JobStatus) {
+        live.status = status;
+        live.end_ms = Some(now_ms());
+        live.duration = Some(self.0.started.elapsed());
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> JobId {
+        self.0.id
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// When the job started, in ms since the epoch.
+    pub fn start_time_ms(&self) -> i64 {
+        self.0.start_ms
+    }
+
+    /// When it ended, if it has.
+    pub fn end_time_ms(&self) -> Option<i64> {
+        self.live().end_ms
+    }
+
+    /// How long it has run (until its end, once ended).
+    pub fn duration(&self) -> Duration {
+        self.live()
+            .duration
+            .unwrap_or_else(|| self.0.started.elapsed())
+    }
+
+    /// Its status.
+    pub fn status(&self) -> JobStatus {
+        self.live().status
+    }
+
+    /// Its vertices, in graph order.
+    pub fn vertices(&self) -> Vec<VertexView> {
+        let parallelism = self.live().parallelism.clone();
+        self.0
+            .vertices
+            .iter()
+            .enumerate()
+            .map(|(i, (name, uid, metrics))| VertexView {
+                name: name.clone(),
+                uid: uid.clone(),
+                parallelism: parallelism.get(i).copied().unwrap_or(0),
+                records_in: metrics.records_in(),
+                records_out: metrics.records_out(),
+                watermark: metrics.watermark().filter(|w| *w != i64::MIN),
+            })
+            .collect()
+    }
+
+    /// Its checkpoint statistics over all attempts (the restored checkpoint
+    /// is the current attempt's).
+    pub fn checkpoints(&self) -> CheckpointStats {
+        let live = self.live();
+        let current = live.current.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut all = live.previous.clone();
+        fold(&mut all, &current);
+        all.restored = current.restored.or(live.previous.restored);
+        all
+    }
+
+    /// The failures it saw, oldest first.
+    pub fn exceptions(&self) -> Vec<JobException> {
+        self.live().exceptions.clone()
+    }
+
+    /// Takes savepoints of the job (needs checkpointing enabled).
+    pub fn savepoints(&self) -> Result<SavepointHandle, JobError> {
+        self.0.savepoints.clone().ok_or_else(|| {
+            JobError::Savepoint(
+                "savepoints need checkpointing enabled (execution.checkpointing.interval)".into(),
+            )
+        })
+    }
+
+    /// Cancels the job.
+    pub fn cancel(&self) {
+        self.0.cancel.cancel();
+    }
+}
+
+/// Adds the statistics of a later attempt to `into`.
+fn fold(into: &mut CheckpointStats, later: &CheckpointStats) {
+    into.completed += later.completed;
+    into.failed += later.failed;
+    into.aborted += later.aborted;
+    if later.latest_completed.is_some() {
+        into.latest_completed = later.latest_completed;
+        into.latest_location = later.latest_location.clone();
+        into.last_size = later.last_size;
+        into.last_bytes_written = later.last_bytes_written;
+    }
+    if later.restored.is_some() {
+        into.restored = later.restored;
+    }
+    if later.failure.is_some() {
+        into.failure = later.failure.clone();
+    }
+    into.max_duration = into.max_duration.max(later.max_duration);
+    into.max_size = into.max_size.max(later.max_size);
+    into.max_pause = into.max_pause.max(later.max_pause);
+    into.bytes_written += later.bytes_written;
+    into.history.extend(later.history.iter().cloned());
+    while into.history.len() > HISTORY_SIZE {
+        into.history.pop_front();
+    }
+}
