@@ -1,15 +1,18 @@
-//! The `weir` command. For now it inspects checkpoints and savepoints;
-//! running, listing, savepointing, stopping and cancelling jobs from the
-//! command line come with the REST API.
+//! The `weir` command: run a job program, and list, savepoint, stop and
+//! cancel running jobs through their REST API, as Flink's `bin/flink`;
+//! inspect and dispose of checkpoints and savepoints on disk.
+
+mod checkpoints;
+mod jobs;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use weir_state::checkpoint_storage::load_path;
-use weir_state::{LoadedCheckpoint, Redistribution};
 
-/// Weir, a stream processor: operate on jobs and their checkpoints.
+/// Weir, a stream processor: run jobs, operate on running jobs, and
+/// inspect their checkpoints.
 #[derive(Parser)]
 #[command(name = "weir", version)]
 struct Cli {
@@ -17,19 +20,119 @@ struct Cli {
     command: Command,
 }
 
+/// Where a running job's REST API is.
+#[derive(clap::Args, Clone)]
+struct Target {
+    /// The job's REST API.
+    #[arg(
+        short = 'm',
+        long = "jobmanager",
+        value_name = "HOST:PORT",
+        default_value = "localhost:8081"
+    )]
+    address: String,
+    /// Token for jobs whose REST API binds beyond loopback
+    /// (weir.rest.token).
+    #[arg(long, env = "WEIR_REST_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Runs a job program (any binary built on Weir) and serves its REST
+    /// API.
+    ///
+    /// Attached, the job's output streams here and its exit status is
+    /// this command's; detached (-d), it prints the job id and REST address
+    /// and leaves the job running, its output in a log file.
+    ///
+    /// Examples:
+    ///   weir run target/release/examples/running_total_word_count --port 9999
+    ///   weir run -d -p 2 -s /tmp/savepoints/savepoint-3f2a1b-0123456789ab ./my_job --input in.txt
+    Run {
+        /// Restore from this savepoint or retained checkpoint.
+        #[arg(short = 's', long = "fromSavepoint", value_name = "PATH")]
+        from_savepoint: Option<PathBuf>,
+        /// Default parallelism of the job's operators.
+        #[arg(short = 'p', long)]
+        parallelism: Option<u32>,
+        /// Restore even if the savepoint holds state of operators the job
+        /// no longer has.
+        #[arg(short = 'n', long = "allowNonRestoredState")]
+        allow_non_restored_state: bool,
+        /// Leave the job running and return once its REST API is up.
+        #[arg(short = 'd', long)]
+        detached: bool,
+        /// Port of the job's REST API (0: any free port).
+        #[arg(long, default_value_t = 8081)]
+        rest_port: u16,
+        /// Where a detached job's output goes (default: a file in the
+        /// temporary directory, named with the job's process id).
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
+        /// The job program.
+        job: PathBuf,
+        /// Its arguments (engine flags such as -D key=value included).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Lists the job behind a REST API (running ones; -a: all).
+    ///
+    /// Example: weir list -m localhost:8081
+    List {
+        /// Include finished, failed and cancelled jobs.
+        #[arg(short = 'a', long)]
+        all: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Takes a savepoint of a running job, or deletes one (--dispose).
+    ///
+    /// Examples:
+    ///   weir savepoint 3f2a1b… /tmp/savepoints
+    ///   weir savepoint --dispose /tmp/savepoints/savepoint-3f2a1b-0123456789ab
+    Savepoint {
+        /// The job.
+        #[arg(required_unless_present = "dispose")]
+        job_id: Option<String>,
+        /// Where the savepoint goes (default: the job's
+        /// execution.checkpointing.savepoint-dir).
+        dir: Option<PathBuf>,
+        /// Deletes the savepoint at PATH (after checking that it is one).
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["job_id", "dir"])]
+        dispose: Option<PathBuf>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Stops a job with a savepoint: sources stop, the savepoint is taken,
+    /// sinks commit, the job finishes.
+    ///
+    /// Example: weir stop --savepoint-path /tmp/savepoints --drain 3f2a1b…
+    Stop {
+        /// Where the savepoint goes (default: the job's savepoint dir).
+        #[arg(short = 'p', long = "savepoint-path", value_name = "DIR")]
+        savepoint_path: Option<PathBuf>,
+        /// First emit the end-of-time watermark, so every event-time window
+        /// and timer fires.
+        #[arg(short = 'd', long)]
+        drain: bool,
+        /// The job.
+        job_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Cancels a job (no savepoint).
+    ///
+    /// Example: weir cancel 3f2a1b…
+    Cancel {
+        /// The job.
+        job_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Checkpoints and savepoints.
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
-    /// Savepoints.
-    ///
-    /// Example: weir savepoint --dispose /tmp/savepoints/savepoint-3f2a1b-0123456789ab
-    Savepoint {
-        /// Deletes the savepoint at PATH (after checking that it is one).
-        #[arg(long, value_name = "PATH")]
-        dispose: PathBuf,
-    },
 }
 
 #[derive(Subcommand)]
@@ -49,143 +152,74 @@ enum CheckpointCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Checkpoint(CheckpointCommand::Inspect { path }) => match load_path(&path) {
-            Ok((checkpoint, skipped)) => {
-                for (id, why) in skipped {
-                    println!("skipped checkpoint {id}: {why}");
-                }
-                print!("{}", describe(&checkpoint));
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("weir: {}: {e}", path.display());
-                ExitCode::FAILURE
-            }
-        },
-        Command::Savepoint { dispose } => match dispose_savepoint(&dispose) {
-            Ok(location) => {
-                println!("disposed savepoint {location}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("weir: {}: {e}", dispose.display());
-                ExitCode::FAILURE
-            }
-        },
-    }
-}
-
-/// Deletes a savepoint's directory once its metadata says it is a savepoint
-/// (a checkpoint directory belongs to its job and is refused). A savepoint
-/// whose files no longer verify can still be disposed.
-fn dispose_savepoint(path: &std::path::Path) -> anyhow::Result<String> {
-    use weir_state::checkpoint_storage::{strip_file_scheme, METADATA_FILE};
-    use weir_state::snapshot::decode_framed;
-    let path = strip_file_scheme(path);
-    let dir = if path.is_dir() {
-        path
-    } else {
-        path.parent()
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_default()
+    let result = match cli.command {
+        Command::Run {
+            from_savepoint,
+            parallelism,
+            allow_non_restored_state,
+            detached,
+            rest_port,
+            log,
+            job,
+            args,
+        } => jobs::run(jobs::RunOptions {
+            from_savepoint,
+            parallelism,
+            allow_non_restored_state,
+            detached,
+            rest_port,
+            log,
+            job,
+            args,
+        }),
+        Command::List { all, target } => jobs::list(&target.client(), all),
+        Command::Savepoint {
+            dispose: Some(path),
+            ..
+        } => checkpoints::dispose_savepoint(&path).map(|location| {
+            println!("disposed savepoint {location}");
+            ExitCode::SUCCESS
+        }),
+        Command::Savepoint {
+            job_id,
+            dir,
+            target,
+            ..
+        } => jobs::savepoint(
+            &target.client(),
+            job_id.as_deref().unwrap_or_default(),
+            dir.as_deref(),
+        ),
+        Command::Stop {
+            savepoint_path,
+            drain,
+            job_id,
+            target,
+        } => jobs::stop(&target.client(), &job_id, savepoint_path.as_deref(), drain),
+        Command::Cancel { job_id, target } => jobs::cancel(&target.client(), &job_id),
+        Command::Checkpoint(CheckpointCommand::Inspect { path }) => inspect(&path),
     };
-    let bytes = std::fs::read(dir.join(METADATA_FILE))
-        .map_err(|e| anyhow::anyhow!("no savepoint here ({METADATA_FILE}: {e})"))?;
-    let metadata: weir_state::CheckpointMetadata = decode_framed(&bytes)?;
-    anyhow::ensure!(
-        metadata.savepoint,
-        "this is checkpoint {} of job {}, not a savepoint; its job's retention removes it",
-        metadata.checkpoint_id,
-        metadata.job_id
-    );
-    std::fs::remove_dir_all(&dir)?;
-    Ok(dir.display().to_string())
-}
-
-fn size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1 << 20)),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / f64::from(1 << 10)),
-        b => format!("{b} B"),
-    }
-}
-
-/// The report `inspect` prints.
-fn describe(c: &LoadedCheckpoint) -> String {
-    let m = &c.metadata;
-    let mut out = format!(
-        "{} {} of job {}\n  at {}\n  taken at {} ms since the epoch; max parallelism {}; {} of state files\n",
-        if m.savepoint { "savepoint" } else { "checkpoint" },
-        m.checkpoint_id,
-        m.job_id,
-        c.location,
-        m.timestamp_ms,
-        m.max_parallelism,
-        size(m.state_size()),
-    );
-    let mut files = 0;
-    for op in &m.operators {
-        out += &format!(
-            "  operator '{}' (id {}), parallelism {}\n",
-            op.name, op.id, op.parallelism
-        );
-        let snapshots = c.operators.get(&op.id);
-        for f in &op.files {
-            files += 1;
-            out += &format!(
-                "    subtask {}: key groups {}-{}, {} ({}), checksum verified{}\n",
-                f.subtask,
-                f.key_groups.0,
-                f.key_groups.1,
-                f.file,
-                size(f.size),
-                if f.shared.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {} shared files", f.shared.len())
-                }
-            );
-            let Some((_, s)) = snapshots.and_then(|v| v.iter().find(|(i, _)| *i == f.subtask))
-            else {
-                continue;
-            };
-            for state in &s.keyed {
-                let shown = state.name.trim_start_matches("\u{1}weir/");
-                let own = if shown.len() < state.name.len() {
-                    " (the operator's own)"
-                } else {
-                    ""
-                };
-                out += &format!(
-                    "      keyed state '{shown}'{own}: {} entries\n",
-                    state.entries.len()
-                );
-            }
-            for (name, (mode, elements)) in &s.operator.lists {
-                let kind = match mode {
-                    Redistribution::EvenSplit => "list",
-                    Redistribution::Union => "union list",
-                };
-                out += &format!(
-                    "      operator {kind} state '{}': {} elements\n",
-                    name.trim_start_matches("\u{1}weir/"),
-                    elements.len()
-                );
-            }
-            if let Some(native) = &s.native {
-                files += native.files.len();
-                out += &format!(
-                    "      key-value store files: {} (states {}), checksums verified\n",
-                    native.files.len(),
-                    native.states.join(", ")
-                );
-            }
-            if let Some(p) = &s.source_position {
-                out += &format!("      source position: {} bytes\n", p.len());
-            }
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("weir: {e:#}");
+            ExitCode::FAILURE
         }
     }
-    out += &format!("  {files} files verified\n");
-    out
+}
+
+impl Target {
+    fn client(&self) -> weir_web::RestClient {
+        weir_web::RestClient::new(&self.address, self.token.clone())
+    }
+}
+
+fn inspect(path: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let (checkpoint, skipped) =
+        load_path(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    for (id, why) in skipped {
+        println!("skipped checkpoint {id}: {why}");
+    }
+    print!("{}", checkpoints::describe(&checkpoint));
+    Ok(ExitCode::SUCCESS)
 }

@@ -29,8 +29,20 @@ pub mod keys {
     pub const OPERATOR_CHAINING_LEGACY: &str = "pipeline.operator-chaining";
     /// Interval of periodic watermarks.
     pub const AUTO_WATERMARK_INTERVAL: &str = "pipeline.auto-watermark-interval";
-    /// Port of the REST API.
+    /// Port of the REST API (`0`: any free port). A job serves its REST API
+    /// when this (or [`REST_BIND_PORT`]) is set, as `weir run` does.
     pub const REST_PORT: &str = "rest.port";
+    /// Flink's name for the port the server binds, preferred over
+    /// [`REST_PORT`] when both are set.
+    pub const REST_BIND_PORT: &str = "rest.bind-port";
+    /// Address the REST API binds (default `127.0.0.1`).
+    pub const REST_BIND_ADDRESS: &str = "rest.bind-address";
+    /// Flink's client-side address, used to bind when
+    /// [`REST_BIND_ADDRESS`] is not set.
+    pub const REST_ADDRESS: &str = "rest.address";
+    /// Weir's own: the bearer token calls that change the job must carry;
+    /// required to bind beyond loopback.
+    pub const REST_TOKEN: &str = "weir.rest.token";
     /// State backend: `hashmap` or `rocksdb`.
     pub const STATE_BACKEND: &str = "state.backend.type";
     /// Working directory of RocksDB instances.

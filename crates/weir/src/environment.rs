@@ -467,7 +467,7 @@ impl StreamExecutionEnvironment {
     /// Starts the program built so far and returns a client to wait for or
     /// cancel it.
     pub fn execute_async(&self, job_name: &str) -> Result<JobClient> {
-        let (graph, job) = {
+        let (graph, job, config) = {
             let mut state = self.state();
             if !state.build_errors.is_empty() {
                 let errors = std::mem::take(&mut state.build_errors);
@@ -486,9 +486,15 @@ impl StreamExecutionEnvironment {
                 eprintln!("weir: restoring from {}", loaded.location);
                 job.restore = Some(Arc::new(loaded));
             }
-            (std::mem::take(&mut state.graph), job)
+            (std::mem::take(&mut state.graph), job, state.config.clone())
         };
-        Ok(cluster::execute(graph, &job, job_name)?)
+        let mut client = cluster::execute(graph, &job, job_name)?;
+        if let Err(e) = crate::rest::serve(&mut client, &config) {
+            client.cancel();
+            let _ = client.wait();
+            return Err(e);
+        }
+        Ok(client)
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, EnvState> {

@@ -51,6 +51,7 @@ mod environment;
 pub mod error;
 pub mod functions;
 mod operators;
+mod rest;
 pub mod sink;
 pub mod source;
 mod state_slot;

@@ -207,6 +207,7 @@ pub fn execute(
         attempt: Some(attempt),
         operators,
         job,
+        attachments: Vec::new(),
     })
 }
 

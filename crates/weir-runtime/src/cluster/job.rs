@@ -283,6 +283,8 @@ pub struct JobClient {
     pub(crate) attempt: Option<Attempt>,
     pub(crate) operators: Vec<OperatorEntry>,
     pub(crate) job: JobShared,
+    /// Kept until the job ends (e.g. the REST server of the job).
+    pub(crate) attachments: Vec<Box<dyn Send>>,
 }
 
 impl JobClient {
@@ -305,6 +307,12 @@ impl JobClient {
     /// checkpointing enabled (its coordinator takes them).
     pub fn savepoint_handle(&self) -> Result<SavepointHandle, JobError> {
         self.job.view.savepoints()
+    }
+
+    /// Keeps `thing` until the job ends ([`wait`](Self::wait) returns), e.g.
+    /// a server over the job's [`view`](Self::view).
+    pub fn keep_until_end(&mut self, thing: Box<dyn Send>) {
+        self.attachments.push(thing);
     }
 
     /// A view of the job (status, vertices, checkpoints, failures) that

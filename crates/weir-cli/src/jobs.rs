@@ -1,0 +1,234 @@
+//! The sub-commands that start a job or speak to a running one's REST API.
+
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use weir_web::{RestClient, SavepointStatus};
+
+/// What `weir run` was asked.
+pub(crate) struct RunOptions {
+    pub from_savepoint: Option<PathBuf>,
+    pub parallelism: Option<u32>,
+    pub allow_non_restored_state: bool,
+    pub detached: bool,
+    pub rest_port: u16,
+    pub log: Option<PathBuf>,
+    pub job: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// How long a detached job may take to bring its REST API up.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The line a job prints once its REST API listens.
+const REST_LINE: &str = " REST API at http://";
+
+/// Starts the job program with the engine flags the options stand for.
+pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
+    let mut cmd = Command::new(&o.job);
+    cmd.args(&o.args)
+        .arg("-D")
+        .arg(format!("rest.port={}", o.rest_port));
+    if let Some(p) = o.parallelism {
+        cmd.arg("-p").arg(p.to_string());
+    }
+    if let Some(s) = &o.from_savepoint {
+        cmd.arg("--from-savepoint").arg(s);
+    }
+    if o.allow_non_restored_state {
+        cmd.arg("--allow-non-restored-state");
+    }
+    if !o.detached {
+        let status = cmd
+            .status()
+            .with_context(|| format!("cannot start {}", o.job.display()))?;
+        return Ok(match status.code() {
+            Some(0) => ExitCode::SUCCESS,
+            Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+            None => ExitCode::FAILURE,
+        });
+    }
+    let log = o.log.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!(
+            "weir-{}-{}.log",
+            o.job
+                .file_name()
+                .map_or("job".into(), |n| n.to_string_lossy().to_string()),
+            std::process::id()
+        ))
+    });
+    let file =
+        std::fs::File::create(&log).with_context(|| format!("cannot write {}", log.display()))?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()
+        .with_context(|| format!("cannot start {}", o.job.display()))?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Some((job_id, address)) = announced(&log)? {
+            println!("Job has been submitted with JobID {job_id}");
+            println!("REST API: http://{address}");
+            println!("Log: {}", log.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "the job exited ({status}) before its REST API was up; its log ({}):\n{}",
+                log.display(),
+                tail(&log)
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            bail!(
+                "no REST API within {} s; see {}",
+                START_TIMEOUT.as_secs(),
+                log.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The job id and REST address a job's log announced, once it has.
+fn announced(log: &Path) -> anyhow::Result<Option<(String, String)>> {
+    let file = std::fs::File::open(log)?;
+    for line in BufReader::new(file).lines() {
+        let line = line?;
+        // "weir: job <id> REST API at http://<address>"
+        if let Some((head, address)) = line.split_once(REST_LINE) {
+            if let Some(id) = head.strip_prefix("weir: job ") {
+                return Ok(Some((id.trim().to_string(), address.trim().to_string())));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// `weir list`.
+pub(crate) fn list(client: &RestClient, all: bool) -> anyhow::Result<ExitCode> {
+    let jobs = client.jobs()?;
+    let running: Vec<_> = jobs
+        .iter()
+        .filter(|j| j.state == "RUNNING" || j.state == "RESTARTING")
+        .collect();
+    let ended: Vec<_> = jobs
+        .iter()
+        .filter(|j| j.state != "RUNNING" && j.state != "RESTARTING")
+        .collect();
+    let line = |j: &weir_web::JobSummary| {
+        format!("{} : {} : {} ({})", j.start_time, j.jid, j.name, j.state)
+    };
+    println!("------------------ Running/Restarting Jobs -------------------");
+    if running.is_empty() {
+        println!("No running jobs.");
+    }
+    for j in running {
+        println!("{}", line(j));
+    }
+    println!("--------------------------------------------------------------");
+    if all {
+        println!("---------------------- Terminated Jobs -----------------------");
+        if ended.is_empty() {
+            println!("No terminated jobs.");
+        }
+        for j in ended {
+            println!("{}", line(j));
+        }
+        println!("--------------------------------------------------------------");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `weir savepoint JOB_ID [DIR]`.
+pub(crate) fn savepoint(
+    client: &RestClient,
+    job_id: &str,
+    dir: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    println!("Triggering savepoint for job {job_id}.");
+    let dir = dir.map(absolute).transpose()?;
+    let trigger = client.trigger_savepoint(job_id, dir.as_deref())?;
+    let location = wait_for(client, job_id, &trigger)?;
+    println!("Savepoint completed. Path: {location}");
+    println!("You can resume your program from this savepoint with the run command.");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `weir stop [--savepoint-path DIR] [--drain] JOB_ID`.
+pub(crate) fn stop(
+    client: &RestClient,
+    job_id: &str,
+    dir: Option<&Path>,
+    drain: bool,
+) -> anyhow::Result<ExitCode> {
+    println!("Suspending job {job_id}.");
+    let dir = dir.map(absolute).transpose()?;
+    let trigger = client.stop(job_id, dir.as_deref(), drain)?;
+    let location = wait_for(client, job_id, &trigger)?;
+    println!("Savepoint completed. Path: {location}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `weir cancel JOB_ID`.
+pub(crate) fn cancel(client: &RestClient, job_id: &str) -> anyhow::Result<ExitCode> {
+    client.cancel(job_id)?;
+    println!("Cancelled job {job_id}.");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The job resolves a relative directory against its own working
+/// directory; send what the user meant.
+fn absolute(dir: &Path) -> anyhow::Result<String> {
+    let abs = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(dir)
+    };
+    Ok(abs.display().to_string())
+}
+
+/// Polls a savepoint request until it ends, with a spinner on a terminal.
+fn wait_for(client: &RestClient, job_id: &str, trigger: &str) -> anyhow::Result<String> {
+    let spin = std::io::stderr().is_terminal();
+    let frames = ['|', '/', '-', '\\'];
+    let started = Instant::now();
+    for tick in 0usize.. {
+        match client.savepoint_status(job_id, trigger)? {
+            SavepointStatus::InProgress => {}
+            SavepointStatus::Completed(location) => {
+                if spin {
+                    eprint!("\r\x1b[K");
+                }
+                return Ok(location);
+            }
+            SavepointStatus::Failed(why) => {
+                if spin {
+                    eprint!("\r\x1b[K");
+                }
+                bail!("the savepoint failed: {why}");
+            }
+        }
+        if spin {
+            eprint!(
+                "\r{} waiting for the savepoint ({} s)",
+                frames[tick % frames.len()],
+                started.elapsed().as_secs()
+            );
+            let _ = std::io::stderr().flush();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    unreachable!("the loop above only ends by returning")
+}

@@ -1,0 +1,639 @@
+//! The server: binding, the token check, and one handler per endpoint.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use weir_runtime::checkpoint::CheckpointStats;
+use weir_runtime::cluster::{JobStatus, JobView};
+
+use crate::api::{JobSummary, SavepointStatus, TriggerId};
+
+/// The port Flink's REST API uses, and ours unless configured.
+pub const DEFAULT_PORT: u16 = 8081;
+
+/// Where and how the server listens.
+#[derive(Debug, Clone)]
+pub struct RestConfig {
+    /// Address to bind (default 127.0.0.1).
+    pub bind_address: String,
+    /// Port; 0 picks a free one.
+    pub port: u16,
+    /// Bearer token every mutating call must carry; required to bind
+    /// beyond loopback.
+    pub token: Option<String>,
+}
+
+impl Default for RestConfig {
+    fn default() -> Self {
+        RestConfig {
+            bind_address: Ipv4Addr::LOCALHOST.to_string(),
+            port: DEFAULT_PORT,
+            token: None,
+        }
+    }
+}
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RestError {
+    /// The address is not an IP address or `localhost`.
+    #[error("rest.bind-address '{0}' is not an IP address")]
+    Address(String),
+    /// Binding beyond loopback without a token.
+    #[error(
+        "the REST API binds to {0}, beyond loopback: set weir.rest.token so that \
+         calls that change the job must carry it"
+    )]
+    TokenRequired(String),
+    /// The port is taken (or binding failed otherwise).
+    #[error("cannot bind the REST API to {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The server thread could not start.
+    #[error("cannot start the REST server: {0}")]
+    Start(std::io::Error),
+}
+
+/// A running server; dropping it stops it.
+pub struct RestServer {
+    addr: SocketAddr,
+    state: Arc<AppState>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for RestServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RestServer {
+    /// Binds (synchronously, so a port in use is an error here) and serves
+    /// `job`'s API; `settings` is the configuration `GET /config` shows.
+    pub fn start(
+        config: &RestConfig,
+        job: JobView,
+        settings: Vec<(String, String)>,
+    ) -> Result<RestServer, RestError> {
+        let ip: IpAddr = match config.bind_address.as_str() {
+            "localhost" => Ipv4Addr::LOCALHOST.into(),
+            other => other
+                .parse()
+                .map_err(|_| RestError::Address(other.to_string()))?,
+        };
+        let token = config.token.clone().filter(|t| !t.is_empty());
+        if !ip.is_loopback() && token.is_none() {
+            return Err(RestError::TokenRequired(ip.to_string()));
+        }
+        let wanted = SocketAddr::new(ip, config.port);
+        let listener = TcpListener::bind(wanted).map_err(|source| RestError::Bind {
+            addr: wanted,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(RestError::Start)?;
+        listener.set_nonblocking(true).map_err(RestError::Start)?;
+        let state = Arc::new(AppState {
+            job,
+            token,
+            settings,
+            triggers: Mutex::new(HashMap::new()),
+        });
+        let served_state = Arc::clone(&state);
+        let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(RestError::Start)?;
+        let thread = std::thread::Builder::new()
+            .name("rest-api".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    let served = axum::serve(listener, router(served_state))
+                        .with_graceful_shutdown(async {
+                            let _ = stopped.await;
+                        })
+                        .await;
+                    if let Err(e) = served {
+                        eprintln!("weir: REST API stopped: {e}");
+                    }
+                });
+            })
+            .map_err(RestError::Start)?;
+        Ok(RestServer {
+            addr,
+            state,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on (the port, if 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for RestServer {
+    fn drop(&mut self) {
+        // A savepoint that stopped the job completes just before the job
+        // ends: give its requester a few seconds to read where it is.
+        for _ in 0..50 {
+            let unread = self
+                .state
+                .triggers
+                .lock()
+                .map(|t| {
+                    t.values()
+                        .any(|(s, read)| !read && *s != SavepointStatus::InProgress)
+                })
+                .unwrap_or(false);
+            if !unread {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct AppState {
+    job: JobView,
+    token: Option<String>,
+    settings: Vec<(String, String)>,
+    /// Savepoint requests by id, and whether their outcome was read.
+    triggers: Mutex<HashMap<String, (SavepointStatus, bool)>>,
+}
+
+type Shared = State<Arc<AppState>>;
+
+fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/overview", get(overview))
+        .route("/config", get(config))
+        .route("/jobs", get(jobs))
+        .route("/jobs/overview", get(jobs_overview))
+        .route("/jobs/{id}", get(job).patch(cancel))
+        .route("/jobs/{id}/checkpoints", get(checkpoints))
+        .route("/jobs/{id}/exceptions", get(exceptions))
+        .route("/jobs/{id}/savepoints", post(trigger_savepoint))
+        .route("/jobs/{id}/savepoints/{trigger}", get(savepoint_status))
+        .route("/jobs/{id}/stop", post(stop))
+        .fallback(|method: Method| async move {
+            error(StatusCode::NOT_FOUND, format!("{method}: no such endpoint"))
+        })
+        .with_state(state)
+}
+
+/// A failed call, answered Flink's way: `{"errors": [message]}`.
+struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> ApiError {
+    ApiError {
+        status,
+        message: message.into(),
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({ "errors": [self.message] }))).into_response()
+    }
+}
+
+type Answer = Result<Response, ApiError>;
+
+impl AppState {
+    /// The job, if `id` names it.
+    fn job(&self, id: &str) -> Result<&JobView, ApiError> {
+        if id.eq_ignore_ascii_case(&self.job.id().to_string()) {
+            Ok(&self.job)
+        } else {
+            Err(error(StatusCode::NOT_FOUND, format!("Job {id} not found")))
+        }
+    }
+
+    /// Refuses a mutating call without the configured token.
+    fn authorise(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let Some(token) = &self.token else {
+            return Ok(());
+        };
+        let given = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if given == Some(token.as_str()) {
+            Ok(())
+        } else {
+            Err(error(
+                StatusCode::UNAUTHORIZED,
+                "this call needs 'Authorization: Bearer <weir.rest.token>'",
+            ))
+        }
+    }
+}
+
+/// `body` as `T`; an empty body is `T::default()`.
+fn parse_body<T: DeserializeOwned + Default>(body: &Bytes) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            format!("malformed request body: {e}"),
+        )
+    })
+}
+
+fn summary(job: &JobView) -> JobSummary {
+    JobSummary {
+        jid: job.id().to_string(),
+        name: job.name().to_string(),
+        state: job.status().as_str().to_string(),
+        start_time: job.start_time_ms(),
+        end_time: job.end_time_ms().unwrap_or(-1),
+        duration: job.duration().as_millis() as i64,
+    }
+}
+
+async fn overview(State(s): Shared) -> Response {
+    let status = s.job.status();
+    let count = |st: JobStatus| u32::from(status == st);
+    Json(json!({
+        "taskmanagers": 1,
+        "slots-total": s.job.vertices().iter().map(|v| v.parallelism).max().unwrap_or(0),
+        "jobs-running": u32::from(!status.is_terminal()),
+        "jobs-finished": count(JobStatus::Finished),
+        "jobs-cancelled": count(JobStatus::Canceled),
+        "jobs-failed": count(JobStatus::Failed),
+        "weir-version": env!("CARGO_PKG_VERSION"),
+    }))
+    .into_response()
+}
+
+async fn config(State(s): Shared) -> Response {
+    let settings: serde_json::Map<String, Value> = s
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    Json(json!({
+        "refresh-interval": 3000,
+        "timezone-name": "UTC",
+        "timezone-offset": 0,
+        "weir-version": env!("CARGO_PKG_VERSION"),
+        "features": { "web-submit": false, "web-cancel": true },
+        "configuration": settings,
+    }))
+    .into_response()
+}
+
+async fn jobs(State(s): Shared) -> Response {
+    Json(json!({
+        "jobs": [{ "id": s.job.id().to_string(), "status": s.job.status().as_str() }]
+    }))
+    .into_response()
+}
+
+async fn jobs_overview(State(s): Shared) -> Response {
+    Json(json!({ "jobs": [summary(&s.job)] })).into_response()
+}
+
+async fn job(State(s): Shared, Path(id): Path<String>) -> Answer {
+    let job = s.job(&id)?;
+    let sum = summary(job);
+    let vertices: Vec<Value> = job
+        .vertices()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            json!({
+                "id": format!("{i}"),
+                "name": v.name,
+                "uid": v.uid,
+                "parallelism": v.parallelism,
+                "status": sum.state,
+                "metrics": {
+                    "read-records": v.records_in,
+                    "write-records": v.records_out,
+                },
+                "watermark": v.watermark,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "jid": sum.jid,
+        "name": sum.name,
+        "state": sum.state,
+        "start-time": sum.start_time,
+        "end-time": sum.end_time,
+        "duration": sum.duration,
+        "now": weir_now_ms(),
+        "vertices": vertices,
+    }))
+    .into_response())
+}
+
+fn weir_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn history_entry(r: &weir_runtime::checkpoint::CheckpointRecord) -> Value {
+    json!({
+        "id": r.id,
+        "status": if r.failure.is_some() { "FAILED" } else { "COMPLETED" },
+        "is_savepoint": r.savepoint,
+        "trigger_timestamp": r.trigger_timestamp_ms,
+        "end_to_end_duration": r.duration.as_millis() as u64,
+        "state_size": r.state_size,
+        "sync_duration": r.max_pause.as_millis() as u64,
+        "external_path": r.location,
+        "failure_message": r.failure,
+    })
+}
+
+async fn checkpoints(State(s): Shared, Path(id): Path<String>) -> Answer {
+    let job = s.job(&id)?;
+    let c: CheckpointStats = job.checkpoints();
+    let latest_completed = c
+        .history
+        .iter()
+        .rev()
+        .find(|r| r.failure.is_none() && !r.savepoint);
+    let latest_savepoint = c
+        .history
+        .iter()
+        .rev()
+        .find(|r| r.failure.is_none() && r.savepoint);
+    let latest_failed = c.history.iter().rev().find(|r| r.failure.is_some());
+    Ok(Json(json!({
+        "counts": {
+            "restored": u32::from(c.restored.is_some()),
+            "total": c.completed + c.failed + c.aborted,
+            "in_progress": 0,
+            "completed": c.completed,
+            "failed": c.failed + c.aborted,
+        },
+        "summary": {
+            "state_size": { "max": c.max_size },
+            "end_to_end_duration": { "max": c.max_duration.as_millis() as u64 },
+            "sync_duration": { "max": c.max_pause.as_millis() as u64 },
+        },
+        "latest": {
+            "completed": latest_completed.map(history_entry).or_else(|| c.latest_completed.map(|id| json!({
+                "id": id,
+                "status": "COMPLETED",
+                "external_path": c.latest_location,
+                "state_size": c.last_size,
+            }))),
+            "savepoint": latest_savepoint.map(history_entry),
+            "failed": latest_failed.map(history_entry),
+            "restored": c.restored.map(|id| json!({ "id": id })),
+        },
+        "history": c.history.iter().rev().map(history_entry).collect::<Vec<_>>(),
+    }))
+    .into_response())
+}
+
+async fn exceptions(State(s): Shared, Path(id): Path<String>) -> Answer {
+    let job = s.job(&id)?;
+    let all = job.exceptions();
+    let entries: Vec<Value> = all
+        .iter()
+        .rev()
+        .map(|e| json!({ "exceptionName": "TaskFailure", "stacktrace": e.message, "timestamp": e.timestamp_ms }))
+        .collect();
+    Ok(Json(json!({
+        "root-exception": all.last().map(|e| e.message.clone()),
+        "timestamp": all.last().map(|e| e.timestamp_ms),
+        "all-exceptions": all.iter().rev().map(|e| json!({ "exception": e.message, "timestamp": e.timestamp_ms })).collect::<Vec<_>>(),
+        "exceptionHistory": { "entries": entries, "truncated": false },
+        "truncated": false,
+    }))
+    .into_response())
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct SavepointRequest {
+    #[serde(rename = "target-directory")]
+    target_directory: Option<String>,
+    #[serde(rename = "cancel-job")]
+    cancel_job: bool,
+    #[serde(rename = "formatType")]
+    format_type: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct StopRequest {
+    #[serde(rename = "targetDirectory")]
+    target_directory: Option<String>,
+    drain: bool,
+    #[serde(rename = "formatType")]
+    format_type: Option<String>,
+}
+
+/// Checks that a savepoint can be written under `dir` before taking it.
+fn writable(dir: &str) -> Result<PathBuf, ApiError> {
+    let path = PathBuf::from(dir);
+    std::fs::create_dir_all(&path).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            format!("cannot write savepoints to {dir}: {e}"),
+        )
+    })?;
+    let probe = path.join(format!(".weir-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            error(
+                StatusCode::BAD_REQUEST,
+                format!("cannot write savepoints to {dir}: {e}"),
+            )
+        })?;
+    Ok(path)
+}
+
+/// Takes a savepoint (and stops the job after it, with `stop`) on another
+/// thread; the answer is the id to poll.
+fn start_savepoint(
+    s: &Arc<AppState>,
+    job: &JobView,
+    dir: Option<String>,
+    stop: Option<bool>,
+) -> Answer {
+    if job.status().is_terminal() {
+        return Err(error(
+            StatusCode::CONFLICT,
+            format!("job {} is {}", job.id(), job.status().as_str()),
+        ));
+    }
+    let handle = job
+        .savepoints()
+        .map_err(|e| error(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let dir = dir.as_deref().map(writable).transpose()?;
+    let trigger = random_id();
+    if let Ok(mut t) = s.triggers.lock() {
+        t.insert(trigger.clone(), (SavepointStatus::InProgress, false));
+    }
+    let state = Arc::clone(s);
+    let id = trigger.clone();
+    let spawned = std::thread::Builder::new()
+        .name("savepoint".into())
+        .spawn(move || {
+            let result = match (dir, stop) {
+                (Some(d), Some(drain)) => handle.stop(d, drain),
+                (Some(d), None) => handle.trigger(d),
+                (None, Some(drain)) => handle.stop_to_default(drain),
+                (None, None) => handle.trigger_to_default(),
+            };
+            let status = match result {
+                Ok(location) => SavepointStatus::Completed(location),
+                Err(e) => SavepointStatus::Failed(e.to_string()),
+            };
+            if let Ok(mut t) = state.triggers.lock() {
+                t.insert(id, (status, false));
+            }
+        });
+    spawned.map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(TriggerId {
+            request_id: trigger,
+        }),
+    )
+        .into_response())
+}
+
+fn random_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_i64(weir_now_ms());
+    format!("{:016x}", h.finish())
+}
+
+async fn trigger_savepoint(
+    State(s): Shared,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let job = s.job(&id)?.clone();
+    s.authorise(&headers)?;
+    let req: SavepointRequest = parse_body(&body)?;
+    if let Some(f) = req.format_type.filter(|f| f != "CANONICAL") {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("savepoint format {f} is not supported (CANONICAL is)"),
+        ));
+    }
+    start_savepoint(
+        &s,
+        &job,
+        req.target_directory,
+        req.cancel_job.then_some(false),
+    )
+}
+
+async fn stop(State(s): Shared, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> Answer {
+    let job = s.job(&id)?.clone();
+    s.authorise(&headers)?;
+    let req: StopRequest = parse_body(&body)?;
+    if let Some(f) = req.format_type.filter(|f| f != "CANONICAL") {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("savepoint format {f} is not supported (CANONICAL is)"),
+        ));
+    }
+    start_savepoint(&s, &job, req.target_directory, Some(req.drain))
+}
+
+async fn savepoint_status(State(s): Shared, Path((id, trigger)): Path<(String, String)>) -> Answer {
+    s.job(&id)?;
+    let status = s.triggers.lock().ok().and_then(|mut t| {
+        t.get_mut(&trigger).map(|(status, read)| {
+            *read = true;
+            status.clone()
+        })
+    });
+    Ok(match status {
+        None => {
+            return Err(error(
+                StatusCode::NOT_FOUND,
+                format!("no savepoint request {trigger}"),
+            ))
+        }
+        Some(SavepointStatus::InProgress) => {
+            Json(json!({ "status": { "id": "IN_PROGRESS" }, "operation": null })).into_response()
+        }
+        Some(SavepointStatus::Completed(location)) => Json(json!({
+            "status": { "id": "COMPLETED" },
+            "operation": { "location": location },
+        }))
+        .into_response(),
+        Some(SavepointStatus::Failed(why)) => Json(json!({
+            "status": { "id": "COMPLETED" },
+            "operation": { "failure-cause": { "class": "SavepointFailure", "stack-trace": why } },
+        }))
+        .into_response(),
+    })
+}
+
+#[derive(Deserialize)]
+struct CancelQuery {
+    mode: Option<String>,
+}
+
+async fn cancel(
+    State(s): Shared,
+    Path(id): Path<String>,
+    Query(q): Query<CancelQuery>,
+    headers: HeaderMap,
+) -> Answer {
+    let job = s.job(&id)?;
+    s.authorise(&headers)?;
+    match q.mode.as_deref() {
+        None | Some("cancel") => {
+            job.cancel();
+            Ok((StatusCode::ACCEPTED, Json(json!({}))).into_response())
+        }
+        Some(other) => Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("mode '{other}' is not supported (cancel is)"),
+        )),
+    }
+}
