@@ -66,7 +66,8 @@ pub use weir_runtime::checkpoint::{
     CheckpointingMode,
 };
 pub use weir_runtime::cluster::{
-    JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult, SavepointHandle,
+    JobCancelHandle, JobClient, JobException, JobExecutionResult, JobId, JobStatus, JobView,
+    OperatorResult, SavepointHandle, VertexView,
 };
 pub use weir_runtime::recovery::RestartStrategy;
 pub use weir_state::{CheckpointStorage, FsCheckpointStorage, MemoryCheckpointStorage};

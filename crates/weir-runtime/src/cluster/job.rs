@@ -287,6 +287,15 @@ pub struct JobClient {
     pub(crate) attachments: Vec<Box<dyn Send>>,
 }
 
+impl fmt::Debug for JobClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobClient")
+            .field("job_id", &self.job_id)
+            .field("job_name", &self.job_name)
+            .finish_non_exhaustive()
+    }
+}
+
 impl JobClient {
     /// The job's id.
     pub fn job_id(&self) -> JobId {

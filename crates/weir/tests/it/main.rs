@@ -6,6 +6,7 @@ mod checkpoints;
 mod config;
 mod joins;
 mod partitioning;
+mod rest;
 mod runtime;
 mod sinks;
 mod sources;

@@ -1,0 +1,305 @@
+//! The REST API of a running job, endpoint by endpoint, through real HTTP
+//! on loopback: answers, bad input, savepoints, stop, cancel, the token.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use weir::prelude::*;
+use weir_runtime::cluster::JobClient;
+use weir_web::{RestClient, SavepointStatus};
+
+/// A free loopback port (bound, then released for the job to bind).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-rest-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A slow counting job with checkpoints, serving its REST API on `port`.
+fn start(port: u16, extra: &[(&str, &str)]) -> JobClient {
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", port.to_string())
+        .set("execution.checkpointing.interval", "50 ms");
+    for (k, v) in extra {
+        c.set(*k, *v);
+    }
+    env.configure(&c).expect("configuration");
+    env.add_source(
+        GeneratorSource::new(u64::MAX, |i| i).with_rate_limit(2_000.0),
+        "numbers",
+    )
+    .key_by(|i| i % 4)
+    .reduce(|a: u64, b: u64| a + b)
+    .add_sink(DiscardingSink);
+    env.execute_async("counting").expect("the job starts")
+}
+
+/// `(status, body)` of a call.
+fn call(method: &str, url: &str, body: Option<&str>, token: Option<&str>) -> (u16, Value) {
+    let mut req = ureq::request(method, url);
+    if let Some(t) = token {
+        req = req.set("Authorization", &format!("Bearer {t}"));
+    }
+    let res = match body {
+        Some(b) => req.set("Content-Type", "application/json").send_string(b),
+        None => req.call(),
+    };
+    let r = match res {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {url}: {e}"),
+    };
+    let status = r.status();
+    let text = r.into_string().expect("body");
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{url}: {e}: {text}"));
+    (status, json)
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn savepoint_done(client: &RestClient, job: &str, trigger: &str) -> SavepointStatus {
+    let mut last = SavepointStatus::InProgress;
+    wait_until("the savepoint", || {
+        last = client.savepoint_status(job, trigger).expect("status");
+        last != SavepointStatus::InProgress
+    });
+    last
+}
+
+#[test]
+fn every_endpoint_answers_flink_shaped_json() {
+    let port = free_port();
+    let job = start(port, &[]);
+    let id = job.job_id().to_string();
+    let base = format!("http://127.0.0.1:{port}");
+
+    let (status, overview) = call("GET", &format!("{base}/overview"), None, None);
+    assert_eq!(status, 200);
+    assert_eq!(overview["jobs-running"], 1);
+
+    let (_, jobs) = call("GET", &format!("{base}/jobs"), None, None);
+    assert_eq!(jobs["jobs"][0]["id"], id.as_str());
+    assert_eq!(jobs["jobs"][0]["status"], "RUNNING");
+
+    let (_, list) = call("GET", &format!("{base}/jobs/overview"), None, None);
+    assert_eq!(list["jobs"][0]["name"], "counting");
+    assert_eq!(list["jobs"][0]["state"], "RUNNING");
+    assert!(list["jobs"][0]["start-time"].as_i64().unwrap_or(0) > 0);
+
+    // Records flow and checkpoints complete while we watch.
+    wait_until("records and a checkpoint", || {
+        let (_, j) = call("GET", &format!("{base}/jobs/{id}"), None, None);
+        let (_, c) = call("GET", &format!("{base}/jobs/{id}/checkpoints"), None, None);
+        j["vertices"][0]["metrics"]["write-records"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+            && c["counts"]["completed"].as_u64().unwrap_or(0) > 0
+    });
+    let (_, detail) = call("GET", &format!("{base}/jobs/{id}"), None, None);
+    assert_eq!(detail["jid"], id.as_str());
+    let vertices = detail["vertices"].as_array().expect("vertices");
+    assert!(vertices.len() >= 2, "{detail}");
+    assert!(vertices
+        .iter()
+        .all(|v| v["parallelism"].as_u64() == Some(1)));
+    let (_, chk) = call("GET", &format!("{base}/jobs/{id}/checkpoints"), None, None);
+    let latest = &chk["latest"]["completed"];
+    assert!(latest["id"].as_u64().is_some(), "{chk}");
+    let history = chk["history"].as_array().expect("history");
+    assert!(!history.is_empty() && history.len() <= 10);
+    assert_eq!(history[0]["status"], "COMPLETED");
+    assert!(history[0]["end_to_end_duration"].as_u64().is_some());
+
+    let (_, exceptions) = call("GET", &format!("{base}/jobs/{id}/exceptions"), None, None);
+    assert!(exceptions["root-exception"].is_null());
+
+    let (_, config) = call("GET", &format!("{base}/config"), None, None);
+    assert_eq!(
+        config["configuration"]["rest.port"],
+        port.to_string().as_str()
+    );
+
+    job.cancel();
+    assert!(job.wait().is_err(), "a cancelled job is no success");
+}
+
+#[test]
+fn bad_requests_get_json_errors() {
+    let port = free_port();
+    let job = start(port, &[]);
+    let id = job.job_id().to_string();
+    let base = format!("http://127.0.0.1:{port}");
+    let unknown = "0".repeat(32);
+
+    for (method, path) in [
+        ("GET", format!("/jobs/{unknown}")),
+        ("GET", format!("/jobs/{unknown}/checkpoints")),
+        ("GET", "/jobs/not-a-job/exceptions".to_string()),
+        ("GET", "/no/such/endpoint".to_string()),
+        ("GET", format!("/jobs/{id}/savepoints/no-such-request")),
+        ("PATCH", format!("/jobs/{unknown}?mode=cancel")),
+    ] {
+        let (status, body) = call(method, &format!("{base}{path}"), None, None);
+        assert_eq!(status, 404, "{method} {path}: {body}");
+        assert!(body["errors"][0].is_string(), "{path}: {body}");
+    }
+    let savepoints = format!("{base}/jobs/{id}/savepoints");
+    let (status, body) = call("POST", &savepoints, Some("{not json"), None);
+    assert_eq!(status, 400, "{body}");
+    assert!(body["errors"][0]
+        .as_str()
+        .is_some_and(|m| m.contains("malformed")));
+    let (status, _) = call("POST", &savepoints, Some(r#"{"bogus": 1}"#), None);
+    assert_eq!(status, 400, "unknown fields are refused");
+    // A directory that cannot be written: under a regular file.
+    let file = temp_dir("not-a-dir");
+    std::fs::write(&file, b"x").expect("file");
+    let target = file.join("savepoints");
+    let (status, body) = call(
+        "POST",
+        &savepoints,
+        Some(&format!(
+            r#"{{"target-directory": "{}"}}"#,
+            target.display()
+        )),
+        None,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body["errors"][0]
+        .as_str()
+        .is_some_and(|m| m.contains("cannot write")));
+    let (status, _) = call(
+        "PATCH",
+        &format!("{base}/jobs/{id}?mode=terminate"),
+        None,
+        None,
+    );
+    assert_eq!(status, 400);
+    // Still running after all that.
+    let (_, detail) = call("GET", &format!("{base}/jobs/{id}"), None, None);
+    assert_eq!(detail["state"], "RUNNING");
+    let _ = std::fs::remove_file(&file);
+    job.cancel();
+    let _ = job.wait();
+}
+
+#[test]
+fn savepoints_stop_and_cancel_through_the_api() {
+    let port = free_port();
+    let dir = temp_dir("savepoints");
+    let job = start(port, &[]);
+    let id = job.job_id().to_string();
+    let client = RestClient::new(&format!("127.0.0.1:{port}"), None);
+
+    let trigger = client
+        .trigger_savepoint(&id, Some(&dir.display().to_string()))
+        .expect("triggered");
+    let SavepointStatus::Completed(location) = savepoint_done(&client, &id, &trigger) else {
+        panic!("the savepoint failed");
+    };
+    let path = PathBuf::from(location.trim_start_matches("file://"));
+    assert!(path.join("_metadata").is_file(), "{location}");
+    assert!(path.starts_with(&dir));
+
+    let (_, chk) = call(
+        "GET",
+        &format!("http://127.0.0.1:{port}/jobs/{id}/checkpoints"),
+        None,
+        None,
+    );
+    assert_eq!(chk["latest"]["savepoint"]["is_savepoint"], true, "{chk}");
+
+    // Stop with a savepoint: the job finishes, a success.
+    let trigger = client
+        .stop(&id, Some(&dir.display().to_string()), false)
+        .expect("stop");
+    let SavepointStatus::Completed(stopped_at) = savepoint_done(&client, &id, &trigger) else {
+        panic!("stop failed");
+    };
+    assert_ne!(stopped_at, location);
+    let result = job.wait().expect("stopped jobs finish");
+    assert!(result.operators.iter().any(|o| o.records_out > 0));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Cancel.
+    let port = free_port();
+    let job = start(port, &[]);
+    let id = job.job_id().to_string();
+    RestClient::new(&format!("127.0.0.1:{port}"), None)
+        .cancel(&id)
+        .expect("cancel");
+    assert!(matches!(job.wait(), Err(weir_runtime::JobError::Cancelled)));
+}
+
+#[test]
+fn a_configured_token_guards_every_call_that_changes_the_job() {
+    let port = free_port();
+    let job = start(port, &[("weir.rest.token", "s3cret")]);
+    let id = job.job_id().to_string();
+    let base = format!("http://127.0.0.1:{port}");
+    // Reading needs no token.
+    let (status, _) = call("GET", &format!("{base}/jobs/{id}"), None, None);
+    assert_eq!(status, 200);
+    for (method, path, body) in [
+        ("POST", format!("/jobs/{id}/savepoints"), Some("{}")),
+        ("POST", format!("/jobs/{id}/stop"), Some("{}")),
+        ("PATCH", format!("/jobs/{id}?mode=cancel"), None),
+    ] {
+        let (status, _) = call(method, &format!("{base}{path}"), body, None);
+        assert_eq!(status, 401, "{method} {path} without the token");
+        let (status, _) = call(method, &format!("{base}{path}"), body, Some("wrong"));
+        assert_eq!(status, 401, "{method} {path} with a wrong token");
+    }
+    let (_, config) = call("GET", &format!("{base}/config"), None, None);
+    assert!(
+        config["configuration"]["weir.rest.token"].is_null(),
+        "the token is not shown"
+    );
+    let (status, _) = call(
+        "PATCH",
+        &format!("{base}/jobs/{id}?mode=cancel"),
+        None,
+        Some("s3cret"),
+    );
+    assert_eq!(status, 202);
+    assert!(job.wait().is_err());
+}
+
+#[test]
+fn binding_is_checked_when_the_job_starts() {
+    // A port in use is an error at start, not a silent failure.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", port.to_string());
+    env.configure(&c).expect("configuration");
+    env.from_sequence(0, 10).add_sink(DiscardingSink);
+    let err = env.execute_async("clash").expect_err("port in use");
+    assert!(err.to_string().contains("cannot bind"), "{err}");
+
+    // Beyond loopback a token is required (checked before binding).
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", "0").set("rest.bind-address", "0.0.0.0");
+    env.configure(&c).expect("configuration");
+    env.from_sequence(0, 10).add_sink(DiscardingSink);
+    let err = env.execute_async("open").expect_err("no token");
+    assert!(err.to_string().contains("weir.rest.token"), "{err}");
+}
