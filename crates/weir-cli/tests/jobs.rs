@@ -1,0 +1,198 @@
+//! The seed's walk-through through the real binaries: the running total
+//! word count started detached with `weir run`, listed, savepointed and
+//! stopped with the CLI over its REST API (an ephemeral port), resumed at
+//! another parallelism from the stop's savepoint: one more word continues
+//! the total exactly.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn weir() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+}
+
+/// An example program built next to this test.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let path = target.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the examples first (cargo test --workspace does)",
+        path.display()
+    );
+    path
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("weir-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+fn ok(mut cmd: Command) -> String {
+    let out = cmd.output().expect("weir runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out)
+}
+
+/// The value after `prefix` on the line that has it.
+fn field(text: &str, prefix: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no '{prefix}' in:\n{text}"))
+        .trim()
+        .to_string()
+}
+
+fn wait_for_line(log: &Path, wanted: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.lines().any(|l| l.ends_with(wanted)) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no line {wanted} in {}:\n{text}",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `weir run -d` of the running total, reading words from `port`.
+fn run_detached(port: u16, log: &Path, extra: &[&str]) -> (String, String) {
+    let mut cmd = weir();
+    cmd.args(["run", "-d", "--rest-port", "0", "--log"])
+        .arg(log)
+        .args(extra)
+        .arg(example("running_total_word_count"))
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-D", "execution.checkpointing.interval=200ms"]);
+    let out = ok(cmd);
+    let job = field(&out, "Job has been submitted with JobID ");
+    let address = field(&out, "REST API: http://");
+    assert_eq!(job.len(), 32, "{out}");
+    (job, address)
+}
+
+#[test]
+fn savepoint_stop_and_resume_continue_the_total() {
+    let dir = temp_dir("walkthrough");
+    let savepoints = dir.join("savepoints");
+    let words = TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = words.local_addr().expect("address").port();
+
+    let first_log = dir.join("first.log");
+    let (job, address) = run_detached(port, &first_log, &[]);
+    let (mut conn, _) = words.accept().expect("the job connects");
+    conn.write_all(b"hello world\naa bb cc\n").expect("send");
+    wait_for_line(&first_log, "(cc,5)");
+
+    let mut list = weir();
+    list.args(["list", "-m", &address]);
+    let listed = ok(list);
+    assert!(
+        listed.contains(&job) && listed.contains("RUNNING"),
+        "{listed}"
+    );
+
+    let mut savepoint = weir();
+    savepoint
+        .args(["savepoint", "-m", &address, &job])
+        .arg(&savepoints);
+    let taken = field(&ok(savepoint), "Savepoint completed. Path: ");
+    let taken = PathBuf::from(taken.trim_start_matches("file://"));
+    assert!(taken.join("_metadata").is_file(), "{}", taken.display());
+
+    // An unknown job is a clear error, not a crash.
+    let out = weir()
+        .args(["savepoint", "-m", &address, &"0".repeat(32)])
+        .output()
+        .expect("weir runs");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut stop = weir();
+    stop.args(["stop", "-m", &address, "--savepoint-path"])
+        .arg(&savepoints)
+        .arg(&job);
+    let stopped = field(&ok(stop), "Savepoint completed. Path: ");
+    drop(conn);
+    // The job ends: its REST API goes away.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = weir()
+            .args(["list", "-m", &address])
+            .output()
+            .expect("weir runs");
+        if !out.status.success() {
+            assert!(String::from_utf8_lossy(&out.stderr).contains("no Weir REST API"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the stopped job still runs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Resume at parallelism 2 from the stop's savepoint.
+    let second_log = dir.join("second.log");
+    let (resumed, address) = run_detached(
+        port,
+        &second_log,
+        &["-p", "2", "-s", stopped.trim_start_matches("file://")],
+    );
+    assert_ne!(resumed, job);
+    let (mut conn, _) = words.accept().expect("the resumed job connects");
+    conn.write_all(b"dd\n").expect("send");
+    wait_for_line(&second_log, "(dd,6)");
+
+    let mut cancel = weir();
+    cancel.args(["cancel", "-m", &address, &resumed]);
+    assert!(ok(cancel).contains("Cancelled job"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_attached_run_streams_the_job_and_returns_its_status() {
+    let dir = temp_dir("attached");
+    let input = dir.join("words.txt");
+    std::fs::write(&input, "to be or not to be\n").expect("input");
+    let mut cmd = weir();
+    cmd.args(["run", "--rest-port", "0"])
+        .arg(example("running_total_word_count"))
+        .arg("--input")
+        .arg(&input);
+    let out = ok(cmd);
+    assert!(out.lines().any(|l| l.ends_with("(be,6)")), "{out}");
+
+    // A job that fails to start fails the command.
+    let out = weir()
+        .args(["run", "--rest-port", "0"])
+        .arg(example("running_total_word_count"))
+        .args(["-D", "parallelism.default=zero"])
+        .output()
+        .expect("weir runs");
+    assert!(!out.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
