@@ -1,5 +1,6 @@
 //! The seed's walk-through through the real binaries: the running total
-//! word count started detached with `weir run`, listed, savepointed and
+//! word count (no periodic checkpoints) started detached with `weir run`,
+//! listed, savepointed and
 //! stopped with the CLI over its REST API (an ephemeral port), resumed at
 //! another parallelism from the stop's savepoint: one more word continues
 //! the total exactly.
@@ -84,8 +85,7 @@ fn run_detached(port: u16, log: &Path, extra: &[&str]) -> (String, String) {
         .arg(log)
         .args(extra)
         .arg(example("running_total_word_count"))
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["-D", "execution.checkpointing.interval=200ms"]);
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()]);
     let out = ok(cmd);
     let job = field(&out, "Job has been submitted with JobID ");
     let address = field(&out, "REST API: http://");

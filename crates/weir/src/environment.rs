@@ -475,6 +475,9 @@ impl StreamExecutionEnvironment {
                 return Err(Error::InvalidJob(errors.join("; ")));
             }
             let mut job = state.job.clone();
+            // A job operated through its REST API can be savepointed even
+            // without periodic checkpoints, as in Flink.
+            job.savepoints_without_checkpointing = crate::rest::configured(&state.config);
             if let Some(path) = &state.from_savepoint {
                 let (loaded, skipped) = load_path(path).map_err(|e| Error::Restore {
                     path: path.clone(),

@@ -6,6 +6,11 @@ use weir_runtime::cluster::JobClient;
 use crate::config::{keys, Configuration};
 use crate::error::{Error, Result};
 
+/// Whether the configuration asks for a REST API.
+pub(crate) fn configured(config: &Configuration) -> bool {
+    config.get(keys::REST_PORT).is_some() || config.get(keys::REST_BIND_PORT).is_some()
+}
+
 /// Serves `client`'s job on the configured port, if one is configured,
 /// until the job ends; announces the address on stderr (`weir run` reads
 /// it).
@@ -52,7 +57,7 @@ pub(crate) fn serve(client: &mut JobClient, config: &Configuration) -> Result<()
 /// Without the `web` feature a configured port is an error, not ignored.
 #[cfg(not(feature = "web"))]
 pub(crate) fn serve(_client: &mut JobClient, config: &Configuration) -> Result<()> {
-    if config.get(keys::REST_PORT).is_some() || config.get(keys::REST_BIND_PORT).is_some() {
+    if configured(config) {
         return Err(Error::Config(
             "rest.port: this build has no REST API; build weir with the 'web' feature".into(),
         ));

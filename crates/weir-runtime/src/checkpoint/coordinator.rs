@@ -60,6 +60,9 @@ pub struct CheckpointStats {
     pub history: std::collections::VecDeque<CheckpointRecord>,
 }
 
+/// The "interval" of a coordinator that takes no periodic checkpoints.
+const NO_PERIODIC_CHECKPOINTS: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
 /// Checkpoints kept in [`CheckpointStats::history`].
 pub const HISTORY_SIZE: usize = 10;
 
@@ -201,9 +204,13 @@ impl Coordinator {
     }
 
     fn run(mut self, rx: Receiver<CoordinatorMessage>) {
-        let Some(interval) = self.config.interval else {
-            return;
-        };
+        // Without an interval the coordinator only takes savepoints (and
+        // the final checkpoint when every input ended).
+        let interval = self
+            .config
+            .interval
+            .filter(|i| !i.is_zero())
+            .unwrap_or(NO_PERIODIC_CHECKPOINTS);
         let mut pending: Option<Pending> = None;
         let mut next_trigger = Instant::now() + interval;
         let mut failures_in_a_row = 0u32;

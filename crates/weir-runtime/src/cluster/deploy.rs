@@ -13,7 +13,8 @@ use std::sync::Mutex;
 
 use crossbeam_channel::{Receiver, Sender};
 use weir_state::{
-    CheckpointStorage, LoadedCheckpoint, NativeRestore, OperatorStateSnapshot, SubtaskSnapshot,
+    CheckpointStorage, LoadedCheckpoint, MemoryCheckpointStorage, NativeRestore,
+    OperatorStateSnapshot, SubtaskSnapshot,
 };
 
 use super::job::{Attempt, JobClient, JobId, OperatorEntry, SavepointHandle};
@@ -66,6 +67,12 @@ pub struct JobConfig {
     /// Whether state of operators the job no longer has may be dropped
     /// on restore (Flink's `--allowNonRestoredState`).
     pub allow_non_restored_state: bool,
+    /// Whether a job without periodic checkpoints still runs a checkpoint
+    /// coordinator, so that savepoints can be taken (jobs serving a REST
+    /// API do, as Flink takes savepoints of any job). Operators then see
+    /// barriers and a final checkpoint when their input ends, as with
+    /// checkpointing.
+    pub savepoints_without_checkpointing: bool,
 }
 
 impl JobConfig {
@@ -95,6 +102,7 @@ impl Default for JobConfig {
             restart_strategy: None,
             restore: None,
             allow_non_restored_state: false,
+            savepoints_without_checkpointing: false,
         }
     }
 }
@@ -153,7 +161,8 @@ pub fn execute(
     let metrics: Vec<Arc<OperatorMetrics>> = graph.nodes.iter().map(|_| Arc::default()).collect();
     let coordinator: Arc<Mutex<Option<Sender<CoordinatorMessage>>>> = Arc::default();
     let cancel = CancelSource::new();
-    let savepoints = storage.as_ref().map(|_| {
+    let coordinated = storage.is_some() || config.savepoints_without_checkpointing;
+    let savepoints = coordinated.then(|| {
         SavepointHandle::new(
             Arc::clone(&coordinator),
             // Generous: a savepoint waits for a checkpoint in flight first.
@@ -277,7 +286,16 @@ pub(crate) fn deploy(
         restored: restore.map(|c| c.metadata.checkpoint_id),
         ..Default::default()
     }));
-    let coordinator_channel = job.storage.as_ref().map(|_| crossbeam_channel::unbounded());
+    // Without periodic checkpoints, a coordinator for savepoints keeps its
+    // (final) checkpoints in memory.
+    let coordinator_storage = job.storage.clone().or_else(|| {
+        config
+            .savepoints_without_checkpointing
+            .then(|| Arc::new(MemoryCheckpointStorage::new()) as Arc<dyn CheckpointStorage>)
+    });
+    let coordinator_channel = coordinator_storage
+        .as_ref()
+        .map(|_| crossbeam_channel::unbounded());
     plan.to_coordinator = coordinator_channel.as_ref().map(|(tx, _)| tx.clone());
     plan.native_snapshots = job.storage.as_ref().is_some_and(|s| s.shares_files());
     let (result_tx, results) = crossbeam_channel::unbounded();
@@ -328,7 +346,7 @@ pub(crate) fn deploy(
             }
         }
     }
-    let coordinator = match (coordinator_channel, &job.storage) {
+    let coordinator = match (coordinator_channel, &coordinator_storage) {
         (Some((tx, rx)), Some(storage)) => {
             plan.to_coordinator = None;
             let coordinator = Coordinator {

@@ -25,11 +25,16 @@ fn temp_dir(name: &str) -> PathBuf {
 
 /// A slow counting job with checkpoints, serving its REST API on `port`.
 fn start(port: u16, extra: &[(&str, &str)]) -> JobClient {
+    let mut all = vec![("execution.checkpointing.interval", "50 ms")];
+    all.extend_from_slice(extra);
+    start_with(port, &all)
+}
+
+fn start_with(port: u16, settings: &[(&str, &str)]) -> JobClient {
     let env = StreamExecutionEnvironment::new();
     let mut c = Configuration::new();
-    c.set("rest.port", port.to_string())
-        .set("execution.checkpointing.interval", "50 ms");
-    for (k, v) in extra {
+    c.set("rest.port", port.to_string());
+    for (k, v) in settings {
         c.set(*k, *v);
     }
     env.configure(&c).expect("configuration");
@@ -245,6 +250,37 @@ fn savepoints_stop_and_cancel_through_the_api() {
         .cancel(&id)
         .expect("cancel");
     assert!(matches!(job.wait(), Err(weir_runtime::JobError::Cancelled)));
+}
+
+#[test]
+fn a_served_job_takes_savepoints_without_periodic_checkpoints() {
+    let port = free_port();
+    let dir = temp_dir("no-checkpoints");
+    let job = start_with(port, &[]);
+    let id = job.job_id().to_string();
+    let client = RestClient::new(&format!("127.0.0.1:{port}"), None);
+    let trigger = client
+        .trigger_savepoint(&id, Some(&dir.display().to_string()))
+        .expect("triggered");
+    let SavepointStatus::Completed(location) = savepoint_done(&client, &id, &trigger) else {
+        panic!("the savepoint failed");
+    };
+    assert!(PathBuf::from(location.trim_start_matches("file://"))
+        .join("_metadata")
+        .is_file());
+    let (_, chk) = call(
+        "GET",
+        &format!("http://127.0.0.1:{port}/jobs/{id}/checkpoints"),
+        None,
+        None,
+    );
+    assert_eq!(
+        chk["counts"]["completed"], 0,
+        "no periodic checkpoints: {chk}"
+    );
+    job.cancel();
+    let _ = job.wait();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
