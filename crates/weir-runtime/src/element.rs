@@ -86,6 +86,9 @@ pub struct Barrier {
     pub timestamp_ms: i64,
     /// Checkpoint or savepoint.
     pub kind: BarrierKind,
+    /// How long the input gate that released it waited for it on all its
+    /// channels (barrier alignment); zero as sent by the coordinator.
+    pub alignment: std::time::Duration,
 }
 
 /// A control element, travelling in-band with records.

@@ -380,6 +380,7 @@ fn history_entry(r: &weir_runtime::checkpoint::CheckpointRecord) -> Value {
         "end_to_end_duration": r.duration.as_millis() as u64,
         "state_size": r.state_size,
         "sync_duration": r.max_pause.as_millis() as u64,
+        "alignment_duration": r.max_alignment.as_millis() as u64,
         "external_path": r.location,
         "failure_message": r.failure,
     })

@@ -81,6 +81,9 @@ pub struct CheckpointRecord {
     pub state_size: u64,
     /// The longest any task paused for it (the synchronous part).
     pub max_pause: Duration,
+    /// The longest any task's input waited for its barrier on all channels
+    /// (barrier alignment; zero in at-least-once mode and for sources).
+    pub max_alignment: Duration,
     /// Where it is, once completed.
     pub location: Option<String>,
     /// Why it failed, if it did.
@@ -124,6 +127,8 @@ struct Pending {
     acked: HashSet<(usize, u32)>,
     files: Vec<Vec<StateFile>>,
     max_pause: Duration,
+    /// The longest barrier alignment any task reported.
+    max_alignment: Duration,
     /// Bytes written to the storage for this checkpoint (state files and
     /// newly shared files).
     written: u64,
@@ -275,12 +280,14 @@ impl Coordinator {
                     subtask,
                     snapshot,
                     pause,
+                    alignment,
                 }) => match pending
                     .as_mut()
                     .filter(|p| p.barrier.checkpoint_id == checkpoint_id)
                 {
                     Some(p) => {
                         p.max_pause = p.max_pause.max(pause);
+                        p.max_alignment = p.max_alignment.max(alignment);
                         let prefix = format!("op{operator}-{subtask}");
                         let mut upload = Upload {
                             written: &mut p.written,
@@ -423,6 +430,7 @@ impl Coordinator {
             checkpoint_id: self.next_id,
             timestamp_ms: now_ms(),
             kind: BarrierKind::Checkpoint,
+            alignment: Duration::ZERO,
         };
         self.next_id += 1;
         let mut p = Pending {
@@ -432,6 +440,7 @@ impl Coordinator {
             acked: HashSet::new(),
             files: vec![Vec::new(); self.operators.len()],
             max_pause: Duration::ZERO,
+            max_alignment: Duration::ZERO,
             written: 0,
         };
         for ((operator, subtask), snapshot) in finished {
@@ -464,6 +473,7 @@ impl Coordinator {
             checkpoint_id: self.next_id,
             timestamp_ms: now_ms(),
             kind,
+            alignment: Duration::ZERO,
         };
         // A source that ended dropped its mailbox; its final snapshot is
         // in `finished` (or on its way, and then acknowledges on arrival).
@@ -494,6 +504,7 @@ impl Coordinator {
             acked: HashSet::new(),
             files: vec![Vec::new(); self.operators.len()],
             max_pause: Duration::ZERO,
+            max_alignment: Duration::ZERO,
             written: 0,
         };
         for ((operator, subtask), snapshot) in finished {
@@ -695,6 +706,7 @@ impl Coordinator {
             duration: p.started.elapsed(),
             state_size,
             max_pause: p.max_pause,
+            max_alignment: p.max_alignment,
             location,
             failure,
         };

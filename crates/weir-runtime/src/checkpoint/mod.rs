@@ -73,6 +73,8 @@ pub(crate) enum CoordinatorMessage {
         snapshot: Box<TakenSnapshot>,
         /// How long the task paused to take it.
         pause: std::time::Duration,
+        /// How long its input aligned the barrier.
+        alignment: std::time::Duration,
     },
     /// A subtask could not snapshot checkpoint `id`.
     Decline { checkpoint_id: u64, reason: String },

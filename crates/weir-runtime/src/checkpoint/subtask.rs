@@ -298,6 +298,7 @@ impl CheckpointPort {
             subtask: self.subtask,
             snapshot: Box::new(snapshot),
             pause,
+            alignment: barrier.alignment,
         });
     }
 

@@ -35,7 +35,8 @@ pub struct InputGate<T> {
     // barrier is not read until the barrier is complete, so no record after
     // it reaches the snapshot; without, records keep flowing
     // (at-least-once).
-    pending_barrier: Option<(Barrier, Vec<bool>)>,
+    // With the time its first channel delivered it.
+    pending_barrier: Option<(Barrier, Vec<bool>, std::time::Instant)>,
     aligned: bool,
     // Held by a two-input task aligning a barrier across its two gates.
     held: bool,
@@ -96,7 +97,7 @@ impl<T> InputGate<T> {
                 && self
                     .pending_barrier
                     .as_ref()
-                    .is_some_and(|(_, seen)| seen[ch])
+                    .is_some_and(|(_, seen, _)| seen[ch])
     }
 
     /// Adds the live channels to `select`; returns how many were added.
@@ -178,15 +179,15 @@ impl<T> InputGate<T> {
             }
             Message::Control(Control::Barrier(barrier)) => {
                 match &mut self.pending_barrier {
-                    Some((pending, seen)) if pending.checkpoint_id == barrier.checkpoint_id => {
+                    Some((pending, seen, _)) if pending.checkpoint_id == barrier.checkpoint_id => {
                         seen[ch] = true;
                     }
                     // A newer barrier supersedes an incomplete older one.
-                    Some((pending, _)) if pending.checkpoint_id > barrier.checkpoint_id => {}
+                    Some((pending, _, _)) if pending.checkpoint_id > barrier.checkpoint_id => {}
                     _ => {
                         let mut seen = vec![false; self.receivers.len()];
                         seen[ch] = true;
-                        self.pending_barrier = Some((barrier, seen));
+                        self.pending_barrier = Some((barrier, seen, std::time::Instant::now()));
                     }
                 }
                 self.check_barrier_complete()
@@ -206,14 +207,59 @@ impl<T> InputGate<T> {
     }
 
     fn check_barrier_complete(&mut self) -> Option<GateEvent<T>> {
-        let (_, seen) = self.pending_barrier.as_ref()?;
+        let (_, seen, _) = self.pending_barrier.as_ref()?;
         let complete = seen.iter().zip(&self.ended).all(|(s, e)| *s || *e);
         if complete {
-            self.pending_barrier
-                .take()
-                .map(|(barrier, _)| GateEvent::Barrier(barrier))
+            self.pending_barrier.take().map(|(mut barrier, _, first)| {
+                barrier.alignment = first.elapsed();
+                GateEvent::Barrier(barrier)
+            })
         } else {
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::element::BarrierKind;
+
+    fn barrier(id: u64) -> Message<u64> {
+        Message::Control(Control::Barrier(Barrier {
+            checkpoint_id: id,
+            timestamp_ms: 0,
+            kind: BarrierKind::Checkpoint,
+            alignment: Duration::ZERO,
+        }))
+    }
+
+    #[test]
+    fn an_aligned_barrier_holds_its_channel_and_reports_how_long_it_waited() {
+        let (tx0, rx0) = crossbeam_channel::unbounded();
+        let (tx1, rx1) = crossbeam_channel::unbounded();
+        let mut gate = InputGate::with_alignment(vec![rx0, rx1], true);
+        tx0.send(barrier(7)).expect("send");
+        tx0.send(Message::Records(vec![StreamRecord::new(1)]))
+            .expect("send");
+        assert!(matches!(gate.poll(), Ok(None)), "waits for channel 1");
+        // Channel 0 is held: its record stays behind the barrier.
+        assert!(matches!(gate.poll(), Ok(None)));
+        std::thread::sleep(Duration::from_millis(20));
+        tx1.send(barrier(7)).expect("send");
+        match gate.poll() {
+            Ok(Some(GateEvent::Barrier(b))) => {
+                assert_eq!(b.checkpoint_id, 7);
+                assert!(
+                    b.alignment >= Duration::from_millis(20),
+                    "{:?}",
+                    b.alignment
+                );
+            }
+            _ => panic!("the barrier is released once both channels delivered it"),
+        }
+        assert!(matches!(gate.poll(), Ok(Some(GateEvent::Records(_)))));
     }
 }

@@ -73,6 +73,7 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         if let Some(wm) = self.combined_watermark() {
             if wm > self.watermark {
                 self.watermark = wm;
+                self.metrics.set_watermark(self.ctx.subtask_index, wm);
                 let (op, out) = (&mut self.op, &mut self.out);
                 guarded(&self.at, || op.process_watermark(wm, out))?;
             }

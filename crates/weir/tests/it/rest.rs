@@ -130,6 +130,7 @@ fn every_endpoint_answers_flink_shaped_json() {
     assert!(!history.is_empty() && history.len() <= 10);
     assert_eq!(history[0]["status"], "COMPLETED");
     assert!(history[0]["end_to_end_duration"].as_u64().is_some());
+    assert!(history[0]["alignment_duration"].as_u64().is_some());
 
     let (_, exceptions) = call("GET", &format!("{base}/jobs/{id}/exceptions"), None, None);
     assert!(exceptions["root-exception"].is_null());
