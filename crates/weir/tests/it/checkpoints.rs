@@ -1329,6 +1329,32 @@ fn a_savepoint_moves_and_resumes_at_another_parallelism() {
     }
 }
 
+/// Key groups are fixed by the max parallelism: a savepoint restores at
+/// another parallelism, never at another max parallelism.
+#[test]
+fn a_changed_max_parallelism_is_refused_on_restore() {
+    let dir = temp_dir("max-parallelism");
+    let env = checkpointing(1, CheckpointingMode::ExactlyOnce);
+    env.set_max_parallelism(128);
+    counting_job(&env, 1_000_000, 10_000.0, None);
+    let client = env.execute_async("first").expect("starts");
+    let location = client
+        .stop_with_savepoint(dir.join("savepoints"), false)
+        .expect("savepoint");
+    client.wait().expect("stopped");
+    let env = checkpointing(2, CheckpointingMode::ExactlyOnce);
+    env.set_max_parallelism(256);
+    env.set_from_savepoint(location.trim_start_matches("file://"));
+    counting_job(&env, 1_000, 10_000.0, None);
+    let err = env.execute("second").expect_err("refused");
+    let message = err.to_string();
+    assert!(
+        message.contains("max parallelism 128") && message.contains("cannot change"),
+        "{message}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn savepoints_need_checkpointing() {
     let env = StreamExecutionEnvironment::new();
