@@ -9,15 +9,33 @@ use anyhow::{bail, Context};
 use weir_web::{RestClient, SavepointStatus};
 
 /// What `weir run` was asked.
+#[derive(clap::Args)]
 pub(crate) struct RunOptions {
-    pub from_savepoint: Option<PathBuf>,
-    pub parallelism: Option<u32>,
-    pub allow_non_restored_state: bool,
-    pub detached: bool,
-    pub rest_port: u16,
-    pub log: Option<PathBuf>,
-    pub job: PathBuf,
-    pub args: Vec<String>,
+    /// Restore from this savepoint or retained checkpoint.
+    #[arg(short = 's', long = "fromSavepoint", value_name = "PATH")]
+    from_savepoint: Option<PathBuf>,
+    /// Default parallelism of the job's operators.
+    #[arg(short = 'p', long)]
+    parallelism: Option<u32>,
+    /// Restore even if the savepoint holds state of operators the job no
+    /// longer has.
+    #[arg(short = 'n', long = "allowNonRestoredState")]
+    allow_non_restored_state: bool,
+    /// Leave the job running and return once its REST API is up.
+    #[arg(short = 'd', long)]
+    detached: bool,
+    /// Port of the job's REST API (0: any free port).
+    #[arg(long, default_value_t = 8081)]
+    rest_port: u16,
+    /// Where a detached job's output goes (default: a file in the
+    /// temporary directory, named with the job's process id).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// The job program.
+    job: PathBuf,
+    /// Its arguments (engine flags such as -D key=value included).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
 }
 
 /// How long a detached job may take to bring its REST API up.

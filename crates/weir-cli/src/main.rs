@@ -39,8 +39,7 @@ struct Target {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Runs a job program (any binary built on Weir) and serves its REST
-    /// API.
+    /// Runs a job program (any binary built on Weir) with its REST API.
     ///
     /// Attached, the job's output streams here and its exit status is
     /// this command's; detached (-d), it prints the job id and REST address
@@ -49,36 +48,12 @@ enum Command {
     /// Examples:
     ///   weir run target/release/examples/running_total_word_count --port 9999
     ///   weir run -d -p 2 -s /tmp/savepoints/savepoint-3f2a1b-0123456789ab ./my_job --input in.txt
-    Run {
-        /// Restore from this savepoint or retained checkpoint.
-        #[arg(short = 's', long = "fromSavepoint", value_name = "PATH")]
-        from_savepoint: Option<PathBuf>,
-        /// Default parallelism of the job's operators.
-        #[arg(short = 'p', long)]
-        parallelism: Option<u32>,
-        /// Restore even if the savepoint holds state of operators the job
-        /// no longer has.
-        #[arg(short = 'n', long = "allowNonRestoredState")]
-        allow_non_restored_state: bool,
-        /// Leave the job running and return once its REST API is up.
-        #[arg(short = 'd', long)]
-        detached: bool,
-        /// Port of the job's REST API (0: any free port).
-        #[arg(long, default_value_t = 8081)]
-        rest_port: u16,
-        /// Where a detached job's output goes (default: a file in the
-        /// temporary directory, named with the job's process id).
-        #[arg(long, value_name = "FILE")]
-        log: Option<PathBuf>,
-        /// The job program.
-        job: PathBuf,
-        /// Its arguments (engine flags such as -D key=value included).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    #[command(verbatim_doc_comment)]
+    Run(jobs::RunOptions),
     /// Lists the job behind a REST API (running ones; -a: all).
     ///
     /// Example: weir list -m localhost:8081
+    #[command(verbatim_doc_comment)]
     List {
         /// Include finished, failed and cancelled jobs.
         #[arg(short = 'a', long)]
@@ -91,6 +66,7 @@ enum Command {
     /// Examples:
     ///   weir savepoint 3f2a1b… /tmp/savepoints
     ///   weir savepoint --dispose /tmp/savepoints/savepoint-3f2a1b-0123456789ab
+    #[command(verbatim_doc_comment)]
     Savepoint {
         /// The job.
         #[arg(required_unless_present = "dispose")]
@@ -104,10 +80,10 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Stops a job with a savepoint: sources stop, the savepoint is taken,
-    /// sinks commit, the job finishes.
+    /// Stops a job with a savepoint (sources stop, sinks commit, it ends).
     ///
     /// Example: weir stop --savepoint-path /tmp/savepoints --drain 3f2a1b…
+    #[command(verbatim_doc_comment)]
     Stop {
         /// Where the savepoint goes (default: the job's savepoint dir).
         #[arg(short = 'p', long = "savepoint-path", value_name = "DIR")]
@@ -124,6 +100,7 @@ enum Command {
     /// Cancels a job (no savepoint).
     ///
     /// Example: weir cancel 3f2a1b…
+    #[command(verbatim_doc_comment)]
     Cancel {
         /// The job.
         job_id: String,
@@ -144,6 +121,7 @@ enum CheckpointCommand {
     /// job's checkpoint directory (its newest checkpoint that verifies).
     ///
     /// Example: weir checkpoint inspect /tmp/checkpoints/3f2a…/chk-12
+    #[command(verbatim_doc_comment)]
     Inspect {
         /// The checkpoint, savepoint, or job checkpoint directory.
         path: PathBuf,
@@ -153,25 +131,7 @@ enum CheckpointCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run {
-            from_savepoint,
-            parallelism,
-            allow_non_restored_state,
-            detached,
-            rest_port,
-            log,
-            job,
-            args,
-        } => jobs::run(jobs::RunOptions {
-            from_savepoint,
-            parallelism,
-            allow_non_restored_state,
-            detached,
-            rest_port,
-            log,
-            job,
-            args,
-        }),
+        Command::Run(options) => jobs::run(options),
         Command::List { all, target } => jobs::list(&target.client(), all),
         Command::Savepoint {
             dispose: Some(path),

@@ -512,43 +512,30 @@ where
         state_window: &W,
         out: &mut Output<O>,
     ) -> FunctionResult {
-        let env = |op: &Self| Firing {
-            merging: op.merging,
-            watermark: op.watermark,
-            now: op.now(),
+        let firing = Firing {
+            merging: self.merging,
+            watermark: self.watermark,
+            now: self.now(),
         };
+        // Contents in the keyed-state backend are read out; in memory they
+        // are used where they are.
+        let mut loaded = None;
         if self.stored.is_some() {
-            let Some(mut acc) = self.load(key, state_window)? else {
-                return Ok(());
-            };
-            let before = L::buffer(&mut acc).map(|b| b.len());
-            let firing = env(self);
-            emit_contents(
-                &mut self.logic,
-                self.spec.evictor.as_deref_mut(),
-                self.state.as_ref(),
-                firing,
-                key,
-                window,
-                &mut acc,
-                out,
-            )?;
-            // An evictor changed the buffer: it is the window's contents now.
-            if self.spec.evictor.is_some() && L::buffer(&mut acc).map(|b| b.len()) != before {
-                self.remove_stored(key, state_window)?;
-                self.add_stored(key, state_window, acc)?;
-            }
-            return Ok(());
+            loaded = self.load(key, state_window)?;
         }
-        let firing = env(self);
-        let Some(acc) = self
-            .keys
-            .get_mut(key)
-            .and_then(|ks| ks.windows.get_mut(state_window))
-            .and_then(|e| e.acc.as_mut())
-        else {
-            return Ok(());
+        let acc = match loaded.as_mut() {
+            Some(acc) => acc,
+            None => match self
+                .keys
+                .get_mut(key)
+                .and_then(|ks| ks.windows.get_mut(state_window))
+                .and_then(|e| e.acc.as_mut())
+            {
+                Some(acc) => acc,
+                None => return Ok(()),
+            },
         };
+        let before = L::buffer(acc).map(|b| b.len());
         emit_contents(
             &mut self.logic,
             self.spec.evictor.as_deref_mut(),
@@ -558,7 +545,14 @@ where
             window,
             acc,
             out,
-        )
+        )?;
+        let evicted = self.spec.evictor.is_some() && L::buffer(acc).map(|b| b.len()) != before;
+        // An evictor changed a stored buffer: it is the window's contents now.
+        if let (Some(acc), true) = (loaded, evicted) {
+            self.remove_stored(key, state_window)?;
+            self.add_stored(key, state_window, acc)?;
+        }
+        Ok(())
     }
 
     fn purge(&mut self, key: &K, state_window: &W) -> FunctionResult {

@@ -45,6 +45,28 @@ fn default_spec<T: 'static, K, W: Window>(
     }
 }
 
+/// The in-memory operator `memory` makes on the heap backend, else the
+/// general operator with contents in the keyed-state backend.
+fn by_backend<T, K, W, O, L, M>(
+    ctx: &weir_runtime::operator::RuntimeContext,
+    spec: WindowSpec<T, K, W>,
+    make: &dyn Fn() -> L,
+    memory: impl FnOnce(L) -> M,
+) -> ByBackend<M, WindowOperator<T, K, W, O, L>>
+where
+    T: Clone + Send + Serialize + DeserializeOwned + 'static,
+    K: Key,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    if ctx.state_backend.is_heap() {
+        ByBackend::Memory(memory(make()))
+    } else {
+        ByBackend::Stored(WindowOperator::new(spec, make()))
+    }
+}
+
 type TriggerFactory<T, W> = Arc<dyn Fn() -> Box<dyn Trigger<T, W>> + Send + Sync>;
 type EvictorFactory<T, W> = Arc<dyn Fn() -> Box<dyn Evictor<T, W>> + Send + Sync>;
 
@@ -157,19 +179,20 @@ where
         let allowed_lateness = self.allowed_lateness_ms;
         let late_tag = self.late_tag.clone();
         let factory = NodeFactory::one_input(move |ctx| {
-            if !ctx.state_backend.is_heap() {
-                return ByBackend::Stored(WindowOperator::new(
-                    default_spec(&key_of, &assigner, allowed_lateness, &late_tag),
-                    make(),
-                ));
-            }
-            ByBackend::Memory(SessionWindowOperator::new(
-                Arc::clone(&key_of),
-                Arc::clone(&assigner),
-                make(),
-                allowed_lateness,
-                late_tag.clone(),
-            ))
+            by_backend(
+                ctx,
+                default_spec(&key_of, &assigner, allowed_lateness, &late_tag),
+                &make,
+                |logic| {
+                    SessionWindowOperator::new(
+                        Arc::clone(&key_of),
+                        Arc::clone(&assigner),
+                        logic,
+                        allowed_lateness,
+                        late_tag.clone(),
+                    )
+                },
+            )
         });
         self.finish(self.keyed.as_stream().add_operator("Window", factory))
     }
@@ -193,19 +216,20 @@ where
         let late_tag = self.late_tag.clone();
         let assigner = Arc::clone(&self.assigner);
         let factory = NodeFactory::one_input(move |ctx| {
-            if !ctx.state_backend.is_heap() {
-                return ByBackend::Stored(WindowOperator::new(
-                    default_spec(&key_of, &assigner, allowed_lateness, &late_tag),
-                    make(),
-                ));
-            }
-            ByBackend::Memory(AlignedWindowOperator::new(
-                Arc::clone(&key_of),
-                make(),
-                grid,
-                allowed_lateness,
-                late_tag.clone(),
-            ))
+            by_backend(
+                ctx,
+                default_spec(&key_of, &assigner, allowed_lateness, &late_tag),
+                &make,
+                |logic| {
+                    AlignedWindowOperator::new(
+                        Arc::clone(&key_of),
+                        logic,
+                        grid,
+                        allowed_lateness,
+                        late_tag.clone(),
+                    )
+                },
+            )
         });
         let stream = self.keyed.as_stream().add_operator("Window", factory);
         if self.all {
