@@ -12,14 +12,23 @@ use weir_web::{RestClient, SavepointStatus};
 #[derive(clap::Args)]
 pub(crate) struct RunOptions {
     /// Restore from this savepoint or retained checkpoint.
-    #[arg(short = 's', long = "fromSavepoint", value_name = "PATH")]
+    #[arg(
+        short = 's',
+        long = "fromSavepoint",
+        alias = "from-savepoint",
+        value_name = "PATH"
+    )]
     from_savepoint: Option<PathBuf>,
     /// Default parallelism of the job's operators.
     #[arg(short = 'p', long)]
     parallelism: Option<u32>,
     /// Restore even if the savepoint holds state of operators the job no
     /// longer has.
-    #[arg(short = 'n', long = "allowNonRestoredState")]
+    #[arg(
+        short = 'n',
+        long = "allowNonRestoredState",
+        alias = "allow-non-restored-state"
+    )]
     allow_non_restored_state: bool,
     /// Leave the job running and return once its REST API is up.
     #[arg(short = 'd', long)]
