@@ -34,6 +34,8 @@ fn event(i: u64) -> Event {
     }
 }
 
+mod nexmark;
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let params = ParameterTool::from_args(args.iter().skip(1).cloned());
@@ -69,6 +71,7 @@ fn main() -> anyhow::Result<()> {
             let interval = params.get("checkpoint-interval").map(str::to_string);
             run_job(name, p, events, interval.as_deref())
         }
+        Some("nexmark") => nexmark::main(&params, events),
         Some("baseline") => {
             let (rate, _) = baseline(events);
             println!("baseline {rate:.0}");
@@ -520,7 +523,7 @@ fn baseline(events: u64) -> (f64, u64) {
 }
 
 /// Peak resident set size of this process (VmHWM), in KiB.
-fn peak_rss_kib() -> u64 {
+pub(crate) fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -532,7 +535,7 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

@@ -332,6 +332,65 @@ impl NexmarkGenerator {
     }
 }
 
+/// Events generated once and replayed: event `n` is pool event `n mod
+/// size` with its ids and times moved on by as many people, auctions and
+/// milliseconds as a whole pool holds, so the stream goes on as the
+/// generator's would, but repeats the same random draws every `size`
+/// events. Replaying costs a copy per event instead of the generator's
+/// draws, so a benchmark measures the engine, not the generator.
+#[derive(Debug, Clone)]
+pub struct EventPool {
+    events: Vec<Event>,
+    people: u64,
+    auctions: u64,
+    span_ms: i64,
+}
+
+impl EventPool {
+    /// Events `0..size` of `generator` (`size` rounded up to whole epochs
+    /// of 50 events).
+    pub fn new(generator: &NexmarkGenerator, size: u64) -> Self {
+        let size = size.max(1).div_ceil(TOTAL_PROPORTION) * TOTAL_PROPORTION;
+        let epochs = size / TOTAL_PROPORTION;
+        EventPool {
+            events: (0..size).map(|n| generator.event(n)).collect(),
+            people: epochs * PERSON_PROPORTION,
+            auctions: epochs * AUCTION_PROPORTION,
+            span_ms: generator.timestamp(size) - generator.timestamp(0),
+        }
+    }
+
+    /// Event `n` of the replayed stream.
+    #[inline]
+    pub fn event(&self, n: u64) -> Event {
+        let len = self.events.len() as u64;
+        let (pass, i) = (n / len, n % len);
+        let mut e = self.events[i as usize].clone();
+        if pass > 0 {
+            let (people, auctions) = (pass * self.people, pass * self.auctions);
+            let ms = pass as i64 * self.span_ms;
+            match &mut e {
+                Event::Person(p) => {
+                    p.id += people;
+                    p.date_time += ms;
+                }
+                Event::Auction(a) => {
+                    a.id += auctions;
+                    a.seller += people;
+                    a.date_time += ms;
+                    a.expires += ms;
+                }
+                Event::Bid(b) => {
+                    b.auction += auctions;
+                    b.bidder += people;
+                    b.date_time += ms;
+                }
+            }
+        }
+        e
+    }
+}
+
 /// Every "First Last" name, made once.
 fn names() -> &'static std::collections::HashMap<(&'static str, &'static str), &'static str> {
     static NAMES: OnceLock<std::collections::HashMap<(&'static str, &'static str), &'static str>> =
@@ -473,6 +532,26 @@ mod tests {
                 assert!(b.bidder < FIRST_PERSON_ID + last_base0_person_id(i) + 1 + PERSON_ID_LEAD);
             }
         }
+    }
+
+    #[test]
+    fn a_pool_replays_the_stream_with_ids_and_times_moved_on() {
+        let g = NexmarkGenerator::new(GeneratorConfig::default());
+        let pool = EventPool::new(&g, 1_000);
+        for n in 0..1_000 {
+            assert_eq!(pool.event(n), g.event(n));
+        }
+        // The second pass: a person, auctions and bids 20 people, 60
+        // auctions and 100 ms on.
+        let (Event::Person(p0), Event::Person(p1)) = (pool.event(0), pool.event(1_000)) else {
+            panic!("event 0 is a person");
+        };
+        assert_eq!((p1.id - p0.id, p1.date_time - p0.date_time), (20, 100));
+        let (Event::Bid(b0), Event::Bid(b1)) = (pool.event(10), pool.event(1_010)) else {
+            panic!("event 10 is a bid");
+        };
+        assert_eq!(b1.auction - b0.auction, 60);
+        assert_eq!(b1.price, b0.price);
     }
 
     #[test]

@@ -28,9 +28,20 @@ pub fn events(
     count: u64,
     parallelism: u32,
 ) -> DataStream<Event> {
+    events_from(env, move |n| generator.event(n), count, parallelism)
+}
+
+/// As [`events`], with event `n` from `event(n)` (e.g. an
+/// [`EventPool`](crate::EventPool)).
+pub fn events_from(
+    env: &StreamExecutionEnvironment,
+    event: impl Fn(u64) -> Event + Send + Sync + 'static,
+    count: u64,
+    parallelism: u32,
+) -> DataStream<Event> {
     let p = u64::from(parallelism.max(1));
     env.add_parallel_source(
-        GeneratorSource::new(count, move |i| generator.event(interleaved(i, count, p))),
+        GeneratorSource::new(count, move |i| event(interleaved(i, count, p))),
         "Nexmark",
     )
     .set_parallelism(parallelism.max(1))
