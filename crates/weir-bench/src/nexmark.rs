@@ -9,7 +9,7 @@
 //! the same events, which every query's rate is a fraction of.
 
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,7 +24,9 @@ use weir_nexmark::{Event, EventPool, GeneratorConfig, NexmarkGenerator};
 const DEFAULT_POOL: u64 = 100_000;
 
 pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
-    let p: u32 = params.get_parsed("parallelism")?.unwrap_or(1);
+    let p: u32 = params.get_parsed("parallelism")?.unwrap_or(1).max(1);
+    // Whole shares for the interleaving source subtasks.
+    let events = events - events % u64::from(p);
     let pool_size: u64 = params.get_parsed("pool")?.unwrap_or(DEFAULT_POOL);
     let generator = NexmarkGenerator::new(GeneratorConfig::default());
     if let Some(path) = params.get("write-events") {
@@ -217,6 +219,54 @@ impl Histogram {
     }
 }
 
+/// The checksum's hash of a row: one multiply per word (FxHash's mix) and
+/// a final avalanche. Fixed, so the same output gives the same checksum in
+/// every run; not for hash tables facing adversaries.
+struct RowHasher(u64);
+
+impl Hasher for RowHasher {
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, x: u8) {
+        self.write_u64(u64::from(x));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+
+    #[inline]
+    fn write_i64(&mut self, x: i64) {
+        self.write_u64(x as u64);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        // splitmix64's finaliser.
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
 #[derive(Default)]
 struct Totals {
     rows: u64,
@@ -236,11 +286,9 @@ struct MeasuringSink {
 
 impl<T: Hash + Send + 'static> SinkFunction<T> for MeasuringSink {
     fn invoke(&mut self, value: T, ctx: &SinkContext) -> FunctionResult {
-        // A fixed seed: the same output sums to the same checksum in every
-        // run and process.
-        use std::hash::BuildHasher;
-        let h = foldhash::fast::FixedState::with_seed(0x5eed).hash_one(&value);
-        self.checksum = self.checksum.wrapping_add(h);
+        let mut h = RowHasher(0x5eed);
+        value.hash(&mut h);
+        self.checksum = self.checksum.wrapping_add(h.finish());
         self.rows += 1;
         // Every 64th row: the histogram is for percentiles, not counts.
         if self.rows % 64 == 1 {

@@ -217,9 +217,9 @@ impl NexmarkGenerator {
         let mut r = JavaRandom::new(n ^ self.config.seed);
         let time = self.timestamp(n);
         match n % TOTAL_PROPORTION {
-            o if o < PERSON_PROPORTION => Event::Person(self.person(n, time, &mut r)),
+            o if o < PERSON_PROPORTION => Event::Person(Box::new(self.person(n, time, &mut r))),
             o if o < PERSON_PROPORTION + AUCTION_PROPORTION => {
-                Event::Auction(self.auction(n, time, &mut r))
+                Event::Auction(Box::new(self.auction(n, time, &mut r)))
             }
             _ => Event::Bid(self.bid(n, time, &mut r)),
         }
@@ -341,6 +341,9 @@ impl NexmarkGenerator {
 #[derive(Debug, Clone)]
 pub struct EventPool {
     events: Vec<Event>,
+    /// `⌊2⁶⁴ / len⌋ + 1`: `n / len` by a multiplication (a division per
+    /// event costs more than the copy).
+    reciprocal: u128,
     people: u64,
     auctions: u64,
     span_ms: i64,
@@ -354,6 +357,7 @@ impl EventPool {
         let epochs = size / TOTAL_PROPORTION;
         EventPool {
             events: (0..size).map(|n| generator.event(n)).collect(),
+            reciprocal: (u128::from(u64::MAX) / u128::from(size)) + 1,
             people: epochs * PERSON_PROPORTION,
             auctions: epochs * AUCTION_PROPORTION,
             span_ms: generator.timestamp(size) - generator.timestamp(0),
@@ -364,7 +368,12 @@ impl EventPool {
     #[inline]
     pub fn event(&self, n: u64) -> Event {
         let len = self.events.len() as u64;
-        let (pass, i) = (n / len, n % len);
+        // The estimate is the quotient or one more.
+        let mut pass = ((u128::from(n) * self.reciprocal) >> 64) as u64;
+        if pass * len > n {
+            pass -= 1;
+        }
+        let i = n - pass * len;
         let mut e = self.events[i as usize].clone();
         if pass > 0 {
             let (people, auctions) = (pass * self.people, pass * self.auctions);
@@ -540,6 +549,14 @@ mod tests {
         let pool = EventPool::new(&g, 1_000);
         for n in 0..1_000 {
             assert_eq!(pool.event(n), g.event(n));
+        }
+        for n in [999, 1_000, 1_001, 1_999, 2_000, 123_456_789, u64::MAX / 3] {
+            let (pass, i) = (n / 1_000, n % 1_000);
+            assert_eq!(
+                pool.event(n).date_time(),
+                g.timestamp(i) + pass as i64 * 100,
+                "{n}"
+            );
         }
         // The second pass: a person, auctions and bids 20 people, 60
         // auctions and 100 ms on.

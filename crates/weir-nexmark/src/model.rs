@@ -55,8 +55,10 @@ pub struct Bid {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Event {
-    Person(Person),
-    Auction(Auction),
+    // People and auctions are 4 % of events: boxed, every event moves as
+    // few bytes as a bid.
+    Person(Box<Person>),
+    Auction(Box<Auction>),
     Bid(Bid),
 }
 

@@ -21,7 +21,8 @@ pub const QUERIES: [&str; 11] = [
 /// Events `0..count` of `generator`, from `parallelism` source subtasks
 /// that interleave event numbers (subtask `s` makes `s, s + p, …`, as
 /// Nexmark's parallel generators do), with event-time timestamps and
-/// watermarks.
+/// watermarks. `count` should be a multiple of the parallelism (else the
+/// subtasks' shares overlap at the end).
 pub fn events(
     env: &StreamExecutionEnvironment,
     generator: NexmarkGenerator,
@@ -40,8 +41,11 @@ pub fn events_from(
     parallelism: u32,
 ) -> DataStream<Event> {
     let p = u64::from(parallelism.max(1));
+    // Where each subtask's index range starts (the generator source gives
+    // subtask `s` the range `[s·n/p, (s+1)·n/p)`).
+    let starts: Vec<u64> = (0..p).map(|s| s * count / p).collect();
     env.add_parallel_source(
-        GeneratorSource::new(count, move |i| event(interleaved(i, count, p))),
+        GeneratorSource::new(count, move |i| event(interleaved(i, &starts))),
         "Nexmark",
     )
     .set_parallelism(parallelism.max(1))
@@ -51,16 +55,16 @@ pub fn events_from(
     )
 }
 
-/// The event number subtask `s` emits as its `j`-th, where the generator
-/// source gives subtask `s` the index range `[s·n/p, (s+1)·n/p)`.
-fn interleaved(i: u64, n: u64, p: u64) -> u64 {
+/// The event number a subtask emits as index `i`: subtask `s` emits
+/// `s, s + p, s + 2p, …`, as Nexmark's parallel generators do.
+#[inline]
+fn interleaved(i: u64, starts: &[u64]) -> u64 {
+    let p = starts.len() as u64;
     if p == 1 {
         return i;
     }
-    // The subtask whose range holds `i`, and `i`'s place in it.
-    let s = (0..p).rfind(|s| s * n / p <= i).unwrap_or(0);
-    let j = i - s * n / p;
-    j * p + s
+    let s = starts.iter().rposition(|start| *start <= i).unwrap_or(0);
+    (i - starts[s]) * p + s as u64
 }
 
 /// The bids of the stream.
@@ -75,7 +79,7 @@ pub fn bids(events: &DataStream<Event>) -> DataStream<Bid> {
 fn auctions(events: &DataStream<Event>) -> DataStream<Auction> {
     events.flat_map(|e: Event, out: &mut Collector<Auction>| {
         if let Event::Auction(a) = e {
-            out.collect(a);
+            out.collect(*a);
         }
     })
 }
@@ -83,7 +87,7 @@ fn auctions(events: &DataStream<Event>) -> DataStream<Auction> {
 fn people(events: &DataStream<Event>) -> DataStream<Person> {
     events.flat_map(|e: Event, out: &mut Collector<Person>| {
         if let Event::Person(p) = e {
-            out.collect(p);
+            out.collect(*p);
         }
     })
 }

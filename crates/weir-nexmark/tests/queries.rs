@@ -84,7 +84,7 @@ fn q3_joins_local_sellers_with_their_auctions() {
     let people: HashMap<u64, &Person> = events
         .iter()
         .filter_map(|e| match e {
-            Event::Person(p) if matches!(&*p.state, "OR" | "ID" | "CA") => Some((p.id, p)),
+            Event::Person(p) if matches!(&*p.state, "OR" | "ID" | "CA") => Some((p.id, &**p)),
             _ => None,
         })
         .collect();
@@ -107,7 +107,7 @@ fn q4_averages_closing_prices_per_category() {
     let auctions: Vec<&Auction> = events
         .iter()
         .filter_map(|e| match e {
-            Event::Auction(a) => Some(a),
+            Event::Auction(a) => Some(&**a),
             _ => None,
         })
         .collect();
