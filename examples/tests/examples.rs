@@ -228,3 +228,46 @@ fn dynamic_rules_only_alerts_above_a_threshold() {
         assert!(allowed.contains(&alert), "unexpected output {line:?}");
     }
 }
+
+#[test]
+fn nexmark_runs_a_query_over_the_generator_and_over_json_lines() {
+    let generated = Command::new(example("nexmark"))
+        .args(["--query", "q2", "--events", "50000"])
+        .output()
+        .expect("run nexmark");
+    assert!(generated.status.success());
+    let rows = String::from_utf8_lossy(&generated.stdout).into_owned();
+    // (auction, price) of bids on every 123rd auction.
+    let auctions: Vec<u64> = rows
+        .lines()
+        .map(|l| {
+            l.trim_matches(|c| c == '(' || c == ')')
+                .split(", ")
+                .next()
+                .and_then(|a| a.parse().ok())
+                .expect("an (auction, price) row")
+        })
+        .collect();
+    assert!(!auctions.is_empty());
+    assert!(auctions.iter().all(|a| a % 123 == 0), "{rows}");
+
+    // The same events as JSON lines give the same rows.
+    let dir = std::env::temp_dir().join(format!("weir-nexmark-example-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("events.jsonl");
+    let mut lines = String::new();
+    let g = weir_nexmark::NexmarkGenerator::new(Default::default());
+    for i in 0..50_000 {
+        lines.push_str(&serde_json::to_string(&g.event(i)).expect("json"));
+        lines.push('\n');
+    }
+    std::fs::write(&file, lines).expect("write");
+    let replayed = Command::new(example("nexmark"))
+        .args(["--query", "q2", "--input"])
+        .arg(&file)
+        .output()
+        .expect("run nexmark");
+    assert!(replayed.status.success());
+    assert_eq!(String::from_utf8_lossy(&replayed.stdout), rows);
+    let _ = std::fs::remove_dir_all(&dir);
+}
