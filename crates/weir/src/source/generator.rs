@@ -13,8 +13,12 @@ use crate::functions::{
 /// most `rate` records per second over all subtasks. Indices are split
 /// between parallel subtasks in contiguous ranges, so the records of a
 /// bounded generator are the same at any parallelism.
-pub struct GeneratorSource<T> {
-    f: Arc<dyn Fn(u64) -> T + Send + Sync>,
+///
+/// `F` is the function's own type, so each record's call is a direct one
+/// (the function is inlined into the source's loop).
+pub struct GeneratorSource<T, F: ?Sized = dyn Fn(u64) -> T + Send + Sync> {
+    f: Arc<F>,
+    _t: std::marker::PhantomData<fn() -> T>,
     count: Option<u64>,
     rate: Option<f64>,
     ranges: IndexRanges,
@@ -23,10 +27,11 @@ pub struct GeneratorSource<T> {
     subtask_rate: Option<f64>,
 }
 
-impl<T> Clone for GeneratorSource<T> {
+impl<T, F: ?Sized> Clone for GeneratorSource<T, F> {
     fn clone(&self) -> Self {
         GeneratorSource {
             f: Arc::clone(&self.f),
+            _t: std::marker::PhantomData,
             count: self.count,
             rate: self.rate,
             ranges: IndexRanges::default(),
@@ -37,20 +42,21 @@ impl<T> Clone for GeneratorSource<T> {
     }
 }
 
-impl<T> GeneratorSource<T> {
+impl<T, F: Fn(u64) -> T + Send + Sync + 'static> GeneratorSource<T, F> {
     /// `f(0), f(1), …, f(count - 1)`.
-    pub fn new(count: u64, f: impl Fn(u64) -> T + Send + Sync + 'static) -> Self {
+    pub fn new(count: u64, f: F) -> Self {
         Self::build(Some(count), f)
     }
 
     /// `f(0), f(1), …` without end.
-    pub fn unbounded(f: impl Fn(u64) -> T + Send + Sync + 'static) -> Self {
+    pub fn unbounded(f: F) -> Self {
         Self::build(None, f)
     }
 
-    fn build(count: Option<u64>, f: impl Fn(u64) -> T + Send + Sync + 'static) -> Self {
+    fn build(count: Option<u64>, f: F) -> Self {
         GeneratorSource {
             f: Arc::new(f),
+            _t: std::marker::PhantomData,
             count,
             rate: None,
             ranges: IndexRanges::default(),
@@ -67,7 +73,11 @@ impl<T> GeneratorSource<T> {
     }
 }
 
-impl<T: Send + 'static> SourceFunction<T> for GeneratorSource<T> {
+impl<T, F> SourceFunction<T> for GeneratorSource<T, F>
+where
+    T: Send + 'static,
+    F: Fn(u64) -> T + Send + Sync + ?Sized + 'static,
+{
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         let (i, p) = (u64::from(ctx.subtask_index), u64::from(ctx.parallelism));
         let share = match self.count {
