@@ -231,12 +231,7 @@ where
                 },
             )
         });
-        let stream = self.keyed.as_stream().add_operator("Window", factory);
-        if self.all {
-            stream.set_parallelism(1)
-        } else {
-            stream
-        }
+        self.finish(self.keyed.as_stream().add_operator("Window", factory))
     }
 
     fn build_operator<O, L, F>(&self, make: F) -> DataStream<O>
@@ -265,12 +260,7 @@ where
             };
             WindowOperator::new(spec, make())
         });
-        let stream = self.keyed.as_stream().add_operator("Window", factory);
-        if self.all {
-            stream.set_parallelism(1)
-        } else {
-            stream
-        }
+        self.finish(self.keyed.as_stream().add_operator("Window", factory))
     }
 
     /// Reduces each window incrementally and emits the result.
