@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use weir::prelude::*;
+use weir::{StreamRecord, NO_TIMESTAMP};
 use weir_nexmark::queries::{self, QUERIES};
 use weir_nexmark::{Event, EventPool, GeneratorConfig, NexmarkGenerator};
 
@@ -313,20 +314,43 @@ struct MeasuringSink {
     latency: Histogram,
 }
 
-impl<T: Hash + Send + 'static> SinkFunction<T> for MeasuringSink {
-    fn invoke(&mut self, value: T, ctx: &SinkContext) -> FunctionResult {
+impl MeasuringSink {
+    fn row<T: Hash>(&mut self, value: &T, timestamp: Option<i64>) {
         let mut h = RowHasher(0x5eed);
         value.hash(&mut h);
         self.checksum = self.checksum.wrapping_add(h.finish());
         self.rows += 1;
         // Every 64th row: the histogram is for percentiles, not counts.
         if self.rows % 64 == 1 {
-            if let (Some(clock), Some(ts)) = (&self.clock, ctx.timestamp()) {
+            if let (Some(clock), Some(ts)) = (&self.clock, timestamp) {
                 if let Some(us) = clock.latency_us(ts) {
                     self.latency.add(us);
                 }
             }
         }
+    }
+}
+
+impl<T: Hash + Send + 'static> SinkFunction<T> for MeasuringSink {
+    fn invoke(&mut self, value: T, ctx: &SinkContext) -> FunctionResult {
+        self.row(&value, ctx.timestamp());
+        Ok(())
+    }
+
+    /// Reads the rows where they are (a sink that keeps nothing need not
+    /// move them out).
+    fn invoke_batch(
+        &mut self,
+        batch: &mut Vec<StreamRecord<T>>,
+        _watermark: i64,
+    ) -> FunctionResult {
+        for r in batch.iter() {
+            self.row(
+                &r.value,
+                (r.timestamp != NO_TIMESTAMP).then_some(r.timestamp),
+            );
+        }
+        batch.clear();
         Ok(())
     }
 

@@ -69,6 +69,7 @@ pub use weir_runtime::cluster::{
     JobCancelHandle, JobClient, JobException, JobExecutionResult, JobId, JobStatus, JobView,
     OperatorResult, SavepointHandle, VertexView,
 };
+pub use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 pub use weir_runtime::recovery::RestartStrategy;
 pub use weir_state::{CheckpointStorage, FsCheckpointStorage, MemoryCheckpointStorage};
 
