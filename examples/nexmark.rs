@@ -1,4 +1,4 @@
-//! The Nexmark queries (q0–q5, q7, q8, q11, q12, q14) over the Nexmark
+//! The Nexmark queries (q0–q5, q7, q8, q11, q12, q14, q15) over the Nexmark
 //! generator, or over events written as JSON lines, printing each result.
 //!
 //! ```text
@@ -64,6 +64,7 @@ fn main() -> anyhow::Result<()> {
         "q11" => print(queries::q11(&stream)),
         "q12" => print(queries::q12(&stream)),
         "q14" => print(queries::q14(&stream)),
+        "q15" => print(queries::q15(&stream)),
         other => anyhow::bail!(
             "unknown query {other}; one of {}",
             queries::QUERIES.join(", ")

@@ -438,6 +438,7 @@ fn run_query(
         "q11" => measure(queries::q11(&stream), &sink),
         "q12" => measure(queries::q12(&stream), &sink),
         "q14" => measure(queries::q14(&stream), &sink),
+        "q15" => measure(queries::q15(&stream), &sink),
         other => bail!("unknown query {other} (known: {})", QUERIES.join(", ")),
     }
     let cpu0 = cpu_seconds();

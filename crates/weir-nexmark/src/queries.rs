@@ -14,8 +14,8 @@ use crate::generator::NexmarkGenerator;
 use crate::model::{Auction, Bid, Event, Person, Text};
 
 /// The queries, by name.
-pub const QUERIES: [&str; 11] = [
-    "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q11", "q12", "q14",
+pub const QUERIES: [&str; 12] = [
+    "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q11", "q12", "q14", "q15",
 ];
 
 /// Events `0..count` of `generator`, from `parallelism` source subtasks
@@ -532,4 +532,87 @@ pub fn time_type(date_time: i64) -> &'static str {
 /// q14's user function: occurrences of `c` in `s`.
 pub fn count_char(s: &str, c: char) -> u64 {
     s.chars().filter(|x| *x == c).count() as u64
+}
+
+/// A day's bidding statistics (q15): totals and by price rank (below
+/// 10 000, below 1 000 000, from 1 000 000): bids, distinct bidders,
+/// distinct auctions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DayStats {
+    /// The day's first millisecond (UTC).
+    pub day: i64,
+    /// `[total, rank 1, rank 2, rank 3]`.
+    pub bids: [u64; 4],
+    pub bidders: [u64; 4],
+    pub auctions: [u64; 4],
+}
+
+/// q15's price rank of a bid: 1, 2 or 3.
+pub fn price_rank(price: u64) -> usize {
+    match price {
+        p if p < 10_000 => 1,
+        p if p < 1_000_000 => 2,
+        _ => 3,
+    }
+}
+
+/// The distinct sets behind [`DayStats`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DaySets {
+    bids: [u64; 4],
+    bidders: [std::collections::HashSet<u64>; 4],
+    auctions: [std::collections::HashSet<u64>; 4],
+}
+
+#[derive(Clone, Copy)]
+struct BidStatistics;
+
+impl AggregateFunction<Bid, DaySets, DaySets> for BidStatistics {
+    fn create_accumulator(&mut self) -> DaySets {
+        DaySets::default()
+    }
+    fn add(&mut self, b: Bid, acc: &mut DaySets) {
+        for i in [0, price_rank(b.price)] {
+            acc.bids[i] += 1;
+            acc.bidders[i].insert(b.bidder);
+            acc.auctions[i].insert(b.auction);
+        }
+    }
+    fn get_result(&mut self, acc: &DaySets) -> DaySets {
+        acc.clone()
+    }
+    fn merge(&mut self, mut a: DaySets, b: DaySets) -> DaySets {
+        for i in 0..4 {
+            a.bids[i] += b.bids[i];
+            a.bidders[i].extend(&b.bidders[i]);
+            a.auctions[i].extend(&b.auctions[i]);
+        }
+        a
+    }
+}
+
+/// q15, bidding statistics per day: bids, distinct bidders and distinct
+/// auctions, in total and by price rank, one row when the day ends (Flink's
+/// query emits a changelog of updates; this its final rows).
+pub fn q15(events: &DataStream<Event>) -> DataStream<DayStats> {
+    bids(events)
+        .key_by(|b: &Bid| b.date_time.div_euclid(86_400_000))
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(86_400)))
+        .aggregate_with(
+            BidStatistics,
+            |_day: &i64,
+             ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             sets: Elements<'_, DaySets>,
+             out: &mut Collector<'_, DayStats>| {
+                for s in sets {
+                    out.collect(DayStats {
+                        day: ctx.window().start,
+                        bids: s.bids,
+                        bidders: s.bidders.each_ref().map(|b| b.len() as u64),
+                        auctions: s.auctions.each_ref().map(|a| a.len() as u64),
+                    });
+                }
+                Ok(())
+            },
+        )
 }

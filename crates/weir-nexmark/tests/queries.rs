@@ -288,3 +288,47 @@ fn events_round_trip_through_json_lines() {
         .next()
         .is_some_and(|l| l.contains(r#""type":"person""#)));
 }
+
+#[test]
+fn q15_reports_bidding_statistics_per_day() {
+    // 1 000 events a second from 23:59 UTC: the stream crosses midnight
+    // after a minute.
+    let midnight = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 86_400_000;
+    let g = NexmarkGenerator::new(GeneratorConfig {
+        rate: 1_000,
+        base_time: midnight - 60_000,
+        ..GeneratorConfig::default()
+    });
+    let n = 200_000u64;
+    let mut days: BTreeMap<i64, ([u64; 4], [HashSet<u64>; 4], [HashSet<u64>; 4])> = BTreeMap::new();
+    for i in 0..n {
+        if let Event::Bid(b) = g.event(i) {
+            let d = days
+                .entry(b.date_time.div_euclid(86_400_000) * 86_400_000)
+                .or_default();
+            for r in [0, queries::price_rank(b.price)] {
+                d.0[r] += 1;
+                d.1[r].insert(b.bidder);
+                d.2[r].insert(b.auction);
+            }
+        }
+    }
+    assert_eq!(days.len(), 2, "the stream spans midnight");
+    let expected: Vec<queries::DayStats> = days
+        .into_iter()
+        .map(|(day, (bids, bidders, auctions))| queries::DayStats {
+            day,
+            bids,
+            bidders: bidders.each_ref().map(|s| s.len() as u64),
+            auctions: auctions.each_ref().map(|s| s.len() as u64),
+        })
+        .collect();
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2);
+    let events = queries::events(&env, g, n, 2);
+    let mut got = queries::q15(&events)
+        .execute_and_collect()
+        .expect("the query runs");
+    got.sort_by_key(|d| d.day);
+    assert_eq!(got, expected);
+}
