@@ -300,7 +300,9 @@ fn q15_reports_bidding_statistics_per_day() {
         ..GeneratorConfig::default()
     });
     let n = 200_000u64;
-    let mut days: BTreeMap<i64, ([u64; 4], [HashSet<u64>; 4], [HashSet<u64>; 4])> = BTreeMap::new();
+    /// Per day: bids, bidders and auctions, in total and per price rank.
+    type Day = ([u64; 4], [HashSet<u64>; 4], [HashSet<u64>; 4]);
+    let mut days: BTreeMap<i64, Day> = BTreeMap::new();
     for i in 0..n {
         if let Event::Bid(b) = g.event(i) {
             let d = days
