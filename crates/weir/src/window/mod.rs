@@ -26,6 +26,7 @@ mod operator;
 mod session;
 mod stream;
 mod trigger;
+mod window_map;
 
 pub use crate::state_slot::StateSlot;
 pub use assigner::{

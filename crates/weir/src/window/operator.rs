@@ -23,6 +23,7 @@ use super::evictor::{Evictor, EvictorContext};
 use super::function::{ProcessWindowContext, WindowScope};
 use super::merging::{Merge, MergingWindowSet};
 use super::trigger::{TimerRequest, Trigger, TriggerContext, TriggerResult, TriggerState};
+use super::window_map::WindowMap;
 use super::Window;
 use crate::functions::Collector;
 use crate::operators::{KeySelector, OwnState, SavedWatermark};
@@ -134,7 +135,7 @@ impl<A> Entry<A> {
 }
 
 struct KeyState<W, A> {
-    windows: Map<W, Entry<A>>,
+    windows: WindowMap<W, Entry<A>>,
     merging: MergingWindowSet<W>,
 }
 
@@ -174,7 +175,7 @@ struct EntryIn<A> {
 impl<W: Window, A: Serialize> KeyState<W, A> {
     fn to_checkpoint(&self) -> Result<KeyOut<'_, W, A>, StateError> {
         let mut windows = Vec::with_capacity(self.windows.len());
-        for (w, e) in &self.windows {
+        for (w, e) in self.windows.iter() {
             windows.push((
                 w,
                 EntryOut {
@@ -216,7 +217,7 @@ impl<W: Window, A: Serialize> KeyState<W, A> {
 impl<W: Window, A> Default for KeyState<W, A> {
     fn default() -> Self {
         KeyState {
-            windows: Map::default(),
+            windows: WindowMap::default(),
             merging: MergingWindowSet::default(),
         }
     }
@@ -339,7 +340,7 @@ where
         let Some(ks) = self.keys.get_mut(key) else {
             return;
         };
-        let entry = ks.windows.entry(window.clone()).or_default();
+        let entry = ks.windows.entry_or_default(window.clone());
         let (list, queue) = if event {
             (&mut entry.event_timers, &mut self.event_timers)
         } else {
@@ -411,7 +412,7 @@ where
         let now = self.now();
         let watermark = self.watermark;
         let ks = self.keys.entry(key.clone()).or_default();
-        let entry = ks.windows.entry(window.clone()).or_default();
+        let entry = ks.windows.entry_or_default(window.clone());
         let mut ctx =
             TriggerContext::new(watermark, now, &mut entry.trigger_state, &mut self.requests);
         let result = call(self.spec.trigger.as_mut(), &mut ctx);
@@ -476,8 +477,7 @@ where
             .entry(key.clone())
             .or_default()
             .windows
-            .entry(state_window.clone())
-            .or_default();
+            .entry_or_default(state_window.clone());
         focus(state, key, state_window)?;
         if let Some(elements) = &stored.elements {
             let mut seq = entry.stored.unwrap_or(0);
@@ -698,7 +698,7 @@ where
         for sw in &merged_state_windows {
             let from = ks.windows.get_mut(sw).and_then(|e| e.acc.take());
             if let Some(from) = from {
-                let target = ks.windows.entry(state_window.clone()).or_default();
+                let target = ks.windows.entry_or_default(state_window.clone());
                 match target.acc.as_mut() {
                     Some(into) => self.logic.merge(into, from),
                     None => target.acc = Some(from),
@@ -716,7 +716,7 @@ where
 
     fn add_to(&mut self, key: &K, state_window: &W, record: StreamRecord<T>) -> FunctionResult {
         let ks = self.keys.entry(key.clone()).or_default();
-        let entry = ks.windows.entry(state_window.clone()).or_default();
+        let entry = ks.windows.entry_or_default(state_window.clone());
         let (Some(state), Some(stored)) = (&self.state, &self.stored) else {
             let acc = entry.acc.get_or_insert_with(|| self.logic.create());
             self.logic.add(acc, record);
@@ -893,7 +893,7 @@ where
         let own = OwnState::new(ctx);
         for (key, k) in own.restore::<K, KeyIn<W, L::Acc>>("windows")? {
             let ks = KeyState::from_checkpoint(k);
-            for (w, e) in &ks.windows {
+            for (w, e) in ks.windows.iter() {
                 for t in &e.event_timers {
                     self.event_timers.register(*t, key.clone(), w.clone());
                 }
