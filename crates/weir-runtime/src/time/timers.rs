@@ -24,18 +24,51 @@ pub struct Timer<K, N> {
 /// Timers of one kind (event or processing time) of one operator.
 #[derive(Debug, Clone)]
 pub struct TimerQueue<K, N> {
-    heap: BinaryHeap<Reverse<(i64, u64)>>,
-    // Sequence number -> timer, so the heap holds only small entries.
-    by_seq: std::collections::HashMap<u64, Timer<K, N>, foldhash::fast::RandomState>,
+    /// Timers by time (and registration order), deleted ones included
+    /// until they come up.
+    heap: BinaryHeap<Reverse<Queued<K, N>>>,
+    /// The timers that will fire.
     live: HashSet<Timer<K, N>, foldhash::fast::RandomState>,
     next_seq: u64,
+}
+
+/// A timer in the heap, ordered by time and then registration.
+#[derive(Debug, Clone)]
+struct Queued<K, N> {
+    seq: u64,
+    timer: Timer<K, N>,
+}
+
+impl<K, N> Queued<K, N> {
+    fn order(&self) -> (i64, u64) {
+        (self.timer.timestamp, self.seq)
+    }
+}
+
+impl<K, N> PartialEq for Queued<K, N> {
+    fn eq(&self, other: &Self) -> bool {
+        self.order() == other.order()
+    }
+}
+
+impl<K, N> Eq for Queued<K, N> {}
+
+impl<K, N> PartialOrd for Queued<K, N> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K, N> Ord for Queued<K, N> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.order().cmp(&other.order())
+    }
 }
 
 impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> Default for TimerQueue<K, N> {
     fn default() -> Self {
         TimerQueue {
             heap: BinaryHeap::new(),
-            by_seq: Default::default(),
             live: Default::default(),
             next_seq: 0,
         }
@@ -43,12 +76,11 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> Default for TimerQueue<K, N> {
 }
 
 impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
-    /// An empty queue.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Registers a timer; a duplicate is ignored. Returns whether it was new.
+    /// Registers a timer; `false` if it was already registered.
     pub fn register(&mut self, timestamp: i64, key: K, namespace: N) -> bool {
         let timer = Timer {
             timestamp,
@@ -60,13 +92,16 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Reverse((timestamp, seq)));
-        self.by_seq.insert(seq, timer.clone());
+        self.heap.push(Reverse(Queued {
+            seq,
+            timer: timer.clone(),
+        }));
         self.live.insert(timer);
         true
     }
 
-    /// Deletes a timer, if registered.
+    /// Deletes a timer (it stays in the heap until it comes up, then is
+    /// skipped).
     pub fn delete(&mut self, timestamp: i64, key: &K, namespace: &N) {
         let timer = Timer {
             timestamp,
@@ -88,28 +123,24 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
     /// The earliest live timer's timestamp.
     pub fn peek_timestamp(&mut self) -> Option<i64> {
         self.skip_deleted();
-        self.heap.peek().map(|Reverse((ts, _))| *ts)
+        self.earliest_hint()
     }
 
     /// The earliest timestamp in the queue, possibly of a deleted timer: a
     /// lower bound of the next firing, readable without `&mut`.
     pub fn earliest_hint(&self) -> Option<i64> {
-        self.heap.peek().map(|Reverse((ts, _))| *ts)
+        self.heap.peek().map(|Reverse(q)| q.timer.timestamp)
     }
 
     /// Removes and returns the earliest timer with `timestamp <= time`.
     pub fn pop_due(&mut self, time: i64) -> Option<Timer<K, N>> {
         self.skip_deleted();
-        match self.heap.peek() {
-            Some(Reverse((ts, seq))) if *ts <= time => {
-                let seq = *seq;
-                self.heap.pop();
-                let timer = self.by_seq.remove(&seq)?;
-                self.live.remove(&timer);
-                Some(timer)
-            }
-            _ => None,
+        if self.earliest_hint()? > time {
+            return None;
         }
+        let Reverse(q) = self.heap.pop()?;
+        self.live.remove(&q.timer);
+        Some(q.timer)
     }
 
     /// Number of live timers.
@@ -127,16 +158,15 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         self.live.iter()
     }
 
+    /// Drops deleted timers from the top of the heap. A timer deleted and
+    /// registered again is in the heap twice: the first to come up fires
+    /// and leaves the set, so the second is skipped.
     fn skip_deleted(&mut self) {
-        while let Some(Reverse((_, seq))) = self.heap.peek() {
-            let seq = *seq;
-            match self.by_seq.get(&seq) {
-                Some(timer) if self.live.contains(timer) => return,
-                _ => {
-                    self.heap.pop();
-                    self.by_seq.remove(&seq);
-                }
+        while let Some(Reverse(q)) = self.heap.peek() {
+            if self.live.contains(&q.timer) {
+                return;
             }
+            self.heap.pop();
         }
     }
 }
