@@ -29,6 +29,16 @@ pub fn encode_key<K: Serialize + ?Sized>(key: &K, buf: &mut Vec<u8>) -> Result<(
     Ok(())
 }
 
+/// Writes `key` after what `buf` holds (a namespace after its key).
+pub(crate) fn append_key<K: Serialize + ?Sized>(
+    key: &K,
+    buf: &mut Vec<u8>,
+) -> Result<(), StateError> {
+    let taken = std::mem::take(buf);
+    *buf = postcard::to_extend(key, taken)?;
+    Ok(())
+}
+
 /// A key from bytes written by [`encode_key`].
 pub fn decode_key<K: DeserializeOwned>(bytes: &[u8]) -> Result<K, StateError> {
     Ok(postcard::from_bytes(bytes)?)

@@ -271,6 +271,18 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
     }
 }
 
+/// Puts `key` followed by the encoded `namespace` in `out`, reusing its
+/// allocation (both backends store namespaced values under this).
+pub(crate) fn key_and_namespace<N: Serialize + ?Sized>(
+    key: &[u8],
+    namespace: &N,
+    out: &mut Vec<u8>,
+) -> Result<(), StateError> {
+    out.clear();
+    out.extend_from_slice(key);
+    crate::codec::append_key(namespace, out)
+}
+
 /// Keyed state of one operator subtask, in memory.
 pub(crate) struct HeapBackend {
     pub range: KeyGroupRange,
@@ -350,12 +362,14 @@ impl HeapBackend {
         Ok(())
     }
 
-    /// Makes `namespace` (encoded) the current key's namespace.
-    pub fn set_namespace(&mut self, namespace: &[u8]) {
-        self.ns_key.clear();
-        self.ns_key.extend_from_slice(&self.key);
-        self.ns_key.extend_from_slice(namespace);
+    /// Makes `namespace` the current key's namespace.
+    pub fn set_namespace<N: Serialize + ?Sized>(
+        &mut self,
+        namespace: &N,
+    ) -> Result<(), StateError> {
+        key_and_namespace(&self.key, namespace, &mut self.ns_key)?;
         self.ns_hash = self.hasher.hash_one(self.ns_key.as_slice());
         self.has_ns = true;
+        Ok(())
     }
 }

@@ -302,12 +302,14 @@ impl KvBackend {
         Ok(())
     }
 
-    /// Makes `namespace` (encoded) the current key's namespace.
-    pub fn set_namespace(&mut self, namespace: &[u8]) {
-        self.ns_key.clear();
-        self.ns_key.extend_from_slice(&self.key);
-        self.ns_key.extend_from_slice(namespace);
+    /// Makes `namespace` the current key's namespace.
+    pub fn set_namespace<N: Serialize + ?Sized>(
+        &mut self,
+        namespace: &N,
+    ) -> Result<(), StateError> {
+        crate::heap::key_and_namespace(&self.key, namespace, &mut self.ns_key)?;
         self.has_ns = true;
+        Ok(())
     }
 
     /// Puts the store key of the current key's entry `map_key` of map state

@@ -158,13 +158,10 @@ impl KeyedStateStore {
         &self,
         namespace: &N,
     ) -> Result<(), StateError> {
-        let mut encoded = Vec::new();
-        encode_key(namespace, &mut encoded)?;
         match &mut *self.lock()? {
-            Backend::Heap(h) => h.set_namespace(&encoded),
-            Backend::Kv(k) => k.set_namespace(&encoded),
+            Backend::Heap(h) => h.set_namespace(namespace),
+            Backend::Kv(k) => k.set_namespace(namespace),
         }
-        Ok(())
     }
 
     /// Whether state lives as bytes in a key-value store (RocksDB) rather

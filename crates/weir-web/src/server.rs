@@ -359,16 +359,15 @@ async fn job(State(s): Shared, Path(id): Path<String>) -> Answer {
         "start-time": sum.start_time,
         "end-time": sum.end_time,
         "duration": sum.duration,
-        "now": weir_now_ms(),
+        "now": now_ms(),
         "vertices": vertices,
     }))
     .into_response())
 }
 
-fn weir_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+fn now_ms() -> i64 {
+    use weir_runtime::time::Clock;
+    weir_runtime::time::SystemClock.now_ms()
 }
 
 fn history_entry(r: &weir_runtime::checkpoint::CheckpointRecord) -> Value {
@@ -543,7 +542,7 @@ fn start_savepoint(
 fn random_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_i64(weir_now_ms());
+    h.write_i64(now_ms());
     format!("{:016x}", h.finish())
 }
 

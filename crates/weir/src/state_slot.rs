@@ -1,6 +1,6 @@
 //! Values whose type only the user's function knows (trigger state,
-//! `window_state`, `global_state`, broadcast state), kept typed while the
-//! job runs and written to checkpoints as bytes.
+//! broadcast state), kept typed while the job runs and written to
+//! checkpoints as bytes.
 //!
 //! A restored slot holds bytes until its owner asks for it with a type:
 //! the first `get_or_default::<S>()` decodes them as `S`.

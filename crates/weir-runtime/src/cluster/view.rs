@@ -4,12 +4,13 @@
 //! usable from any thread while the job runs and after it ended.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::cancel::CancelSource;
 use crate::checkpoint::{CheckpointStats, HISTORY_SIZE};
 use crate::error::JobError;
 use crate::metrics::OperatorMetrics;
+use crate::time::{Clock, SystemClock};
 
 use super::job::{JobId, SavepointHandle};
 
@@ -112,10 +113,8 @@ impl std::fmt::Debug for JobView {
 }
 
 /// Milliseconds since the epoch, now.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+fn now_ms() -> i64 {
+    SystemClock.now_ms()
 }
 
 impl JobView {

@@ -230,9 +230,11 @@ impl<W: Window, A> Default for KeyState<W, A> {
 /// per record; element buffers (`process`, `apply`, evictors) are one map
 /// entry per element under a sequence number, so adding an element never
 /// reads the buffer, and a firing reads it in arrival order.
-struct StoredContents<T, A> {
-    values: Option<ValueState<A>>,
-    elements: Option<MapState<u64, StreamRecord<T>>>,
+enum StoredContents<T, A> {
+    /// Accumulators of incremental logic.
+    Values(ValueState<A>),
+    /// Element buffers, by sequence number.
+    Elements(MapState<u64, StreamRecord<T>>),
 }
 
 /// Name of the keyed state holding window contents.
@@ -427,21 +429,20 @@ where
             return Ok(None);
         };
         focus(state, key, state_window)?;
-        if let Some(elements) = &stored.elements {
-            let mut items = elements.entries()?;
-            if items.is_empty() {
-                return Ok(None);
+        match stored {
+            StoredContents::Values(values) => values.value(),
+            StoredContents::Elements(elements) => {
+                let mut items = elements.entries()?;
+                if items.is_empty() {
+                    return Ok(None);
+                }
+                items.sort_unstable_by_key(|(seq, _)| *seq);
+                let mut acc = self.logic.create();
+                if let Some(buffer) = L::buffer(&mut acc) {
+                    buffer.extend(items.into_iter().map(|(_, r)| r));
+                }
+                Ok(Some(acc))
             }
-            items.sort_unstable_by_key(|(seq, _)| *seq);
-            let mut acc = self.logic.create();
-            if let Some(buffer) = L::buffer(&mut acc) {
-                buffer.extend(items.into_iter().map(|(_, r)| r));
-            }
-            return Ok(Some(acc));
-        }
-        match &stored.values {
-            Some(values) => values.value(),
-            None => Ok(None),
         }
     }
 
@@ -457,13 +458,10 @@ where
             return Ok(());
         };
         focus(state, key, state_window)?;
-        if let Some(elements) = &stored.elements {
-            elements.clear()?;
+        match stored {
+            StoredContents::Values(values) => values.clear(),
+            StoredContents::Elements(elements) => elements.clear(),
         }
-        if let Some(values) = &stored.values {
-            values.clear()?;
-        }
-        Ok(())
     }
 
     /// Adds `acc` to the contents of `key`'s `state_window` in the
@@ -479,27 +477,30 @@ where
             .windows
             .entry_or_default(state_window.clone());
         focus(state, key, state_window)?;
-        if let Some(elements) = &stored.elements {
-            let mut seq = entry.stored.unwrap_or(0);
-            if let Some(buffer) = L::buffer(&mut acc) {
-                for record in buffer.drain(..) {
-                    elements.put(seq, record)?;
-                    seq += 1;
-                }
-            }
-            entry.stored = Some(seq);
-        } else if let Some(values) = &stored.values {
-            let logic = &mut self.logic;
-            values.update_with(|into| {
-                Some(match into {
-                    Some(mut into) => {
-                        logic.merge(&mut into, acc);
-                        into
+        match stored {
+            StoredContents::Elements(elements) => {
+                let mut seq = entry.stored.unwrap_or(0);
+                if let Some(buffer) = L::buffer(&mut acc) {
+                    for record in buffer.drain(..) {
+                        elements.put(seq, record)?;
+                        seq += 1;
                     }
-                    None => acc,
-                })
-            })?;
-            entry.stored = Some(0);
+                }
+                entry.stored = Some(seq);
+            }
+            StoredContents::Values(values) => {
+                let logic = &mut self.logic;
+                values.update_with(|into| {
+                    Some(match into {
+                        Some(mut into) => {
+                            logic.merge(&mut into, acc);
+                            into
+                        }
+                        None => acc,
+                    })
+                })?;
+                entry.stored = Some(0);
+            }
         }
         Ok(())
     }
@@ -723,18 +724,21 @@ where
             return Ok(());
         };
         focus(state, key, state_window)?;
-        if let Some(elements) = &stored.elements {
-            let seq = entry.stored.unwrap_or(0);
-            elements.put(seq, record)?;
-            entry.stored = Some(seq + 1);
-        } else if let Some(values) = &stored.values {
-            let logic = &mut self.logic;
-            values.update_with(|acc| {
-                let mut acc = acc.unwrap_or_else(|| logic.create());
-                logic.add(&mut acc, record);
-                Some(acc)
-            })?;
-            entry.stored = Some(0);
+        match stored {
+            StoredContents::Elements(elements) => {
+                let seq = entry.stored.unwrap_or(0);
+                elements.put(seq, record)?;
+                entry.stored = Some(seq + 1);
+            }
+            StoredContents::Values(values) => {
+                let logic = &mut self.logic;
+                values.update_with(|acc| {
+                    let mut acc = acc.unwrap_or_else(|| logic.create());
+                    logic.add(&mut acc, record);
+                    Some(acc)
+                })?;
+                entry.stored = Some(0);
+            }
         }
         Ok(())
     }
@@ -911,15 +915,13 @@ where
         if state.is_key_value() {
             let windows = state.per_namespace();
             self.stored = Some(if L::KEEPS_ELEMENTS {
-                StoredContents {
-                    values: None,
-                    elements: Some(windows.map_state(&MapStateDescriptor::new(CONTENTS_STATE))?),
-                }
+                StoredContents::Elements(
+                    windows.map_state(&MapStateDescriptor::new(CONTENTS_STATE))?,
+                )
             } else {
-                StoredContents {
-                    values: Some(windows.value_state(&ValueStateDescriptor::new(CONTENTS_STATE))?),
-                    elements: None,
-                }
+                StoredContents::Values(
+                    windows.value_state(&ValueStateDescriptor::new(CONTENTS_STATE))?,
+                )
             });
         }
         self.state = Some(state);
