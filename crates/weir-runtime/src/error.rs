@@ -55,6 +55,11 @@ pub enum TaskError {
     /// The job was cancelled, or another task failed first.
     #[error("task cancelled")]
     Cancelled,
+    /// Checkpoints failed in a way the job cannot go on from: more failures
+    /// in a row than tolerated, or a final checkpoint (which commits the
+    /// last results of exactly-once sinks) that could not be taken.
+    #[error("{0}")]
+    Checkpoint(String),
     /// A bug in Weir: an invariant of the runtime did not hold.
     #[error("internal error: {0}")]
     Internal(String),
@@ -106,4 +111,8 @@ pub enum JobError {
     /// A task thread could not be started.
     #[error("could not start task thread: {0}")]
     Spawn(#[source] std::io::Error),
+    /// The checkpoint storage cannot be written (checked before the job
+    /// starts).
+    #[error("checkpoints cannot be written: {0}")]
+    Storage(String),
 }

@@ -117,6 +117,12 @@ pub trait CheckpointStorage: Send + Sync + fmt::Debug {
     fn discard(&self, id: u64) -> Result<(), StateError>;
     /// Where checkpoint `id` is, for logs and results (`file:///…/chk-7`).
     fn location(&self, id: u64) -> String;
+    /// Checks, before the job starts, that checkpoints can be written here
+    /// (a directory that cannot be created or written fails the job before
+    /// any record flows, not at its first or final checkpoint).
+    fn prepare(&self) -> Result<(), StateError> {
+        Ok(())
+    }
     /// Removes the job's directory if nothing is left in it.
     fn remove_if_empty(&self) {}
     /// Stores the immutable file `from` as shared file `name` unless it is
@@ -181,6 +187,13 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
 }
 
 impl CheckpointStorage for FsCheckpointStorage {
+    fn prepare(&self) -> Result<(), StateError> {
+        fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
+        let probe = self.dir.join(".weir-write-probe");
+        write_synced(&probe, b"")?;
+        fs::remove_file(&probe).map_err(|e| io_error(&probe, e))
+    }
+
     fn write_file(&self, id: u64, name: &str, bytes: &[u8]) -> Result<(), StateError> {
         let dir = self.checkpoint_dir(id);
         fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;

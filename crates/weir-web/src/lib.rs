@@ -14,4 +14,4 @@ mod server;
 
 pub use api::{JobSummary, SavepointStatus, TriggerId};
 pub use client::{ClientError, RestClient};
-pub use server::{RestConfig, RestError, RestServer, DEFAULT_PORT};
+pub use server::{RestConfig, RestError, RestListener, RestServer, DEFAULT_PORT};

@@ -86,14 +86,18 @@ impl std::fmt::Debug for RestServer {
     }
 }
 
-impl RestServer {
-    /// Binds (synchronously, so a port in use is an error here) and serves
-    /// `job`'s API; `settings` is the configuration `GET /config` shows.
-    pub fn start(
-        config: &RestConfig,
-        job: JobView,
-        settings: Vec<(String, String)>,
-    ) -> Result<RestServer, RestError> {
+/// A bound, not yet serving, listener: binding comes first, before the
+/// job starts, so that a port in use or a bad address fails the job before
+/// any record flows.
+#[derive(Debug)]
+pub struct RestListener {
+    listener: TcpListener,
+    token: Option<String>,
+}
+
+impl RestListener {
+    /// Checks the address and the token rule and binds the port.
+    pub fn bind(config: &RestConfig) -> Result<RestListener, RestError> {
         let ip: IpAddr = match config.bind_address.as_str() {
             "localhost" => Ipv4Addr::LOCALHOST.into(),
             other => other
@@ -109,6 +113,33 @@ impl RestServer {
             addr: wanted,
             source,
         })?;
+        Ok(RestListener { listener, token })
+    }
+
+    /// The address it is bound to (the port, if 0 was asked for).
+    pub fn local_addr(&self) -> Result<SocketAddr, RestError> {
+        self.listener.local_addr().map_err(RestError::Start)
+    }
+}
+
+impl RestServer {
+    /// Binds (synchronously, so a port in use is an error here) and serves
+    /// `job`'s API; `settings` is the configuration `GET /config` shows.
+    pub fn start(
+        config: &RestConfig,
+        job: JobView,
+        settings: Vec<(String, String)>,
+    ) -> Result<RestServer, RestError> {
+        Self::serve(RestListener::bind(config)?, job, settings)
+    }
+
+    /// Serves `job`'s API on a listener bound earlier.
+    pub fn serve(
+        bound: RestListener,
+        job: JobView,
+        settings: Vec<(String, String)>,
+    ) -> Result<RestServer, RestError> {
+        let RestListener { listener, token } = bound;
         let addr = listener.local_addr().map_err(RestError::Start)?;
         listener.set_nonblocking(true).map_err(RestError::Start)?;
         let state = Arc::new(AppState {

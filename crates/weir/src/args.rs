@@ -5,19 +5,43 @@
 //! rest to the job as a [`ParameterTool`] (Flink's class of that name):
 //! `--input words.txt --port 9999 --verbose`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 use crate::config::Configuration;
 use crate::error::{Error, Result};
 
 /// The job's own arguments, as `--key value` pairs and flags.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Clones share the record of which keys the job asked for, so that the
+/// environment can report arguments no one read
+/// ([`unrequested`](Self::unrequested), Flink's
+/// `getUnrequestedParameters`): a misspelt `--parallelism` would otherwise
+/// be ignored without a word.
+#[derive(Debug, Clone, Default)]
 pub struct ParameterTool {
     values: BTreeMap<String, Option<String>>,
     positional: Vec<String>,
+    requested: Arc<Mutex<BTreeSet<String>>>,
 }
+
+impl PartialEq for ParameterTool {
+    fn eq(&self, other: &Self) -> bool {
+        self.values == other.values && self.positional == other.positional
+    }
+}
+
+impl Eq for ParameterTool {}
+
+/// The engine's own long flags, for suggestions.
+const ENGINE_FLAGS: [&str; 4] = [
+    "parallelism",
+    "config",
+    "from-savepoint",
+    "allow-non-restored-state",
+];
 
 impl ParameterTool {
     /// Parses `--key value`, `-key value`, `--key=value` and bare `--flag`s.
@@ -57,8 +81,15 @@ impl ParameterTool {
         tool
     }
 
+    fn request(&self, key: &str) {
+        if let Ok(mut requested) = self.requested.lock() {
+            requested.insert(key.to_string());
+        }
+    }
+
     /// The value of `--key`, if given with a value.
     pub fn get(&self, key: &str) -> Option<&str> {
+        self.request(key);
         self.values.get(key).and_then(|v| v.as_deref())
     }
 
@@ -85,7 +116,38 @@ impl ParameterTool {
 
     /// Whether `--key` was given, with or without a value.
     pub fn has(&self, key: &str) -> bool {
+        self.request(key);
         self.values.contains_key(key)
+    }
+
+    /// The keys given that the job has not asked for (by `get`, `has` and
+    /// the rest) so far, sorted.
+    pub fn unrequested(&self) -> Vec<String> {
+        let requested = self.requested.lock().map(|r| r.clone()).unwrap_or_default();
+        self.values
+            .keys()
+            .filter(|k| !requested.contains(*k))
+            .cloned()
+            .collect()
+    }
+
+    /// One warning per argument the job did not read, naming the engine
+    /// flag it resembles when there is one.
+    pub(crate) fn unrequested_warnings(&self) -> Vec<String> {
+        self.unrequested()
+            .into_iter()
+            .map(|key| {
+                let close = ENGINE_FLAGS
+                    .iter()
+                    .find(|flag| crate::config::edit_distance(&key, flag) <= 2);
+                match close {
+                    Some(flag) => {
+                        format!("argument --{key} was not used by the job (did you mean --{flag}?)")
+                    }
+                    None => format!("argument --{key} was not used by the job"),
+                }
+            })
+            .collect()
     }
 
     /// Arguments that were neither keys nor values.
@@ -156,6 +218,9 @@ impl EngineArgs {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| Error::Config(format!("-D expects key=value, got '{kv}'")))?;
+        if k.trim().is_empty() {
+            return Err(Error::Config(format!("-D {kv}: the key is empty")));
+        }
         self.dynamic.set(k.trim(), v.trim());
         Ok(())
     }
@@ -164,6 +229,21 @@ impl EngineArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_the_job_never_read_are_reported() {
+        let a = EngineArgs::parse(["--input", "x", "--paralelism", "2", "--verbose"]).unwrap();
+        let job = a.job.clone();
+        assert_eq!(job.get("input"), Some("x"));
+        // Clones share what was asked for.
+        assert!(a.job.has("verbose"));
+        assert_eq!(a.job.unrequested(), vec!["paralelism".to_string()]);
+        let warnings = a.job.unrequested_warnings();
+        assert_eq!(
+            warnings,
+            vec!["argument --paralelism was not used by the job (did you mean --parallelism?)"]
+        );
+    }
 
     #[test]
     fn engine_flags_are_taken_and_the_rest_left_to_the_job() {
@@ -207,6 +287,8 @@ mod tests {
         assert!(EngineArgs::parse(["-p", "zero"]).is_err());
         assert!(EngineArgs::parse(["-p", "0"]).is_err());
         assert!(EngineArgs::parse(["-D", "novalue"]).is_err());
+        let empty = EngineArgs::parse(["-D", "=1"]).unwrap_err().to_string();
+        assert!(empty.contains("key is empty"), "{empty}");
         assert!(EngineArgs::parse(["-p"]).is_err());
         let job = ParameterTool::from_args(["--port", "x"]);
         assert!(job.get_parsed::<u16>("port").is_err());

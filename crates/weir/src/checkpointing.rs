@@ -70,6 +70,9 @@ pub mod keys {
     pub const EXP_JITTER: &str = "restart-strategy.exponential-delay.jitter-factor";
 }
 
+/// The shortest checkpoint interval (Flink's `MINIMAL_CHECKPOINT_TIME`).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
 fn enum_value(config: &Configuration, key: &str) -> Option<String> {
     config
         .get(key)
@@ -95,7 +98,18 @@ pub(crate) fn apply_checkpoint_keys(
     c: &mut CheckpointConfig,
 ) -> Result<()> {
     if let Some(interval) = config.get_duration(keys::INTERVAL)? {
-        c.interval = Some(interval).filter(|i| !i.is_zero());
+        // Flink's minimum; an interval of 0 does not mean "off" there
+        // either: leaving the key unset does.
+        if interval < MIN_INTERVAL {
+            return Err(Error::Config(format!(
+                "{}: {} ms is below the minimum of {} ms (leave the key unset to \
+                 disable checkpointing)",
+                keys::INTERVAL,
+                interval.as_millis(),
+                MIN_INTERVAL.as_millis()
+            )));
+        }
+        c.interval = Some(interval);
     }
     if let Some(mode) = enum_value(config, keys::MODE) {
         c.mode = match mode.as_str() {

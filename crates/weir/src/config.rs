@@ -67,6 +67,85 @@ pub mod keys {
     pub const CHANNEL_CAPACITY: &str = "weir.exchange.channel-capacity";
 }
 
+/// Every key Weir reads. A key outside this list is reported (with the
+/// closest known key) instead of being silently ignored: a misspelt
+/// `execution.checkpointing.interval` would otherwise run a job without
+/// checkpoints.
+pub fn known_keys() -> impl Iterator<Item = &'static str> {
+    use crate::checkpointing::keys as chk;
+    [
+        keys::PARALLELISM,
+        keys::MAX_PARALLELISM,
+        keys::BUFFER_TIMEOUT,
+        keys::BUFFER_TIMEOUT_LEGACY,
+        keys::OPERATOR_CHAINING,
+        keys::OPERATOR_CHAINING_LEGACY,
+        keys::AUTO_WATERMARK_INTERVAL,
+        keys::REST_PORT,
+        keys::REST_BIND_PORT,
+        keys::REST_BIND_ADDRESS,
+        keys::REST_ADDRESS,
+        keys::REST_TOKEN,
+        keys::STATE_BACKEND,
+        keys::BATCH_SIZE,
+        keys::CHANNEL_CAPACITY,
+        chk::INTERVAL,
+        chk::MODE,
+        chk::TIMEOUT,
+        chk::MIN_PAUSE,
+        chk::MAX_CONCURRENT,
+        chk::TOLERABLE_FAILURES,
+        chk::RETENTION,
+        chk::NUM_RETAINED,
+        chk::DIR,
+        chk::DIR_LEGACY,
+        chk::STORAGE,
+        chk::SAVEPOINT_DIR,
+        chk::RECOVERY_PATH,
+        chk::RECOVERY_PATH_LEGACY,
+        chk::IGNORE_UNCLAIMED,
+        chk::IGNORE_UNCLAIMED_LEGACY,
+        chk::RESTART,
+        chk::FIXED_ATTEMPTS,
+        chk::FIXED_DELAY,
+        chk::RATE_MAX,
+        chk::RATE_INTERVAL,
+        chk::RATE_DELAY,
+        chk::EXP_INITIAL,
+        chk::EXP_MAX,
+        chk::EXP_MULTIPLIER,
+        chk::EXP_RESET,
+        chk::EXP_JITTER,
+    ]
+    .into_iter()
+    .chain(keys::ROCKSDB_OPTIONS)
+}
+
+/// The known key closest to `key`, if one is close enough to be a likely
+/// misspelling.
+pub fn closest_known_key(key: &str) -> Option<&'static str> {
+    let (best, distance) = known_keys()
+        .map(|k| (k, edit_distance(key, k)))
+        .min_by_key(|(_, d)| *d)?;
+    (distance <= (key.len() / 4).max(2)).then_some(best)
+}
+
+/// Levenshtein distance over bytes (keys are ASCII).
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
 /// A set of configuration keys and values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Configuration {
@@ -178,6 +257,21 @@ impl Configuration {
     /// Whether operator chaining is enabled, if set.
     pub(crate) fn chaining(&self) -> Result<Option<bool>> {
         self.get_bool_any(&[keys::OPERATOR_CHAINING, keys::OPERATOR_CHAINING_LEGACY])
+    }
+
+    /// One warning per key Weir does not read, naming the closest known
+    /// key when there is one.
+    pub fn unknown_key_warnings(&self) -> Vec<String> {
+        self.values
+            .keys()
+            .filter(|k| !known_keys().any(|known| known == k.as_str()))
+            .map(|k| match closest_known_key(k) {
+                Some(close) => {
+                    format!("unknown configuration key '{k}' is ignored (did you mean {close}?)")
+                }
+                None => format!("unknown configuration key '{k}' is ignored"),
+            })
+            .collect()
     }
 
     /// All keys and values, sorted by key.
@@ -299,6 +393,37 @@ mod tests {
             c.buffer_timeout().unwrap(),
             Some(Some(Duration::from_millis(5)))
         );
+    }
+
+    #[test]
+    fn misspelt_keys_are_reported_with_the_closest_known_key() {
+        let mut c = Configuration::new();
+        c.set("execution.checkpointng.interval", "1s");
+        c.set("state.backend.type", "rocksdb");
+        c.set("my.own.setting", "x");
+        let warnings = c.unknown_key_warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("'execution.checkpointng.interval'")
+                && warnings[0].contains("did you mean execution.checkpointing.interval?"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].contains("'my.own.setting'") && !warnings[1].contains("did you mean"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn edit_distance_counts_single_character_edits() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+        assert_eq!(
+            closest_known_key("paralelism.default"),
+            Some(keys::PARALLELISM)
+        );
+        assert_eq!(closest_known_key("rest.prot"), Some(keys::REST_PORT));
     }
 
     #[test]

@@ -108,6 +108,9 @@ impl StreamExecutionEnvironment {
 
     /// Applies the keys of `config` (later calls in code still override).
     pub fn configure(&self, config: &Configuration) -> Result<()> {
+        for warning in config.unknown_key_warnings() {
+            eprintln!("weir: warning: {warning}");
+        }
         let mut state = self.state();
         let mut job = state.job.clone();
         if let Some(p) = config.get_u32(keys::PARALLELISM)? {
@@ -189,7 +192,16 @@ impl StreamExecutionEnvironment {
     /// Takes a checkpoint every `interval` (Flink's `enableCheckpointing`),
     /// exactly-once unless the mode is changed.
     pub fn enable_checkpointing(&self, interval: Duration) -> &Self {
-        self.state().job.checkpoint.interval = Some(interval).filter(|i| !i.is_zero());
+        if interval < checkpointing::MIN_INTERVAL {
+            // As Flink, which throws here: the job fails at `execute`.
+            self.record_error(format!(
+                "enable_checkpointing: the interval must be at least {} ms, is {} ms",
+                checkpointing::MIN_INTERVAL.as_millis(),
+                interval.as_millis()
+            ));
+            return self;
+        }
+        self.state().job.checkpoint.interval = Some(interval);
         self
     }
 
@@ -474,6 +486,9 @@ impl StreamExecutionEnvironment {
                 state.graph = StreamGraph::new();
                 return Err(Error::InvalidJob(errors.join("; ")));
             }
+            for warning in state.args.unrequested_warnings() {
+                eprintln!("weir: warning: {warning}");
+            }
             let mut job = state.job.clone();
             // A job operated through its REST API can be savepointed even
             // without periodic checkpoints, as in Flink.
@@ -491,11 +506,16 @@ impl StreamExecutionEnvironment {
             }
             (std::mem::take(&mut state.graph), job, state.config.clone())
         };
+        // Bound before any task starts: a port in use fails the job before
+        // a single record flows.
+        let rest = crate::rest::bind(&config)?;
         let mut client = cluster::execute(graph, &job, job_name)?;
-        if let Err(e) = crate::rest::serve(&mut client, &config) {
-            client.cancel();
-            let _ = client.wait();
-            return Err(e);
+        if let Some(bound) = rest {
+            if let Err(e) = crate::rest::serve(&mut client, bound, &config) {
+                client.cancel();
+                let _ = client.wait();
+                return Err(e);
+            }
         }
         Ok(client)
     }

@@ -1,5 +1,7 @@
 //! Starting a job's REST API from its configuration (`rest.port` and
-//! friends), as `weir run` asks for it.
+//! friends), as `weir run` asks for it. The port is bound before the job
+//! starts, so that a setting that cannot be honoured fails the job before
+//! any record flows; the server starts serving once the job runs.
 
 use weir_runtime::cluster::JobClient;
 
@@ -11,18 +13,23 @@ pub(crate) fn configured(config: &Configuration) -> bool {
     config.get(keys::REST_PORT).is_some() || config.get(keys::REST_BIND_PORT).is_some()
 }
 
-/// Serves `client`'s job on the configured port, if one is configured,
-/// until the job ends; announces the address on stderr (`weir run` reads
-/// it).
+/// The REST API's port, bound and not yet serving.
 #[cfg(feature = "web")]
-pub(crate) fn serve(client: &mut JobClient, config: &Configuration) -> Result<()> {
-    use weir_web::{RestConfig, RestServer};
+pub(crate) struct BoundRest(weir_web::RestListener);
+
+#[cfg(not(feature = "web"))]
+pub(crate) struct BoundRest;
+
+/// Binds the configured port, if one is configured.
+#[cfg(feature = "web")]
+pub(crate) fn bind(config: &Configuration) -> Result<Option<BoundRest>> {
+    use weir_web::{RestConfig, RestListener};
 
     let Some(port) = config
         .get(keys::REST_BIND_PORT)
         .or_else(|| config.get(keys::REST_PORT))
     else {
-        return Ok(());
+        return Ok(None);
     };
     let port: u16 = port
         .trim()
@@ -38,12 +45,27 @@ pub(crate) fn serve(client: &mut JobClient, config: &Configuration) -> Result<()
         port,
         token: config.get(keys::REST_TOKEN).map(str::to_string),
     };
+    RestListener::bind(&rest)
+        .map(|l| Some(BoundRest(l)))
+        .map_err(|e| Error::Config(e.to_string()))
+}
+
+/// Serves `client`'s job on the port bound by [`bind`] until the job ends;
+/// announces the address on stderr (`weir run` reads it).
+#[cfg(feature = "web")]
+pub(crate) fn serve(
+    client: &mut JobClient,
+    bound: BoundRest,
+    config: &Configuration,
+) -> Result<()> {
+    use weir_web::RestServer;
+
     let settings = config
         .iter()
         .filter(|(k, _)| *k != keys::REST_TOKEN)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let server = RestServer::start(&rest, client.view(), settings)
+    let server = RestServer::serve(bound.0, client.view(), settings)
         .map_err(|e| Error::Config(e.to_string()))?;
     eprintln!(
         "weir: job {} REST API at http://{}",
@@ -56,11 +78,20 @@ pub(crate) fn serve(client: &mut JobClient, config: &Configuration) -> Result<()
 
 /// Without the `web` feature a configured port is an error, not ignored.
 #[cfg(not(feature = "web"))]
-pub(crate) fn serve(_client: &mut JobClient, config: &Configuration) -> Result<()> {
+pub(crate) fn bind(config: &Configuration) -> Result<Option<BoundRest>> {
     if configured(config) {
         return Err(Error::Config(
             "rest.port: this build has no REST API; build weir with the 'web' feature".into(),
         ));
     }
+    Ok(None)
+}
+
+#[cfg(not(feature = "web"))]
+pub(crate) fn serve(
+    _client: &mut JobClient,
+    _bound: BoundRest,
+    _config: &Configuration,
+) -> Result<()> {
     Ok(())
 }

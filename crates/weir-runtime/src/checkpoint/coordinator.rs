@@ -442,17 +442,33 @@ impl Coordinator {
             max_alignment: Duration::ZERO,
             written: 0,
         };
+        let id = p.barrier.checkpoint_id;
         for ((operator, subtask), snapshot) in finished {
-            if self
-                .store_ack(&mut p, *operator, *subtask, snapshot, Vec::new())
-                .is_err()
-            {
+            if let Err(e) = self.store_ack(&mut p, *operator, *subtask, snapshot, Vec::new()) {
                 self.abort(&p, true);
+                self.fail_final(id, &e.to_string());
                 return None;
             }
         }
-        let id = p.barrier.checkpoint_id;
-        self.complete(p).ok().map(|()| id)
+        match self.complete(p) {
+            Ok(()) => Some(id),
+            Err(why) => {
+                self.fail_final(id, &why);
+                None
+            }
+        }
+    }
+
+    /// The final checkpoint is what commits the last results of
+    /// exactly-once sinks: without it they stay uncommitted, so the job
+    /// fails rather than ending as if its output were complete.
+    fn fail_final(&self, id: u64, why: &str) {
+        self.update(|s| {
+            s.failure = Some(format!(
+                "the final checkpoint {id} failed, so the last results of exactly-once \
+                 sinks were not committed: {why}"
+            ))
+        });
     }
 
     /// Triggers the next checkpoint (or, with `savepoint`, a savepoint) at

@@ -158,6 +158,11 @@ pub fn execute(
         .checkpoint
         .is_enabled()
         .then(|| config.checkpoint.storage.open(&job_id.to_string()));
+    if let Some(storage) = &storage {
+        storage
+            .prepare()
+            .map_err(|e| JobError::Storage(e.to_string()))?;
+    }
     let metrics: Vec<Arc<OperatorMetrics>> = graph.nodes.iter().map(|_| Arc::default()).collect();
     let coordinator: Arc<Mutex<Option<Sender<CoordinatorMessage>>>> = Arc::default();
     let cancel = CancelSource::new();

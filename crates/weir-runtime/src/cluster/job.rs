@@ -173,7 +173,7 @@ impl Attempt {
         let stats = self.stats.lock().map(|s| s.clone()).unwrap_or_default();
         let outcome = match (failure, &stats.failure) {
             (Some(e), _) => Outcome::Failed(e),
-            (None, Some(why)) => Outcome::Failed(TaskError::Internal(why.clone())),
+            (None, Some(why)) => Outcome::Failed(TaskError::Checkpoint(why.clone())),
             (None, None) if job_cancel.is_cancelled() || self.cancel.is_cancelled() => {
                 Outcome::Cancelled
             }

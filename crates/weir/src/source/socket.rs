@@ -29,6 +29,10 @@ pub struct SocketTextSource {
     pending: Vec<u8>,
     attempts: i64,
     reconnect_at: Option<Instant>,
+    /// Records read so far (for warnings about bad bytes).
+    lines_read: u64,
+    /// Records that were not valid UTF-8.
+    bad_lines: u64,
 }
 
 impl Clone for SocketTextSource {
@@ -53,6 +57,8 @@ impl SocketTextSource {
             pending: Vec::new(),
             attempts: 0,
             reconnect_at: None,
+            lines_read: 0,
+            bad_lines: 0,
         }
     }
 
@@ -93,21 +99,26 @@ impl SocketTextSource {
             .position(|b| *b == self.delimiter)
         {
             let end = start + pos;
-            ctx.collect(self.line(start, end));
+            let line = self.line(start, end);
+            ctx.collect(line);
             start = end + 1;
         }
         self.pending.drain(..start);
     }
 
-    fn line(&self, start: usize, end: usize) -> String {
-        let mut bytes = &self.pending[start..end];
+    fn line(&mut self, start: usize, mut end: usize) -> String {
         // Flink strips the carriage return of "\r\n" line ends.
-        if self.delimiter == b'\n' {
-            if let Some(stripped) = bytes.strip_suffix(b"\r") {
-                bytes = stripped;
-            }
+        if self.delimiter == b'\n' && end > start && self.pending[end - 1] == b'\r' {
+            end -= 1;
         }
-        String::from_utf8_lossy(bytes).into_owned()
+        self.lines_read += 1;
+        let origin = format_args!("socket {}:{}", self.host, self.port);
+        super::decode_line(
+            &self.pending[start..end],
+            &origin,
+            self.lines_read,
+            &mut self.bad_lines,
+        )
     }
 }
 

@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::decode_line;
 use crate::functions::{
     FunctionResult, RuntimeContext, SourceContext, SourceFunction, SourceStatus,
 };
@@ -20,6 +21,10 @@ pub struct TextFileSource {
     offset: u64,
     rate: Option<f64>,
     started: Option<(Instant, u64)>,
+    /// The bytes of the line being read.
+    buffer: Vec<u8>,
+    /// Lines that were not valid UTF-8.
+    bad_lines: u64,
 }
 
 impl Clone for TextFileSource {
@@ -40,6 +45,8 @@ impl TextFileSource {
             offset: 0,
             rate: None,
             started: None,
+            buffer: Vec::new(),
+            bad_lines: 0,
         }
     }
 
@@ -87,8 +94,8 @@ impl SourceFunction<String> for TextFileSource {
             return Ok(SourceStatus::Finished);
         };
         for _ in 0..budget {
-            let mut line = String::new();
-            let n = reader.read_line(&mut line).map_err(|e| {
+            self.buffer.clear();
+            let n = reader.read_until(b'\n', &mut self.buffer).map_err(|e| {
                 format!(
                     "reading '{}' after line {}: {e}",
                     self.path.display(),
@@ -99,13 +106,13 @@ impl SourceFunction<String> for TextFileSource {
                 return Ok(SourceStatus::Finished);
             }
             self.offset += n as u64;
-            if line.ends_with('\n') {
-                line.pop();
-                if line.ends_with('\r') {
-                    line.pop();
-                }
+            let mut bytes = self.buffer.as_slice();
+            if let Some(stripped) = bytes.strip_suffix(b"\n") {
+                bytes = stripped.strip_suffix(b"\r").unwrap_or(stripped);
             }
             self.lines_read += 1;
+            let origin = format_args!("'{}'", self.path.display());
+            let line = decode_line(bytes, &origin, self.lines_read, &mut self.bad_lines);
             ctx.collect(line);
         }
         Ok(SourceStatus::More)
