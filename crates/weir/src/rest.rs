@@ -72,6 +72,7 @@ pub(crate) fn serve(
         client.job_id(),
         server.local_addr()
     );
+    client.set_rest_address(server.local_addr());
     client.keep_until_end(Box::new(server));
     Ok(())
 }

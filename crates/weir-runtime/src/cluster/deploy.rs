@@ -222,6 +222,7 @@ pub fn execute(
         operators,
         job,
         attachments: Vec::new(),
+        rest_address: None,
     })
 }
 

@@ -285,6 +285,8 @@ pub struct JobClient {
     pub(crate) job: JobShared,
     /// Kept until the job ends (e.g. the REST server of the job).
     pub(crate) attachments: Vec<Box<dyn Send>>,
+    /// Where the job's REST API listens, once served.
+    pub(crate) rest_address: Option<std::net::SocketAddr>,
 }
 
 impl fmt::Debug for JobClient {
@@ -322,6 +324,17 @@ impl JobClient {
     /// a server over the job's [`view`](Self::view).
     pub fn keep_until_end(&mut self, thing: Box<dyn Send>) {
         self.attachments.push(thing);
+    }
+
+    /// Records where the job's REST API listens (by whoever serves it).
+    pub fn set_rest_address(&mut self, address: std::net::SocketAddr) {
+        self.rest_address = Some(address);
+    }
+
+    /// Where the job's REST API listens, if it is served (the port, when
+    /// `rest.port` was 0).
+    pub fn rest_address(&self) -> Option<std::net::SocketAddr> {
+        self.rest_address
     }
 
     /// A view of the job (status, vertices, checkpoints, failures) that

@@ -9,31 +9,26 @@ use weir::prelude::*;
 use weir_runtime::cluster::JobClient;
 use weir_web::{RestClient, SavepointStatus};
 
-/// A free loopback port (bound, then released for the job to bind).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("weir-rest-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
 
-/// A slow counting job with checkpoints, serving its REST API on `port`.
-fn start(port: u16, extra: &[(&str, &str)]) -> JobClient {
+/// A slow counting job with checkpoints, serving its REST API on a free
+/// port; the job and the port.
+fn start(extra: &[(&str, &str)]) -> (JobClient, u16) {
     let mut all = vec![("execution.checkpointing.interval", "50 ms")];
     all.extend_from_slice(extra);
-    start_with(port, &all)
+    start_with(&all)
 }
 
-fn start_with(port: u16, settings: &[(&str, &str)]) -> JobClient {
+fn start_with(settings: &[(&str, &str)]) -> (JobClient, u16) {
     let env = StreamExecutionEnvironment::new();
     let mut c = Configuration::new();
-    c.set("rest.port", port.to_string());
+    // The job binds a free port itself: no port is released and bound
+    // again, which another process could take in between.
+    c.set("rest.port", "0");
     for (k, v) in settings {
         c.set(*k, *v);
     }
@@ -45,7 +40,9 @@ fn start_with(port: u16, settings: &[(&str, &str)]) -> JobClient {
     .key_by(|i| i % 4)
     .reduce(|a: u64, b: u64| a + b)
     .add_sink(DiscardingSink);
-    env.execute_async("counting").expect("the job starts")
+    let job = env.execute_async("counting").expect("the job starts");
+    let port = job.rest_address().expect("the REST API is served").port();
+    (job, port)
 }
 
 /// `(status, body)` of a call.
@@ -88,8 +85,7 @@ fn savepoint_done(client: &RestClient, job: &str, trigger: &str) -> SavepointSta
 
 #[test]
 fn every_endpoint_answers_flink_shaped_json() {
-    let port = free_port();
-    let job = start(port, &[]);
+    let (job, port) = start(&[]);
     let id = job.job_id().to_string();
     let base = format!("http://127.0.0.1:{port}");
 
@@ -136,9 +132,10 @@ fn every_endpoint_answers_flink_shaped_json() {
     assert!(exceptions["root-exception"].is_null());
 
     let (_, config) = call("GET", &format!("{base}/config"), None, None);
+    assert_eq!(config["configuration"]["rest.port"], "0");
     assert_eq!(
-        config["configuration"]["rest.port"],
-        port.to_string().as_str()
+        config["configuration"]["execution.checkpointing.interval"],
+        "50 ms"
     );
 
     job.cancel();
@@ -147,8 +144,7 @@ fn every_endpoint_answers_flink_shaped_json() {
 
 #[test]
 fn bad_requests_get_json_errors() {
-    let port = free_port();
-    let job = start(port, &[]);
+    let (job, port) = start(&[]);
     let id = job.job_id().to_string();
     let base = format!("http://127.0.0.1:{port}");
     let unknown = "0".repeat(32);
@@ -207,9 +203,8 @@ fn bad_requests_get_json_errors() {
 
 #[test]
 fn savepoints_stop_and_cancel_through_the_api() {
-    let port = free_port();
     let dir = temp_dir("savepoints");
-    let job = start(port, &[]);
+    let (job, port) = start(&[]);
     let id = job.job_id().to_string();
     let client = RestClient::new(&format!("127.0.0.1:{port}"), None);
 
@@ -244,8 +239,7 @@ fn savepoints_stop_and_cancel_through_the_api() {
     let _ = std::fs::remove_dir_all(&dir);
 
     // Cancel.
-    let port = free_port();
-    let job = start(port, &[]);
+    let (job, port) = start(&[]);
     let id = job.job_id().to_string();
     RestClient::new(&format!("127.0.0.1:{port}"), None)
         .cancel(&id)
@@ -255,9 +249,8 @@ fn savepoints_stop_and_cancel_through_the_api() {
 
 #[test]
 fn a_served_job_takes_savepoints_without_periodic_checkpoints() {
-    let port = free_port();
     let dir = temp_dir("no-checkpoints");
-    let job = start_with(port, &[]);
+    let (job, port) = start_with(&[]);
     let id = job.job_id().to_string();
     let client = RestClient::new(&format!("127.0.0.1:{port}"), None);
     let trigger = client
@@ -286,8 +279,7 @@ fn a_served_job_takes_savepoints_without_periodic_checkpoints() {
 
 #[test]
 fn a_configured_token_guards_every_call_that_changes_the_job() {
-    let port = free_port();
-    let job = start(port, &[("weir.rest.token", "s3cret")]);
+    let (job, port) = start(&[("weir.rest.token", "s3cret")]);
     let id = job.job_id().to_string();
     let base = format!("http://127.0.0.1:{port}");
     // Reading needs no token.
@@ -318,25 +310,41 @@ fn a_configured_token_guards_every_call_that_changes_the_job() {
     assert!(job.wait().is_err());
 }
 
-#[test]
-fn binding_is_checked_when_the_job_starts() {
-    // A port in use is an error at start, not a silent failure.
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = taken.local_addr().expect("addr").port();
+/// Runs a job over 1000 numbers with `settings`, which must fail at start;
+/// its error, and how many records reached the sink.
+fn refused_at_start(settings: &[(&str, &str)]) -> (String, usize) {
     let env = StreamExecutionEnvironment::new();
     let mut c = Configuration::new();
-    c.set("rest.port", port.to_string());
+    for (k, v) in settings {
+        c.set(*k, *v);
+    }
     env.configure(&c).expect("configuration");
-    env.from_sequence(0, 10).add_sink(DiscardingSink);
-    let err = env.execute_async("clash").expect_err("port in use");
-    assert!(err.to_string().contains("cannot bind"), "{err}");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    env.from_sequence(0, 1000)
+        .add_sink(weir::sink::CollectSink::new(std::sync::Arc::clone(&seen)));
+    let err = env
+        .execute("refused")
+        .expect_err("the REST API cannot start");
+    let flowed = seen.lock().expect("lock").len();
+    (err.to_string(), flowed)
+}
+
+#[test]
+fn binding_is_checked_before_any_record_flows() {
+    // A port in use is an error at start, not a silent failure, and not
+    // one found after the job wrote its output.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port().to_string();
+    let (err, flowed) = refused_at_start(&[("rest.port", &port)]);
+    assert!(err.contains("cannot bind"), "{err}");
+    assert_eq!(flowed, 0, "records flowed before the port was bound");
+
+    let (err, flowed) = refused_at_start(&[("rest.port", "0"), ("rest.bind-address", "not-an-ip")]);
+    assert!(err.contains("'not-an-ip' is not an IP address"), "{err}");
+    assert_eq!(flowed, 0);
 
     // Beyond loopback a token is required (checked before binding).
-    let env = StreamExecutionEnvironment::new();
-    let mut c = Configuration::new();
-    c.set("rest.port", "0").set("rest.bind-address", "0.0.0.0");
-    env.configure(&c).expect("configuration");
-    env.from_sequence(0, 10).add_sink(DiscardingSink);
-    let err = env.execute_async("open").expect_err("no token");
-    assert!(err.to_string().contains("weir.rest.token"), "{err}");
+    let (err, flowed) = refused_at_start(&[("rest.port", "0"), ("rest.bind-address", "0.0.0.0")]);
+    assert!(err.contains("weir.rest.token"), "{err}");
+    assert_eq!(flowed, 0);
 }

@@ -67,6 +67,29 @@ fn read_text_file_emits_lines_without_line_ends() -> anyhow::Result<()> {
 }
 
 #[test]
+fn invalid_utf8_is_replaced_and_the_line_kept() -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("weir-text-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("in.txt");
+    std::fs::write(&path, b"good\nbad \xff byte\r\nafter\n")?;
+    let env = StreamExecutionEnvironment::new();
+    let out = env.read_text_file(&path).execute_and_collect()?;
+    assert_eq!(out, vec!["good", "bad \u{fffd} byte", "after"]);
+    std::fs::remove_dir_all(&dir)?;
+
+    let (port, server) = serve_bytes(vec![b"one\n\xc3\x28two\nthree\n"])?;
+    let env = StreamExecutionEnvironment::new();
+    let out = env
+        .socket_text_stream("127.0.0.1", port)
+        .execute_and_collect()?;
+    assert_eq!(out, vec!["one", "\u{fffd}(two", "three"]);
+    server
+        .join()
+        .map_err(|_| anyhow::anyhow!("server panicked"))?;
+    Ok(())
+}
+
+#[test]
 fn a_missing_text_file_is_an_error_naming_it() {
     let env = StreamExecutionEnvironment::new();
     env.read_text_file("/nonexistent/input.txt")
@@ -82,12 +105,17 @@ fn a_missing_text_file_is_an_error_naming_it() {
 /// A server on 127.0.0.1 that sends `payloads`, one per accepted connection,
 /// then closes each.
 fn serve(payloads: Vec<&'static str>) -> anyhow::Result<(u16, std::thread::JoinHandle<()>)> {
+    serve_bytes(payloads.into_iter().map(str::as_bytes).collect())
+}
+
+/// Serves each payload to one connection, then closes it.
+fn serve_bytes(payloads: Vec<&'static [u8]>) -> anyhow::Result<(u16, std::thread::JoinHandle<()>)> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     let server = std::thread::spawn(move || {
         for payload in payloads {
             if let Ok((mut conn, _)) = listener.accept() {
-                let _ = conn.write_all(payload.as_bytes());
+                let _ = conn.write_all(payload);
             }
         }
     });
@@ -126,10 +154,15 @@ fn socket_source_reconnects_as_configured() -> anyhow::Result<()> {
 
 #[test]
 fn socket_connection_refused_is_a_clear_error() -> anyhow::Result<()> {
-    let port = {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        listener.local_addr()?.port()
-    };
+    // A socket bound but not listening: connections to its port are
+    // refused, and no other process can take the port while it is held.
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())?;
+    let port = held
+        .local_addr()?
+        .as_socket()
+        .ok_or_else(|| anyhow::anyhow!("not an IP socket"))?
+        .port();
     let env = StreamExecutionEnvironment::new();
     env.socket_text_stream("127.0.0.1", port)
         .add_sink(DiscardingSink);
