@@ -14,6 +14,7 @@
 use std::fmt::Debug;
 
 use weir::prelude::*;
+use weir_examples::LineParser;
 use weir_nexmark::queries;
 use weir_nexmark::{Event, GeneratorConfig, NexmarkGenerator};
 
@@ -33,18 +34,22 @@ fn main() -> anyhow::Result<()> {
     };
     let p = env.get_parallelism();
     let stream = match args.get("input") {
-        Some(path) => env
-            .read_text_file(path)
-            .flat_map(|line: String, out: &mut Collector<Event>| {
-                match weir_nexmark::json::parse_event(&line) {
-                    Ok(e) => out.collect(e),
-                    Err(e) => eprintln!("skipping a line that is no event: {e}"),
-                }
-            })
-            .assign_timestamps_and_watermarks(
-                WatermarkStrategy::for_monotonous_timestamps()
-                    .with_timestamp_assigner(|e: &Event, _| e.date_time()),
-            ),
+        Some(path) => {
+            // Bad lines are reported with their number and skipped.
+            let mut parser = LineParser::new(|line: &str| {
+                weir_nexmark::json::parse_event(line).map_err(|e| e.to_string())
+            });
+            env.read_text_file(path)
+                .flat_map(move |line: String, out: &mut Collector<Event>| {
+                    if let Some(e) = parser.next_line(&line) {
+                        out.collect(e);
+                    }
+                })
+                .assign_timestamps_and_watermarks(
+                    WatermarkStrategy::for_monotonous_timestamps()
+                        .with_timestamp_assigner(|e: &Event, _| e.date_time()),
+                )
+        }
         None => queries::events(
             &env,
             NexmarkGenerator::new(config),

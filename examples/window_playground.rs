@@ -69,10 +69,12 @@ enum Spec {
 fn parse_spec(spec: &str) -> anyhow::Result<Spec> {
     let parts: Vec<&str> = spec.split(':').collect();
     let n = |i: usize| -> anyhow::Result<u64> {
-        let v: u64 = parts
+        let part = parts
             .get(i)
-            .ok_or_else(|| anyhow::anyhow!("--window {spec}: missing a number"))?
-            .parse()?;
+            .ok_or_else(|| anyhow::anyhow!("--window {spec}: missing a number"))?;
+        let v: u64 = part.parse().map_err(|_| {
+            anyhow::anyhow!("--window {spec}: '{part}' is not a positive whole number of ms")
+        })?;
         anyhow::ensure!(v > 0, "--window {spec}: sizes must be positive");
         Ok(v)
     };

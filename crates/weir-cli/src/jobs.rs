@@ -53,9 +53,69 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// The line a job prints once its REST API listens.
 const REST_LINE: &str = " REST API at http://";
 
+/// How long a detached job is watched after its REST API is up, so that
+/// a job that fails at once (a missing input, a bad setting found by an
+/// operator's `open`) is reported as failed, not as submitted.
+const SETTLE_TIME: Duration = Duration::from_secs(1);
+
+/// The program to start: a path to an existing file runs that file (a
+/// bare name in the current directory included, which `Command` would
+/// otherwise look up on PATH only); anything else is looked up on PATH.
+fn program(job: &Path) -> PathBuf {
+    let bare = job.components().count() == 1 && !job.is_absolute();
+    if bare && job.is_file() {
+        Path::new(".").join(job)
+    } else {
+        job.to_path_buf()
+    }
+}
+
+/// The exit code of a job program that ended with `status`: its own, or
+/// 128 + the signal that ended it, as shells report it.
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => ExitCode::SUCCESS,
+        (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+        (None, Some(signal)) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),
+        (None, None) => ExitCode::FAILURE,
+    }
+}
+
+/// Runs the job program in the foreground. SIGINT, SIGTERM and SIGHUP sent
+/// to `weir` are passed on to the job (which ends, and its REST API with
+/// it), and `weir` waits for it: no job is left running behind a `weir`
+/// that was stopped.
+fn run_attached(mut cmd: Command, job: &Path) -> anyhow::Result<ExitCode> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .context("cannot install signal handlers")?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", job.display()))?;
+    let pid = libc::pid_t::try_from(child.id()).context("process id out of range")?;
+    let handle = signals.handle();
+    let forwarder = std::thread::spawn(move || {
+        for signal in signals.forever() {
+            // SAFETY: kill(2) with a pid of our own child, still unreaped
+            // (we close this loop before reaping it), and a valid signal.
+            unsafe {
+                libc::kill(pid, signal);
+            }
+        }
+    });
+    let status = child.wait();
+    handle.close();
+    let _ = forwarder.join();
+    Ok(exit_code(status.with_context(|| {
+        format!("waiting for {}", job.display())
+    })?))
+}
+
 /// Starts the job program with the engine flags the options stand for.
 pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
-    let mut cmd = Command::new(&o.job);
+    let mut cmd = Command::new(program(&o.job));
     cmd.args(&o.args)
         .arg("-D")
         .arg(format!("rest.port={}", o.rest_port));
@@ -69,14 +129,7 @@ pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
         cmd.arg("--allow-non-restored-state");
     }
     if !o.detached {
-        let status = cmd
-            .status()
-            .with_context(|| format!("cannot start {}", o.job.display()))?;
-        return Ok(match status.code() {
-            Some(0) => ExitCode::SUCCESS,
-            Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
-            None => ExitCode::FAILURE,
-        });
+        return run_attached(cmd, &o.job);
     }
     let log = o.log.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!(
@@ -98,16 +151,23 @@ pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some((job_id, address)) = announced(&log)? {
+            let settled = Instant::now() + SETTLE_TIME;
+            while Instant::now() < settled {
+                if let Some(status) = child.try_wait()? {
+                    return ended_at_once(&job_id, status, &log);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
             println!("Job has been submitted with JobID {job_id}");
             println!("REST API: http://{address}");
             println!("Log: {}", log.display());
             return Ok(ExitCode::SUCCESS);
         }
         if let Some(status) = child.try_wait()? {
+            eprintln!("{}", tail(&log));
             bail!(
-                "the job exited ({status}) before its REST API was up; its log ({}):\n{}",
+                "the job exited ({status}) before its REST API was up; its log: {}",
                 log.display(),
-                tail(&log)
             );
         }
         if Instant::now() > deadline {
@@ -120,6 +180,25 @@ pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A detached job that ended while `weir run -d` still watched it: a
+/// failure is reported with the job's last log lines and its exit status.
+fn ended_at_once(
+    job_id: &str,
+    status: std::process::ExitStatus,
+    log: &Path,
+) -> anyhow::Result<ExitCode> {
+    if status.success() {
+        println!("Job {job_id} has finished; its output: {}", log.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("{}", tail(log));
+    eprintln!(
+        "weir: job {job_id} failed at once ({status}); its log: {}",
+        log.display()
+    );
+    Ok(exit_code(status))
 }
 
 /// The job id and REST address a job's log announced, once it has.
@@ -137,9 +216,21 @@ fn announced(log: &Path) -> anyhow::Result<Option<(String, String)>> {
     Ok(None)
 }
 
+/// What a job's log says about how it ended: from its `Error:` line to
+/// before a backtrace, or else its last 20 lines.
 fn tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
+    if let Some(start) = lines.iter().rposition(|l| l.starts_with("Error: ")) {
+        return lines[start..]
+            .iter()
+            .take_while(|l| !l.starts_with("Stack backtrace:"))
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n")
+            .trim_end()
+            .to_string();
+    }
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
@@ -244,6 +335,8 @@ fn wait_for(client: &RestClient, job_id: &str, trigger: &str) -> anyhow::Result<
                 if spin {
                     eprint!("\r\x1b[K");
                 }
+                // The job's own error may already say so.
+                let why = why.strip_prefix("savepoint failed: ").unwrap_or(&why);
                 bail!("the savepoint failed: {why}");
             }
         }

@@ -78,6 +78,26 @@ fn wait_for_line(log: &Path, wanted: &str) {
     }
 }
 
+/// The next connection to `listener`, failing the test (instead of
+/// hanging) if none comes within a minute.
+fn accept_within(listener: &TcpListener) -> std::net::TcpStream {
+    listener.set_nonblocking(true).expect("non-blocking");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match listener.accept() {
+            Ok((conn, _)) => {
+                conn.set_nonblocking(false).expect("blocking");
+                return conn;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "the job never connected");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
 /// `weir run -d` of the running total, reading words from `port`.
 fn run_detached(port: u16, log: &Path, extra: &[&str]) -> (String, String) {
     let mut cmd = weir();
@@ -102,7 +122,7 @@ fn savepoint_stop_and_resume_continue_the_total() {
 
     let first_log = dir.join("first.log");
     let (job, address) = run_detached(port, &first_log, &[]);
-    let (mut conn, _) = words.accept().expect("the job connects");
+    let mut conn = accept_within(&words);
     conn.write_all(b"hello world\naa bb cc\n").expect("send");
     wait_for_line(&first_log, "(cc,5)");
 
@@ -163,7 +183,7 @@ fn savepoint_stop_and_resume_continue_the_total() {
         &["-p", "2", "-s", stopped.trim_start_matches("file://")],
     );
     assert_ne!(resumed, job);
-    let (mut conn, _) = words.accept().expect("the resumed job connects");
+    let mut conn = accept_within(&words);
     conn.write_all(b"dd\n").expect("send");
     wait_for_line(&second_log, "(dd,6)");
 
@@ -186,7 +206,7 @@ fn an_attached_run_streams_the_job_and_returns_its_status() {
     let out = ok(cmd);
     assert!(out.lines().any(|l| l.ends_with("(be,6)")), "{out}");
 
-    // A job that fails to start fails the command.
+    // A job that fails to start fails the command, saying why.
     let out = weir()
         .args(["run", "--rest-port", "0"])
         .arg(example("running_total_word_count"))
@@ -194,5 +214,88 @@ fn an_attached_run_streams_the_job_and_returns_its_status() {
         .output()
         .expect("weir runs");
     assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("parallelism.default: 'zero' is not a whole number"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_job_in_the_current_directory_runs_by_its_bare_name() {
+    let program = example("running_total_word_count");
+    let dir = temp_dir("bare-name");
+    let input = dir.join("words.txt");
+    std::fs::write(&input, "a a\n").expect("input");
+    let mut cmd = weir();
+    cmd.current_dir(program.parent().expect("examples dir"))
+        .args([
+            "run",
+            "--rest-port",
+            "0",
+            "running_total_word_count",
+            "--input",
+        ])
+        .arg(&input);
+    let out = ok(cmd);
+    assert!(out.lines().any(|l| l.ends_with("(a,2)")), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_detached_job_that_fails_at_once_is_reported_as_failed() {
+    let dir = temp_dir("detached-fails");
+    let out = weir()
+        .args(["run", "-d", "--rest-port", "0", "--log"])
+        .arg(dir.join("job.log"))
+        .arg(example("running_total_word_count"))
+        .args(["--input", "/nonexistent/words.txt"])
+        .output()
+        .expect("weir runs");
+    let (stdout, stderr) = (stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("has been submitted"), "{stdout}");
+    assert!(stderr.contains("failed at once"), "{stderr}");
+    assert!(stderr.contains("/nonexistent/words.txt"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stopping_an_attached_weir_run_stops_its_job() {
+    let words = TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = words.local_addr().expect("address").port();
+    let mut run = weir()
+        .args(["run", "--rest-port", "0"])
+        .arg(example("running_total_word_count"))
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weir runs");
+    // The job announces its REST API, then connects for words.
+    let stderr = run.stderr.take().expect("stderr");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let address = loop {
+        let line = lines
+            .next()
+            .expect("the job announces its REST API")
+            .expect("readable");
+        if let Some((_, address)) = line.split_once(" REST API at http://") {
+            break address.trim().to_string();
+        }
+    };
+    let _conn = accept_within(&words);
+    let killed = Command::new("kill")
+        .args(["-TERM", &run.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = run.wait().expect("weir ends");
+    assert!(!status.success());
+    // weir waited for the job: its REST API is gone with it.
+    assert!(
+        std::net::TcpStream::connect(&address).is_err(),
+        "the job still serves {address} after weir ended"
+    );
 }

@@ -20,7 +20,38 @@ pub fn write_events(
     Ok(())
 }
 
-/// An event from one line.
+/// An event from one line. The error names the column; the caller knows
+/// the line (a line parsed alone is always line 1 to the JSON parser).
 pub fn parse_event(line: &str) -> anyhow::Result<Event> {
-    Ok(serde_json::from_str(line)?)
+    serde_json::from_str(line).map_err(|e| {
+        let what = match e.classify() {
+            serde_json::error::Category::Io => "cannot read",
+            serde_json::error::Category::Syntax => "invalid JSON",
+            serde_json::error::Category::Data => "not an event",
+            serde_json::error::Category::Eof => "incomplete JSON",
+        };
+        // serde_json's message ends "at line L column C": keep its reason.
+        let message = e.to_string();
+        let reason = message
+            .rsplit_once(" at line ")
+            .map_or(message.as_str(), |(reason, _)| reason);
+        match e.column() {
+            0 => anyhow::anyhow!("{what}: {reason}"),
+            column => anyhow::anyhow!("{what} at column {column}: {reason}"),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_column_not_a_line() {
+        let err = parse_event("{\"type\": \"bid\", oops}")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("invalid JSON at column 16: "), "{err}");
+        assert!(!err.contains("line"), "{err}");
+    }
 }

@@ -36,13 +36,13 @@ impl fmt::Display for SubtaskName {
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
     /// A user function returned an error.
-    #[error("operator {at} failed: {source}")]
+    #[error("operator {at} failed: {cause}")]
     Function {
         /// Where it failed.
         at: SubtaskName,
-        /// The function's error.
-        #[source]
-        source: FunctionError,
+        /// The function's error (in the message, so not also a
+        /// `source()`: reports print each cause once).
+        cause: FunctionError,
     },
     /// A user function panicked.
     #[error("operator {at} panicked: {message}")]
@@ -67,10 +67,10 @@ pub enum TaskError {
 
 impl TaskError {
     /// Wraps a user function's error with where it happened.
-    pub fn function(at: &SubtaskName, source: FunctionError) -> Self {
+    pub fn function(at: &SubtaskName, cause: FunctionError) -> Self {
         TaskError::Function {
             at: at.clone(),
-            source,
+            cause,
         }
     }
 
@@ -98,7 +98,7 @@ pub enum JobError {
     InvalidJob(String),
     /// A task failed; the first failure is reported.
     #[error("job failed: {0}")]
-    TaskFailed(#[source] TaskError),
+    TaskFailed(TaskError),
     /// The job was cancelled through its client.
     #[error("job cancelled")]
     Cancelled,
@@ -110,7 +110,7 @@ pub enum JobError {
     Savepoint(String),
     /// A task thread could not be started.
     #[error("could not start task thread: {0}")]
-    Spawn(#[source] std::io::Error),
+    Spawn(std::io::Error),
     /// The checkpoint storage cannot be written (checked before the job
     /// starts).
     #[error("checkpoints cannot be written: {0}")]

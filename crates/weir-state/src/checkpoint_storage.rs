@@ -144,10 +144,10 @@ pub trait CheckpointStorage: Send + Sync + fmt::Debug {
     }
 }
 
-fn io_error(path: &Path, source: std::io::Error) -> StateError {
+fn io_error(path: &Path, cause: std::io::Error) -> StateError {
     StateError::Io {
         path: path.display().to_string(),
-        source,
+        cause,
     }
 }
 
@@ -427,7 +427,7 @@ impl CheckpointStorage for MemoryCheckpointStorage {
         self.with(|files| files.get(&id).and_then(|c| c.get(name)).cloned())?
             .ok_or_else(|| StateError::Io {
                 path: format!("memory:chk-{id}/{name}"),
-                source: std::io::ErrorKind::NotFound.into(),
+                cause: std::io::ErrorKind::NotFound.into(),
             })
     }
 

@@ -31,12 +31,13 @@ pub enum StateError {
     #[error("corrupt checkpoint data: {0}")]
     Corrupt(String),
     /// Reading or writing checkpoint files failed.
-    #[error("checkpoint I/O on {path}: {source}")]
+    #[error("checkpoint I/O on {path}: {cause}")]
     Io {
         /// The file or directory.
         path: String,
-        /// The cause.
-        source: std::io::Error,
+        /// The cause (in the message, so not also a `source()`: reports
+        /// print each cause once).
+        cause: std::io::Error,
     },
     /// A bug in Weir.
     #[error("internal state error: {0}")]

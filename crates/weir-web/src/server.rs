@@ -58,12 +58,12 @@ pub enum RestError {
     )]
     TokenRequired(String),
     /// The port is taken (or binding failed otherwise).
-    #[error("cannot bind the REST API to {addr}: {source}")]
+    #[error("cannot bind the REST API to {addr}: {cause}")]
     Bind {
         /// The address.
         addr: SocketAddr,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The server thread could not start.
     #[error("cannot start the REST server: {0}")]
@@ -109,9 +109,9 @@ impl RestListener {
             return Err(RestError::TokenRequired(ip.to_string()));
         }
         let wanted = SocketAddr::new(ip, config.port);
-        let listener = TcpListener::bind(wanted).map_err(|source| RestError::Bind {
+        let listener = TcpListener::bind(wanted).map_err(|cause| RestError::Bind {
             addr: wanted,
-            source,
+            cause,
         })?;
         Ok(RestListener { listener, token })
     }

@@ -161,12 +161,14 @@ impl Configuration {
     /// Reads a YAML file; nested maps become dotted keys.
     pub fn from_yaml_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = std::fs::read_to_string(path).map_err(|cause| Error::Io {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
-        Self::from_yaml_str(&text)
-            .map_err(|e| Error::Config(format!("in '{}': {e}", path.display())))
+        Self::from_yaml_str(&text).map_err(|e| match e {
+            Error::Config(why) => Error::Config(format!("in '{}': {why}", path.display())),
+            other => other,
+        })
     }
 
     /// Parses YAML text; nested maps become dotted keys.
@@ -424,6 +426,23 @@ mod tests {
             Some(keys::PARALLELISM)
         );
         assert_eq!(closest_known_key("rest.prot"), Some(keys::REST_PORT));
+    }
+
+    #[test]
+    fn a_bad_file_is_named_once() {
+        let path = std::env::temp_dir().join(format!("weir-bad-{}.yaml", std::process::id()));
+        std::fs::write(&path, "- a list\n").unwrap();
+        let err = Configuration::from_yaml_file(&path)
+            .unwrap_err()
+            .to_string();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            err,
+            format!(
+                "configuration error: in '{}': the YAML document must be a map",
+                path.display()
+            )
+        );
     }
 
     #[test]

@@ -17,13 +17,12 @@ pub enum Error {
     #[error("invalid job: {0}")]
     InvalidJob(String),
     /// A file could not be read or written.
-    #[error("cannot access '{}': {source}", path.display())]
+    #[error("cannot access '{}': {cause}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// What the OS said.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A checkpoint or savepoint to start from could not be read.
     #[error("cannot restore from '{}': {reason}", path.display())]

@@ -204,7 +204,7 @@ pub struct SharedFiles {
 fn read_file(path: &Path) -> Result<Vec<u8>, StateError> {
     std::fs::read(path).map_err(|e| StateError::Io {
         path: path.display().to_string(),
-        source: e,
+        cause: e,
     })
 }
 

@@ -282,7 +282,8 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     where
         S: SinkFunction<T> + Clone + Sync,
     {
-        self.add_named_sink("Unnamed", sink)
+        let name = sink.default_name();
+        self.add_named_sink(&name, sink)
     }
 
     fn add_named_sink<S>(&self, name: &str, sink: S) -> DataStreamSink

@@ -23,6 +23,7 @@ pub use process::{
     CoProcessFunction, KeyedProcessFunction, OutputTag, ProcessContext, ProcessFunction,
     TimeDomain, TimerService,
 };
+pub(crate) use sink::short_type_name;
 pub use sink::{SinkContext, SinkFunction};
 pub use weir_runtime::error::{FunctionError, FunctionResult};
 pub use weir_runtime::operator::RuntimeContext;

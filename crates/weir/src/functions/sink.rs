@@ -30,8 +30,23 @@ impl SinkContext {
     }
 }
 
+/// The name of type `S` without its path and type parameters
+/// (`weir::sink::CollectSink<u64>` → `CollectSink`).
+pub(crate) fn short_type_name<S: ?Sized>() -> String {
+    let full = std::any::type_name::<S>();
+    let plain = full.split('<').next().unwrap_or(full);
+    plain.rsplit("::").next().unwrap_or(plain).to_string()
+}
+
 /// Writes records out of the job (Flink's `SinkFunction`).
 pub trait SinkFunction<T>: Send + 'static {
+    /// The sink's name in the job graph, in errors and in the REST API
+    /// when the program gives it none (`add_sink` without `.name(..)`):
+    /// the kind of sink it is, by default its type's name.
+    fn default_name(&self) -> String {
+        short_type_name::<Self>()
+    }
+
     /// Called once per subtask before the first record.
     fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
         Ok(())

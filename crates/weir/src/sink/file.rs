@@ -155,6 +155,10 @@ impl<T> RowFileWriter<T> {
 impl<T: Display + Send + 'static> TwoPhaseCommit<T> for RowFileWriter<T> {
     type Txn = PartFiles;
 
+    fn name(&self) -> String {
+        "FileSink".into()
+    }
+
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, "creating", e))?;
         self.subtask = ctx.subtask_index;

@@ -26,6 +26,12 @@ pub trait TwoPhaseCommit<T>: Send + 'static {
     /// What identifies a transaction; it is stored in checkpoints.
     type Txn: Serialize + DeserializeOwned + Clone + Send + 'static;
 
+    /// The sink's default name (see [`SinkFunction::default_name`]): by
+    /// default this type's name.
+    fn name(&self) -> String {
+        crate::functions::short_type_name::<Self>()
+    }
+
     /// Called once per subtask, before anything else.
     fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
         Ok(())
@@ -102,6 +108,10 @@ impl<S: TwoPhaseCommit<T>, T> TwoPhaseCommitSink<S, T> {
 }
 
 impl<S: TwoPhaseCommit<T>, T: Send + 'static> SinkFunction<T> for TwoPhaseCommitSink<S, T> {
+    fn default_name(&self) -> String {
+        self.system.name()
+    }
+
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.system.open(ctx)?;
         self.checkpointing = ctx.is_checkpointing();

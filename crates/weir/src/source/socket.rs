@@ -82,9 +82,16 @@ impl SocketTextSource {
 
     fn connect(&mut self) -> FunctionResult {
         let stream = TcpStream::connect((self.host.as_str(), self.port)).map_err(|e| {
+            // A refused connection means no server; other failures (an
+            // unknown host, an unreachable network) need another remedy.
+            let hint = if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                format!(" (is a server listening? e.g. `nc -lk {}`)", self.port)
+            } else {
+                String::new()
+            };
             format!(
-                "cannot connect to socket {}:{}: {e} (is a server listening? e.g. `nc -lk {}`)",
-                self.host, self.port, self.port
+                "cannot connect to socket {}:{}: {e}{hint}",
+                self.host, self.port
             )
         })?;
         stream.set_read_timeout(Some(READ_TIMEOUT))?;

@@ -959,7 +959,7 @@ impl CheckpointStorage for MetadataFails {
     fn write_metadata(&self, _id: u64, _bytes: &[u8]) -> Result<(), StateError> {
         Err(StateError::Io {
             path: "_metadata".into(),
-            source: std::io::Error::other("disk full"),
+            cause: std::io::Error::other("disk full"),
         })
     }
     fn read_file(&self, id: u64, name: &str) -> Result<Vec<u8>, StateError> {

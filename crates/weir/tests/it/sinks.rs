@@ -76,23 +76,86 @@ fn user_sinks_get_every_record_and_the_end() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The lines of `text` that a print sink wrote with `prefix` (`""` for
+/// none), as (subtask number, value), sorted by value.
+fn printed(text: &str, prefix: &str) -> Vec<(u32, String)> {
+    let mut found: Vec<(u32, String)> = text
+        .lines()
+        .filter_map(|line| {
+            let (head, value) = line.split_once("> ")?;
+            let subtask = match head.split_once(':') {
+                Some((p, n)) if p == prefix => n,
+                None if prefix.is_empty() => head,
+                _ => return None,
+            };
+            Some((subtask.parse().ok()?, value.to_string()))
+        })
+        .collect();
+    found.sort_by(|a, b| a.1.cmp(&b.1));
+    found
+}
+
 #[test]
-fn print_sinks_run() -> anyhow::Result<()> {
-    // Output formatting is unit-tested in the sink module; this checks the
-    // sinks run at any parallelism and count what they print.
+fn print_sinks_write_flinks_format_to_their_stream() -> anyhow::Result<()> {
+    const CHILD: &str = "WEIR_TEST_PRINT_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let env = StreamExecutionEnvironment::new();
+        env.set_parallelism(2);
+        let s = env.from_sequence(1, 4);
+        s.print();
+        s.print_with_prefix("p");
+        s.print_to_err();
+        s.print_to_err_with_prefix("e");
+        env.execute("print")?;
+        return Ok(());
+    }
+    // The job prints in a child process (this test again), whose standard
+    // output and error are read here.
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .args([
+            "--exact",
+            "sinks::print_sinks_write_flinks_format_to_their_stream",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .output()?;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let values: Vec<String> = (1..=4).map(|v| v.to_string()).collect();
+    for (text, prefix, other) in [(&stdout, "p", "e"), (&stderr, "e", "p")] {
+        for prefix in ["", prefix] {
+            let lines = printed(text, prefix);
+            // Each value once, after the subtask number (1-based, as the
+            // sinks run at parallelism 2), and after the prefix if any.
+            assert_eq!(
+                lines.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+                values,
+                "prefix '{prefix}' in:\n{text}"
+            );
+            assert!(lines.iter().all(|(n, _)| (1..=2).contains(n)), "{text}");
+        }
+        assert!(printed(text, other).is_empty(), "{other}> in:\n{text}");
+    }
+    Ok(())
+}
+
+#[test]
+fn sinks_are_named_for_their_kind() -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("weir-sink-names-{}", std::process::id()));
     let env = StreamExecutionEnvironment::new();
-    env.set_parallelism(2);
     let s = env.from_sequence(1, 4);
-    s.print().name("out");
-    s.print_with_prefix("p").name("out-p");
-    s.print_to_err().name("err");
-    s.print_to_err_with_prefix("e").name("err-p");
-    let result = env.execute("print")?;
-    for name in ["out", "out-p", "err", "err-p"] {
+    s.add_sink(weir::sink::FileSink::for_row_format(&dir));
+    s.add_sink(DiscardingSink);
+    let result = env.execute("names")?;
+    for name in ["FileSink", "DiscardingSink"] {
         let op = result
             .operator(name)
-            .ok_or_else(|| anyhow::anyhow!("no {name}"))?;
+            .ok_or_else(|| anyhow::anyhow!("no sink named {name}"))?;
         assert_eq!(op.records_in, 4, "{name}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
