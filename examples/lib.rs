@@ -96,6 +96,19 @@ pub fn format_datetime(ms: i64) -> String {
     )
 }
 
+/// Formats a window `[start, end)` as `[yyyy-MM-dd HH:mm:ss, HH:mm:ss)`:
+/// the end's date is left out when it is the start's, and written in full
+/// otherwise (a window ending at midnight or at the end of time).
+pub fn format_window(start_ms: i64, end_ms: i64) -> String {
+    let (start, end) = (format_datetime(start_ms), format_datetime(end_ms));
+    match (start.split_once(' '), end.split_once(' ')) {
+        (Some((start_day, _)), Some((end_day, end_time))) if start_day == end_day => {
+            format!("[{start}, {end_time})")
+        }
+        _ => format!("[{start}, {end})"),
+    }
+}
+
 // Howard Hinnant's days-from-civil algorithm (proleptic Gregorian calendar).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -240,6 +253,26 @@ pub fn bounded_out_of_orderness<T: 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_print_the_end_date_only_when_it_differs() {
+        let ten = datetime("2024-05-01 10:00:00").unwrap();
+        assert_eq!(
+            format_window(ten, ten + 10_000),
+            "[2024-05-01 10:00:00, 10:00:10)"
+        );
+        let midnight = datetime("2024-05-02 00:00:00").unwrap();
+        assert_eq!(
+            format_window(midnight - 10_000, midnight),
+            "[2024-05-01 23:59:50, 2024-05-02 00:00:00)"
+        );
+        // The last window before the end of time.
+        let end = datetime("9999-12-31 23:59:50").unwrap() + 10_000;
+        assert_eq!(
+            format_window(end - 10_000, end),
+            "[9999-12-31 23:59:50, 10000-01-01 00:00:00)"
+        );
+    }
 
     #[test]
     fn datetimes_round_trip() {

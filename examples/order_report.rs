@@ -24,7 +24,8 @@
 
 use weir::prelude::*;
 use weir_examples::{
-    bounded_out_of_orderness, datetime, decimal, fields, format_datetime, text_input, LineParser,
+    bounded_out_of_orderness, datetime, decimal, fields, format_datetime, format_window,
+    text_input, LineParser,
 };
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -88,9 +89,8 @@ fn main() -> anyhow::Result<()> {
                 let total: f64 = orders.map(|o| o.money).sum();
                 let n = ids.len();
                 out.collect(format!(
-                    "user {user} [{}, {}): {n} order{}, total {total:.2} ({})",
-                    format_datetime(w.start),
-                    &format_datetime(w.end)[11..],
+                    "user {user} {}: {n} order{}, total {total:.2} ({})",
+                    format_window(w.start, w.end),
                     if n == 1 { "" } else { "s" },
                     ids.join(", ")
                 ));

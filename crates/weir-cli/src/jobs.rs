@@ -246,7 +246,13 @@ pub(crate) fn list(client: &RestClient, all: bool) -> anyhow::Result<ExitCode> {
         .filter(|j| j.state != "RUNNING" && j.state != "RESTARTING")
         .collect();
     let line = |j: &weir_web::JobSummary| {
-        format!("{} : {} : {} ({})", j.start_time, j.jid, j.name, j.state)
+        format!(
+            "{} : {} : {} ({})",
+            local_date(j.start_time),
+            j.jid,
+            j.name,
+            j.state
+        )
     };
     println!("------------------ Running/Restarting Jobs -------------------");
     if running.is_empty() {
@@ -267,6 +273,32 @@ pub(crate) fn list(client: &RestClient, all: bool) -> anyhow::Result<ExitCode> {
         println!("--------------------------------------------------------------");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Milliseconds since the epoch as Flink's CLI prints a job's start, in
+/// local time: `01.12.2026 11:30:05`.
+fn local_date(ms: i64) -> String {
+    let Ok(secs) = libc::time_t::try_from(ms.div_euclid(1000)) else {
+        return ms.to_string();
+    };
+    // SAFETY: `tm` is plain data that localtime_r fills in; both pointers
+    // are valid for the call.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&secs, &mut tm).is_null() {
+            return ms.to_string();
+        }
+        tm
+    };
+    format!(
+        "{:02}.{:02}.{:04} {:02}:{:02}:{:02}",
+        tm.tm_mday,
+        tm.tm_mon + 1,
+        tm.tm_year + 1900,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
 }
 
 /// `weir savepoint JOB_ID [DIR]`.
@@ -351,4 +383,22 @@ fn wait_for(client: &RestClient, job_id: &str, trigger: &str) -> anyhow::Result<
         std::thread::sleep(Duration::from_millis(100));
     }
     unreachable!("the loop above only ends by returning")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_times_print_as_dates() {
+        // 2026-12-01 12:00:00 UTC: Dec 1 or 2 in every time zone.
+        let date = local_date(1_796_126_400_000);
+        assert!(
+            date.starts_with("01.12.2026 ") || date.starts_with("02.12.2026 "),
+            "{date}"
+        );
+        let bytes = date.as_bytes();
+        assert_eq!(date.len(), 19, "{date}");
+        assert_eq!((bytes[13], bytes[16]), (b':', b':'), "{date}");
+    }
 }

@@ -175,8 +175,11 @@ impl Target {
 }
 
 fn inspect(path: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let (checkpoint, skipped) =
-        load_path(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let (checkpoint, skipped) = load_path(path).map_err(|e| match e {
+        // Names the path itself.
+        weir_state::StateError::NotACheckpoint(_) => anyhow::anyhow!("{e}"),
+        other => anyhow::anyhow!("{}: {other}", path.display()),
+    })?;
     for (id, why) in skipped {
         println!("skipped checkpoint {id}: {why}");
     }

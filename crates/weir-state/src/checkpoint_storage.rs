@@ -162,7 +162,7 @@ impl FsCheckpointStorage {
     /// Storage under `dir`, created on first write. Accepts `file://` URIs.
     pub fn new(dir: impl AsRef<Path>) -> Self {
         FsCheckpointStorage {
-            dir: strip_file_scheme(dir.as_ref()),
+            dir: absolute(&strip_file_scheme(dir.as_ref())),
         }
     }
 
@@ -170,6 +170,12 @@ impl FsCheckpointStorage {
     pub fn checkpoint_dir(&self, id: u64) -> PathBuf {
         self.dir.join(format!("chk-{id}"))
     }
+}
+
+/// `path` made absolute against the working directory, so that locations
+/// (`file:///…`) name the same place wherever they are read.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// `file:///a/b` → `/a/b`; other paths unchanged.
@@ -307,7 +313,7 @@ impl SavepointStorage {
     /// A savepoint written into `dir` (created on first write).
     pub fn new(dir: impl AsRef<Path>) -> Self {
         SavepointStorage {
-            dir: strip_file_scheme(dir.as_ref()),
+            dir: absolute(&strip_file_scheme(dir.as_ref())),
         }
     }
 
@@ -560,20 +566,55 @@ pub fn load_latest(
 /// newest that verifies is taken (the others' problems are returned).
 pub fn load_path(path: &Path) -> Result<(LoadedCheckpoint, Vec<Skipped>), StateError> {
     let path = strip_file_scheme(path);
-    if path.is_dir() && !path.join(METADATA_FILE).exists() {
-        let storage = FsCheckpointStorage::new(&path);
-        if !storage.completed()?.is_empty() {
-            let (latest, skipped) = load_latest(&storage)?;
-            return match latest {
-                Some(c) => Ok((c, skipped)),
-                None => Err(skipped.into_iter().next().map_or_else(
-                    || StateError::Corrupt("no checkpoint verifies".into()),
-                    |(_, e)| e,
-                )),
-            };
+    let not_one = || StateError::NotACheckpoint(path.display().to_string());
+    if path.is_file() {
+        return match path.file_name() {
+            Some(name) if name == METADATA_FILE => load_dir(&path).map(|c| (c, Vec::new())),
+            _ => Err(not_one()),
+        };
+    }
+    if !path.is_dir() {
+        return Err(not_one());
+    }
+    if path.join(METADATA_FILE).exists() {
+        return load_dir(&path).map(|c| (c, Vec::new()));
+    }
+    let storage = FsCheckpointStorage::new(&path);
+    if !storage.completed()?.is_empty() {
+        return newest_of(&storage);
+    }
+    // A checkpoint directory holding several jobs' directories (every run
+    // of a job gets a new id): the newest checkpoint of them all.
+    let mut newest: Option<(LoadedCheckpoint, Vec<Skipped>)> = None;
+    let entries = fs::read_dir(&path).map_err(|e| io_error(&path, e))?;
+    for entry in entries.flatten() {
+        let job = FsCheckpointStorage::new(entry.path());
+        if !entry.path().is_dir() || job.completed().map(|ids| ids.is_empty()).unwrap_or(true) {
+            continue;
+        }
+        let (candidate, skipped) = newest_of(&job)?;
+        let newer = newest
+            .as_ref()
+            .is_none_or(|(best, _)| candidate.metadata.timestamp_ms > best.metadata.timestamp_ms);
+        if newer {
+            newest = Some((candidate, skipped));
         }
     }
-    load_dir(&path).map(|c| (c, Vec::new()))
+    newest.ok_or_else(not_one)
+}
+
+/// The newest checkpoint of `storage` that verifies.
+fn newest_of(
+    storage: &FsCheckpointStorage,
+) -> Result<(LoadedCheckpoint, Vec<Skipped>), StateError> {
+    let (latest, skipped) = load_latest(storage)?;
+    match latest {
+        Some(c) => Ok((c, skipped)),
+        None => Err(skipped.into_iter().next().map_or_else(
+            || StateError::Corrupt("no checkpoint verifies".into()),
+            |(_, e)| e,
+        )),
+    }
 }
 
 fn load_dir(path: &Path) -> Result<LoadedCheckpoint, StateError> {
@@ -703,5 +744,59 @@ mod tests {
         assert!(storage.completed()?.is_empty());
         let _ = fs::remove_dir_all(&dir);
         Ok(())
+    }
+
+    #[test]
+    fn a_directory_of_jobs_gives_the_newest_checkpoint_of_them_all() -> Result<(), StateError> {
+        let root = std::env::temp_dir().join(format!("weir-chk-jobs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let older = FsCheckpointStorage::new(root.join("aaaa"));
+        let newer = FsCheckpointStorage::new(root.join("bbbb"));
+        // The newer job has the lower checkpoint id: time decides, not ids
+        // nor directory names.
+        let write = |storage: &FsCheckpointStorage, id: u64, timestamp_ms: i64| {
+            let mut meta = metadata(id, Vec::new());
+            meta.timestamp_ms = timestamp_ms;
+            storage.write_metadata(id, &encode_metadata(&meta)?)
+        };
+        write(&newer, 2, 2_000)?;
+        write(&older, 9, 1_000)?;
+        let (loaded, _) = load_path(&root)?;
+        assert_eq!(loaded.metadata.checkpoint_id, 2);
+        assert!(loaded.location.contains("bbbb"), "{}", loaded.location);
+        let _ = fs::remove_dir_all(&root);
+        Ok(())
+    }
+
+    #[test]
+    fn what_is_no_checkpoint_is_named_as_such() {
+        let dir = std::env::temp_dir().join(format!("weir-chk-none-{}", std::process::id()));
+        fs::create_dir_all(dir.join("empty-subdir")).expect("dir");
+        let file = dir.join("notes.txt");
+        fs::write(&file, b"x").expect("file");
+        for path in [dir.join("missing"), file, dir.clone()] {
+            let err = load_path(&path).err().map(|e| e.to_string());
+            let wanted = format!("not a checkpoint or savepoint: {}", path.display());
+            assert!(
+                err.as_deref().is_some_and(|e| e.starts_with(&wanted)),
+                "{err:?}"
+            );
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn locations_are_absolute_uris() {
+        let here = std::env::current_dir().expect("working directory");
+        let savepoint = SavepointStorage::new("sp/savepoint-1").location(1);
+        assert_eq!(
+            savepoint,
+            format!("file://{}", here.join("sp/savepoint-1").display())
+        );
+        let checkpoint = FsCheckpointStorage::new("chk/job").location(3);
+        assert_eq!(
+            checkpoint,
+            format!("file://{}", here.join("chk/job/chk-3").display())
+        );
     }
 }

@@ -26,6 +26,14 @@ pub enum StateError {
         /// The version this build writes.
         expected: u8,
     },
+    /// A path given to restore from is none of the things a checkpoint or
+    /// savepoint can be given as.
+    #[error(
+        "not a checkpoint or savepoint: {0} (expected a savepoint or checkpoint directory \
+         holding _metadata, its _metadata file, or a checkpoint directory of jobs: \
+         <dir>/<job-id>/chk-<n>)"
+    )]
+    NotACheckpoint(String),
     /// A checkpoint file failed verification (bad magic, version,
     /// length or checksum).
     #[error("corrupt checkpoint data: {0}")]

@@ -25,6 +25,8 @@ pub struct ParameterTool {
     values: BTreeMap<String, Option<String>>,
     positional: Vec<String>,
     requested: Arc<Mutex<BTreeSet<String>>>,
+    /// Whether the job asked for its positional arguments.
+    positional_requested: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl PartialEq for ParameterTool {
@@ -134,6 +136,14 @@ impl ParameterTool {
     /// One warning per argument the job did not read, naming the engine
     /// flag it resembles when there is one.
     pub(crate) fn unrequested_warnings(&self) -> Vec<String> {
+        let positional_read = self
+            .positional_requested
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let unread_positional = self
+            .positional
+            .iter()
+            .filter(|_| !positional_read)
+            .map(|arg| format!("argument '{arg}' was not used by the job"));
         self.unrequested()
             .into_iter()
             .map(|key| {
@@ -147,11 +157,14 @@ impl ParameterTool {
                     None => format!("argument --{key} was not used by the job"),
                 }
             })
+            .chain(unread_positional)
             .collect()
     }
 
     /// Arguments that were neither keys nor values.
     pub fn positional(&self) -> &[String] {
+        self.positional_requested
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         &self.positional
     }
 }
@@ -232,7 +245,17 @@ mod tests {
 
     #[test]
     fn arguments_the_job_never_read_are_reported() {
-        let a = EngineArgs::parse(["--input", "x", "--paralelism", "2", "--verbose"]).unwrap();
+        let a = EngineArgs::parse([
+            "--from-savepoint",
+            "/chk/job-a/",
+            "/chk/job-b/",
+            "--input",
+            "x",
+            "--paralelism",
+            "2",
+            "--verbose",
+        ])
+        .unwrap();
         let job = a.job.clone();
         assert_eq!(job.get("input"), Some("x"));
         // Clones share what was asked for.
@@ -241,8 +264,13 @@ mod tests {
         let warnings = a.job.unrequested_warnings();
         assert_eq!(
             warnings,
-            vec!["argument --paralelism was not used by the job (did you mean --parallelism?)"]
+            vec![
+                "argument --paralelism was not used by the job (did you mean --parallelism?)",
+                "argument '/chk/job-b/' was not used by the job"
+            ]
         );
+        assert_eq!(a.job.positional(), ["/chk/job-b/"]);
+        assert!(a.job.unrequested_warnings().len() == 1);
     }
 
     #[test]

@@ -494,9 +494,14 @@ impl StreamExecutionEnvironment {
             // without periodic checkpoints, as in Flink.
             job.savepoints_without_checkpointing = crate::rest::configured(&state.config);
             if let Some(path) = &state.from_savepoint {
-                let (loaded, skipped) = load_path(path).map_err(|e| Error::Restore {
-                    path: path.clone(),
-                    reason: e.to_string(),
+                let (loaded, skipped) = load_path(path).map_err(|e| match e {
+                    weir_state::StateError::NotACheckpoint(_) => {
+                        Error::Config(format!("--from-savepoint: {e}"))
+                    }
+                    other => Error::Restore {
+                        path: path.clone(),
+                        reason: other.to_string(),
+                    },
                 })?;
                 for (id, why) in skipped {
                     eprintln!("weir: skipping checkpoint {id}: {why}");

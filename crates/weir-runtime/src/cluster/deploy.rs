@@ -550,7 +550,8 @@ impl<'g> Plan<'g> {
             if let Some(op) = meta.operators.iter().find(|o| !ids.contains(&o.id)) {
                 return Err(JobError::InvalidJob(format!(
                     "{} holds state of operator '{}' (id {}) that the job does not have; \
-                     set uids that match, or allow non-restored state to drop it",
+                     set uids that match, or drop that state with -n / \
+                     --allow-non-restored-state",
                     checkpoint.location, op.name, op.id
                 )));
             }

@@ -379,6 +379,30 @@ fn restoring_a_corrupt_checkpoint_names_the_bad_file() {
 }
 
 #[test]
+fn restoring_from_what_is_no_checkpoint_says_so() {
+    let dir = temp_dir("no-checkpoint");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("passwd");
+    std::fs::write(&file, b"root:x:0:0").expect("write");
+    for path in [dir.join("missing"), file] {
+        let env = StreamExecutionEnvironment::new();
+        env.set_from_savepoint(&path);
+        counting_job(&env, 10, 1e9, None);
+        let err = env
+            .execute("restore")
+            .expect_err("no checkpoint")
+            .to_string();
+        let wanted = format!(
+            "--from-savepoint: not a checkpoint or savepoint: {}",
+            path.display()
+        );
+        assert!(err.contains(&wanted), "{err}");
+        assert!(!err.contains("/_metadata"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn state_of_an_unknown_operator_is_refused_unless_allowed() {
     let dir = temp_dir("unclaimed");
     let env = StreamExecutionEnvironment::new();
@@ -398,6 +422,10 @@ fn state_of_an_unknown_operator_is_refused_unless_allowed() {
     };
     let err = job(false).expect_err("unclaimed state");
     assert!(err.to_string().contains("does not have"), "{err}");
+    assert!(
+        err.to_string().contains("-n / --allow-non-restored-state"),
+        "{err}"
+    );
     job(true).expect("allowed to drop it");
     let _ = std::fs::remove_dir_all(&dir);
 }
