@@ -105,14 +105,22 @@ where
             + Sync
             + 'static,
     {
-        let lower = self.lower_ms + i64::from(self.lower_exclusive);
-        let upper = self.upper_ms - i64::from(self.upper_exclusive);
         let env = self.join.left.as_stream().env().clone();
-        if lower > upper {
+        // As Flink: the bounds are checked as given; exclusive bounds may
+        // then leave an empty range (`between(5, 5)` with one exclusive),
+        // which joins nothing.
+        if self.lower_ms > self.upper_ms {
             env.record_error(format!(
-                "interval join: lower bound {lower} ms is above upper bound {upper} ms"
+                "interval join: lower bound {} ms is above upper bound {} ms",
+                self.lower_ms, self.upper_ms
             ));
         }
+        let lower = self
+            .lower_ms
+            .saturating_add(i64::from(self.lower_exclusive));
+        let upper = self
+            .upper_ms
+            .saturating_sub(i64::from(self.upper_exclusive));
         let (k1, k2) = (
             self.join.left.key_selector(),
             self.join.right.key_selector(),

@@ -166,7 +166,9 @@ where
                 continue;
             }
             let key = (self.key1)(&r.value);
-            if let Some(others) = self.right.get(&key) {
+            // An empty range (exclusive bounds around one point) joins
+            // nothing; `BTreeMap::range` would panic on it.
+            if let Some(others) = self.right.get(&key).filter(|_| self.lower <= self.upper) {
                 let records = out.records();
                 for (&other_ts, bs) in
                     others.range(ts.saturating_add(self.lower)..=ts.saturating_add(self.upper))
@@ -212,7 +214,7 @@ where
             }
             let key = (self.key2)(&r.value);
             // b meets a when a.ts + lower <= b.ts <= a.ts + upper.
-            if let Some(others) = self.left.get(&key) {
+            if let Some(others) = self.left.get(&key).filter(|_| self.lower <= self.upper) {
                 let records = out.records();
                 for (&other_ts, as_) in
                     others.range(ts.saturating_sub(self.upper)..=ts.saturating_sub(self.lower))

@@ -134,8 +134,29 @@ fn interval_join_honours_bounds_and_exclusions() -> anyhow::Result<()> {
         vec![(10, 10)]
     );
     assert_eq!(
-        interval_join(left, right, 0, 10, (false, false))?,
+        interval_join(left.clone(), right.clone(), 0, 10, (false, false))?,
         vec![(10, 10), (10, 12), (10, 15), (20, 30)]
+    );
+    // One point, excluded: valid bounds (checked before exclusivity, as
+    // Flink does) that join nothing, from either side.
+    assert_eq!(
+        interval_join(left.clone(), right.clone(), 5, 5, (true, false))?,
+        vec![]
+    );
+    assert_eq!(
+        interval_join(left.clone(), right.clone(), 0, 0, (true, true))?,
+        vec![]
+    );
+    assert_eq!(
+        interval_join(left.clone(), right.clone(), 0, 0, (false, false))?,
+        vec![(10, 10)]
+    );
+    let err = interval_join(left, right, 3, 2, (false, false))
+        .expect_err("lower above upper")
+        .to_string();
+    assert!(
+        err.contains("lower bound 3 ms is above upper bound 2 ms"),
+        "{err}"
     );
     Ok(())
 }
