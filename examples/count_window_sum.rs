@@ -18,7 +18,7 @@ use weir::prelude::*;
 use weir_examples::{int, text_input, LineParser};
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("count_window_sum.rs"), true)?;
     let mut parser = LineParser::new(|line: &str| int(line, "number"));
     text_input(&env)?
         .flat_map(move |line: String, out: &mut Collector<i64>| {

@@ -154,7 +154,7 @@ fn pairs(
 }
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("dynamic_rules.rs"), true)?;
     let args = env.args();
     let delay =
         std::time::Duration::from_millis(args.get_parsed("delay-ms")?.unwrap_or(50).min(100));

@@ -40,7 +40,7 @@ struct Reading {
 }
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("event_time_window_sum.rs"), true)?;
     let mut parser = LineParser::new(|line: &str| {
         let f = fields(line, 3)?;
         Ok(Reading {

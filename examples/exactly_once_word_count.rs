@@ -60,7 +60,7 @@ impl MapFunction<String, (u64, String)> for LineClock {
 }
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("exactly_once_word_count.rs"), true)?;
     let args = env.args();
     let input = args.required("input")?;
     let output = std::path::PathBuf::from(args.required("output")?);

@@ -66,7 +66,7 @@ impl KeyedProcessFunction<String, Reading, String> for RunningMax {
 }
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("keyed_state_max.rs"), true)?;
     let mut parser = LineParser::new(|line: &str| {
         let f = fields(line, 3)?;
         Ok(Reading {

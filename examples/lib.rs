@@ -175,6 +175,54 @@ impl<F> LineParser<F> {
     }
 }
 
+/// The usage an example prints for `--help`: its `//!` header (the module
+/// doc of `source`, the example's own text), then the engine's flags.
+pub fn usage(source: &str) -> String {
+    let mut text = String::new();
+    let mut in_code = false;
+    for line in source.lines() {
+        let Some(doc) = line.strip_prefix("//!") else {
+            break;
+        };
+        let doc = doc.strip_prefix(' ').unwrap_or(doc);
+        if doc.starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            text.push_str("    ");
+        }
+        text.push_str(doc);
+        text.push('\n');
+    }
+    text.push_str(
+        "\nEngine flags: -p N (parallelism), -D key=value (configuration, Flink's keys), \
+         --config FILE (YAML),\n--from-savepoint PATH / -s PATH, \
+         --allow-non-restored-state / -n, --help / -h.\n",
+    );
+    text
+}
+
+/// The environment of an example from its command line. `--help` or `-h`
+/// prints the example's usage ([`usage`] of its `source`) and exits 0;
+/// with no arguments at all an example that `needs_arguments` prints it on
+/// stderr and exits 2 instead of guessing where its input is.
+pub fn environment(
+    source: &str,
+    needs_arguments: bool,
+) -> anyhow::Result<StreamExecutionEnvironment> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{}", usage(source));
+        std::process::exit(0);
+    }
+    if args.is_empty() && needs_arguments {
+        eprint!("{}", usage(source));
+        std::process::exit(2);
+    }
+    Ok(StreamExecutionEnvironment::from_args_iter(args)?)
+}
+
 /// The examples' input: `--input FILE` (bounded), or a socket with
 /// `--host HOST --port PORT` (default localhost:9999), the `nc -lk 9999`
 /// workflow of Flink's tutorials.

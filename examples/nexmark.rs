@@ -23,7 +23,7 @@ fn print<T: Debug + Clone + Send + 'static>(stream: DataStream<T>) {
 }
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("nexmark.rs"), false)?;
     let args = env.args();
     let query = args.get_or("query", "q5").to_string();
     let events: u64 = args.get_parsed("events")?.unwrap_or(100_000);

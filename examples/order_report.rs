@@ -60,8 +60,7 @@ fn parse(line: &str) -> Result<Order, String> {
 }
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
-    env.set_parallelism(1);
+    let env = weir_examples::environment(include_str!("order_report.rs"), true)?;
     let late = OutputTag::<Order>::new("late-order");
     let mut parser = LineParser::new(parse);
 
@@ -72,10 +71,14 @@ fn main() -> anyhow::Result<()> {
             }
         })
         .set_parallelism(1)
+        // One watermark generator over the whole input, as the parsing:
+        // which orders are late then does not depend on `-p`, which sets
+        // the parallelism of the windows and the sinks.
         .assign_timestamps_and_watermarks(
             bounded_out_of_orderness(&env, Duration::from_secs(2))
                 .with_timestamp_assigner(|o: &Order, _| o.time_ms),
         )
+        .set_parallelism(1)
         .key_by(|o| o.user_id.clone())
         .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
         .allowed_lateness(Duration::from_secs(3))

@@ -48,7 +48,7 @@ impl KeyedProcessFunction<u8, String, String> for RunningTotal {
 }
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("running_total_word_count.rs"), true)?;
     text_input(&env)?
         .flat_map(|line: String, out: &mut Collector<String>| {
             for word in line

@@ -24,7 +24,7 @@ use weir::prelude::*;
 use weir_examples::key_value_pairs;
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("session_window.rs"), true)?;
     key_value_pairs(&env)?
         .window_all(ProcessingTimeSessionWindows::with_gap(Duration::from_secs(
             5,

@@ -19,7 +19,7 @@ use weir::prelude::*;
 use weir_examples::key_value_pairs;
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("sliding_window_sum.rs"), true)?;
     key_value_pairs(&env)?
         .key_by(|(key, _)| key.clone())
         .window(SlidingProcessingTimeWindows::of(

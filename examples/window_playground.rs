@@ -135,7 +135,7 @@ fn time_line(key: &str, w: &TimeWindow, (count, sum): (i64, i64)) -> String {
 }
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("window_playground.rs"), true)?;
     env.set_parallelism(1)
         .set_auto_watermark_interval(Duration::ZERO);
     let args = env.args();

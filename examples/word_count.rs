@@ -31,7 +31,7 @@
 use weir::prelude::*;
 
 fn main() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::from_args()?;
+    let env = weir_examples::environment(include_str!("word_count.rs"), true)?;
     let args = env.args();
     let text = match (args.get("input"), args.get("port")) {
         (Some(path), _) => env.read_text_file(path),

@@ -38,6 +38,53 @@ fn run(name: &str, input: &str, extra: &[&str]) -> (String, String) {
     )
 }
 
+/// Every example binary.
+const EXAMPLES: [&str; 13] = [
+    "order_report",
+    "word_count",
+    "tumbling_window_sum",
+    "sliding_window_sum",
+    "count_window_sum",
+    "session_window",
+    "event_time_window_sum",
+    "keyed_state_max",
+    "dynamic_rules",
+    "running_total_word_count",
+    "exactly_once_word_count",
+    "nexmark",
+    "window_playground",
+];
+
+#[test]
+fn every_example_answers_help_with_its_usage() {
+    for name in EXAMPLES {
+        for flag in ["--help", "-h"] {
+            let out = Command::new(example(name))
+                .arg(flag)
+                .output()
+                .expect("run example");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{name} {flag}: {:?}", out.status);
+            // Its own run command, and the engine's flags.
+            assert!(
+                stdout.contains(&format!("--example {name}")),
+                "{name} {flag}:\n{stdout}"
+            );
+            assert!(stdout.contains("-D key=value"), "{name} {flag}:\n{stdout}");
+        }
+        if name == "nexmark" {
+            continue; // runs its defaults without arguments
+        }
+        // Without arguments: the usage, not a guess at where input is.
+        let out = Command::new(example(name)).output().expect("run example");
+        assert_eq!(out.status.code(), Some(2), "{name} without arguments");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!("--example {name}")),
+            "{name} without arguments"
+        );
+    }
+}
+
 /// `(key,n)` lines summed per key.
 fn totals(stdout: &str) -> BTreeMap<String, i64> {
     let mut t = BTreeMap::new();
@@ -49,10 +96,7 @@ fn totals(stdout: &str) -> BTreeMap<String, i64> {
     t
 }
 
-#[test]
-fn order_report_fires_refires_and_sends_late_orders_aside() {
-    let (stdout, stderr) = run("order_report", "orders.csv", &[]);
-    let expected = "\
+const ORDER_REPORT: &str = "\
 user alice [2024-05-01 10:00:00, 10:00:10): 3 orders, total 35.50 (o1, o3, o5)
 user bob [2024-05-01 10:00:00, 10:00:10): 1 order, total 8.00 (o2)
 user bob [2024-05-01 10:00:00, 10:00:10): 2 orders, total 10.00 (o2, o7)
@@ -62,6 +106,11 @@ user carol [2024-05-01 10:00:10, 10:00:20): 1 order, total 40.00 (o6)
 user alice [2024-05-01 10:00:10, 10:00:20): 1 order, total 7.75 (o8)
 user bob [2024-05-01 10:00:20, 10:00:30): 1 order, total 9.99 (o10)
 ";
+
+#[test]
+fn order_report_fires_refires_and_sends_late_orders_aside() {
+    let (stdout, stderr) = run("order_report", "orders.csv", &[]);
+    let expected = ORDER_REPORT;
     // Windows of different users firing at the same watermark may come in
     // any order; each user's lines keep theirs.
     let sorted = |s: &str| {
@@ -79,6 +128,32 @@ user bob [2024-05-01 10:00:20, 10:00:30): 1 order, total 9.99 (o10)
         stderr.contains("skipping line 12: expected 4 comma-separated fields"),
         "{stderr}"
     );
+}
+
+#[test]
+fn order_report_gives_the_same_report_at_parallelism_3() {
+    let (stdout, _) = run("order_report", "orders.csv", &["-p", "3"]);
+    // Sinks at parallelism 3 print Flink's subtask prefixes: `2> …`,
+    // `late:1> …`.
+    let mut prefixes = std::collections::BTreeSet::new();
+    let mut lines: Vec<String> = stdout
+        .lines()
+        .map(|line| {
+            let (head, rest) = line.split_once("> ").expect("a prefixed line");
+            let (tag, subtask) = head.split_once(':').unwrap_or(("", head));
+            prefixes.insert(subtask.parse::<u32>().expect("a subtask number"));
+            match tag {
+                "" => rest.to_string(),
+                tag => format!("{tag}> {rest}"),
+            }
+        })
+        .collect();
+    lines.sort_unstable();
+    let mut expected: Vec<&str> = ORDER_REPORT.lines().collect();
+    expected.sort_unstable();
+    assert_eq!(lines, expected);
+    assert!(prefixes.iter().all(|p| (1..=3).contains(p)), "{prefixes:?}");
+    assert!(prefixes.len() > 1, "all windows in one subtask: {stdout}");
 }
 
 #[test]

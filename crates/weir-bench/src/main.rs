@@ -36,8 +36,58 @@ fn event(i: u64) -> Event {
 
 mod nexmark;
 
+/// Every job `weir-bench job --name` runs.
+const JOBS: &[&str] = &[
+    "chained",
+    "keyed-sum",
+    "tumbling",
+    "sliding",
+    "session",
+    "rocksdb-tumbling",
+    "window-buffers",
+    "rocksdb-window-buffers",
+    "value-state-10k",
+    "value-state-1m",
+    "map-state",
+    "rocksdb-value-state-10k",
+    "rocksdb-value-state-1m",
+    "rocksdb-value-state-10m",
+    "rocksdb-map-state",
+];
+
+fn usage() -> String {
+    format!(
+        "End-to-end benchmarks of whole Weir jobs: events/s, latency, peak RSS.
+
+usage: weir-bench stateless|windows|state|checkpoints [--events N]
+       weir-bench restore [--keys N]
+       weir-bench job --name JOB [--parallelism P] [--events N] [--checkpoint-interval D]
+       weir-bench nexmark (--query qN | --all) [--events N] [--parallelism P] [--pool N] [--input FILE]
+       weir-bench nexmark --write-events FILE [--events N]
+       weir-bench baseline [--events N]
+
+jobs: {}
+queries: {}
+
+examples:
+  cargo run --release -p weir-bench -- stateless --events 50000000
+  cargo run --release -p weir-bench -- job --name tumbling --parallelism 2
+  cargo run --release -p weir-bench -- nexmark --query q5 --events 10000000
+",
+        JOBS.join(", "),
+        weir_nexmark::queries::QUERIES.join(", ")
+    )
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args
+        .iter()
+        .any(|a| a == "--help" || a == "-h" || a == "help")
+    {
+        print!("{}", usage());
+        return Ok(());
+    }
     let params = ParameterTool::from_args(args.iter().skip(1).cloned());
     let events: u64 = params.get_parsed("events")?.unwrap_or(50_000_000);
     match args.first().map(String::as_str) {
@@ -77,14 +127,12 @@ fn main() -> anyhow::Result<()> {
             println!("baseline {rate:.0}");
             Ok(())
         }
-        _ => {
-            eprintln!("usage: weir-bench stateless|windows|state|checkpoints [--events N]");
-            eprintln!("       weir-bench restore [--keys N]");
-            eprintln!(
-                "       weir-bench job --name chained|keyed-sum [--parallelism P] [--events N]"
-            );
-            eprintln!("       weir-bench baseline [--events N]");
-            bail!("unknown or missing benchmark")
+        other => {
+            eprint!("{}", usage());
+            match other {
+                Some(name) => bail!("unknown benchmark '{name}'"),
+                None => bail!("which benchmark? (see above)"),
+            }
         }
     }
 }
@@ -325,7 +373,7 @@ fn run_job(
             configure_rocksdb(&env)?;
             state_job(&env, name.trim_start_matches("rocksdb-"), events);
         }
-        other => bail!("unknown job {other}"),
+        other => bail!("unknown job {other}; one of {}", JOBS.join(", ")),
     }
     let start = Instant::now();
     let result = env.execute(name)?;
