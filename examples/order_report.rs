@@ -49,6 +49,8 @@ impl std::fmt::Display for Order {
     }
 }
 
+print_with_display!(Order);
+
 fn parse(line: &str) -> Result<Order, String> {
     let f = fields(line, 4)?;
     Ok(Order {

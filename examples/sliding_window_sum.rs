@@ -27,7 +27,6 @@ fn main() -> anyhow::Result<()> {
             Duration::from_secs(5),
         ))
         .sum(|(_, n)| n)
-        .map(|(key, sum): (String, i64)| format!("({key},{sum})"))
         .print();
     env.execute("SlidingWindowSum")?;
     Ok(())

@@ -29,7 +29,6 @@ fn main() -> anyhow::Result<()> {
         .key_by(|(key, _)| key.clone())
         .window(TumblingProcessingTimeWindows::of(Duration::from_secs(5)))
         .sum(|(_, n)| n)
-        .map(|(key, sum): (String, i64)| format!("({key},{sum})"))
         .print();
     env.execute("TumblingWindowSum")?;
     Ok(())

@@ -46,6 +46,7 @@ fn main() -> anyhow::Result<()> {
         }
     };
 
+    // Tuples print as Flink prints them: (to,2).
     let counts = text
         .flat_map(|line: String, out: &mut Collector<(String, i64)>| {
             for word in line
@@ -57,8 +58,7 @@ fn main() -> anyhow::Result<()> {
         })
         .name("Tokenizer")
         .key_by(|(word, _)| word.clone())
-        .sum(|(_, count)| count)
-        .map(|(word, count): (String, i64)| format!("({word},{count})"));
+        .sum(|(_, count)| count);
 
     match args.get("output") {
         Some(path) => {

@@ -4,6 +4,7 @@
 
 mod checkpoints;
 mod jobs;
+mod new_project;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -110,6 +111,24 @@ enum Command {
     /// Checkpoints and savepoints.
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
+    /// Creates a Cargo project with a Weir job (a word count), a test of
+    /// it, and how to run both.
+    ///
+    /// Examples:
+    ///   weir new my-job && cd my-job && cargo test
+    ///   weir new my-job --weir-path ~/src/weir/crates/weir
+    #[command(verbatim_doc_comment)]
+    New {
+        /// The project's name (its directory and package).
+        name: String,
+        /// Where the project's directory goes.
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// The weir crate the project depends on (default: the source tree
+        /// this command was built from).
+        #[arg(long, value_name = "PATH")]
+        weir_path: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -158,6 +177,11 @@ fn main() -> ExitCode {
         } => jobs::stop(&target.client(), &job_id, savepoint_path.as_deref(), drain),
         Command::Cancel { job_id, target } => jobs::cancel(&target.client(), &job_id),
         Command::Checkpoint(CheckpointCommand::Inspect { path }) => inspect(&path),
+        Command::New {
+            name,
+            dir,
+            weir_path,
+        } => new_project::create(&name, &dir, weir_path),
     };
     match result {
         Ok(code) => code,

@@ -91,7 +91,8 @@ pub mod prelude {
         ReadOnlyContext, ReduceFunction, RuntimeContext, SinkContext, SinkFunction, SourceContext,
         SourceFunction, SourceStatus, TimeDomain, TimerService,
     };
-    pub use crate::sink::DiscardingSink;
+    pub use crate::print_with_display;
+    pub use crate::sink::{DiscardingSink, PrintFormat};
     pub use crate::source::{GeneratorSource, SocketTextSource, SplitContext, SplitSourceFunction};
     pub use crate::watermark::{
         BoundedOutOfOrderness, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,

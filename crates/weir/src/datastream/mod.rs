@@ -17,7 +17,6 @@ pub use interval_join::{IntervalJoin, IntervalJoined, ProcessJoinContext};
 pub use join::{CoGroup, Join, JoinEqualTo, JoinWhere, JoinWindow, JoinedStreams, TaggedUnion};
 pub use keyed::KeyedStream;
 
-use std::fmt::Display;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::path::Path;
@@ -35,7 +34,7 @@ use crate::functions::{
 use crate::operators::{
     FilterOperator, FlatMapOperator, MapOperator, ProcessOperator, SinkOperator,
 };
-use crate::sink::{CollectSink, PrintSink, PrintTarget, TextFileSink};
+use crate::sink::{CollectSink, PrintFormat, PrintSink, PrintTarget, TextFileSink};
 use crate::watermark::{TimestampsAndWatermarksOperator, WatermarkStrategy};
 use crate::window::{
     AllWindowedStream, CountEvictor, CountTrigger, GlobalWindow, GlobalWindows, PurgingTrigger,
@@ -300,7 +299,7 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     /// Prints every record to standard output, as Flink's `print()`.
     pub fn print(&self) -> DataStreamSink
     where
-        T: Display,
+        T: PrintFormat,
     {
         self.add_named_sink(
             "Print to Std. Out",
@@ -311,7 +310,7 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     /// Prints every record to standard output after `prefix`.
     pub fn print_with_prefix(&self, prefix: &str) -> DataStreamSink
     where
-        T: Display,
+        T: PrintFormat,
     {
         let sink = PrintSink::new(PrintTarget::Stdout, Some(prefix.to_string()));
         self.add_named_sink("Print to Std. Out", sink)
@@ -320,7 +319,7 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     /// Prints every record to standard error.
     pub fn print_to_err(&self) -> DataStreamSink
     where
-        T: Display,
+        T: PrintFormat,
     {
         self.add_named_sink(
             "Print to Std. Err",
@@ -331,7 +330,7 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     /// Prints every record to standard error after `prefix`.
     pub fn print_to_err_with_prefix(&self, prefix: &str) -> DataStreamSink
     where
-        T: Display,
+        T: PrintFormat,
     {
         let sink = PrintSink::new(PrintTarget::Stderr, Some(prefix.to_string()));
         self.add_named_sink("Print to Std. Err", sink)
@@ -341,7 +340,7 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     /// per-subtask files when the sink's parallelism is above 1).
     pub fn write_as_text(&self, path: impl AsRef<Path>) -> DataStreamSink
     where
-        T: Display,
+        T: PrintFormat,
     {
         self.add_named_sink("Text File Sink", TextFileSink::new(path.as_ref()))
     }

@@ -7,6 +7,7 @@
 mod collect;
 mod file;
 mod print;
+mod print_format;
 mod text_file;
 mod two_phase_commit;
 mod write_ahead;
@@ -14,6 +15,7 @@ mod write_ahead;
 pub use collect::CollectSink;
 pub use file::{FileSink, PartFile, PartFiles, RollingPolicy, RowFileWriter};
 pub use print::{PrintSink, PrintTarget};
+pub use print_format::{PrintFormat, Printed};
 pub use text_file::TextFileSink;
 pub use two_phase_commit::{TwoPhaseCommit, TwoPhaseCommitSink};
 pub use write_ahead::{WriteAheadSink, WriteAheadWriter};

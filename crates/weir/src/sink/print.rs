@@ -1,11 +1,11 @@
 //! Printing records, formatted as Flink's `print()` does.
 
-use std::fmt::Display;
 use std::io::Write;
 use std::marker::PhantomData;
 
 use weir_runtime::element::StreamRecord;
 
+use super::print_format::{PrintFormat, Printed};
 use crate::functions::{FunctionResult, RuntimeContext, SinkContext, SinkFunction};
 
 /// Standard output or standard error.
@@ -58,7 +58,7 @@ pub(crate) fn line_start(prefix: Option<&str>, index: u32, parallelism: u32) -> 
     }
 }
 
-impl<T: Display + Send + 'static> SinkFunction<T> for PrintSink<T> {
+impl<T: PrintFormat + Send + 'static> SinkFunction<T> for PrintSink<T> {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.line_start = line_start(self.prefix.as_deref(), ctx.subtask_index, ctx.parallelism);
         Ok(())
@@ -77,7 +77,7 @@ impl<T: Display + Send + 'static> SinkFunction<T> for PrintSink<T> {
         use std::fmt::Write as _;
         self.line.clear();
         for record in batch.drain(..) {
-            writeln!(self.line, "{}{}", self.line_start, record.value)?;
+            writeln!(self.line, "{}{}", self.line_start, Printed(&record.value))?;
         }
         // One write per batch, under one lock, so lines of parallel subtasks
         // never interleave mid-line.

@@ -1,6 +1,5 @@
 //! Writing records as lines of text (Flink's `writeAsText`).
 
-use std::fmt::Display;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::marker::PhantomData;
@@ -8,9 +7,11 @@ use std::path::PathBuf;
 
 use weir_runtime::element::StreamRecord;
 
+use super::print_format::{PrintFormat, Printed};
 use crate::functions::{FunctionResult, RuntimeContext, SinkContext, SinkFunction};
 
-/// Writes each record's `Display` form as a line. With parallelism 1 the
+/// Writes each record's print form ([`PrintFormat`]: as `print()` shows
+/// it) as a line. With parallelism 1 the
 /// sink writes the file `path`; with more, `path` is a directory holding one
 /// file per subtask named `1`, `2`, … (Flink's layout). Existing files are
 /// overwritten.
@@ -45,7 +46,7 @@ impl<T> TextFileSink<T> {
     }
 }
 
-impl<T: Display + Send + 'static> SinkFunction<T> for TextFileSink<T> {
+impl<T: PrintFormat + Send + 'static> SinkFunction<T> for TextFileSink<T> {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.file = if ctx.parallelism > 1 {
             std::fs::create_dir_all(&self.path)
@@ -61,7 +62,7 @@ impl<T: Display + Send + 'static> SinkFunction<T> for TextFileSink<T> {
     }
 
     fn invoke(&mut self, value: T, _ctx: &SinkContext) -> FunctionResult {
-        writeln!(self.writer()?, "{value}")?;
+        writeln!(self.writer()?, "{}", Printed(&value))?;
         Ok(())
     }
 
@@ -73,7 +74,7 @@ impl<T: Display + Send + 'static> SinkFunction<T> for TextFileSink<T> {
         let file = self.file.clone();
         let writer = self.writer()?;
         for record in batch.drain(..) {
-            writeln!(writer, "{}", record.value)
+            writeln!(writer, "{}", Printed(&record.value))
                 .map_err(|e| format!("writing '{}': {e}", file.display()))?;
         }
         Ok(())

@@ -135,6 +135,8 @@ impl std::fmt::Display for TimeWindow {
     }
 }
 
+crate::print_with_display!(TimeWindow);
+
 /// The one window of [`GlobalWindows`]: everything, never ending.
 #[derive(
     Debug,
