@@ -304,6 +304,79 @@ fn dynamic_rules_only_alerts_above_a_threshold() {
     }
 }
 
+/// The next connection to `listener`, or a failed test after a minute.
+fn accept_within(listener: &std::net::TcpListener) -> std::net::TcpStream {
+    listener.set_nonblocking(true).expect("non-blocking");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match listener.accept() {
+            Ok((conn, _)) => {
+                conn.set_nonblocking(false).expect("blocking");
+                return conn;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the job never connected"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
+#[test]
+fn dynamic_rules_alerts_once_a_rule_is_there() {
+    use std::io::{BufRead, Write};
+    let rules = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let readings = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = |l: &std::net::TcpListener| l.local_addr().expect("address").port().to_string();
+    let mut child = Command::new(example("dynamic_rules"))
+        .args(["--rules-port", &port(&rules), "--port", &port(&readings)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run example");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut rules_conn = accept_within(&rules);
+    let mut readings_conn = accept_within(&readings);
+    rules_conn.write_all(b"temp-1,30\n").expect("send a rule");
+    // The rule and the readings race, as in Flink: send a reading above
+    // the threshold until the rule has reached the keyed side.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let first_alert = loop {
+        readings_conn
+            .write_all(b"temp-1,25\ntemp-1,35\n")
+            .expect("send");
+        if let Ok(line) = lines.recv_timeout(std::time::Duration::from_millis(200)) {
+            break line;
+        }
+        assert!(std::time::Instant::now() < deadline, "no alert");
+    };
+    // Below the threshold never alerts; the first alert is the first.
+    assert_eq!(first_alert, "ALERT temp-1: 35 > 30 (alert #1)");
+    drop(rules_conn);
+    drop(readings_conn);
+    let status = child.wait().expect("the job ends with its inputs");
+    assert!(status.success());
+    let rest: Vec<String> = lines.try_iter().collect();
+    reader.join().expect("reader");
+    let rest: Vec<String> = rest.into_iter().chain(lines.try_iter()).collect();
+    for (n, line) in rest.iter().enumerate() {
+        assert_eq!(line, &format!("ALERT temp-1: 35 > 30 (alert #{})", n + 2));
+    }
+}
+
 #[test]
 fn nexmark_runs_a_query_over_the_generator_and_over_json_lines() {
     let generated = Command::new(example("nexmark"))

@@ -301,6 +301,11 @@ impl StreamExecutionEnvironment {
         self.state().job.auto_watermark_interval
     }
 
+    /// Where keyed state lives.
+    pub fn get_state_backend(&self) -> StateBackend {
+        self.state().job.state_backend.clone()
+    }
+
     /// Sets where keyed state lives (Flink's `state.backend.type`).
     pub fn set_state_backend(&self, backend: StateBackend) -> &Self {
         self.state().job.state_backend = backend;

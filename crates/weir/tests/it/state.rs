@@ -184,16 +184,25 @@ fn keyed_state_outside_a_keyed_stream_is_a_clear_error() {
 
 #[test]
 fn the_backend_is_chosen_by_configuration() {
-    assert!(
-        StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=hashmap"]).is_ok()
+    let backend = |value: &str| {
+        StreamExecutionEnvironment::from_args_iter(["-D", &format!("state.backend.type={value}")])
+            .map(|env| env.get_state_backend().name())
+    };
+    assert_eq!(
+        StreamExecutionEnvironment::new().get_state_backend().name(),
+        "hashmap"
     );
-    let result = StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=lmdb"]);
-    assert!(matches!(result, Err(weir::Error::Config(_))));
-    let rocks = StreamExecutionEnvironment::from_args_iter(["-D", "state.backend.type=rocksdb"]);
+    assert_eq!(backend("hashmap").ok(), Some("hashmap"));
+    let err = backend("lmdb").expect_err("no such backend").to_string();
+    assert!(
+        err.contains("must be 'hashmap' or 'rocksdb', is 'lmdb'"),
+        "{err}"
+    );
     if cfg!(feature = "rocksdb") {
-        assert!(rocks.is_ok());
+        assert_eq!(backend("rocksdb").ok(), Some("rocksdb"));
+        assert_eq!(backend("RocksDB").ok(), Some("rocksdb"));
     } else {
-        assert!(matches!(rocks, Err(weir::Error::Config(_))));
+        assert!(matches!(backend("rocksdb"), Err(weir::Error::Config(_))));
     }
 }
 

@@ -120,24 +120,65 @@ fn timers_outside_a_keyed_stream_fail_the_job() {
     assert!(err.contains("only supported on keyed streams"), "{err}");
 }
 
+/// Emits `0..=last`, record `i` at processing time `i` ms of a manual
+/// clock, one record a poll, counting what it emitted.
+#[derive(Clone)]
+struct TickingNumbers {
+    clock: ManualClock,
+    next: i64,
+    last: i64,
+    emitted: Arc<std::sync::atomic::AtomicI64>,
+}
+
+impl SourceFunction<i64> for TickingNumbers {
+    fn poll_next(&mut self, ctx: &mut SourceContext<'_, i64>) -> FunctionResult<SourceStatus> {
+        if self.next > self.last {
+            return Ok(SourceStatus::Finished);
+        }
+        self.clock.set(self.next);
+        ctx.collect(self.next);
+        self.emitted
+            .store(self.next + 1, std::sync::atomic::Ordering::SeqCst);
+        self.next += 1;
+        Ok(SourceStatus::More)
+    }
+}
+
 #[test]
 fn bounded_out_of_orderness_emits_periodically_on_the_clock() -> anyhow::Result<()> {
-    // Records 0..=2000 ms; the generator's watermark is max - 100 - 1, and
-    // only the final watermark reaches the window when the clock stands
-    // still: every window fires at the end of input.
+    // Record i has timestamp i ms and comes at i ms of processing time.
+    // The generator's watermark (max - 100 - 1) goes out every 200 ms of
+    // processing time: 1099 at 1200 ms, which fires [0, 1000) while the
+    // source is still running, long before the end of input.
     let clock = ManualClock::new(0);
     let env = StreamExecutionEnvironment::new();
     env.set_clock(Arc::new(clock.clone()));
+    env.set_auto_watermark_interval(Duration::from_millis(200));
+    let emitted = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let source = TickingNumbers {
+        clock,
+        next: 0,
+        last: 2000,
+        emitted: Arc::clone(&emitted),
+    };
     let out = env
-        .from_sequence(0, 2000)
+        .add_source(source, "ticking")
         .assign_timestamps_and_watermarks(
             WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(100))
                 .with_timestamp_assigner(|x: &i64, _| *x),
         )
         .window_all(TumblingEventTimeWindows::of(Duration::from_secs(1)))
         .reduce(|a: i64, b: i64| a + b)
+        .map(move |sum: i64| (sum, emitted.load(std::sync::atomic::Ordering::SeqCst)))
         .execute_and_collect()?;
-    assert_eq!(out, vec![(0..1000).sum::<i64>(), (1000..2000).sum(), 2000]);
+    let sums: Vec<i64> = out.iter().map(|(sum, _)| *sum).collect();
+    assert_eq!(sums, vec![(0..1000).sum::<i64>(), (1000..2000).sum(), 2000]);
+    // Fired by the periodic watermark of 1200 ms, when 1201 records were out.
+    let (_, fired_at) = out[0];
+    assert!(
+        (1100..=1300).contains(&fired_at),
+        "fired after {fired_at} records"
+    );
     Ok(())
 }
 

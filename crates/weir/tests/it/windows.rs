@@ -362,7 +362,7 @@ fn delta_evictor_and_count_trigger() -> anyhow::Result<()> {
         // Count window of 1 fires and purges on every record; the evictor drops
         // nothing then. The purge keeps each window to its own record.
         assert_eq!(out, vec!["1", "2", "50", "51", "52", "3", "53"]);
-        let env = StreamExecutionEnvironment::new();
+        // The same environment (and backend) builds the next job.
         let out = env
             .from_elements(vec![1i64, 2, 50, 51, 3, 52])
             .window_all(GlobalWindows::create())
