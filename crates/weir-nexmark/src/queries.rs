@@ -616,3 +616,52 @@ pub fn q15(events: &DataStream<Event>) -> DataStream<DayStats> {
             },
         )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `hour` o'clock plus `minutes`, on some day, in ms since the epoch.
+    fn at(hour: i64, minutes: i64) -> i64 {
+        19_000 * 86_400_000 + hour * 3_600_000 + minutes * 60_000
+    }
+
+    #[test]
+    fn time_types_follow_the_hours_of_q14() {
+        // Nexmark's q14: HOUR 8..=18 is day, <= 6 or >= 20 night, the rest
+        // (7 and 19 o'clock) other.
+        for (hour, kind) in [
+            (0, "nightTime"),
+            (6, "nightTime"),
+            (7, "otherTime"),
+            (8, "dayTime"),
+            (18, "dayTime"),
+            (19, "otherTime"),
+            (20, "nightTime"),
+            (23, "nightTime"),
+        ] {
+            assert_eq!(time_type(at(hour, 0)), kind, "{hour}:00");
+            assert_eq!(time_type(at(hour, 59)), kind, "{hour}:59");
+        }
+        // Before the epoch the hour is still the hour of the day.
+        assert_eq!(time_type(-3_600_000), "nightTime"); // 23:00 the day before
+    }
+
+    #[test]
+    fn count_char_counts_occurrences() {
+        assert_eq!(count_char("", 'c'), 0);
+        assert_eq!(count_char("abc cc", 'c'), 3);
+        assert_eq!(count_char("CCC", 'c'), 0);
+    }
+
+    #[test]
+    fn price_ranks_follow_q15() {
+        // Rank 1 below 10 000, rank 2 below 1 000 000, rank 3 from there.
+        assert_eq!(price_rank(0), 1);
+        assert_eq!(price_rank(9_999), 1);
+        assert_eq!(price_rank(10_000), 2);
+        assert_eq!(price_rank(999_999), 2);
+        assert_eq!(price_rank(1_000_000), 3);
+        assert_eq!(price_rank(u64::MAX), 3);
+    }
+}

@@ -68,6 +68,13 @@ impl RocksDbStateBackend {
         }
     }
 
+    /// A fresh RocksDB instance as a bare [`KvStore`] (without the
+    /// write-back cache and key groups that [`open`](Self::open) puts
+    /// around it), for stores that wrap it.
+    pub fn open_store(&self, clock: SharedClock) -> Result<RocksDbKvStore, StateError> {
+        RocksDbKvStore::open(self, clock)
+    }
+
     /// Opens a fresh instance for one operator subtask's key groups.
     pub fn open(
         &self,

@@ -38,6 +38,13 @@ fn forward_keeps_records_in_their_subtask() -> anyhow::Result<()> {
         .map(Subtask::default())
         .execute_and_collect()?;
     // The sequence is split in halves; forward keeps each half in place.
+    assert_eq!(out.len(), 100);
+    assert_eq!(
+        (0..2)
+            .map(|s| out.iter().filter(|(d, _)| *d == s).count())
+            .collect::<Vec<_>>(),
+        vec![50, 50]
+    );
     for (down, (up, v)) in out {
         assert_eq!(down, up);
         assert_eq!(u32::from(v >= 50), up);
@@ -135,6 +142,10 @@ fn partition_custom_uses_the_users_function() -> anyhow::Result<()> {
         .map(Subtask::default())
         .set_parallelism(3)
         .execute_and_collect()?;
+    assert_eq!(
+        sorted(out.iter().map(|(_, v)| *v).collect()),
+        (0..100).collect::<Vec<_>>()
+    );
     for (down, v) in out {
         assert_eq!(down as i64, (v % 10) % 3);
     }
@@ -172,6 +183,10 @@ fn key_by_follows_a_changed_max_parallelism() -> anyhow::Result<()> {
         .key_by(|x: &i64| *x)
         .map(Subtask::default())
         .execute_and_collect()?;
+    assert_eq!(
+        sorted(out.iter().map(|(_, v)| *v).collect()),
+        (0..100).collect::<Vec<_>>()
+    );
     for (down, v) in out {
         let kg = assign_to_key_group(&v, 16);
         assert_eq!(down, operator_index_for_key_group(16, 3, kg));
