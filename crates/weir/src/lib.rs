@@ -98,7 +98,7 @@ pub mod prelude {
         BoundedOutOfOrderness, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
     };
     pub use crate::window::{
-        AggregateFunction, AllWindowedStream, ContinuousEventTimeTrigger,
+        AggregateFunction, AllWindowedStream, AssignerContext, ContinuousEventTimeTrigger,
         ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger, DeltaEvictor, Elements,
         EventTimeSessionWindows, EventTimeTrigger, GlobalWindow, GlobalWindows,
         ProcessWindowContext, ProcessWindowFunction, ProcessingTimeSessionWindows,

@@ -970,7 +970,20 @@ where
     }
 
     fn on_processing_time(&mut self, now: i64, out: &mut Output<O>) -> FunctionResult {
-        while let Some(timer) = self.processing_timers.pop_due(now) {
+        // At the end of input (`now` is the end of time) the timers pending
+        // then fire, but not the ones their firings register beyond them:
+        // a continuous trigger registers its next firing each time, and
+        // would fire forever.
+        let due = match now {
+            i64::MAX => self
+                .processing_timers
+                .iter()
+                .map(|t| t.timestamp)
+                .max()
+                .unwrap_or(now),
+            now => now,
+        };
+        while let Some(timer) = self.processing_timers.pop_due(due) {
             self.on_timer(timer.key, timer.namespace, timer.timestamp, false, out)?;
         }
         Ok(())

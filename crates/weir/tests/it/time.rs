@@ -599,3 +599,89 @@ fn a_finished_split_stops_holding_the_watermark_back() -> anyhow::Result<()> {
     assert_eq!(out.get(1), Some(&(10..=19).sum::<i64>()), "{out:?}");
     Ok(())
 }
+
+#[test]
+fn ingestion_time_stamps_records_with_the_sources_clock() -> anyhow::Result<()> {
+    let clock = ManualClock::new(0);
+    let env = StreamExecutionEnvironment::new();
+    env.set_clock(Arc::new(clock.clone()));
+    let source = ClockedSource {
+        clock,
+        script: vec![(1_000, "a"), (3_000, "b"), (6_000, "c"), (12_000, "d")],
+        next: 0,
+    };
+    let out = env
+        .add_source(source, "clocked")
+        .assign_timestamps_and_watermarks(WatermarkStrategy::for_ingestion_time())
+        .window_all(TumblingEventTimeWindows::of(Duration::from_secs(5)))
+        .apply(
+            |w: &TimeWindow, e: Elements<'_, String>, out: &mut Collector<'_, String>| {
+                let keys: Vec<String> = e.cloned().collect();
+                out.collect(format!("{}..{} {}", w.start, w.end, keys.join("")));
+            },
+        )
+        .execute_and_collect()?;
+    // Event time is the processing time each record entered the job.
+    assert_eq!(out, vec!["0..5000 ab", "5000..10000 c", "10000..15000 d"]);
+    Ok(())
+}
+
+#[test]
+fn a_continuous_processing_time_trigger_fires_on_the_clock() -> anyhow::Result<()> {
+    let clock = ManualClock::new(0);
+    let env = StreamExecutionEnvironment::new();
+    env.set_clock(Arc::new(clock.clone()));
+    let source = ClockedSource {
+        clock,
+        script: vec![(1_000, "a"), (3_000, "b"), (6_000, "c"), (12_000, "d")],
+        next: 0,
+    };
+    let out = env
+        .add_source(source, "clocked")
+        .window_all(GlobalWindows::create())
+        .trigger(ContinuousProcessingTimeTrigger::of(Duration::from_secs(5)))
+        .apply(
+            |_w: &GlobalWindow, e: Elements<'_, String>, out: &mut Collector<'_, String>| {
+                out.collect(e.cloned().collect::<Vec<_>>().join(""));
+            },
+        )
+        .execute_and_collect()?;
+    // Timers at 5 s and 10 s of processing time (the first record's time
+    // rounded up to the interval, then every interval); each fires when the
+    // clock has passed it, after the record that moved the clock, and
+    // keeps the contents. The end of input fires the pending 15 s timer
+    // once (as every processing-time timer then), not the ones it goes on
+    // registering.
+    assert_eq!(out, vec!["abc", "abcd", "abcd"]);
+    Ok(())
+}
+
+#[test]
+fn a_processing_time_trigger_fires_event_time_windows_by_the_clock() -> anyhow::Result<()> {
+    let clock = ManualClock::new(0);
+    let env = StreamExecutionEnvironment::new();
+    env.set_clock(Arc::new(clock.clone()));
+    let source = ClockedSource {
+        clock,
+        script: vec![(1_000, "a"), (3_000, "b"), (6_000, "c"), (11_000, "d")],
+        next: 0,
+    };
+    // Records stamped 0 ms of event time, no watermark before the end: only
+    // the clock can fire their window (at its end, 10 s, in processing
+    // time), which it does once it passed 10 s.
+    let out = env
+        .add_source(source, "clocked")
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::no_watermarks().with_timestamp_assigner(|_: &String, _| 0),
+        )
+        .window_all(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+        .trigger(ProcessingTimeTrigger::create())
+        .apply(
+            |w: &TimeWindow, e: Elements<'_, String>, out: &mut Collector<'_, String>| {
+                out.collect(format!("{}..{} {}", w.start, w.end, e.len()));
+            },
+        )
+        .execute_and_collect()?;
+    assert_eq!(out, vec!["0..10000 4"]);
+    Ok(())
+}

@@ -479,3 +479,155 @@ fn count_windows_per_key_in_parallel() -> anyhow::Result<()> {
     assert_eq!(sorted(out), vec![16, 20, 48, 52]);
     Ok(())
 }
+
+#[test]
+fn event_time_sessions_with_dynamic_gaps() -> anyhow::Result<()> {
+    each_backend(|env| {
+        // The value is the record's gap: sessions close `value` ms after it.
+        let out = events(
+            &env,
+            vec![
+                (0, 0, 100),
+                (0, 50, 100),
+                (1, 0, 5),
+                (1, 10, 5),
+                (0, 1_000, 10),
+                (0, 1_005, 10),
+            ],
+            2_000,
+        )
+        .key_by(|e| e.0)
+        .window(EventTimeSessionWindows::with_dynamic_gap(
+            |e: &(u8, i64, i64)| Duration::from_millis(e.2 as u64),
+        ))
+        .aggregate_with(SumCount, with_window(|w: &TimeWindow| (w.start, w.end)))
+        .execute_and_collect()?;
+        assert_eq!(
+            sorted(out),
+            vec![
+                (0, 0, 150, 200, 2),
+                (0, 1_000, 1_015, 20, 2),
+                (1, 0, 5, 5, 1),
+                (1, 10, 15, 5, 1),
+            ]
+        );
+        Ok(())
+    })
+}
+
+#[test]
+fn a_purging_trigger_empties_the_window_at_each_firing() -> anyhow::Result<()> {
+    let run = |purging: bool| -> anyhow::Result<Vec<i64>> {
+        let env = StreamExecutionEnvironment::new();
+        let windows = env.from_sequence(1, 5).window_all(GlobalWindows::create());
+        let windows = if purging {
+            windows.trigger(PurgingTrigger::of(CountTrigger::of(2)))
+        } else {
+            windows.trigger(CountTrigger::of(2))
+        };
+        Ok(windows
+            .reduce(|a: i64, b: i64| a + b)
+            .execute_and_collect()?)
+    };
+    // Every second record fires; purged, each firing sums its own two.
+    assert_eq!(run(true)?, vec![1 + 2, 3 + 4]);
+    assert_eq!(run(false)?, vec![1 + 2, 1 + 2 + 3 + 4]);
+    Ok(())
+}
+
+/// A user's trigger: fires (and purges) on a negative value, a punctuation
+/// that closes the key's batch.
+#[derive(Clone)]
+struct OnPunctuation;
+
+impl<W: Window> Trigger<(u8, i64, i64), W> for OnPunctuation {
+    fn on_element(
+        &mut self,
+        element: &(u8, i64, i64),
+        _timestamp: i64,
+        _window: &W,
+        ctx: &mut TriggerContext<'_>,
+    ) -> TriggerResult {
+        *ctx.state::<u64>() += 1;
+        if element.2 < 0 {
+            TriggerResult::FireAndPurge
+        } else {
+            TriggerResult::Continue
+        }
+    }
+    fn on_event_time(&mut self, _: i64, _: &W, _: &mut TriggerContext<'_>) -> TriggerResult {
+        TriggerResult::Continue
+    }
+    fn on_processing_time(&mut self, _: i64, _: &W, _: &mut TriggerContext<'_>) -> TriggerResult {
+        TriggerResult::Continue
+    }
+    fn clear(&mut self, _window: &W, ctx: &mut TriggerContext<'_>) {
+        ctx.clear_state();
+    }
+}
+
+/// A user's assigner: each record in the window of its hundred and in the
+/// window of its thousand (nested tumbling windows), by event time.
+#[derive(Clone)]
+struct HundredsAndThousands;
+
+impl<T: 'static> WindowAssigner<T> for HundredsAndThousands {
+    type W = TimeWindow;
+
+    fn assign_windows(&self, _e: &T, ts: i64, _ctx: &AssignerContext, out: &mut Vec<TimeWindow>) {
+        for size in [100, 1_000] {
+            let start = ts - ts.rem_euclid(size);
+            out.push(TimeWindow::new(start, start + size));
+        }
+    }
+
+    fn default_trigger(&self) -> Box<dyn Trigger<T, TimeWindow>> {
+        Box::new(EventTimeTrigger::create())
+    }
+
+    fn is_event_time(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn user_triggers_and_assigners_run_in_a_job() -> anyhow::Result<()> {
+    each_backend(|env| {
+        let input = vec![(0, 10, 1), (0, 150, 2), (0, 990, 4), (1, 20, 8)];
+        let out = events(&env, input, 5_000)
+            .key_by(|e| e.0)
+            .window(HundredsAndThousands)
+            .aggregate_with(SumCount, with_window(|w: &TimeWindow| (w.start, w.end)))
+            .execute_and_collect()?;
+        assert_eq!(
+            sorted(out),
+            vec![
+                (0, 0, 100, 1, 1),
+                (0, 0, 1_000, 7, 3),
+                (0, 100, 200, 2, 1),
+                (0, 900, 1_000, 4, 1),
+                (1, 0, 100, 8, 1),
+                (1, 0, 1_000, 8, 1),
+            ]
+        );
+
+        let input = vec![
+            (0, 1, 1),
+            (1, 2, 10),
+            (0, 3, 2),
+            (0, 4, -1),
+            (0, 5, 4),
+            (1, 6, -1),
+        ];
+        let out = events(&env, input, 0)
+            .key_by(|e| e.0)
+            .window(GlobalWindows::create())
+            .trigger(OnPunctuation)
+            .reduce(|a: (u8, i64, i64), b: (u8, i64, i64)| (a.0, b.1, a.2 + b.2))
+            .execute_and_collect()?;
+        // Each punctuation emits the key's batch (itself included); key 0's
+        // last record waits for a punctuation that never comes.
+        assert_eq!(sorted(out), vec![(0, 4, 2), (1, 6, 9)]);
+        Ok(())
+    })
+}
