@@ -71,6 +71,8 @@ pub use weir_runtime::cluster::{
 };
 pub use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 pub use weir_runtime::recovery::RestartStrategy;
+/// A clock tests set by hand (`env.set_clock(Arc::new(clock.clone()))`).
+pub use weir_runtime::time::ManualClock;
 pub use weir_state::{CheckpointStorage, FsCheckpointStorage, MemoryCheckpointStorage};
 
 /// Everything a job needs: `use weir::prelude::*;`.

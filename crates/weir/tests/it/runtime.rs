@@ -283,3 +283,39 @@ fn buffer_timeout_zero_and_none_deliver_everything() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The name of the task (thread) each record of a three-map chain passed
+/// through, per map, with `start_new_chain` on the second map or not.
+fn tasks_of_maps(new_chain: bool) -> anyhow::Result<Vec<String>> {
+    let env = StreamExecutionEnvironment::new();
+    let task = || std::thread::current().name().unwrap_or("").to_string();
+    let first = env
+        .from_sequence(1, 3)
+        .map(move |x: i64| (x, task(), String::new(), String::new()));
+    let second = first.map(move |t: (i64, String, String, String)| (t.0, t.1, task(), t.3));
+    let second = if new_chain {
+        second.start_new_chain()
+    } else {
+        second
+    };
+    let out = second
+        .map(move |t: (i64, String, String, String)| (t.0, t.1, t.2, task()))
+        .execute_and_collect()?;
+    let (_, a, b, c) = out.into_iter().next().ok_or(anyhow::anyhow!("no output"))?;
+    Ok(vec![a, b, c])
+}
+
+#[test]
+fn start_new_chain_begins_a_task_at_its_operator() -> anyhow::Result<()> {
+    let chained = tasks_of_maps(false)?;
+    assert!(chained[0].starts_with("Source: "), "{chained:?}");
+    assert!(chained.iter().all(|t| t == &chained[0]), "{chained:?}");
+
+    let split = tasks_of_maps(true)?;
+    // The source and the first map; then the second and third maps, chained
+    // together in a task of their own.
+    assert!(split[0].starts_with("Source: "), "{split:?}");
+    assert_eq!(split[1], "Map -> Map -> Collect Sink (1/1)", "{split:?}");
+    assert_eq!(split[1], split[2]);
+    Ok(())
+}

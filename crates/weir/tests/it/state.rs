@@ -2,6 +2,7 @@
 //! each record's key.
 
 use weir::prelude::*;
+use weir::ManualClock;
 
 use crate::sorted;
 
@@ -70,12 +71,17 @@ fn keyed_state_gives_the_same_results_at_parallelism_4() -> anyhow::Result<()> {
         .key_by(|r| r.0.clone())
         .map(RunningMax::default())
         .execute_and_collect()?;
-    let env1 = StreamExecutionEnvironment::new();
-    let expected = env1
-        .from_collection(input)
-        .key_by(|r| r.0.clone())
-        .map(RunningMax::default())
-        .execute_and_collect()?;
+    // The running maximum per key, computed plainly.
+    let mut max = std::collections::HashMap::new();
+    let expected: Vec<String> = input
+        .iter()
+        .map(|(city, _, v)| {
+            let m = max.entry(city.clone()).or_insert(*v);
+            *m = (*m).max(*v);
+            format!("{city} -> {m}")
+        })
+        .collect();
+    assert_eq!(out.len(), 2000);
     assert_eq!(sorted(out), sorted(expected));
     Ok(())
 }
@@ -319,5 +325,126 @@ fn every_instance_receives_the_broadcast_stream() -> anyhow::Result<()> {
         expected.push(format!("{s} has 2 rules after b"));
     }
     assert_eq!(sorted(out), sorted(expected));
+    Ok(())
+}
+
+/// `(key, processing time)` records; the source sets a manual clock to
+/// each record's time before emitting it.
+#[derive(Clone)]
+struct AtTimes {
+    clock: ManualClock,
+    script: Vec<(&'static str, i64)>,
+    next: usize,
+}
+
+impl SourceFunction<(String, i64)> for AtTimes {
+    fn poll_next(
+        &mut self,
+        ctx: &mut SourceContext<'_, (String, i64)>,
+    ) -> FunctionResult<SourceStatus> {
+        let Some((key, time)) = self.script.get(self.next) else {
+            return Ok(SourceStatus::Finished);
+        };
+        self.clock.set(*time);
+        ctx.collect((key.to_string(), *time));
+        self.next += 1;
+        Ok(SourceStatus::More)
+    }
+}
+
+/// Per key: visits within a 1 s time-to-live of the last one, a reducing
+/// sum of the times, and an aggregating average of them.
+#[derive(Clone, Default)]
+struct Visits {
+    visits: Option<ValueState<u64>>,
+    total: Option<ReducingState<i64>>,
+    average: Option<AggregatingState<i64, (i64, i64), i64>>,
+}
+
+impl MapFunction<(String, i64), String> for Visits {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        let ttl = StateTtlConfig::new_builder(Duration::from_millis(1_000)).build();
+        self.visits = Some(
+            ctx.get_state(&ValueStateDescriptor::<u64>::new("visits").enable_time_to_live(ttl))?,
+        );
+        self.total = Some(
+            ctx.get_reducing_state(&ReducingStateDescriptor::new("total", |a: i64, b: i64| {
+                a + b
+            }))?,
+        );
+        self.average = Some(ctx.get_aggregating_state(&AggregatingStateDescriptor::new(
+            "average",
+            || (0i64, 0i64),
+            |t: i64, acc: &mut (i64, i64)| {
+                acc.0 += t;
+                acc.1 += 1;
+            },
+            |acc: &(i64, i64)| acc.0 / acc.1.max(1),
+        ))?);
+        Ok(())
+    }
+
+    fn map(&mut self, (key, time): (String, i64)) -> String {
+        let (visits, total, average) = (
+            self.visits.as_ref().expect("opened"),
+            self.total.as_ref().expect("opened"),
+            self.average.as_ref().expect("opened"),
+        );
+        let n = visits.value().expect("readable").unwrap_or(0) + 1;
+        visits.update(n).expect("writable");
+        total.add(time).expect("writable");
+        average.add(time).expect("writable");
+        format!(
+            "{key}@{time}: visit {n}, total {}, average {}",
+            total.get().expect("readable").unwrap_or(0),
+            average.get().expect("readable").unwrap_or(0)
+        )
+    }
+}
+
+#[test]
+fn ttl_reducing_and_aggregating_state_in_a_running_job() -> anyhow::Result<()> {
+    let backends: &[&str] = if cfg!(feature = "rocksdb") {
+        &["hashmap", "rocksdb"]
+    } else {
+        &["hashmap"]
+    };
+    for backend in backends {
+        let clock = ManualClock::new(0);
+        let env = StreamExecutionEnvironment::new();
+        env.set_clock(std::sync::Arc::new(clock.clone()));
+        let mut c = Configuration::new();
+        c.set("state.backend.type", *backend);
+        env.configure(&c)?;
+        let source = AtTimes {
+            clock,
+            script: vec![
+                ("a", 0),
+                ("a", 500),
+                ("b", 1_200),
+                ("a", 1_600),
+                ("a", 2_000),
+            ],
+            next: 0,
+        };
+        let out = env
+            .add_source(source, "visits")
+            .key_by(|v| v.0.clone())
+            .map(Visits::default())
+            .execute_and_collect()?;
+        // a's visits expire 1 s after their last write (500 ms): at 1600
+        // they start again. Totals and averages have no time-to-live.
+        assert_eq!(
+            out,
+            vec![
+                "a@0: visit 1, total 0, average 0",
+                "a@500: visit 2, total 500, average 250",
+                "b@1200: visit 1, total 1200, average 1200",
+                "a@1600: visit 1, total 2100, average 700",
+                "a@2000: visit 2, total 4100, average 1025",
+            ],
+            "{backend}"
+        );
+    }
     Ok(())
 }
