@@ -259,6 +259,15 @@ impl<K, T, O, F: MapFunction<T, O>> KeyedProcessFunction<K, T, O> for KeyedMap<F
         out.collect(self.0.map(value));
         Ok(())
     }
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.snapshot_state(checkpoint_id)
+    }
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.notify_checkpoint_complete(checkpoint_id)
+    }
+    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.notify_checkpoint_aborted(checkpoint_id)
+    }
     fn close(&mut self) -> FunctionResult {
         self.0.close()
     }
@@ -279,6 +288,15 @@ impl<K, T, O, F: FlatMapFunction<T, O>> KeyedProcessFunction<K, T, O> for KeyedF
     ) -> FunctionResult {
         self.0.flat_map(value, out);
         Ok(())
+    }
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.snapshot_state(checkpoint_id)
+    }
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.notify_checkpoint_complete(checkpoint_id)
+    }
+    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.notify_checkpoint_aborted(checkpoint_id)
     }
     fn close(&mut self) -> FunctionResult {
         self.0.close()
@@ -302,6 +320,15 @@ impl<K, T, F: FilterFunction<T>> KeyedProcessFunction<K, T, T> for KeyedFilter<F
             out.collect(value);
         }
         Ok(())
+    }
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.snapshot_state(checkpoint_id)
+    }
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.notify_checkpoint_complete(checkpoint_id)
+    }
+    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.0.notify_checkpoint_aborted(checkpoint_id)
     }
     fn close(&mut self) -> FunctionResult {
         self.0.close()

@@ -74,6 +74,18 @@ pub trait FilterFunction<T>: Send + 'static {
     }
     /// Whether to keep `value`.
     fn filter(&mut self, value: &T) -> bool;
+    /// A checkpoint barrier passed (see [`MapFunction::snapshot_state`]).
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+    /// Checkpoint `checkpoint_id` completed (Flink's `CheckpointListener`).
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+    /// Checkpoint `checkpoint_id` was aborted.
+    fn notify_checkpoint_aborted(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
     /// Called once per subtask after the last record.
     fn close(&mut self) -> FunctionResult {
         Ok(())

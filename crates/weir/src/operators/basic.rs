@@ -110,6 +110,18 @@ where
         Ok(())
     }
 
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.snapshot_state(checkpoint_id)
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.notify_checkpoint_complete(checkpoint_id)
+    }
+
+    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.notify_checkpoint_aborted(checkpoint_id)
+    }
+
     fn close(&mut self) -> FunctionResult {
         self.f.close()
     }

@@ -13,25 +13,68 @@ use weir::{CheckpointStorage, MemoryCheckpointStorage};
 
 const KEYS: u64 = 40;
 
+/// When a function injects its failure: at the first record from `at` on
+/// that comes after a checkpoint completed, in the first attempt only. A
+/// failure at a fixed record could come before any checkpoint on a slow
+/// machine, and the restart would then restore nothing.
+#[derive(Clone, Copy, Debug)]
+struct FailAfterCheckpoint {
+    at: Option<u64>,
+    checkpointed: bool,
+}
+
+impl FailAfterCheckpoint {
+    fn at(at: Option<u64>) -> Self {
+        FailAfterCheckpoint {
+            at,
+            checkpointed: false,
+        }
+    }
+
+    fn open(&mut self, ctx: &RuntimeContext) {
+        if ctx.attempt_number > 0 {
+            self.at = None;
+        }
+        // Without checkpointing there is nothing to wait for.
+        self.checkpointed = !ctx.is_checkpointing();
+    }
+
+    fn fail_now(&self, record: u64) -> bool {
+        self.checkpointed && self.at.is_some_and(|at| record >= at)
+    }
+}
+
 /// Counts records per key in a `ValueState` and emits `(key, count)`;
-/// panics at record `fail_at` in the first attempt, failing the task.
+/// fails once, after a checkpoint (see [`FailAfterCheckpoint`]).
 #[derive(Clone)]
 struct CountingThatFails {
     count: Option<ValueState<u64>>,
-    fail_at: Option<u64>,
+    fail: FailAfterCheckpoint,
+}
+
+impl CountingThatFails {
+    fn new(fail_at: Option<u64>) -> Self {
+        CountingThatFails {
+            count: None,
+            fail: FailAfterCheckpoint::at(fail_at),
+        }
+    }
 }
 
 impl MapFunction<u64, (u64, u64)> for CountingThatFails {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.count = Some(ctx.get_state(&ValueStateDescriptor::<u64>::new("count"))?);
-        if ctx.attempt_number > 0 {
-            self.fail_at = None;
-        }
+        self.fail.open(ctx);
+        Ok(())
+    }
+
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        self.fail.checkpointed = true;
         Ok(())
     }
 
     fn map(&mut self, i: u64) -> (u64, u64) {
-        if self.fail_at == Some(i) {
+        if self.fail.fail_now(i) {
             panic!("injected failure at record {i}");
         }
         let state = self.count.as_ref().expect("opened");
@@ -59,10 +102,7 @@ fn counting_job(
     )
     .uid("numbers")
     .key_by(|i| i % KEYS)
-    .map(CountingThatFails {
-        count: None,
-        fail_at,
-    })
+    .map(CountingThatFails::new(fail_at))
     .uid("count")
     .add_sink(CollectSink::new(Arc::clone(&out)))
     .set_parallelism(1);
@@ -70,7 +110,8 @@ fn counting_job(
 }
 
 fn run(env: &StreamExecutionEnvironment, records: u64, fail_at: Option<u64>) -> Run {
-    let out = counting_job(env, records, records as f64 * 2.0, fail_at);
+    // A second of input: time for checkpoints before the failure.
+    let out = counting_job(env, records, records as f64, fail_at);
     let result = env.execute("counting").expect("job recovers");
     let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for (k, n) in out.lock().expect("sink lock").drain(..) {
@@ -194,10 +235,7 @@ fn skewed_inputs(mode: CheckpointingMode) -> Run {
         .uid("slow");
     fast.union(&[slow])
         .key_by(|i| i % KEYS)
-        .map(CountingThatFails {
-            count: None,
-            fail_at: Some(2 * 12_000),
-        })
+        .map(CountingThatFails::new(Some(2 * 12_000)))
         .uid("count")
         .add_sink(CollectSink::new(Arc::clone(&out)))
         .set_parallelism(1);
@@ -430,22 +468,24 @@ fn state_of_an_unknown_operator_is_refused_unless_allowed() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Passes records through; panics at record `at` in the first attempt.
+/// Passes records through; fails once, after a checkpoint (see
+/// [`FailAfterCheckpoint`]).
 #[derive(Clone)]
-struct FailOnce {
-    at: Option<u64>,
-}
+struct FailOnce(FailAfterCheckpoint);
 
 impl MapFunction<u64, u64> for FailOnce {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        if ctx.attempt_number > 0 {
-            self.at = None;
-        }
+        self.0.open(ctx);
+        Ok(())
+    }
+
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        self.0.checkpointed = true;
         Ok(())
     }
 
     fn map(&mut self, i: u64) -> u64 {
-        if self.at == Some(i) {
+        if self.0.fail_now(i) {
             panic!("injected failure at record {i}");
         }
         i
@@ -454,11 +494,11 @@ impl MapFunction<u64, u64> for FailOnce {
 
 fn failing_numbers(env: &StreamExecutionEnvironment, records: u64, at: u64) -> DataStream<u64> {
     env.add_parallel_source(
-        GeneratorSource::new(records, |i| i).with_rate_limit(records as f64 * 2.0),
+        GeneratorSource::new(records, |i| i).with_rate_limit(records as f64),
         "numbers",
     )
     .uid("numbers")
-    .map(FailOnce { at: Some(at) })
+    .map(FailOnce(FailAfterCheckpoint::at(Some(at))))
     .uid("fail once")
 }
 
@@ -888,10 +928,7 @@ fn files_job(dir: &Path, fail: bool, p: u32, backend: &str) -> JobExecutionResul
     let numbers = failing_numbers(&env, 40_000, if fail { 30_001 } else { u64::MAX });
     numbers
         .key_by(|i| i % KEYS)
-        .map(CountingThatFails {
-            count: None,
-            fail_at: None,
-        })
+        .map(CountingThatFails::new(None))
         .uid("count")
         .map(|(k, n): (u64, u64)| format!("count {k} {n}"))
         .add_sink(FileSink::for_row_format(dir.join("counts")))
@@ -1087,10 +1124,7 @@ fn the_write_ahead_sink_writes_each_result_once_across_a_failure() {
         let written: Written = Arc::default();
         failing_numbers(&env, 40_000, if fail { 30_001 } else { u64::MAX })
             .key_by(|i| i % KEYS)
-            .map(CountingThatFails {
-                count: None,
-                fail_at: None,
-            })
+            .map(CountingThatFails::new(None))
             .uid("count")
             .map(|(k, n): (u64, u64)| format!("{k} {n}"))
             .add_sink(WriteAheadSink::new(Upserts {
@@ -1194,12 +1228,18 @@ fn tolerated_checkpoint_timeouts_are_counted_and_the_job_goes_on() {
 }
 
 /// Corrupts the newest checkpoint (a flipped byte in its `_metadata`) and
-/// fails, once.
+/// fails, once: at the first record from `at` on when two checkpoints
+/// are complete and none is in flight past this function (its last
+/// snapshot is the last completed checkpoint, so no newer one can
+/// complete before the failure). Records the corrupted checkpoint and the
+/// one before it.
 #[derive(Clone)]
 struct CorruptAndFail {
     storage: MemoryCheckpointStorage,
     at: Option<i64>,
-    corrupted: Arc<Mutex<Option<u64>>>,
+    snapshotted: u64,
+    completed: u64,
+    corrupted: Arc<Mutex<Option<(u64, u64)>>>,
 }
 
 impl MapFunction<i64, i64> for CorruptAndFail {
@@ -1210,16 +1250,30 @@ impl MapFunction<i64, i64> for CorruptAndFail {
         Ok(())
     }
 
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.snapshotted = checkpoint_id;
+        Ok(())
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.completed = checkpoint_id;
+        Ok(())
+    }
+
     fn map(&mut self, i: i64) -> i64 {
-        if self.at == Some(i) {
-            let newest = self.storage.completed().expect("listing").last().copied();
-            let id = newest.expect("checkpoints before the failure");
-            assert!(self.storage.tamper(id, "_metadata", |b| {
+        let settled = self.completed > 0 && self.snapshotted == self.completed;
+        if settled && self.at.is_some_and(|at| i >= at) {
+            let ids = self.storage.completed().expect("listing");
+            let [.., before, newest] = ids[..] else {
+                return i; // one checkpoint so far: wait for the next
+            };
+            assert_eq!(newest, self.completed);
+            assert!(self.storage.tamper(newest, "_metadata", |b| {
                 let at = b.len() / 2;
                 b[at] ^= 0x20;
             }));
-            *self.corrupted.lock().expect("lock") = Some(id);
-            panic!("injected failure after corrupting checkpoint {id}");
+            *self.corrupted.lock().expect("lock") = Some((newest, before));
+            panic!("injected failure after corrupting checkpoint {newest}");
         }
         i
     }
@@ -1242,6 +1296,8 @@ fn recovery_skips_a_corrupt_checkpoint_for_the_one_before() {
     .map(CorruptAndFail {
         storage,
         at: Some(30_001),
+        snapshotted: 0,
+        completed: 0,
         corrupted: Arc::clone(&corrupted),
     })
     .key_by(|i| (i % KEYS as i64) as u64)
@@ -1250,8 +1306,9 @@ fn recovery_skips_a_corrupt_checkpoint_for_the_one_before() {
     .sum(|t| &mut t.1)
     .add_sink(CollectSink::new(Arc::clone(&out)));
     let result = env.execute("corrupt").expect("recovers");
-    let bad = corrupted.lock().expect("lock").expect("it corrupted one");
-    assert_eq!(result.checkpoints.restored, Some(bad - 1));
+    let (bad, before) = corrupted.lock().expect("lock").expect("it corrupted one");
+    assert!(before < bad);
+    assert_eq!(result.checkpoints.restored, Some(before));
     let max = max_per_key(out.lock().expect("lock").iter());
     assert!(max.values().all(|m| *m == 40_000 / KEYS), "{max:?}");
 }
