@@ -207,8 +207,10 @@ fn at_least_once_loses_nothing() {
 /// the odd ones behind a slow operator, so a barrier reaches the counting
 /// operator on the fast input long before the slow one. Without alignment
 /// the fast input's records after the barrier would be in the snapshot and
-/// counted again after the restart.
-fn skewed_inputs(mode: CheckpointingMode) -> Run {
+/// counted again after the restart. With `connect` the inputs meet in a
+/// two-input operator (alignment across its two input gates) instead of
+/// a union (one gate with channels of both).
+fn skewed_inputs(mode: CheckpointingMode, connect: bool) -> Run {
     let per_input = 20_000u64;
     let env = checkpointing(1, mode);
     env.set_max_parallelism(128);
@@ -233,8 +235,12 @@ fn skewed_inputs(mode: CheckpointingMode) -> Run {
         })
         .disable_chaining()
         .uid("slow");
-    fast.union(&[slow])
-        .key_by(|i| i % KEYS)
+    let both = if connect {
+        fast.connect(&slow).map(|even: u64| even, |odd: u64| odd)
+    } else {
+        fast.union(&[slow])
+    };
+    both.key_by(|i| i % KEYS)
         .map(CountingThatFails::new(Some(2 * 12_000)))
         .uid("count")
         .add_sink(CollectSink::new(Arc::clone(&out)))
@@ -249,14 +255,21 @@ fn skewed_inputs(mode: CheckpointingMode) -> Run {
 
 #[test]
 fn alignment_holds_the_fast_input_until_the_slow_one_has_the_barrier() {
-    let run = skewed_inputs(CheckpointingMode::ExactlyOnce);
+    let run = skewed_inputs(CheckpointingMode::ExactlyOnce, false);
+    assert_recovered(&run);
+    assert_counts(&run, 40_000, true);
+}
+
+#[test]
+fn alignment_holds_across_the_two_inputs_of_connect() {
+    let run = skewed_inputs(CheckpointingMode::ExactlyOnce, true);
     assert_recovered(&run);
     assert_counts(&run, 40_000, true);
 }
 
 #[test]
 fn skewed_inputs_lose_nothing_at_least_once() {
-    let run = skewed_inputs(CheckpointingMode::AtLeastOnce);
+    let run = skewed_inputs(CheckpointingMode::AtLeastOnce, false);
     assert_recovered(&run);
     assert_counts(&run, 40_000, false);
 }
@@ -524,11 +537,13 @@ fn a_rolling_sum_survives_a_failure() {
     assert_counts(&run, records, true);
 }
 
-/// Counts per key and registers one event-time timer, on the key's first
-/// record only, that emits the final count when the input ends.
+/// Counts per key and registers one timer (event time, or processing time
+/// ten minutes on), on the key's first record only, that emits the final
+/// count when the input ends (which fires every timer).
 #[derive(Clone, Default)]
 struct CountAtEnd {
     count: Option<ValueState<u64>>,
+    processing_time: bool,
 }
 
 impl KeyedProcessFunction<u64, u64, (u64, u64)> for CountAtEnd {
@@ -546,7 +561,13 @@ impl KeyedProcessFunction<u64, u64, (u64, u64)> for CountAtEnd {
         let state = self.count.as_ref().ok_or("not opened")?;
         let n = state.value()?.unwrap_or(0);
         if n == 0 {
-            ctx.timer_service().register_event_time_timer(1_000_000);
+            let mut timers = ctx.timer_service();
+            if self.processing_time {
+                let later = timers.current_processing_time() + 600_000;
+                timers.register_processing_time_timer(later);
+            } else {
+                timers.register_event_time_timer(1_000_000);
+            }
         }
         state.update(n + 1)?;
         Ok(())
@@ -571,12 +592,24 @@ impl KeyedProcessFunction<u64, u64, (u64, u64)> for CountAtEnd {
 
 #[test]
 fn timers_survive_a_failure() {
+    assert_timers_survive_a_failure(false);
+}
+
+#[test]
+fn processing_time_timers_survive_a_failure() {
+    assert_timers_survive_a_failure(true);
+}
+
+fn assert_timers_survive_a_failure(processing_time: bool) {
     let records = 40_000;
     let env = checkpointing(2, CheckpointingMode::ExactlyOnce);
     let out = Arc::new(Mutex::new(Vec::new()));
     failing_numbers(&env, records, 10_000)
         .key_by(|i| i % KEYS)
-        .process(CountAtEnd::default())
+        .process(CountAtEnd {
+            count: None,
+            processing_time,
+        })
         .uid("count at end")
         .add_sink(CollectSink::new(Arc::clone(&out)))
         .set_parallelism(1);
@@ -1631,4 +1664,175 @@ fn savepoints_go_to_the_configured_directory_when_none_is_named() {
     client.cancel();
     let _ = client.wait();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs 1..=1000 through a map that fails at record 500 in its first
+/// `failing_attempts` attempts, with the restart strategy of `settings`;
+/// the job's result and how many times it failed.
+fn failing_attempts(
+    failing_attempts: u32,
+    settings: &[(&str, &str)],
+) -> (Result<JobExecutionResult, weir::Error>, u32) {
+    #[derive(Clone)]
+    struct FailEarlyAttempts {
+        attempts: u32,
+        failing: bool,
+        failures: Arc<Mutex<u32>>,
+    }
+    impl MapFunction<i64, i64> for FailEarlyAttempts {
+        fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+            self.failing = ctx.attempt_number < self.attempts;
+            Ok(())
+        }
+        fn map(&mut self, i: i64) -> i64 {
+            if self.failing && i == 500 {
+                *self.failures.lock().expect("lock") += 1;
+                panic!("injected failure");
+            }
+            i
+        }
+    }
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("execution.checkpointing.interval", "20 ms");
+    for (k, v) in settings {
+        c.set(*k, *v);
+    }
+    env.configure(&c).expect("valid settings");
+    let failures = Arc::new(Mutex::new(0));
+    env.from_sequence(1, 1_000)
+        .map(FailEarlyAttempts {
+            attempts: failing_attempts,
+            failing: false,
+            failures: Arc::clone(&failures),
+        })
+        .add_sink(DiscardingSink);
+    let result = env.execute("failing attempts");
+    let failed = *failures.lock().expect("lock");
+    (result.map_err(weir::Error::from), failed)
+}
+
+#[test]
+fn the_failure_rate_strategy_gives_up_past_its_rate() {
+    let rate = [
+        ("restart-strategy.type", "failure-rate"),
+        (
+            "restart-strategy.failure-rate.max-failures-per-interval",
+            "2",
+        ),
+        (
+            "restart-strategy.failure-rate.failure-rate-interval",
+            "10 min",
+        ),
+        ("restart-strategy.failure-rate.delay", "1 ms"),
+    ];
+    // Two failures within the interval are tolerated: the third attempt
+    // runs to the end.
+    let (result, failed) = failing_attempts(2, &rate);
+    assert_eq!(failed, 2);
+    assert_eq!(result.expect("recovers").restarts, 2);
+    // A third failure within the interval ends the job.
+    let (result, failed) = failing_attempts(u32::MAX, &rate);
+    assert_eq!(failed, 3);
+    let err = result.expect_err("gives up").to_string();
+    assert!(err.contains("injected failure"), "{err}");
+}
+
+#[test]
+fn the_exponential_delay_strategy_keeps_restarting() {
+    let exponential = [
+        ("restart-strategy.type", "exponential-delay"),
+        ("restart-strategy.exponential-delay.initial-backoff", "1 ms"),
+        ("restart-strategy.exponential-delay.max-backoff", "8 ms"),
+        ("restart-strategy.exponential-delay.backoff-multiplier", "2"),
+    ];
+    let (result, failed) = failing_attempts(5, &exponential);
+    assert_eq!(failed, 5);
+    let result = result.expect("recovers");
+    assert_eq!(result.restarts, 5);
+    assert_eq!(result.recovered_failures.len(), 5);
+}
+
+#[test]
+fn checkpoints_keep_the_minimum_pause_between_them() {
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("execution.checkpointing.interval", "10 ms")
+        .set("execution.checkpointing.min-pause", "100 ms");
+    env.configure(&c).expect("valid settings");
+    let out = counting_job(&env, 2_000, 2_000.0, None);
+    let result = env.execute("paused").expect("runs");
+    assert_eq!(out.lock().expect("lock").len(), 2_000);
+    let mut history: Vec<_> = result
+        .checkpoints
+        .history
+        .iter()
+        .filter(|c| c.failure.is_none())
+        .collect();
+    // The last is the final checkpoint, taken when the input ended.
+    history.pop();
+    assert!(history.len() >= 2, "{history:?}");
+    // Each checkpoint is triggered at least the pause after the previous
+    // one completed (not merely the 10 ms interval after it started).
+    for pair in history.windows(2) {
+        let previous_end = pair[0].trigger_timestamp_ms + pair[0].duration.as_millis() as i64;
+        let gap = pair[1].trigger_timestamp_ms - previous_end;
+        assert!(gap >= 99, "only {gap} ms between checkpoints: {pair:?}");
+    }
+}
+
+#[test]
+fn interval_join_buffers_survive_a_failure() {
+    let records = 20_000u64;
+    // Blocks of 100 numbers are the keys; a left and a right record join
+    // when their timestamps (the numbers) are at most 5 apart.
+    let block = |i: &u64| i / 100;
+    let env = checkpointing(2, CheckpointingMode::ExactlyOnce);
+    let stamped = |s: DataStream<u64>| {
+        s.assign_timestamps_and_watermarks(
+            WatermarkStrategy::for_monotonous_timestamps()
+                .with_timestamp_assigner(|i: &u64, _| *i as i64),
+        )
+    };
+    let left = stamped(failing_numbers(&env, records, 12_000));
+    let right = stamped(
+        env.add_parallel_source(
+            GeneratorSource::new(records, |i| i).with_rate_limit(records as f64),
+            "right numbers",
+        )
+        .uid("right numbers"),
+    );
+    let out = Arc::new(Mutex::new(Vec::new()));
+    left.key_by(block)
+        .interval_join(&right.key_by(block))
+        .between(-5, 5)
+        .process(
+            move |a: &u64,
+                  _b: &u64,
+                  _ctx: &ProcessJoinContext,
+                  out: &mut Collector<'_, (u64, u64)>| {
+                out.collect((a / 100, 1));
+                Ok(())
+            },
+        )
+        .uid("join")
+        .key_by(|p| p.0)
+        .sum(|p| &mut p.1)
+        .uid("pairs per block")
+        .add_sink(CollectSink::new(Arc::clone(&out)))
+        .set_parallelism(1);
+    let result = env.execute("join").expect("recovers");
+    assert_eq!(result.restarts, 1);
+    assert!(result.checkpoints.restored.is_some());
+    // Pairs per block, counted plainly.
+    let mut expected: BTreeMap<u64, u64> = BTreeMap::new();
+    for a in 0..records {
+        for b in a.saturating_sub(5)..=(a + 5).min(records - 1) {
+            if a / 100 == b / 100 {
+                *expected.entry(a / 100).or_default() += 1;
+            }
+        }
+    }
+    // Buffers lost or restored twice would miss or repeat pairs.
+    assert_eq!(max_per_key(out.lock().expect("lock").iter()), expected);
 }
