@@ -98,6 +98,23 @@ fn accept_within(listener: &TcpListener) -> std::net::TcpStream {
     }
 }
 
+/// Waits until the job at `address` ended: its REST API goes away.
+fn wait_until_gone(address: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = weir()
+            .args(["list", "-m", address])
+            .output()
+            .expect("weir runs");
+        if !out.status.success() {
+            assert!(String::from_utf8_lossy(&out.stderr).contains("no Weir REST API"));
+            return;
+        }
+        assert!(Instant::now() < deadline, "the stopped job still runs");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// `weir run -d` of the running total, reading words from `port`.
 fn run_detached(port: u16, log: &Path, extra: &[&str]) -> (String, String) {
     let mut cmd = weir();
@@ -127,10 +144,22 @@ fn savepoint_stop_and_resume_continue_the_total() {
     wait_for_line(&first_log, "(cc,5)");
 
     let mut list = weir();
-    list.args(["list", "-m", &address]);
+    list.args(["list", "-a", "-m", &address]);
     let listed = ok(list);
+    // Flink's layout: the running job with its start date, then (-a) the
+    // terminated ones, of which there are none.
+    let running = listed
+        .lines()
+        .find(|l| l.contains(&job))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(running.ends_with("(RUNNING)"), "{listed}");
+    assert_eq!(
+        running.as_bytes().get(2),
+        Some(&b'.'),
+        "a date first: {running}"
+    );
     assert!(
-        listed.contains(&job) && listed.contains("RUNNING"),
+        listed.contains("Terminated Jobs") && listed.contains("No terminated jobs."),
         "{listed}"
     );
 
@@ -160,20 +189,30 @@ fn savepoint_stop_and_resume_continue_the_total() {
         .arg(&job);
     let stopped = field(&ok(stop), "Savepoint completed. Path: ");
     drop(conn);
-    // The job ends: its REST API goes away.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let out = weir()
-            .args(["list", "-m", &address])
-            .output()
-            .expect("weir runs");
-        if !out.status.success() {
-            assert!(String::from_utf8_lossy(&out.stderr).contains("no Weir REST API"));
-            break;
-        }
-        assert!(Instant::now() < deadline, "the stopped job still runs");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_gone(&address);
+
+    // The savepoint holds state the word count does not have: refused,
+    // naming the flag, unless -n drops it.
+    let word_file = dir.join("words.txt");
+    std::fs::write(&word_file, "x y x\n").expect("words");
+    let stopped_path = stopped.trim_start_matches("file://").to_string();
+    let refused = weir()
+        .args(["run", "--rest-port", "0", "-s", &stopped_path])
+        .arg(example("word_count"))
+        .arg("--input")
+        .arg(&word_file)
+        .output()
+        .expect("weir runs");
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("-n / --allow-non-restored-state"), "{why}");
+    let mut allowed = weir();
+    allowed
+        .args(["run", "--rest-port", "0", "-n", "-s", &stopped_path])
+        .arg(example("word_count"))
+        .arg("--input")
+        .arg(&word_file);
+    assert!(ok(allowed).lines().any(|l| l == "(x,2)"));
 
     // Resume at parallelism 2 from the stop's savepoint.
     let second_log = dir.join("second.log");
@@ -187,8 +226,32 @@ fn savepoint_stop_and_resume_continue_the_total() {
     conn.write_all(b"dd\n").expect("send");
     wait_for_line(&second_log, "(dd,6)");
 
+    // Stop with a drain: the end-of-time watermark, a savepoint, the end.
+    let mut drain = weir();
+    drain
+        .args(["stop", "--drain", "-m", &address, "--savepoint-path"])
+        .arg(&savepoints)
+        .arg(&resumed);
+    let drained = field(&ok(drain), "Savepoint completed. Path: ");
+    assert!(
+        PathBuf::from(drained.trim_start_matches("file://"))
+            .join("_metadata")
+            .is_file(),
+        "{drained}"
+    );
+    drop(conn);
+    wait_until_gone(&address);
+
+    // And a job cancelled: resumed once more, then cancelled.
+    let third_log = dir.join("third.log");
+    let (third, address) = run_detached(
+        port,
+        &third_log,
+        &["-s", drained.trim_start_matches("file://")],
+    );
+    let _conn = accept_within(&words);
     let mut cancel = weir();
-    cancel.args(["cancel", "-m", &address, &resumed]);
+    cancel.args(["cancel", "-m", &address, &third]);
     assert!(ok(cancel).contains("Cancelled job"));
     let _ = std::fs::remove_dir_all(&dir);
 }

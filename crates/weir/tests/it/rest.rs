@@ -348,3 +348,64 @@ fn binding_is_checked_before_any_record_flows() {
     assert!(err.contains("weir.rest.token"), "{err}");
     assert_eq!(flowed, 0);
 }
+
+#[test]
+fn exceptions_show_a_real_failure_the_job_recovered_from() {
+    #[derive(Clone)]
+    struct FailFirstAttempt(bool);
+    impl MapFunction<u64, u64> for FailFirstAttempt {
+        fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+            self.0 = ctx.attempt_number == 0;
+            Ok(())
+        }
+        fn map(&mut self, i: u64) -> u64 {
+            if self.0 && i == 100 {
+                panic!("injected failure at record {i}");
+            }
+            i
+        }
+    }
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", "0")
+        .set("execution.checkpointing.interval", "50 ms")
+        .set("restart-strategy.type", "fixed-delay")
+        .set("restart-strategy.fixed-delay.attempts", "3")
+        .set("restart-strategy.fixed-delay.delay", "10 ms");
+    env.configure(&c).expect("configuration");
+    env.add_source(
+        GeneratorSource::new(u64::MAX, |i| i).with_rate_limit(2_000.0),
+        "numbers",
+    )
+    .map(FailFirstAttempt(true))
+    .add_sink(DiscardingSink);
+    let job = env.execute_async("recovering").expect("the job starts");
+    let (port, id, cancel) = (
+        job.rest_address().expect("served").port(),
+        job.job_id().to_string(),
+        job.cancel_handle(),
+    );
+    // Restarts happen while someone waits for the job, as `execute` does.
+    let waiting = std::thread::spawn(move || job.wait());
+    let url = format!("http://127.0.0.1:{port}/jobs/{id}/exceptions");
+    let mut exceptions = Value::Null;
+    wait_until("the failure in /exceptions", || {
+        exceptions = call("GET", &url, None, None).1;
+        !exceptions["root-exception"].is_null()
+    });
+    let root = exceptions["root-exception"].as_str().expect("a message");
+    assert!(root.contains("injected failure at record 100"), "{root}");
+    assert!(root.contains("Map (1/1)"), "names the subtask: {root}");
+    let history = exceptions["exceptionHistory"]["entries"]
+        .as_array()
+        .expect("history");
+    assert_eq!(history.len(), 1, "{exceptions}");
+    assert_eq!(history[0]["stacktrace"].as_str(), Some(root));
+    // It recovered: the job runs on.
+    let detail_url = format!("http://127.0.0.1:{port}/jobs/{id}");
+    wait_until("the restarted job to run", || {
+        call("GET", &detail_url, None, None).1["state"] == "RUNNING"
+    });
+    cancel.cancel();
+    assert!(waiting.join().expect("waiter").is_err());
+}
