@@ -45,6 +45,48 @@ fn newest_checkpoint(root: &Path) -> Option<PathBuf> {
     best.map(|(_, p)| p)
 }
 
+/// The completed checkpoints (`chk-<id>` with `_metadata`) of the one job
+/// under `root`, by id.
+fn completed_checkpoints(root: &Path) -> Vec<(u64, PathBuf)> {
+    let mut found = Vec::new();
+    for job in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        for chk in std::fs::read_dir(job.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = chk.file_name().to_string_lossy().to_string();
+            let id = name
+                .strip_prefix("chk-")
+                .and_then(|n| n.parse::<u64>().ok());
+            if let (Some(id), true) = (id, chk.path().join("_metadata").is_file()) {
+                found.push((id, chk.path()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The next connection to `listener`, or a failed test after a minute.
+fn accept_within(listener: &TcpListener) -> std::net::TcpStream {
+    listener.set_nonblocking(true).expect("non-blocking");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match listener.accept() {
+            Ok((conn, _)) => {
+                conn.set_nonblocking(false).expect("blocking");
+                return conn;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "the job never connected");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
 /// A cheap random sequence, seeded from the clock; the seed is printed so
 /// a failing run can be repeated.
 struct Lcg(u64);
@@ -230,21 +272,23 @@ fn the_running_total_resumes_from_its_checkpoint_after_a_kill() {
 
     let mut first = start(None);
     let out = lines_of(&mut first);
-    let (mut conn, _) = server.accept().expect("the job connects");
+    let mut conn = accept_within(&server);
     conn.write_all(b"hello world\naa bb cc\n").expect("send");
     expect_line(&out, "(cc,5)");
-    // A checkpoint taken after the fifth word holds the total of five.
-    let seen = SystemTime::now();
+    // Checkpoint `newest + 1` may have been triggered before the fifth
+    // word; `newest + 2` is triggered after `newest + 1` completed, which
+    // was after now: it holds the total of five.
+    let newest = completed_checkpoints(&dir).last().map_or(0, |(id, _)| *id);
     let deadline = Instant::now() + Duration::from_secs(30);
     let checkpoint = loop {
-        std::thread::sleep(Duration::from_millis(50));
-        if let Some(chk) = newest_checkpoint(&dir) {
-            let written = chk.join("_metadata").metadata().and_then(|m| m.modified());
-            if written.is_ok_and(|t| t > seen + Duration::from_millis(100)) {
-                break chk;
-            }
+        if let Some((_, chk)) = completed_checkpoints(&dir)
+            .into_iter()
+            .find(|(id, _)| *id >= newest + 2)
+        {
+            break chk;
         }
         assert!(Instant::now() < deadline, "no checkpoint after the words");
+        std::thread::sleep(Duration::from_millis(10));
     };
     first.kill().expect("SIGKILL");
     let _ = first.wait();
@@ -252,7 +296,7 @@ fn the_running_total_resumes_from_its_checkpoint_after_a_kill() {
 
     let mut second = start(Some(checkpoint));
     let out = lines_of(&mut second);
-    let (mut conn, _) = server.accept().expect("the resumed job connects");
+    let mut conn = accept_within(&server);
     conn.write_all(b"dd\n").expect("send");
     expect_line(&out, "(dd,6)");
     second.kill().expect("stop");

@@ -678,6 +678,10 @@ impl Coordinator {
                 s.aborted += 1;
             }
         });
+        // Shared files it uploaded that no completed checkpoint refers to
+        // would otherwise stay until the next completed checkpoint, or
+        // forever if the job ends now.
+        collect_shared_garbage(&*self.storage);
     }
 
     fn failed_too_often(&self, in_a_row: u32, reason: &str) -> bool {

@@ -1409,33 +1409,47 @@ fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
     let client = env.execute_async("first").expect("starts");
     let job_dir = dir.join(client.job_id().to_string());
     let storage = FsCheckpointStorage::new(&job_dir);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while storage.completed().map_or(0, |c| c.len()) < 3 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let shared_of = |id: u64| -> Option<std::collections::BTreeSet<String>> {
+        let meta = load_metadata(&storage, id).ok()?;
+        Some(
+            meta.operators
+                .iter()
+                .flat_map(|o| &o.files)
+                .flat_map(|f| f.shared.iter().cloned())
+                .collect(),
+        )
+    };
+    // Two consecutive checkpoints that share unchanged SST files (right
+    // after RocksDB compacted, a checkpoint shares nothing with the one
+    // before: wait for the next pair).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (older, newer) = loop {
+        let ids = storage.completed().unwrap_or_default();
+        let pair = match ids[..] {
+            [.., a, b] if b == a + 1 => shared_of(a).zip(shared_of(b)),
+            _ => None,
+        };
+        if let Some((older, newer)) = pair {
+            if older.intersection(&newer).next().is_some() {
+                break (older, newer);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no two checkpoints shared a file"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        !newer.is_empty(),
+        "the checkpoint refers to shared SST files"
+    );
     client.cancel();
     assert!(client.wait().is_err(), "cancelled");
 
     let ids = storage.completed().expect("listing");
     assert!(ids.len() >= 2, "{ids:?}");
-    let shared_of = |id: u64| -> std::collections::BTreeSet<String> {
-        load_metadata(&storage, id)
-            .expect("metadata")
-            .operators
-            .iter()
-            .flat_map(|o| &o.files)
-            .flat_map(|f| f.shared.iter().cloned())
-            .collect()
-    };
-    let (older, newer) = (shared_of(ids[ids.len() - 2]), shared_of(ids[ids.len() - 1]));
-    assert!(
-        !newer.is_empty(),
-        "the checkpoint refers to shared SST files"
-    );
-    assert!(
-        older.intersection(&newer).next().is_some(),
-        "consecutive checkpoints share unchanged files: {older:?} / {newer:?}"
-    );
+    let shared_of = |id: u64| shared_of(id).expect("metadata");
     let referenced: std::collections::BTreeSet<String> =
         ids.iter().flat_map(|id| shared_of(*id)).collect();
     let on_disk: std::collections::BTreeSet<String> = std::fs::read_dir(job_dir.join("shared"))
@@ -1443,6 +1457,7 @@ fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
+    // Also those of a checkpoint the cancel aborted half-way.
     assert_eq!(on_disk, referenced, "unreferenced shared files are deleted");
 
     let newest = storage.checkpoint_dir(*ids.last().expect("one"));
@@ -1461,7 +1476,8 @@ fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
     }
 
     // A flipped byte in a shared file fails the checkpoints using it.
-    let victim = newer.iter().next().expect("a shared file");
+    let last_shared = shared_of(*ids.last().expect("one"));
+    let victim = last_shared.iter().next().expect("a shared file");
     let path = job_dir.join("shared").join(victim);
     let mut bytes = std::fs::read(&path).expect("shared file");
     let at = bytes.len() / 2;

@@ -211,9 +211,20 @@ fn a_slow_sink_bounds_what_is_buffered() -> anyhow::Result<()> {
     while consumed.load(Ordering::SeqCst) < 5_000 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    // Read consumed first: both only grow, so the gap measured is an upper bound.
-    let c = consumed.load(Ordering::SeqCst);
-    let p = produced.load(Ordering::SeqCst);
+    // Both counts at one moment: `produced` read while `consumed` did not
+    // move (read before and after), so the gap is what was in flight then,
+    // not inflated by records consumed between two reads.
+    let (p, c) = loop {
+        let before = consumed.load(Ordering::SeqCst);
+        let p = produced.load(Ordering::SeqCst);
+        if consumed.load(Ordering::SeqCst) == before {
+            break (p, before);
+        }
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(10),
+            "no quiet moment"
+        );
+    };
     client.cancel();
     let _ = client.wait();
     assert!(c >= 5_000, "the sink made no progress");
