@@ -1423,7 +1423,7 @@ fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
     // after RocksDB compacted, a checkpoint shares nothing with the one
     // before: wait for the next pair).
     let deadline = Instant::now() + Duration::from_secs(60);
-    let (older, newer) = loop {
+    let newer = loop {
         let ids = storage.completed().unwrap_or_default();
         let pair = match ids[..] {
             [.., a, b] if b == a + 1 => shared_of(a).zip(shared_of(b)),
@@ -1431,7 +1431,7 @@ fn rocksdb_checkpoints_are_incremental_and_restore_at_any_parallelism() {
         };
         if let Some((older, newer)) = pair {
             if older.intersection(&newer).next().is_some() {
-                break (older, newer);
+                break newer;
             }
         }
         assert!(
@@ -1725,7 +1725,7 @@ fn failing_attempts(
         .add_sink(DiscardingSink);
     let result = env.execute("failing attempts");
     let failed = *failures.lock().expect("lock");
-    (result.map_err(weir::Error::from), failed)
+    (result, failed)
 }
 
 #[test]

@@ -176,6 +176,8 @@ fn socket_connection_refused_is_a_clear_error() -> anyhow::Result<()> {
         "{err}"
     );
     assert!(err.contains("Source: Socket Stream"), "{err}");
+    // Refused: nobody listens, and the hint says how to.
+    assert!(err.contains(&format!("e.g. `nc -lk {port}`")), "{err}");
     Ok(())
 }
 
