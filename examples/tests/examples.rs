@@ -4,6 +4,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod support;
+use support::accept_within;
+
 fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let target = exe
@@ -301,28 +304,6 @@ fn dynamic_rules_only_alerts_above_a_threshold() {
     for line in stdout.lines() {
         let alert = line.split_once("> ").map_or(line, |(_, rest)| rest);
         assert!(allowed.contains(&alert), "unexpected output {line:?}");
-    }
-}
-
-/// The next connection to `listener`, or a failed test after a minute.
-fn accept_within(listener: &std::net::TcpListener) -> std::net::TcpStream {
-    listener.set_nonblocking(true).expect("non-blocking");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        match listener.accept() {
-            Ok((conn, _)) => {
-                conn.set_nonblocking(false).expect("blocking");
-                return conn;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the job never connected"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            Err(e) => panic!("accept: {e}"),
-        }
     }
 }
 

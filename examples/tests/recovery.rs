@@ -9,6 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
+mod support;
+use support::accept_within;
+
 fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let target = exe
@@ -66,25 +69,6 @@ fn completed_checkpoints(root: &Path) -> Vec<(u64, PathBuf)> {
     }
     found.sort();
     found
-}
-
-/// The next connection to `listener`, or a failed test after a minute.
-fn accept_within(listener: &TcpListener) -> std::net::TcpStream {
-    listener.set_nonblocking(true).expect("non-blocking");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match listener.accept() {
-            Ok((conn, _)) => {
-                conn.set_nonblocking(false).expect("blocking");
-                return conn;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                assert!(Instant::now() < deadline, "the job never connected");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => panic!("accept: {e}"),
-        }
-    }
 }
 
 /// A cheap random sequence, seeded from the clock; the seed is printed so

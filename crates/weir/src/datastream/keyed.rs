@@ -241,15 +241,35 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     }
 }
 
+/// The hooks an adapter below passes on to the user's function it wraps
+/// (`self.0`): open, snapshots and checkpoint notices, close.
+macro_rules! lifecycle_of_the_wrapped_function {
+    () => {
+        fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+            self.0.open(ctx)
+        }
+        fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+            self.0.snapshot_state(checkpoint_id)
+        }
+        fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+            self.0.notify_checkpoint_complete(checkpoint_id)
+        }
+        fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
+            self.0.notify_checkpoint_aborted(checkpoint_id)
+        }
+        fn close(&mut self) -> FunctionResult {
+            self.0.close()
+        }
+    };
+}
+
 /// A map function run as a keyed process function, so keyed state follows
 /// each record's key.
 #[derive(Clone)]
 struct KeyedMap<F>(F);
 
 impl<K, T, O, F: MapFunction<T, O>> KeyedProcessFunction<K, T, O> for KeyedMap<F> {
-    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        self.0.open(ctx)
-    }
+    lifecycle_of_the_wrapped_function!();
     fn process_element(
         &mut self,
         value: T,
@@ -259,27 +279,13 @@ impl<K, T, O, F: MapFunction<T, O>> KeyedProcessFunction<K, T, O> for KeyedMap<F
         out.collect(self.0.map(value));
         Ok(())
     }
-    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.snapshot_state(checkpoint_id)
-    }
-    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.notify_checkpoint_complete(checkpoint_id)
-    }
-    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.notify_checkpoint_aborted(checkpoint_id)
-    }
-    fn close(&mut self) -> FunctionResult {
-        self.0.close()
-    }
 }
 
 #[derive(Clone)]
 struct KeyedFlatMap<F>(F);
 
 impl<K, T, O, F: FlatMapFunction<T, O>> KeyedProcessFunction<K, T, O> for KeyedFlatMap<F> {
-    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        self.0.open(ctx)
-    }
+    lifecycle_of_the_wrapped_function!();
     fn process_element(
         &mut self,
         value: T,
@@ -289,27 +295,13 @@ impl<K, T, O, F: FlatMapFunction<T, O>> KeyedProcessFunction<K, T, O> for KeyedF
         self.0.flat_map(value, out);
         Ok(())
     }
-    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.snapshot_state(checkpoint_id)
-    }
-    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.notify_checkpoint_complete(checkpoint_id)
-    }
-    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.notify_checkpoint_aborted(checkpoint_id)
-    }
-    fn close(&mut self) -> FunctionResult {
-        self.0.close()
-    }
 }
 
 #[derive(Clone)]
 struct KeyedFilter<F>(F);
 
 impl<K, T, F: FilterFunction<T>> KeyedProcessFunction<K, T, T> for KeyedFilter<F> {
-    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        self.0.open(ctx)
-    }
+    lifecycle_of_the_wrapped_function!();
     fn process_element(
         &mut self,
         value: T,
@@ -320,17 +312,5 @@ impl<K, T, F: FilterFunction<T>> KeyedProcessFunction<K, T, T> for KeyedFilter<F
             out.collect(value);
         }
         Ok(())
-    }
-    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.snapshot_state(checkpoint_id)
-    }
-    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.notify_checkpoint_complete(checkpoint_id)
-    }
-    fn notify_checkpoint_aborted(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.0.notify_checkpoint_aborted(checkpoint_id)
-    }
-    fn close(&mut self) -> FunctionResult {
-        self.0.close()
     }
 }

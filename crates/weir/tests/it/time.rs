@@ -203,24 +203,32 @@ impl SourceFunction<String> for ClockedSource {
     }
 }
 
-#[test]
-fn processing_time_windows_follow_the_manual_clock() -> anyhow::Result<()> {
+/// Records of `script` from a [`ClockedSource`] on a job whose clock it
+/// moves.
+fn clocked(script: Vec<(i64, &'static str)>) -> DataStream<String> {
     let clock = ManualClock::new(0);
     let env = StreamExecutionEnvironment::new();
     env.set_clock(Arc::new(clock.clone()));
-    let source = ClockedSource {
-        clock,
-        script: vec![
-            (1_000, "a"),
-            (3_000, "b"),
-            (4_000, "a"),
-            (6_000, "a"),
-            (12_000, "b"),
-        ],
-        next: 0,
-    };
-    let out = env
-        .add_source(source, "clocked")
+    env.add_source(
+        ClockedSource {
+            clock,
+            script,
+            next: 0,
+        },
+        "clocked",
+    )
+}
+
+#[test]
+fn processing_time_windows_follow_the_manual_clock() -> anyhow::Result<()> {
+    let records = clocked(vec![
+        (1_000, "a"),
+        (3_000, "b"),
+        (4_000, "a"),
+        (6_000, "a"),
+        (12_000, "b"),
+    ]);
+    let out = records
         .map(|k: String| (k, 1i64))
         .key_by(|(k, _)| k.clone())
         .window(TumblingProcessingTimeWindows::of(Duration::from_secs(5)))
@@ -255,16 +263,8 @@ fn processing_time_windows_follow_the_manual_clock() -> anyhow::Result<()> {
 
 #[test]
 fn processing_time_sessions_close_after_the_gap() -> anyhow::Result<()> {
-    let clock = ManualClock::new(0);
-    let env = StreamExecutionEnvironment::new();
-    env.set_clock(Arc::new(clock.clone()));
-    let source = ClockedSource {
-        clock,
-        script: vec![(1_000, "x"), (2_000, "y"), (9_000, "z"), (9_500, "w")],
-        next: 0,
-    };
-    let out = env
-        .add_source(source, "clocked")
+    let records = clocked(vec![(1_000, "x"), (2_000, "y"), (9_000, "z"), (9_500, "w")]);
+    let out = records
         .window_all(ProcessingTimeSessionWindows::with_gap(Duration::from_secs(
             5,
         )))
@@ -320,18 +320,10 @@ impl KeyedProcessFunction<String, String, String> for Ticker {
 
 #[test]
 fn processing_time_timers_fire_from_the_clock() -> anyhow::Result<()> {
-    let clock = ManualClock::new(0);
-    let env = StreamExecutionEnvironment::new();
-    env.set_clock(Arc::new(clock.clone()));
-    let source = ClockedSource {
-        clock,
-        script: vec![(100, "a"), (200, "b"), (700, "a")],
-        next: 0,
-    };
+    let records = clocked(vec![(100, "a"), (200, "b"), (700, "a")]);
     let ticker = Ticker::default();
     let seen = Arc::clone(&ticker.seen);
-    let out = env
-        .add_source(source, "clocked")
+    let out = records
         .key_by(|k: &String| k.clone())
         .process(ticker)
         .execute_and_collect()?;
@@ -602,16 +594,13 @@ fn a_finished_split_stops_holding_the_watermark_back() -> anyhow::Result<()> {
 
 #[test]
 fn ingestion_time_stamps_records_with_the_sources_clock() -> anyhow::Result<()> {
-    let clock = ManualClock::new(0);
-    let env = StreamExecutionEnvironment::new();
-    env.set_clock(Arc::new(clock.clone()));
-    let source = ClockedSource {
-        clock,
-        script: vec![(1_000, "a"), (3_000, "b"), (6_000, "c"), (12_000, "d")],
-        next: 0,
-    };
-    let out = env
-        .add_source(source, "clocked")
+    let records = clocked(vec![
+        (1_000, "a"),
+        (3_000, "b"),
+        (6_000, "c"),
+        (12_000, "d"),
+    ]);
+    let out = records
         .assign_timestamps_and_watermarks(WatermarkStrategy::for_ingestion_time())
         .window_all(TumblingEventTimeWindows::of(Duration::from_secs(5)))
         .apply(
@@ -628,16 +617,13 @@ fn ingestion_time_stamps_records_with_the_sources_clock() -> anyhow::Result<()> 
 
 #[test]
 fn a_continuous_processing_time_trigger_fires_on_the_clock() -> anyhow::Result<()> {
-    let clock = ManualClock::new(0);
-    let env = StreamExecutionEnvironment::new();
-    env.set_clock(Arc::new(clock.clone()));
-    let source = ClockedSource {
-        clock,
-        script: vec![(1_000, "a"), (3_000, "b"), (6_000, "c"), (12_000, "d")],
-        next: 0,
-    };
-    let out = env
-        .add_source(source, "clocked")
+    let records = clocked(vec![
+        (1_000, "a"),
+        (3_000, "b"),
+        (6_000, "c"),
+        (12_000, "d"),
+    ]);
+    let out = records
         .window_all(GlobalWindows::create())
         .trigger(ContinuousProcessingTimeTrigger::of(Duration::from_secs(5)))
         .apply(
@@ -658,19 +644,16 @@ fn a_continuous_processing_time_trigger_fires_on_the_clock() -> anyhow::Result<(
 
 #[test]
 fn a_processing_time_trigger_fires_event_time_windows_by_the_clock() -> anyhow::Result<()> {
-    let clock = ManualClock::new(0);
-    let env = StreamExecutionEnvironment::new();
-    env.set_clock(Arc::new(clock.clone()));
-    let source = ClockedSource {
-        clock,
-        script: vec![(1_000, "a"), (3_000, "b"), (6_000, "c"), (11_000, "d")],
-        next: 0,
-    };
+    let records = clocked(vec![
+        (1_000, "a"),
+        (3_000, "b"),
+        (6_000, "c"),
+        (11_000, "d"),
+    ]);
     // Records stamped 0 ms of event time, no watermark before the end: only
     // the clock can fire their window (at its end, 10 s, in processing
     // time), which it does once it passed 10 s.
-    let out = env
-        .add_source(source, "clocked")
+    let out = records
         .assign_timestamps_and_watermarks(
             WatermarkStrategy::no_watermarks().with_timestamp_assigner(|_: &String, _| 0),
         )
