@@ -1125,6 +1125,31 @@ fn an_unwritable_checkpoint_directory_fails_the_job_before_it_runs() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn the_file_sink_rolls_part_files_by_time() {
+    // Rolling checks each record against the part file's age: with no
+    // time allowed every record starts a part file; with an hour, one
+    // part file holds them all.
+    for (interval, parts) in [(Duration::ZERO, 20), (Duration::from_secs(3600), 1)] {
+        let dir = temp_dir("files-rolled-by-time");
+        let env = StreamExecutionEnvironment::new();
+        env.from_sequence(1, 20)
+            .add_sink(
+                FileSink::for_row_format(&dir).with_rolling_policy(RollingPolicy {
+                    max_part_size: u64::MAX,
+                    rollover_interval: interval,
+                }),
+            );
+        env.execute("rolled").expect("runs");
+        let (lines, hidden) = committed_lines(&dir);
+        assert_eq!(lines.len(), 20);
+        assert_eq!(hidden, 0, "nothing left uncommitted");
+        let files = std::fs::read_dir(&dir).expect("dir").count();
+        assert_eq!(files, parts, "rolled every {interval:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 type Written = Arc<Mutex<BTreeMap<(u32, u64), Vec<String>>>>;
 
 /// An idempotent writer: a batch is stored under (subtask, checkpoint), so
