@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the system libraries Weir's tests build against: Debian's RocksDB
-# (linked by weir-state-rocksdb instead of compiling RocksDB's C++) and
-# libclang (for its bindings). Idempotent; uses sudo when not root.
+# Installs what Weir's tests need from Debian: RocksDB (linked by
+# weir-state-rocksdb instead of compiling RocksDB's C++) and libclang (for
+# its bindings); PostgreSQL's server, which the connector tests start as a
+# throwaway cluster on loopback (they need no running service). Idempotent;
+# uses sudo when not root.
 set -euo pipefail
-packages=(librocksdb-dev libclang-dev)
+packages=(librocksdb-dev libclang-dev postgresql)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -120,6 +120,9 @@ struct Plan<'g> {
     receivers: HashMap<(usize, u32), Vec<Erased>>,
     cancel: CancelSource,
     attempt_number: u32,
+    job_id: String,
+    /// The checkpoint restored, if any.
+    restored_checkpoint: Option<u64>,
     /// Per node, what a restore brings.
     restored: Vec<Option<RestoredOperator>>,
     to_coordinator: Option<Sender<CoordinatorMessage>>,
@@ -287,6 +290,7 @@ pub(crate) fn deploy(
     let config = &job.config;
     let mut plan = Plan::new(graph, config, &job.metrics, restore)?;
     plan.attempt_number = attempt_number;
+    plan.job_id = job.job_id.to_string();
     plan.create_channels();
     let stats = Arc::new(Mutex::new(CheckpointStats {
         restored: restore.map(|c| c.metadata.checkpoint_id),
@@ -514,6 +518,8 @@ impl<'g> Plan<'g> {
             receivers: HashMap::new(),
             cancel: CancelSource::new(),
             attempt_number: 0,
+            job_id: String::new(),
+            restored_checkpoint: restore.map(|c| c.metadata.checkpoint_id),
             restored: Vec::new(),
             to_coordinator: None,
             native_snapshots: false,
@@ -706,6 +712,8 @@ impl<'g> Plan<'g> {
             ),
         };
         RuntimeContext {
+            job_id: self.job_id.clone(),
+            restored_checkpoint: self.restored_checkpoint,
             operator_name: self.graph.node(id).name.clone(),
             task_name: self.task_names[self.task_head(id).0].clone(),
             subtask_index: subtask,

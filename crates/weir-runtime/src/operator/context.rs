@@ -20,6 +20,10 @@ use weir_state::{
 /// reached through it.
 #[derive(Debug, Clone)]
 pub struct RuntimeContext {
+    /// The job's id (Flink's `getJobId`), new for every run of a program.
+    pub job_id: String,
+    /// The checkpoint or savepoint this attempt restored, if any.
+    pub restored_checkpoint: Option<u64>,
     /// Name of the operator.
     pub operator_name: String,
     /// Name of the task (the chain) the operator runs in.

@@ -304,6 +304,8 @@ mod tests {
 
     fn context() -> RuntimeContext {
         RuntimeContext {
+            job_id: "0".repeat(32),
+            restored_checkpoint: None,
             operator_name: "rules".into(),
             task_name: "rules".into(),
             subtask_index: 0,

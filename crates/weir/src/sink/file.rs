@@ -190,7 +190,7 @@ impl<T: Display + Send + 'static> TwoPhaseCommit<T> for RowFileWriter<T> {
         Ok(())
     }
 
-    fn pre_commit(&mut self, _txn: &mut PartFiles) -> FunctionResult {
+    fn pre_commit(&mut self, _txn: &mut PartFiles, _checkpoint_id: u64) -> FunctionResult {
         self.close_part()
     }
 

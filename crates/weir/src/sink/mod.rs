@@ -18,6 +18,7 @@ pub use print::{PrintSink, PrintTarget};
 pub use print_format::{PrintFormat, Printed};
 pub use text_file::TextFileSink;
 pub use two_phase_commit::{TwoPhaseCommit, TwoPhaseCommitSink};
+pub use weir_runtime::checkpoint::FINAL_SNAPSHOT;
 pub use write_ahead::{WriteAheadSink, WriteAheadWriter};
 
 use weir_runtime::element::StreamRecord;

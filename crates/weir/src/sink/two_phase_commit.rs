@@ -41,8 +41,10 @@ pub trait TwoPhaseCommit<T>: Send + 'static {
     /// Writes `value` into `txn`.
     fn invoke(&mut self, txn: &mut Self::Txn, value: T, ctx: &SinkContext) -> FunctionResult;
     /// Makes `txn` durable so that `commit` cannot fail for lack of data;
-    /// no more records go into it.
-    fn pre_commit(&mut self, txn: &mut Self::Txn) -> FunctionResult;
+    /// no more records go into it. `checkpoint_id` is the checkpoint whose
+    /// completion will commit it ([`FINAL_SNAPSHOT`] for the final one, or
+    /// at the end of a job without checkpoints).
+    fn pre_commit(&mut self, txn: &mut Self::Txn, checkpoint_id: u64) -> FunctionResult;
     /// Makes `txn`'s records visible. Idempotent.
     fn commit(&mut self, txn: Self::Txn) -> FunctionResult;
     /// Drops `txn` and its records.
@@ -142,7 +144,7 @@ impl<S: TwoPhaseCommit<T>, T: Send + 'static> SinkFunction<T> for TwoPhaseCommit
 
     fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
         if let Some(mut txn) = self.current.take() {
-            self.system.pre_commit(&mut txn)?;
+            self.system.pre_commit(&mut txn, checkpoint_id)?;
             self.pending.push((checkpoint_id, txn));
         }
         // The next transaction starts now, so that the checkpoint records
@@ -175,7 +177,7 @@ impl<S: TwoPhaseCommit<T>, T: Send + 'static> SinkFunction<T> for TwoPhaseCommit
         // without, nothing else will.
         if !self.checkpointing {
             if let Some(mut txn) = self.current.take() {
-                self.system.pre_commit(&mut txn)?;
+                self.system.pre_commit(&mut txn, FINAL_SNAPSHOT)?;
                 self.system.commit(txn)?;
             }
         }

@@ -1,0 +1,461 @@
+//! PostgreSQL sinks, the two ways Flink's JDBC sinks give exactly-once
+//! results:
+//!
+//! - [`PostgresSink::upsert`]: `INSERT … ON CONFLICT (key) DO UPDATE`,
+//!   batched by size and flushed on every checkpoint barrier before the
+//!   barrier is acknowledged. Delivery is at-least-once (a restart replays
+//!   what came after the checkpoint), and because an upsert is idempotent
+//!   each key's row ends as it would have without the failure.
+//! - [`PostgresSink::exactly_once`]: rows of a checkpoint go into one
+//!   transaction, which the barrier turns into a prepared transaction
+//!   (`PREPARE TRANSACTION`) and the checkpoint's completion commits
+//!   (`COMMIT PREPARED`); see [`two_phase`].
+//!
+//! Rows are the parameters a closure makes of each record, in the order of
+//! the columns given.
+//!
+//! ```no_run
+//! use weir::prelude::*;
+//! use weir_connectors::postgres::PostgresSink;
+//!
+//! # fn main() -> anyhow::Result<()> {
+//! let env = StreamExecutionEnvironment::new();
+//! env.from_elements(vec![("to".to_string(), 2i64), ("be".to_string(), 2)])
+//!     .add_sink(PostgresSink::upsert(
+//!         "postgres://postgres@127.0.0.1:5432/postgres",
+//!         "word_counts",
+//!         &["word", "total"],
+//!         &["word"],
+//!         |(word, total): &(String, i64)| vec![Box::new(word.clone()), Box::new(*total)],
+//!     ));
+//! env.execute("counts to PostgreSQL")?;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod local;
+pub mod two_phase;
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use postgres::types::ToSql;
+use postgres::{Client, NoTls, Statement};
+use weir::functions::{FunctionResult, RuntimeContext, SinkContext, SinkFunction};
+
+pub use local::{LocalPostgres, LocalPostgresError};
+pub use two_phase::PostgresTwoPhaseCommit;
+
+/// One row's parameters, in the order of the sink's columns.
+pub type Row = Vec<Box<dyn ToSql + Sync + Send>>;
+
+/// Makes a row of a record.
+pub type RowFn<T> = Arc<dyn Fn(&T) -> Row + Send + Sync>;
+
+/// Why a PostgreSQL sink failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PostgresSinkError {
+    /// The table, columns or keys given cannot make a statement.
+    #[error("PostgreSQL sink: {0}")]
+    Config(String),
+    /// The server could not be reached.
+    #[error("cannot connect to PostgreSQL at {url}: {}", describe(cause))]
+    Connect {
+        /// The URL, without its password.
+        url: String,
+        /// Why.
+        cause: postgres::Error,
+    },
+    /// A statement failed.
+    #[error("PostgreSQL: {what}: {}", describe(cause))]
+    Statement {
+        /// What was being done.
+        what: String,
+        /// What the server said.
+        cause: postgres::Error,
+    },
+}
+
+/// A client error with what the server said, when it said something (the
+/// client's own text is only "db error").
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut text = format!("{} ({}): {}", db.severity(), db.code().code(), db.message());
+            if let Some(detail) = db.detail() {
+                text.push_str(&format!(" ({detail})"));
+            }
+            text
+        }
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+impl PostgresSinkError {
+    pub(crate) fn statement(what: impl Into<String>) -> impl FnOnce(postgres::Error) -> Self {
+        let what = what.into();
+        move |cause| PostgresSinkError::Statement { what, cause }
+    }
+}
+
+/// `url` with any password replaced, for messages.
+pub(crate) fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user_info = &url[scheme + 3..at];
+            match user_info.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+pub(crate) fn connect(url: &str) -> Result<Client, PostgresSinkError> {
+    Client::connect(url, NoTls).map_err(|cause| PostgresSinkError::Connect {
+        url: redacted(url),
+        cause,
+    })
+}
+
+/// A subtask's session, kept in a mutex only so that the sink is `Sync`.
+pub(crate) type Session = Mutex<Option<(Client, Statement)>>;
+
+/// The session slot, without locking (the subtask owns it).
+pub(crate) fn session_slot(session: &mut Session) -> &mut Option<(Client, Statement)> {
+    // A panic while the slot was borrowed cannot leave it half-written.
+    session
+        .get_mut()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The open session, if any.
+pub(crate) fn session(session: &mut Session) -> Option<(&mut Client, &Statement)> {
+    session_slot(session).as_mut().map(|(c, s)| (c, &*s))
+}
+
+/// Whether `name` is a plain SQL identifier (letters, digits, `_`, `.` for
+/// a schema), so that it can be written into a statement as it is.
+fn identifier(name: &str) -> Result<&str, PostgresSinkError> {
+    let plain = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    if plain {
+        Ok(name)
+    } else {
+        Err(PostgresSinkError::Config(format!(
+            "'{name}' is not a plain identifier (letters, digits, '_', a schema with '.')"
+        )))
+    }
+}
+
+/// `INSERT INTO table (cols) VALUES ($1, …)`, with `ON CONFLICT (keys) DO
+/// UPDATE SET` the other columns when `keys` are given.
+pub(crate) fn insert_statement(
+    table: &str,
+    columns: &[String],
+    keys: &[String],
+) -> Result<String, PostgresSinkError> {
+    if columns.is_empty() {
+        return Err(PostgresSinkError::Config("no columns".into()));
+    }
+    let table = identifier(table)?;
+    let cols = columns
+        .iter()
+        .map(|c| identifier(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let values: Vec<String> = (1..=cols.len()).map(|i| format!("${i}")).collect();
+    let mut sql = format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        cols.join(", "),
+        values.join(", ")
+    );
+    if !keys.is_empty() {
+        for key in keys {
+            if !columns.contains(key) {
+                return Err(PostgresSinkError::Config(format!(
+                    "key column '{key}' is not among the columns {columns:?}"
+                )));
+            }
+        }
+        let updates: Vec<String> = cols
+            .iter()
+            .filter(|c| !keys.iter().any(|k| k == *c))
+            .map(|c| format!("{c} = EXCLUDED.{c}"))
+            .collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        if updates.is_empty() {
+            sql.push_str(&format!(" ON CONFLICT ({}) DO NOTHING", keys.join(", ")));
+        } else {
+            sql.push_str(&format!(
+                " ON CONFLICT ({}) DO UPDATE SET {}",
+                keys.join(", "),
+                updates.join(", ")
+            ));
+        }
+    }
+    Ok(sql)
+}
+
+/// Where and how a sink writes.
+pub(crate) struct Target<T> {
+    pub url: String,
+    pub table: String,
+    pub columns: Vec<String>,
+    pub keys: Vec<String>,
+    pub row: RowFn<T>,
+}
+
+impl<T> Clone for Target<T> {
+    fn clone(&self) -> Self {
+        Target {
+            url: self.url.clone(),
+            table: self.table.clone(),
+            columns: self.columns.clone(),
+            keys: self.keys.clone(),
+            row: Arc::clone(&self.row),
+        }
+    }
+}
+
+impl<T> Target<T> {
+    fn new(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+        row: impl Fn(&T) -> Row + Send + Sync + 'static,
+    ) -> Self {
+        Target {
+            url: url.to_string(),
+            table: table.to_string(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            keys: keys.iter().map(|k| k.to_string()).collect(),
+            row: Arc::new(row),
+        }
+    }
+
+    /// Connects and prepares the insert.
+    pub(crate) fn open(&self) -> Result<(Client, Statement), PostgresSinkError> {
+        let sql = insert_statement(&self.table, &self.columns, &self.keys)?;
+        let mut client = connect(&self.url)?;
+        let statement = client
+            .prepare(&sql)
+            .map_err(PostgresSinkError::statement(format!("preparing {sql}")))?;
+        Ok((client, statement))
+    }
+
+    /// Executes the insert for `record` on `client` (or a transaction).
+    pub(crate) fn write(
+        &self,
+        client: &mut impl postgres::GenericClient,
+        statement: &Statement,
+        record: &T,
+    ) -> Result<(), PostgresSinkError> {
+        let row = (self.row)(record);
+        if row.len() != self.columns.len() {
+            return Err(PostgresSinkError::Config(format!(
+                "a row has {} values for {} columns",
+                row.len(),
+                self.columns.len()
+            )));
+        }
+        let params: Vec<&(dyn ToSql + Sync)> = row
+            .iter()
+            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+            .collect();
+        client
+            .execute(statement, &params)
+            .map_err(PostgresSinkError::statement(format!(
+                "writing a row into {}",
+                self.table
+            )))?;
+        Ok(())
+    }
+}
+
+/// The sinks' constructors (Flink's `JdbcSink`).
+pub struct PostgresSink;
+
+impl PostgresSink {
+    /// Upserts each record's row into `table`: rows with the same `keys`
+    /// replace each other (the other columns are updated). Idempotent, so
+    /// at-least-once delivery leaves each key's final row exactly as a run
+    /// without failures would. Batches of 500 rows or 200 ms, and every
+    /// checkpoint barrier, flush.
+    pub fn upsert<T>(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+        row: impl Fn(&T) -> Row + Send + Sync + 'static,
+    ) -> PostgresUpsertSink<T> {
+        PostgresUpsertSink {
+            target: Target::new(url, table, columns, keys, row),
+            batch_size: 500,
+            batch_interval: Duration::from_millis(200),
+            connection: Mutex::new(None),
+            buffer: Vec::new(),
+            last_flush: Instant::now(),
+            _type: PhantomData,
+        }
+    }
+
+    /// Writes each record's row into `table` exactly once: a transaction
+    /// per checkpoint, prepared on the barrier and committed when the
+    /// checkpoint completes (see [`two_phase`]). `keys` may be empty (plain
+    /// inserts) or name a conflict key to upsert on.
+    pub fn exactly_once<T: Send + 'static>(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+        row: impl Fn(&T) -> Row + Send + Sync + 'static,
+    ) -> weir::sink::TwoPhaseCommitSink<PostgresTwoPhaseCommit<T>, T> {
+        weir::sink::TwoPhaseCommitSink::new(PostgresTwoPhaseCommit::new(Target::new(
+            url, table, columns, keys, row,
+        )))
+    }
+}
+
+/// The upsert sink ([`PostgresSink::upsert`]).
+pub struct PostgresUpsertSink<T> {
+    target: Target<T>,
+    batch_size: usize,
+    batch_interval: Duration,
+    /// In a mutex only to be `Sync`, as sinks must be (a subtask has its
+    /// own and reaches it through `get_mut`, without locking).
+    connection: Mutex<Option<(Client, Statement)>>,
+    buffer: Vec<T>,
+    last_flush: Instant,
+    _type: PhantomData<fn(T)>,
+}
+
+impl<T> Clone for PostgresUpsertSink<T> {
+    fn clone(&self) -> Self {
+        PostgresUpsertSink {
+            target: self.target.clone(),
+            batch_size: self.batch_size,
+            batch_interval: self.batch_interval,
+            connection: Mutex::new(None),
+            buffer: Vec::new(),
+            last_flush: Instant::now(),
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<T> PostgresUpsertSink<T> {
+    /// Flushes every `rows` rows (500).
+    pub fn with_batch_size(mut self, rows: usize) -> Self {
+        self.batch_size = rows.max(1);
+        self
+    }
+
+    /// Flushes a batch once it is `interval` old (200 ms), checked as
+    /// records arrive; barriers and the end of input flush in any case.
+    pub fn with_batch_interval(mut self, interval: Duration) -> Self {
+        self.batch_interval = interval;
+        self
+    }
+
+    /// Writes the buffered rows in one transaction.
+    fn flush(&mut self) -> FunctionResult {
+        self.last_flush = Instant::now();
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let Some((client, statement)) = session(&mut self.connection) else {
+            return Err("the PostgreSQL sink was not opened".into());
+        };
+        let mut tx = client
+            .transaction()
+            .map_err(PostgresSinkError::statement("beginning a batch"))?;
+        for record in &self.buffer {
+            self.target.write(&mut tx, statement, record)?;
+        }
+        tx.commit()
+            .map_err(PostgresSinkError::statement("committing a batch"))?;
+        self.buffer.clear();
+        Ok(())
+    }
+}
+
+impl<T: Send + 'static> SinkFunction<T> for PostgresUpsertSink<T> {
+    fn default_name(&self) -> String {
+        format!("PostgreSQL upsert: {}", self.target.table)
+    }
+
+    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+        *session_slot(&mut self.connection) = Some(self.target.open()?);
+        self.last_flush = Instant::now();
+        Ok(())
+    }
+
+    fn invoke(&mut self, value: T, _ctx: &SinkContext) -> FunctionResult {
+        self.buffer.push(value);
+        if self.buffer.len() >= self.batch_size || self.last_flush.elapsed() >= self.batch_interval
+        {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Everything received before the barrier is written before the
+    /// barrier is acknowledged: a restored checkpoint never misses a row.
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        self.flush()
+    }
+
+    fn finish(&mut self) -> FunctionResult {
+        self.flush()
+    }
+
+    fn close(&mut self) -> FunctionResult {
+        *session_slot(&mut self.connection) = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_upsert_on_their_keys() {
+        let cols = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            insert_statement("t", &cols(&["k", "v", "w"]), &cols(&["k"])).unwrap(),
+            "INSERT INTO t (k, v, w) VALUES ($1, $2, $3) ON CONFLICT (k) DO UPDATE SET \
+             v = EXCLUDED.v, w = EXCLUDED.w"
+        );
+        assert_eq!(
+            insert_statement("s.t", &cols(&["a", "b"]), &[]).unwrap(),
+            "INSERT INTO s.t (a, b) VALUES ($1, $2)"
+        );
+        assert_eq!(
+            insert_statement("t", &cols(&["k"]), &cols(&["k"])).unwrap(),
+            "INSERT INTO t (k) VALUES ($1) ON CONFLICT (k) DO NOTHING"
+        );
+        let bad = insert_statement("t; drop table x", &cols(&["a"]), &[]).unwrap_err();
+        assert!(bad.to_string().contains("not a plain identifier"), "{bad}");
+        let bad = insert_statement("t", &cols(&["a"]), &cols(&["b"])).unwrap_err();
+        assert!(bad.to_string().contains("key column 'b'"), "{bad}");
+    }
+
+    #[test]
+    fn passwords_stay_out_of_messages() {
+        assert_eq!(
+            redacted("postgres://me:secret@db:5432/x"),
+            "postgres://me:***@db:5432/x"
+        );
+        assert_eq!(redacted("postgres://me@db/x"), "postgres://me@db/x");
+    }
+}

@@ -1,0 +1,211 @@
+//! PostgreSQL sinks through whole jobs: upserts and two-phase commit,
+//! across failures, against a local server.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use weir::prelude::*;
+use weir_connectors::postgres::{LocalPostgres, PostgresSink, Row};
+
+const KEYS: u64 = 40;
+
+fn server() -> LocalPostgres {
+    LocalPostgres::start().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn client(pg: &LocalPostgres) -> postgres::Client {
+    postgres::Client::connect(&pg.url(), postgres::NoTls).expect("connects")
+}
+
+/// Fails once, at the first record from `at` on after a checkpoint
+/// completed (a failure before any checkpoint would restore nothing).
+#[derive(Clone)]
+struct FailAfterCheckpoint {
+    at: Option<u64>,
+    checkpointed: bool,
+}
+
+impl MapFunction<u64, u64> for FailAfterCheckpoint {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        if ctx.attempt_number > 0 {
+            self.at = None;
+        }
+        Ok(())
+    }
+    fn notify_checkpoint_complete(&mut self, _id: u64) -> FunctionResult {
+        self.checkpointed = true;
+        Ok(())
+    }
+    fn map(&mut self, i: u64) -> u64 {
+        if self.checkpointed && self.at.is_some_and(|at| i >= at) {
+            panic!("injected failure at record {i}");
+        }
+        i
+    }
+}
+
+/// 0..records at `records` a second (a second of input, checkpoints every
+/// 40 ms), failing once after a checkpoint at `fail_at` if given.
+fn numbers(
+    env: &StreamExecutionEnvironment,
+    records: u64,
+    fail_at: Option<u64>,
+) -> DataStream<u64> {
+    env.set_parallelism(2)
+        .enable_checkpointing(Duration::from_millis(40))
+        .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
+    env.add_parallel_source(
+        GeneratorSource::new(records, |i| i).with_rate_limit(records as f64),
+        "numbers",
+    )
+    .uid("numbers")
+    .map(FailAfterCheckpoint {
+        at: fail_at,
+        checkpointed: false,
+    })
+    .uid("fail once")
+}
+
+#[test]
+fn upserts_leave_each_keys_final_row_across_a_failure() {
+    let pg = server();
+    let mut db = client(&pg);
+    db.batch_execute("CREATE TABLE totals (k BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
+        .expect("table");
+    let records = 20_000;
+    let env = StreamExecutionEnvironment::new();
+    numbers(&env, records, Some(12_000))
+        .map(|i: u64| (i % KEYS, 1u64))
+        .key_by(|p| p.0)
+        .sum(|p| &mut p.1)
+        .uid("totals")
+        .add_sink(
+            PostgresSink::upsert(
+                &pg.url(),
+                "totals",
+                &["k", "n"],
+                &["k"],
+                |(k, n): &(u64, u64)| -> Row { vec![Box::new(*k as i64), Box::new(*n as i64)] },
+            )
+            .with_batch_size(100),
+        );
+    let result = env.execute("upserts").expect("recovers");
+    assert_eq!(result.restarts, 1, "{:?}", result.recovered_failures);
+    let rows: BTreeMap<i64, i64> = db
+        .query("SELECT k, n FROM totals", &[])
+        .expect("query")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    // Every key's count, computed plainly.
+    let expected: BTreeMap<i64, i64> = (0..KEYS as i64)
+        .map(|k| (k, (records / KEYS) as i64))
+        .collect();
+    assert_eq!(rows, expected);
+}
+
+/// The rows of `table` as `(i, n)`, and how many prepared transactions
+/// are left on the server.
+fn inserted(db: &mut postgres::Client, table: &str) -> (Vec<(i64, i64)>, i64) {
+    let rows = db
+        .query(&format!("SELECT i, n FROM {table} ORDER BY i, n"), &[])
+        .expect("query")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let prepared: i64 = db
+        .query_one("SELECT count(*) FROM pg_prepared_xacts", &[])
+        .expect("count")
+        .get(0);
+    (rows, prepared)
+}
+
+#[test]
+fn two_phase_commit_writes_each_row_once_across_a_failure() {
+    let pg = server();
+    let mut db = client(&pg);
+    db.batch_execute("CREATE TABLE seen (i BIGINT NOT NULL, n BIGINT NOT NULL)")
+        .expect("table");
+    // A transaction of another run of this sink, prepared for a checkpoint
+    // this job never restored: left over, it must be rolled back.
+    db.batch_execute(
+        "BEGIN; INSERT INTO seen VALUES (-1, -1); \
+         PREPARE TRANSACTION 'weir:seen:an-old-run.0:5:0'",
+    )
+    .expect("a leftover");
+    let records = 20_000;
+    let env = StreamExecutionEnvironment::new();
+    numbers(&env, records, Some(12_000))
+        .add_sink(PostgresSink::exactly_once(
+            &pg.url(),
+            "seen",
+            &["i", "n"],
+            &[],
+            |i: &u64| -> Row { vec![Box::new(*i as i64), Box::new(1i64)] },
+        ))
+        .uid("seen");
+    let result = env.execute("exactly once").expect("recovers");
+    assert_eq!(result.restarts, 1, "{:?}", result.recovered_failures);
+    assert!(result.checkpoints.restored.is_some());
+    let (rows, prepared) = inserted(&mut db, "seen");
+    // Plain inserts, no key: a row written twice would be there twice.
+    let expected: Vec<(i64, i64)> = (0..records as i64).map(|i| (i, 1)).collect();
+    assert_eq!(rows.len(), expected.len());
+    assert_eq!(rows, expected);
+    assert_eq!(prepared, 0, "prepared transactions left on the server");
+}
+
+#[test]
+fn an_unreachable_server_fails_the_job_naming_it() {
+    // A port bound here but not listened on: connections are refused,
+    // and nobody else can take it meanwhile.
+    let held =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .expect("bind");
+    let port = held
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .expect("an IP address")
+        .port();
+    let url = format!("postgres://weir:secret@127.0.0.1:{port}/none");
+    let env = StreamExecutionEnvironment::new();
+    env.from_elements(vec![1u64]).add_sink(PostgresSink::upsert(
+        &url,
+        "t",
+        &["k"],
+        &["k"],
+        |k: &u64| -> Row { vec![Box::new(*k as i64)] },
+    ));
+    let err = env
+        .execute("unreachable")
+        .expect_err("no server")
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "cannot connect to PostgreSQL at postgres://weir:***@127.0.0.1:{port}/none"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("secret"), "{err}");
+}
+
+#[test]
+fn a_row_that_does_not_fit_the_table_fails_the_job_with_the_servers_reason() {
+    let pg = server();
+    let mut db = client(&pg);
+    db.batch_execute("CREATE TABLE strict (k BIGINT PRIMARY KEY, v TEXT NOT NULL)")
+        .expect("table");
+    let env = StreamExecutionEnvironment::new();
+    env.from_elements(vec![1u64]).add_sink(PostgresSink::upsert(
+        &pg.url(),
+        "strict",
+        &["k", "v"],
+        &["k"],
+        |k: &u64| -> Row { vec![Box::new(*k as i64), Box::new(None::<String>)] },
+    ));
+    let err = env.execute("null").expect_err("not null").to_string();
+    assert!(err.contains("writing a row into strict"), "{err}");
+    assert!(err.contains("null value in column"), "{err}");
+}
