@@ -60,7 +60,8 @@ const EXAMPLES: [&str; 13] = [
 
 #[test]
 fn every_example_answers_help_with_its_usage() {
-    for name in EXAMPLES {
+    let connectors = cfg!(feature = "connectors").then_some("kafka_to_postgres");
+    for name in EXAMPLES.into_iter().chain(connectors) {
         for flag in ["--help", "-h"] {
             let out = Command::new(example(name))
                 .arg(flag)

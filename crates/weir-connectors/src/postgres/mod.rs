@@ -139,6 +139,14 @@ pub(crate) fn session(session: &mut Session) -> Option<(&mut Client, &Statement)
     session_slot(session).as_mut().map(|(c, s)| (c, &*s))
 }
 
+/// Runs `sql` (one or more statements) on the server at `url`, e.g. to
+/// create a sink's table.
+pub fn execute(url: &str, sql: &str) -> Result<(), PostgresSinkError> {
+    connect(url)?
+        .batch_execute(sql)
+        .map_err(PostgresSinkError::statement(sql.to_string()))
+}
+
 /// Whether `name` is a plain SQL identifier (letters, digits, `_`, `.` for
 /// a schema), so that it can be written into a statement as it is.
 fn identifier(name: &str) -> Result<&str, PostgresSinkError> {

@@ -44,6 +44,7 @@ pub struct PostgresTwoPhaseCommit<T> {
     /// `<job>.<attempt>`: this run, in the names of what it prepares.
     run: String,
     subtask: u32,
+    parallelism: u32,
     /// The session rows are written in, always inside the open transaction.
     session: Session,
     /// A second session for what cannot run inside a transaction:
@@ -59,6 +60,7 @@ impl<T> Clone for PostgresTwoPhaseCommit<T> {
             prefix: self.prefix.clone(),
             run: String::new(),
             subtask: 0,
+            parallelism: 1,
             session: Mutex::new(None),
             control: Mutex::new(None),
             _type: PhantomData,
@@ -71,15 +73,20 @@ impl<T> Clone for PostgresTwoPhaseCommit<T> {
 struct Gid<'a> {
     run: &'a str,
     checkpoint: u64,
+    subtask: u32,
 }
 
 fn parse_gid<'a>(prefix: &str, gid: &'a str) -> Option<Gid<'a>> {
     let rest = gid.strip_prefix(prefix)?.strip_prefix(':')?;
     let mut parts = rest.rsplitn(3, ':');
-    let _subtask = parts.next()?.parse::<u32>().ok()?;
+    let subtask = parts.next()?.parse::<u32>().ok()?;
     let checkpoint = parts.next()?.parse::<u64>().ok()?;
     let run = parts.next()?;
-    Some(Gid { run, checkpoint })
+    Some(Gid {
+        run,
+        checkpoint,
+        subtask,
+    })
 }
 
 /// Whether a prepared transaction of another run is left over: written
@@ -94,6 +101,27 @@ fn is_gone(e: &postgres::Error) -> bool {
     e.code() == Some(&SqlState::UNDEFINED_OBJECT)
 }
 
+/// Runs `statement` (a `COMMIT PREPARED` or `ROLLBACK PREPARED`); a
+/// transaction another session is still finishing ("busy": the session
+/// of a failed attempt, not yet gone) is tried again for up to ten
+/// seconds, and one that is gone counts as done.
+fn finish_prepared(client: &mut Client, statement: &str) -> Result<(), PostgresSinkError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match client.batch_execute(statement) {
+            Ok(()) => return Ok(()),
+            Err(e) if is_gone(&e) => return Ok(()),
+            Err(e)
+                if e.code() == Some(&SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(PostgresSinkError::statement(statement.to_string())(e)),
+        }
+    }
+}
+
 /// `'text'` as an SQL literal (names are ours, but quote them properly).
 fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
@@ -106,6 +134,7 @@ impl<T> PostgresTwoPhaseCommit<T> {
             target,
             run: String::new(),
             subtask: 0,
+            parallelism: 1,
             session: Mutex::new(None),
             control: Mutex::new(None),
             _type: PhantomData,
@@ -137,6 +166,7 @@ impl<T> PostgresTwoPhaseCommit<T> {
     /// restored checkpoint does not cover.
     fn roll_back_leftovers(&mut self, restored: Option<u64>) -> Result<(), PostgresSinkError> {
         let (prefix, run) = (self.prefix.clone(), self.run.clone());
+        let (subtask, parallelism) = (self.subtask, self.parallelism.max(1));
         let client = self.control()?;
         let rows = client
             .query(
@@ -148,18 +178,13 @@ impl<T> PostgresTwoPhaseCommit<T> {
             ))?;
         for row in rows {
             let gid: String = row.get(0);
-            let leftover = parse_gid(&prefix, &gid).is_some_and(|g| left_over(&g, &run, restored));
+            // Each leftover is rolled back by one subtask (that of its old
+            // index, modulo the parallelism): no two sessions race for it.
+            let leftover = parse_gid(&prefix, &gid).is_some_and(|g| {
+                left_over(&g, &run, restored) && g.subtask % parallelism == subtask
+            });
             if leftover {
-                if let Err(e) =
-                    client.batch_execute(&format!("ROLLBACK PREPARED {}", literal(&gid)))
-                {
-                    // Another subtask rolled it back first.
-                    if !is_gone(&e) {
-                        return Err(PostgresSinkError::statement(format!(
-                            "rolling back {gid} (left over)"
-                        ))(e));
-                    }
-                }
+                finish_prepared(client, &format!("ROLLBACK PREPARED {}", literal(&gid)))?;
             }
         }
         Ok(())
@@ -175,6 +200,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.subtask = ctx.subtask_index;
+        self.parallelism = ctx.parallelism;
         self.run = format!("{}.{}", ctx.job_id, ctx.attempt_number);
         *session_slot(&mut self.session) = Some(self.target.open()?);
         *self
@@ -217,30 +243,26 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
         let Some(gid) = txn.gid else {
             return Ok(());
         };
-        match self
-            .control()?
-            .batch_execute(&format!("COMMIT PREPARED {}", literal(&gid)))
-        {
-            // Gone: committed before (a commit repeated after a restore).
-            Err(e) if !is_gone(&e) => {
-                Err(PostgresSinkError::statement(format!("committing {gid}"))(e).into())
-            }
-            _ => Ok(()),
-        }
+        // Gone: committed before (a commit repeated after a restore).
+        finish_prepared(
+            self.control()?,
+            &format!("COMMIT PREPARED {}", literal(&gid)),
+        )?;
+        Ok(())
     }
 
     fn abort(&mut self, txn: PgTransaction) -> FunctionResult {
-        let (statement, client) = match &txn.gid {
-            Some(gid) => (
-                format!("ROLLBACK PREPARED {}", literal(gid)),
-                self.control()?,
-            ),
-            None => ("ROLLBACK".to_string(), self.client()?),
-        };
-        match client.batch_execute(&statement) {
-            Err(e) if !is_gone(&e) => Err(PostgresSinkError::statement(statement)(e).into()),
-            _ => Ok(()),
+        match &txn.gid {
+            Some(gid) => {
+                let rollback = format!("ROLLBACK PREPARED {}", literal(gid));
+                finish_prepared(self.control()?, &rollback)?;
+            }
+            None => self
+                .client()?
+                .batch_execute("ROLLBACK")
+                .map_err(PostgresSinkError::statement("ROLLBACK"))?,
         }
+        Ok(())
     }
 
     /// The transaction open at the restored checkpoint was never prepared:
@@ -271,7 +293,8 @@ mod tests {
             gid,
             Gid {
                 run: "abc.0",
-                checkpoint: 7
+                checkpoint: 7,
+                subtask: 2
             }
         );
         assert!(parse_gid("weir:t", "weir:other:abc.0:7:2").is_none());
@@ -281,7 +304,11 @@ mod tests {
 
     #[test]
     fn what_is_left_over_depends_on_the_run_and_the_restored_checkpoint() {
-        let gid = |run, checkpoint| Gid { run, checkpoint };
+        let gid = |run, checkpoint| Gid {
+            run,
+            checkpoint,
+            subtask: 0,
+        };
         // Ours: never.
         assert!(!left_over(&gid("me", 9), "me", Some(3)));
         // Another run's, after the restored checkpoint: rows replayed.
