@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use weir::prelude::*;
+
+use crate::FailAfterCheckpoint;
 use weir::sink::CollectSink;
 use weir_connectors::kafka::{KafkaSink, KafkaSource, LocalKafka};
 
@@ -49,33 +51,6 @@ fn what_the_sink_writes_the_bounded_source_reads_back() {
     // Every record once: none lost by the sink, none missed or repeated by
     // the source (four partitions over two subtasks).
     assert_eq!(read, (0..2_000).collect::<Vec<_>>());
-}
-
-/// Fails once, at the first record from `at` on after a checkpoint
-/// completed.
-#[derive(Clone)]
-struct FailAfterCheckpoint {
-    at: Option<u64>,
-    checkpointed: bool,
-}
-
-impl MapFunction<u64, u64> for FailAfterCheckpoint {
-    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        if ctx.attempt_number > 0 {
-            self.at = None;
-        }
-        Ok(())
-    }
-    fn notify_checkpoint_complete(&mut self, _id: u64) -> FunctionResult {
-        self.checkpointed = true;
-        Ok(())
-    }
-    fn map(&mut self, i: u64) -> u64 {
-        if self.checkpointed && self.at.is_some_and(|at| i >= at) {
-            panic!("injected failure at record {i}");
-        }
-        i
-    }
 }
 
 #[test]

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use weir::prelude::*;
+
+use crate::FailAfterCheckpoint;
 use weir_connectors::postgres::{LocalPostgres, PostgresSink, Row};
 
 const KEYS: u64 = 40;
@@ -15,33 +17,6 @@ fn server() -> LocalPostgres {
 
 fn client(pg: &LocalPostgres) -> postgres::Client {
     postgres::Client::connect(&pg.url(), postgres::NoTls).expect("connects")
-}
-
-/// Fails once, at the first record from `at` on after a checkpoint
-/// completed (a failure before any checkpoint would restore nothing).
-#[derive(Clone)]
-struct FailAfterCheckpoint {
-    at: Option<u64>,
-    checkpointed: bool,
-}
-
-impl MapFunction<u64, u64> for FailAfterCheckpoint {
-    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        if ctx.attempt_number > 0 {
-            self.at = None;
-        }
-        Ok(())
-    }
-    fn notify_checkpoint_complete(&mut self, _id: u64) -> FunctionResult {
-        self.checkpointed = true;
-        Ok(())
-    }
-    fn map(&mut self, i: u64) -> u64 {
-        if self.checkpointed && self.at.is_some_and(|at| i >= at) {
-            panic!("injected failure at record {i}");
-        }
-        i
-    }
 }
 
 /// 0..records at `records` a second (a second of input, checkpoints every
