@@ -1,7 +1,8 @@
 //! Exactly-once writes into PostgreSQL by two-phase commit.
 //!
-//! Each sink subtask keeps one session. Its rows go into an open
-//! transaction; the checkpoint barrier prepares it (`PREPARE TRANSACTION
+//! Each sink subtask keeps one session. A checkpoint's records are kept
+//! until its barrier, which writes them in the open transaction and
+//! prepares it (`PREPARE TRANSACTION
 //! 'gid'`, durable on the server, invisible to readers) and the
 //! checkpoint's completion commits it (`COMMIT PREPARED`). The checkpoint
 //! holds the prepared transactions not yet committed, so a restore commits
@@ -50,6 +51,9 @@ pub struct PostgresTwoPhaseCommit<T> {
     /// A second session for what cannot run inside a transaction:
     /// committing and rolling back prepared transactions.
     control: Mutex<Option<Client>>,
+    /// The open transaction's records, written when the barrier prepares
+    /// it (in a mutex only to be `Sync`).
+    rows: Mutex<Vec<T>>,
     _type: PhantomData<fn(T)>,
 }
 
@@ -63,6 +67,7 @@ impl<T> Clone for PostgresTwoPhaseCommit<T> {
             parallelism: 1,
             session: Mutex::new(None),
             control: Mutex::new(None),
+            rows: Mutex::new(Vec::new()),
             _type: PhantomData,
         }
     }
@@ -137,6 +142,7 @@ impl<T> PostgresTwoPhaseCommit<T> {
             parallelism: 1,
             session: Mutex::new(None),
             control: Mutex::new(None),
+            rows: Mutex::new(Vec::new()),
             _type: PhantomData,
         }
     }
@@ -209,25 +215,49 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) =
             Some(super::connect(&self.target.url)?);
         self.roll_back_leftovers(ctx.restored_checkpoint)?;
+        // A row locked by a prepared transaction waits for its commit,
+        // which this subtask's own thread delivers: a wait that long is an
+        // error (the job restarts and recovery commits), never a hang.
+        self.client()?
+            .batch_execute("SET lock_timeout = '10s'")
+            .map_err(PostgresSinkError::statement("setting lock_timeout"))?;
         Ok(())
     }
 
     fn begin_transaction(&mut self) -> FunctionResult<PgTransaction> {
+        self.rows
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
         self.client()?
             .batch_execute("BEGIN")
             .map_err(PostgresSinkError::statement("beginning a transaction"))?;
         Ok(PgTransaction::default())
     }
 
+    /// Kept until the barrier: rows written now could wait for locks that
+    /// the previous checkpoint's prepared transaction holds until its
+    /// commit (an upsert of the same key), which this thread delivers.
     fn invoke(&mut self, _txn: &mut PgTransaction, value: T, _ctx: &SinkContext) -> FunctionResult {
-        let Some((client, statement)) = session(&mut self.session) else {
-            return Err("the PostgreSQL sink was not opened".into());
-        };
-        self.target.write(client, statement, &value)?;
+        self.rows
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(value);
         Ok(())
     }
 
     fn pre_commit(&mut self, txn: &mut PgTransaction, checkpoint_id: u64) -> FunctionResult {
+        let rows = std::mem::take(
+            self.rows
+                .get_mut()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        let Some((client, statement)) = session(&mut self.session) else {
+            return Err("the PostgreSQL sink was not opened".into());
+        };
+        for row in &rows {
+            self.target.write(client, statement, row)?;
+        }
         let gid = format!(
             "{}:{}:{checkpoint_id}:{}",
             self.prefix, self.run, self.subtask
@@ -257,10 +287,15 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
                 let rollback = format!("ROLLBACK PREPARED {}", literal(gid));
                 finish_prepared(self.control()?, &rollback)?;
             }
-            None => self
-                .client()?
-                .batch_execute("ROLLBACK")
-                .map_err(PostgresSinkError::statement("ROLLBACK"))?,
+            None => {
+                self.rows
+                    .get_mut()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .clear();
+                self.client()?
+                    .batch_execute("ROLLBACK")
+                    .map_err(PostgresSinkError::statement("ROLLBACK"))?
+            }
         }
         Ok(())
     }
