@@ -396,7 +396,9 @@ fn a_retained_checkpoint_resumes_a_cancelled_job() {
     // First run: slow enough to be cancelled part-way.
     let env = StreamExecutionEnvironment::new();
     retain_checkpoints(&env, &dir, "30 ms");
-    let first = counting_job(&env, records, 10_000.0, None);
+    // Slow: the cancel must come while input remains (15 s of it), even
+    // when a loaded machine delays the first checkpoint by seconds.
+    let first = counting_job(&env, records, 2_000.0, None);
     let checkpoint = cancel_after_a_checkpoint(&env, &dir, Duration::from_millis(100));
     let before = first.lock().expect("lock").len() as u64;
     assert!(before < records, "cancelled before the end");
@@ -411,6 +413,7 @@ fn a_retained_checkpoint_resumes_a_cancelled_job() {
     let resumed = second.lock().expect("lock");
     let max = max_per_key(resumed.iter());
     assert!((resumed.len() as u64) < records, "it did not start over");
+    assert_eq!(max.len() as u64, KEYS, "every key counted on: {max:?}");
     assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -1382,7 +1385,8 @@ fn a_checkpoint_restores_at_another_parallelism() {
         let env = StreamExecutionEnvironment::new();
         env.set_parallelism(2);
         retain_checkpoints(&env, &dir, "30 ms");
-        counting_job(&env, records, 10_000.0, None);
+        // Slow: the cancel must come while input remains (15 s of it).
+        counting_job(&env, records, 2_000.0, None);
         let checkpoint = cancel_after_a_checkpoint(&env, &dir, Duration::from_millis(150));
 
         let env = StreamExecutionEnvironment::new();
