@@ -12,5 +12,14 @@
 
 #[cfg(feature = "kafka")]
 pub mod kafka;
+
+/// What a subtask owns alone but keeps in a mutex so that its sink or
+/// source is `Sync`, as functions must be: reached through `&mut`, without
+/// locking. A panic while it was borrowed cannot leave it half-written.
+#[cfg(any(feature = "postgres", feature = "kafka"))]
+pub(crate) fn unshared<T>(slot: &mut std::sync::Mutex<T>) -> &mut T {
+    slot.get_mut()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -117,9 +117,7 @@ impl<T> KafkaSink<T> {
     }
 
     fn producer(&mut self) -> Result<&mut BaseProducer<Deliveries>, String> {
-        self.producer
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::unshared(&mut self.producer)
             .as_mut()
             .ok_or_else(|| "the Kafka sink was not opened".to_string())
     }
@@ -160,18 +158,18 @@ impl<T: Send + 'static> SinkFunction<T> for KafkaSink<T> {
                 failed: Arc::clone(&self.failed),
             })
             .map_err(|e| format!("Kafka producer for {}: {e}", self.servers))?;
-        *self
-            .producer
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(producer);
+        *crate::unshared(&mut self.producer) = Some(producer);
         Ok(())
     }
 
     fn invoke(&mut self, value: T, _ctx: &SinkContext) -> FunctionResult {
         let (key, payload) = (self.serialize)(&value);
-        let topic = self.topic.clone();
-        let producer = self.producer()?;
-        let mut record = BaseRecord::to(&topic).payload(&payload);
+        // Fields borrowed apart: no copy of the topic per record.
+        let topic = self.topic.as_str();
+        let producer = crate::unshared(&mut self.producer)
+            .as_mut()
+            .ok_or("the Kafka sink was not opened")?;
+        let mut record = BaseRecord::to(topic).payload(&payload);
         if let Some(key) = &key {
             record = record.key(key);
         }
@@ -202,10 +200,7 @@ impl<T: Send + 'static> SinkFunction<T> for KafkaSink<T> {
     }
 
     fn close(&mut self) -> FunctionResult {
-        *self
-            .producer
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        *crate::unshared(&mut self.producer) = None;
         Ok(())
     }
 }

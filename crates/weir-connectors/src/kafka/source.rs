@@ -48,6 +48,23 @@ pub struct KafkaRecord<'a> {
 
 type Deserializer<T> = Arc<dyn Fn(&KafkaRecord<'_>) -> Result<T, String> + Send + Sync>;
 
+/// A partition a subtask reads, and how far.
+#[derive(Debug)]
+struct Partition {
+    topic: String,
+    partition: i32,
+    /// The next offset to read.
+    next: i64,
+    /// Bounded: where the partition ends.
+    stop: Option<i64>,
+}
+
+impl Partition {
+    fn done(&self) -> bool {
+        self.stop.is_some_and(|stop| self.next >= stop)
+    }
+}
+
 /// The partition a subtask reads, Flink's `KafkaTopicPartitionAssigner`:
 /// partitions of one topic go round robin from a start that depends on
 /// the topic's (Java) hash, so topics spread over subtasks.
@@ -70,10 +87,9 @@ pub struct KafkaSource<T> {
     deserialize: Deserializer<T>,
     // Per subtask, from `open` on.
     consumer: Mutex<Option<BaseConsumer>>,
-    /// Next offset to read, per owned partition.
-    next: BTreeMap<(String, i32), i64>,
-    /// Bounded: where each owned partition ends.
-    stop: BTreeMap<(String, i32), i64>,
+    /// The partitions this subtask owns (a few: found by a scan, without
+    /// making a key per record).
+    partitions: Vec<Partition>,
     offsets: Option<OperatorListState<(String, i32, i64)>>,
     skipped: u64,
     /// librdkafka properties set by the user, applied last.
@@ -91,8 +107,7 @@ impl<T> Clone for KafkaSource<T> {
             skip_malformed: self.skip_malformed,
             deserialize: Arc::clone(&self.deserialize),
             consumer: Mutex::new(None),
-            next: BTreeMap::new(),
-            stop: BTreeMap::new(),
+            partitions: Vec::new(),
             offsets: None,
             skipped: 0,
             properties: self.properties.clone(),
@@ -128,8 +143,7 @@ impl<T> KafkaSource<T> {
             skip_malformed: false,
             deserialize: Arc::new(deserialize),
             consumer: Mutex::new(None),
-            next: BTreeMap::new(),
-            stop: BTreeMap::new(),
+            partitions: Vec::new(),
             offsets: None,
             skipped: 0,
             properties: Vec::new(),
@@ -169,11 +183,7 @@ impl<T> KafkaSource<T> {
     }
 
     fn finished(&self) -> bool {
-        self.bounded
-            && self
-                .next
-                .iter()
-                .all(|(tp, next)| self.stop.get(tp).is_none_or(|stop| next >= stop))
+        self.bounded && self.partitions.iter().all(Partition::done)
     }
 }
 
@@ -243,19 +253,18 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSource<T> {
                 assignment
                     .add_partition_offset(topic, p, Offset::Offset(start))
                     .map_err(|e| format!("Kafka: assigning {topic}/{p}: {e}"))?;
-                self.next.insert(key.clone(), start);
-                if self.bounded {
-                    self.stop.insert(key, high);
-                }
+                self.partitions.push(Partition {
+                    topic: topic.clone(),
+                    partition: p,
+                    next: start,
+                    stop: self.bounded.then_some(high),
+                });
             }
         }
         consumer
             .assign(&assignment)
             .map_err(|e| format!("Kafka: assigning partitions: {e}"))?;
-        *self
-            .consumer
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(consumer);
+        *crate::unshared(&mut self.consumer) = Some(consumer);
         self.offsets = Some(offsets);
         Ok(())
     }
@@ -264,7 +273,7 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSource<T> {
         if self.finished() {
             return Ok(SourceStatus::Finished);
         }
-        if self.next.is_empty() {
+        if self.partitions.is_empty() {
             // No partition of ours: nothing holds event time back.
             ctx.mark_idle();
             std::thread::sleep(POLL);
@@ -274,21 +283,29 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSource<T> {
         while !ctx.is_full() {
             // The field alone: the message borrows the consumer while the
             // other fields change.
-            let consumer = self
-                .consumer
-                .get_mut()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
+            let consumer = crate::unshared(&mut self.consumer)
                 .as_mut()
                 .ok_or("the Kafka source was not opened")?;
             let Some(polled) = consumer.poll(POLL) else {
                 break;
             };
             let message = polled.map_err(|e| format!("Kafka: {e}"))?;
-            let key = (message.topic().to_string(), message.partition());
             let offset = message.offset();
-            if self.stop.get(&key).is_some_and(|stop| offset >= *stop) {
+            let Some(at) = self
+                .partitions
+                .iter()
+                .position(|p| p.partition == message.partition() && p.topic == message.topic())
+            else {
+                return Err(format!(
+                    "Kafka sent {}/{}, which is not assigned here",
+                    message.topic(),
+                    message.partition()
+                )
+                .into());
+            };
+            if self.partitions[at].stop.is_some_and(|stop| offset >= stop) {
                 // Past the bounded end of its partition.
-                self.next.insert(key, offset);
+                self.partitions[at].next = offset;
                 if self.finished() {
                     break;
                 }
@@ -325,7 +342,7 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSource<T> {
                     .into())
                 }
             }
-            self.next.insert(key, offset + 1);
+            self.partitions[at].next = offset + 1;
         }
         Ok(if self.finished() {
             SourceStatus::Finished
@@ -338,9 +355,9 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSource<T> {
     fn snapshot_position(&mut self, _checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
         if let Some(state) = &self.offsets {
             state.update(
-                self.next
+                self.partitions
                     .iter()
-                    .map(|((t, p), o)| (t.clone(), *p, *o))
+                    .map(|p| (p.topic.clone(), p.partition, p.next))
                     .collect(),
             )?;
         }
@@ -348,10 +365,7 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSource<T> {
     }
 
     fn close(&mut self) -> FunctionResult {
-        *self
-            .consumer
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        *crate::unshared(&mut self.consumer) = None;
         Ok(())
     }
 }

@@ -128,10 +128,7 @@ pub(crate) type Session = Mutex<Option<(Client, Statement)>>;
 
 /// The session slot, without locking (the subtask owns it).
 pub(crate) fn session_slot(session: &mut Session) -> &mut Option<(Client, Statement)> {
-    // A panic while the slot was borrowed cannot leave it half-written.
-    session
-        .get_mut()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::unshared(session)
 }
 
 /// The open session, if any.

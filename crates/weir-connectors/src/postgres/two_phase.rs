@@ -58,18 +58,9 @@ pub struct PostgresTwoPhaseCommit<T> {
 }
 
 impl<T> Clone for PostgresTwoPhaseCommit<T> {
+    /// The configuration; each subtask opens its own sessions.
     fn clone(&self) -> Self {
-        PostgresTwoPhaseCommit {
-            target: self.target.clone(),
-            prefix: self.prefix.clone(),
-            run: String::new(),
-            subtask: 0,
-            parallelism: 1,
-            session: Mutex::new(None),
-            control: Mutex::new(None),
-            rows: Mutex::new(Vec::new()),
-            _type: PhantomData,
-        }
+        PostgresTwoPhaseCommit::new(self.target.clone()).with_transaction_prefix(&self.prefix)
     }
 }
 
@@ -161,9 +152,7 @@ impl<T> PostgresTwoPhaseCommit<T> {
     }
 
     fn control(&mut self) -> Result<&mut Client, PostgresSinkError> {
-        self.control
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        crate::unshared(&mut self.control)
             .as_mut()
             .ok_or_else(|| PostgresSinkError::Config("the sink was not opened".into()))
     }
@@ -209,11 +198,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
         self.parallelism = ctx.parallelism;
         self.run = format!("{}.{}", ctx.job_id, ctx.attempt_number);
         *session_slot(&mut self.session) = Some(self.target.open()?);
-        *self
-            .control
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) =
-            Some(super::connect(&self.target.url)?);
+        *crate::unshared(&mut self.control) = Some(super::connect(&self.target.url)?);
         self.roll_back_leftovers(ctx.restored_checkpoint)?;
         // A row locked by a prepared transaction waits for its commit,
         // which this subtask's own thread delivers: a wait that long is an
@@ -225,10 +210,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
     }
 
     fn begin_transaction(&mut self) -> FunctionResult<PgTransaction> {
-        self.rows
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clear();
+        crate::unshared(&mut self.rows).clear();
         self.client()?
             .batch_execute("BEGIN")
             .map_err(PostgresSinkError::statement("beginning a transaction"))?;
@@ -239,19 +221,12 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
     /// the previous checkpoint's prepared transaction holds until its
     /// commit (an upsert of the same key), which this thread delivers.
     fn invoke(&mut self, _txn: &mut PgTransaction, value: T, _ctx: &SinkContext) -> FunctionResult {
-        self.rows
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(value);
+        crate::unshared(&mut self.rows).push(value);
         Ok(())
     }
 
     fn pre_commit(&mut self, txn: &mut PgTransaction, checkpoint_id: u64) -> FunctionResult {
-        let rows = std::mem::take(
-            self.rows
-                .get_mut()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
+        let rows = std::mem::take(crate::unshared(&mut self.rows));
         let Some((client, statement)) = session(&mut self.session) else {
             return Err("the PostgreSQL sink was not opened".into());
         };
@@ -288,10 +263,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
                 finish_prepared(self.control()?, &rollback)?;
             }
             None => {
-                self.rows
-                    .get_mut()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .clear();
+                crate::unshared(&mut self.rows).clear();
                 self.client()?
                     .batch_execute("ROLLBACK")
                     .map_err(PostgresSinkError::statement("ROLLBACK"))?
@@ -309,10 +281,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
     fn close(&mut self) -> FunctionResult {
         // An open transaction ends with the session (rolled back).
         *session_slot(&mut self.session) = None;
-        *self
-            .control
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        *crate::unshared(&mut self.control) = None;
         Ok(())
     }
 }
