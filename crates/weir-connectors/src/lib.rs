@@ -6,8 +6,8 @@
 //!   ([`postgres::PostgresSink::upsert`]) and exactly-once inserts by
 //!   two-phase commit ([`postgres::PostgresSink::exactly_once`]) — and a
 //!   throwaway local server for tests ([`postgres::LocalPostgres`]).
-//! - `kafka`: a Kafka source and an at-least-once sink, and a throwaway
-//!   local broker (tansu) for tests (feature `kafka`, which builds
+//! - `kafka`: a Kafka source and a sink (none, at-least-once, or
+//!   exactly-once by transactions), and a throwaway local broker (tansu) for tests (feature `kafka`, which builds
 //!   librdkafka).
 
 #[cfg(feature = "kafka")]

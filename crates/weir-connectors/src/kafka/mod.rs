@@ -1,17 +1,16 @@
 //! Kafka: a source (Flink's `KafkaSource`: partitions split over subtasks
 //! by Flink's formula, offsets in checkpoints, bounded or unbounded) and a
-//! sink (Flink's `KafkaSink`, at-least-once), over librdkafka; and a
+//! sink (Flink's `KafkaSink`: none, at-least-once or exactly-once by
+//! transactions), over librdkafka; reading back what a sink wrote; and a
 //! throwaway local broker (tansu) for tests.
-//!
-//! Not built yet: the exactly-once sink (transactions), topic patterns and
-//! partition discovery, committing offsets to the consumer group for lag
-//! monitoring, per-partition watermarks, starting from committed offsets
-//! or a timestamp.
 
+pub mod audit;
 pub mod local;
 pub mod sink;
 pub mod source;
+pub mod transactional;
 
+pub use audit::{read_committed, read_topic, TopicRecord};
 pub use local::{LocalKafka, LocalKafkaError};
-pub use sink::{DeliveryGuarantee, KafkaSink};
+pub use sink::{DeliveryGuarantee, KafkaSink, TRANSACTION_HEADER};
 pub use source::{KafkaRecord, KafkaSource, StartingOffsets};

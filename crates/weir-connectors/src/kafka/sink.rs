@@ -1,20 +1,30 @@
-//! The Kafka sink (Flink's `KafkaSink`) with delivery guarantee `NONE` or
-//! `AT_LEAST_ONCE`: records are produced as they come; with at-least-once
-//! every checkpoint barrier flushes them and waits for the broker's
-//! acknowledgements before the barrier is acknowledged, and a record the
-//! broker refused fails the job. (`EXACTLY_ONCE`, with transactions, is not
-//! built yet.)
+//! The Kafka sink (Flink's `KafkaSink`): records to a topic fixed or chosen
+//! per record, keys and values from a serializer, partitions from Kafka's
+//! default partitioner or the user's, with one of three delivery
+//! guarantees:
+//!
+//! - `NONE`: produced as they come; a failure may lose what was in flight.
+//! - `AT_LEAST_ONCE`: every checkpoint barrier flushes the producer and
+//!   waits for the broker's acknowledgements before the barrier is
+//!   acknowledged; a record the broker refused fails the job.
+//! - `EXACTLY_ONCE`: a Kafka transaction per checkpoint and subtask,
+//!   committed when the checkpoint completes (see [`super::transactional`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{
     BaseProducer, BaseRecord, DeliveryResult, NoCustomPartitioner, Producer, ProducerContext,
 };
 use rdkafka::ClientContext;
+use serde::{Deserialize, Serialize};
 use weir::functions::{FunctionResult, RuntimeContext, SinkContext, SinkFunction};
+use weir::sink::TwoPhaseCommitSink;
+
+use super::transactional::KafkaTransactions;
 
 /// What the sink promises (Flink's `DeliveryGuarantee`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,14 +34,140 @@ pub enum DeliveryGuarantee {
     /// Flushed and acknowledged on every barrier: nothing lost, records
     /// after the restored checkpoint produced again.
     AtLeastOnce,
+    /// A transaction per checkpoint, committed when it completes: readers
+    /// with `isolation.level=read_committed` see each record once. Needs a
+    /// transactional id prefix.
+    ExactlyOnce,
 }
 
 /// A record's key and value as bytes.
 type Serializer<T> = Arc<dyn Fn(&T) -> (Option<Vec<u8>>, Vec<u8>) + Send + Sync>;
+/// A record's topic, when it is chosen per record.
+type TopicSelector<T> = Arc<dyn Fn(&T) -> String + Send + Sync>;
+/// A record's partition, when the user chooses it (`None`: Kafka's
+/// default partitioner).
+type Partitioner<T> = Arc<dyn Fn(&T) -> Option<i32> + Send + Sync>;
 
-/// Records deliveries the broker refused.
-struct Deliveries {
-    failed: Arc<Mutex<Option<String>>>,
+/// A record as the sink produces it (and, exactly-once, keeps until its
+/// transaction is committed).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Encoded {
+    /// `None`: the sink's topic.
+    pub topic: Option<String>,
+    pub partition: Option<i32>,
+    pub key: Option<Vec<u8>>,
+    pub value: Vec<u8>,
+}
+
+/// How records become Kafka records: everything of a sink but its
+/// producers, shared by its subtasks.
+pub(crate) struct Encoder<T> {
+    pub servers: String,
+    pub topic: String,
+    serialize: Serializer<T>,
+    select_topic: Option<TopicSelector<T>>,
+    partitioner: Option<Partitioner<T>>,
+    /// librdkafka properties set by the user, applied last.
+    pub properties: Vec<(String, String)>,
+}
+
+impl<T> Encoder<T> {
+    pub fn new(
+        servers: &str,
+        topic: &str,
+        serialize: impl Fn(&T) -> (Option<Vec<u8>>, Vec<u8>) + Send + Sync + 'static,
+    ) -> Self {
+        Encoder {
+            servers: servers.to_string(),
+            topic: topic.to_string(),
+            serialize: Arc::new(serialize),
+            select_topic: None,
+            partitioner: None,
+            properties: Vec::new(),
+        }
+    }
+
+    pub fn encode(&self, value: &T) -> Encoded {
+        let (key, payload) = (self.serialize)(value);
+        Encoded {
+            topic: self.select_topic.as_ref().map(|select| select(value)),
+            partition: self.partitioner.as_ref().and_then(|p| p(value)),
+            key,
+            value: payload,
+        }
+    }
+
+    /// A producer configuration: the servers, then `extra`, then the
+    /// user's properties.
+    pub fn config(&self, extra: &[(&str, &str)]) -> ClientConfig {
+        let mut config = ClientConfig::new();
+        config
+            .set("bootstrap.servers", &self.servers)
+            .set("linger.ms", "5");
+        for (key, value) in extra {
+            config.set(*key, *value);
+        }
+        for (key, value) in &self.properties {
+            config.set(key, value);
+        }
+        config
+    }
+
+    /// Produces `record`, serving acknowledgements while librdkafka's local
+    /// queue is full.
+    pub fn send(
+        &self,
+        producer: &BaseProducer<Deliveries>,
+        record: &Encoded,
+        headers: Option<&OwnedHeaders>,
+    ) -> FunctionResult {
+        let topic = record.topic.as_deref().unwrap_or(&self.topic);
+        let mut message = BaseRecord::to(topic).payload(&record.value);
+        if let Some(key) = &record.key {
+            message = message.key(key);
+        }
+        if let Some(partition) = record.partition {
+            message = message.partition(partition);
+        }
+        if let Some(headers) = headers {
+            message = message.headers(headers.clone());
+        }
+        loop {
+            match producer.send(message) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    producer.poll(Duration::from_millis(50));
+                    message = back;
+                }
+                Err((e, _)) => {
+                    return Err(
+                        format!("Kafka at {}: producing to {topic}: {e}", self.servers).into(),
+                    )
+                }
+            }
+        }
+        producer.poll(Duration::ZERO);
+        Ok(())
+    }
+}
+
+/// A header naming the transaction a record was written in:
+/// `<subtask>:<number>`.
+pub(crate) fn transaction_header(subtask: u32, instance: i64) -> OwnedHeaders {
+    let text = format!("{subtask}:{instance}");
+    OwnedHeaders::new().insert(Header {
+        key: TRANSACTION_HEADER,
+        value: Some(text.as_bytes()),
+    })
+}
+
+/// The header that names a record's transaction when the sink keeps a
+/// commit log (see [`KafkaSink::with_commit_log`]).
+pub const TRANSACTION_HEADER: &str = "weir.transaction";
+
+/// Records the first delivery the broker refused.
+pub(crate) struct Deliveries {
+    pub failed: Arc<Mutex<Option<String>>>,
 }
 
 impl ClientContext for Deliveries {}
@@ -49,28 +185,47 @@ impl ProducerContext<NoCustomPartitioner> for Deliveries {
     }
 }
 
+impl Deliveries {
+    /// A delivery the broker refused, as the job's failure.
+    pub fn check(failed: &Mutex<Option<String>>, servers: &str) -> FunctionResult {
+        match failed.lock().ok().and_then(|f| f.clone()) {
+            Some(why) => Err(format!("Kafka at {servers}: {why}").into()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A producer of the `NONE` and `AT_LEAST_ONCE` guarantees.
+struct Plain {
+    producer: BaseProducer<Deliveries>,
+    failed: Arc<Mutex<Option<String>>>,
+}
+
+enum Mode<T> {
+    Closed,
+    Plain(Plain),
+    /// A [`TwoPhaseCommitSink`] over [`KafkaTransactions`].
+    Transactional(Box<dyn SinkFunction<T>>),
+}
+
 /// The Kafka sink; see the module docs.
 pub struct KafkaSink<T> {
-    servers: String,
-    topic: String,
+    encoder: Arc<Encoder<T>>,
     guarantee: DeliveryGuarantee,
-    serialize: Serializer<T>,
-    producer: Mutex<Option<BaseProducer<Deliveries>>>,
-    failed: Arc<Mutex<Option<String>>>,
-    /// librdkafka properties set by the user, applied last.
-    properties: Vec<(String, String)>,
+    transactional_id_prefix: Option<String>,
+    commit_log: Option<String>,
+    /// Per subtask, from `open` on (in a mutex only to be `Sync`).
+    mode: Mutex<Mode<T>>,
 }
 
 impl<T> Clone for KafkaSink<T> {
     fn clone(&self) -> Self {
         KafkaSink {
-            servers: self.servers.clone(),
-            topic: self.topic.clone(),
+            encoder: Arc::clone(&self.encoder),
             guarantee: self.guarantee,
-            serialize: Arc::clone(&self.serialize),
-            producer: Mutex::new(None),
-            failed: Arc::new(Mutex::new(None)),
-            properties: self.properties.clone(),
+            transactional_id_prefix: self.transactional_id_prefix.clone(),
+            commit_log: self.commit_log.clone(),
+            mode: Mutex::new(Mode::Closed),
         }
     }
 }
@@ -84,6 +239,19 @@ impl<T: std::fmt::Display> KafkaSink<T> {
     }
 }
 
+impl<T: Serialize> KafkaSink<T> {
+    /// Each record as a JSON object (no key).
+    pub fn json(bootstrap_servers: &str, topic: &str) -> Self {
+        KafkaSink::new(bootstrap_servers, topic, |v: &T| {
+            // A `Serialize` type whose map keys are not strings cannot be
+            // JSON; that is a program error, shown in the value.
+            let value = serde_json::to_vec(v)
+                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}").into_bytes());
+            (None, value)
+        })
+    }
+}
+
 impl<T> KafkaSink<T> {
     /// Records to `topic` as `serialize` makes them (key, value),
     /// at-least-once.
@@ -93,114 +261,166 @@ impl<T> KafkaSink<T> {
         serialize: impl Fn(&T) -> (Option<Vec<u8>>, Vec<u8>) + Send + Sync + 'static,
     ) -> Self {
         KafkaSink {
-            servers: bootstrap_servers.to_string(),
-            topic: topic.to_string(),
+            encoder: Arc::new(Encoder::new(bootstrap_servers, topic, serialize)),
             guarantee: DeliveryGuarantee::AtLeastOnce,
-            serialize: Arc::new(serialize),
-            producer: Mutex::new(None),
-            failed: Arc::new(Mutex::new(None)),
-            properties: Vec::new(),
+            transactional_id_prefix: None,
+            commit_log: None,
+            mode: Mutex::new(Mode::Closed),
         }
     }
 
+    fn encoder_mut(&mut self) -> &mut Encoder<T> {
+        Arc::get_mut(&mut self.encoder).expect("a sink is configured before it is cloned")
+    }
+
     /// Sets a librdkafka producer property (Flink's `setProperty`), e.g.
-    /// `compression.type`.
+    /// `compression.type` or `transaction.timeout.ms`.
     pub fn with_property(mut self, key: &str, value: &str) -> Self {
-        self.properties.push((key.to_string(), value.to_string()));
+        self.encoder_mut()
+            .properties
+            .push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Chooses each record's topic (the sink's topic is then only where
+    /// exactly-once keeps its commit markers).
+    pub fn with_topic_selector(
+        mut self,
+        select: impl Fn(&T) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.encoder_mut().select_topic = Some(Arc::new(select));
+        self
+    }
+
+    /// Chooses each record's partition; `None` leaves it to Kafka's
+    /// default partitioner (by key hash, or sticky without a key).
+    pub fn with_partitioner(
+        mut self,
+        partition: impl Fn(&T) -> Option<i32> + Send + Sync + 'static,
+    ) -> Self {
+        self.encoder_mut().partitioner = Some(Arc::new(partition));
         self
     }
 
     /// Sets the delivery guarantee (default at-least-once).
+    /// `ExactlyOnce` also needs [`with_transactional_id_prefix`].
+    ///
+    /// [`with_transactional_id_prefix`]: Self::with_transactional_id_prefix
     pub fn with_delivery_guarantee(mut self, guarantee: DeliveryGuarantee) -> Self {
         self.guarantee = guarantee;
         self
     }
 
-    fn producer(&mut self) -> Result<&mut BaseProducer<Deliveries>, String> {
-        crate::unshared(&mut self.producer)
-            .as_mut()
-            .ok_or_else(|| "the Kafka sink was not opened".to_string())
+    /// The prefix of the exactly-once sink's transactional ids (Flink's
+    /// `setTransactionalIdPrefix`): unique to this sink of this job, and
+    /// the same across its runs, so that a restored job finishes and
+    /// aborts what the previous run left.
+    pub fn with_transactional_id_prefix(mut self, prefix: &str) -> Self {
+        self.transactional_id_prefix = Some(prefix.to_string());
+        self
     }
 
-    /// A delivery the broker refused, as the job's failure.
-    fn check_deliveries(&self) -> FunctionResult {
-        match self.failed.lock().ok().and_then(|f| f.clone()) {
-            Some(why) => Err(format!("Kafka at {}: {why}", self.servers).into()),
-            None => Ok(()),
-        }
+    /// Exactly-once: also records every committed transaction in `topic`
+    /// (`<subtask>:<number>` as the value), and tags each record with the
+    /// header `weir.transaction` naming its transaction the same way, so that
+    /// readers of a broker that does not isolate transactions can tell
+    /// committed records from aborted ones.
+    pub fn with_commit_log(mut self, topic: &str) -> Self {
+        self.commit_log = Some(topic.to_string());
+        self
     }
 
     /// Waits until the broker acknowledged every record produced so far.
-    fn flush(&mut self) -> FunctionResult {
-        let servers = self.servers.clone();
-        self.producer()?
+    fn flush(plain: &Plain, servers: &str) -> FunctionResult {
+        plain
+            .producer
             .flush(Duration::from_secs(60))
             .map_err(|e| format!("Kafka at {servers}: flushing: {e}"))?;
-        self.check_deliveries()
+        Deliveries::check(&plain.failed, servers)
     }
 }
 
 impl<T: Send + 'static> SinkFunction<T> for KafkaSink<T> {
     fn default_name(&self) -> String {
-        format!("Kafka: {}", self.topic)
+        format!("Kafka: {}", self.encoder.topic)
     }
 
-    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", &self.servers)
-            .set("linger.ms", "5");
-        for (key, value) in &self.properties {
-            config.set(key, value);
-        }
-        let producer: BaseProducer<Deliveries> = config
-            .create_with_context(Deliveries {
-                failed: Arc::clone(&self.failed),
-            })
-            .map_err(|e| format!("Kafka producer for {}: {e}", self.servers))?;
-        *crate::unshared(&mut self.producer) = Some(producer);
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        let mode = match self.guarantee {
+            DeliveryGuarantee::ExactlyOnce => {
+                let prefix = self.transactional_id_prefix.clone().ok_or(
+                    "the exactly-once Kafka sink needs a transactional id prefix \
+                     (with_transactional_id_prefix)",
+                )?;
+                let system = KafkaTransactions::new(
+                    Arc::clone(&self.encoder),
+                    prefix,
+                    self.commit_log.clone(),
+                );
+                let mut sink = TwoPhaseCommitSink::new(system);
+                sink.open(ctx)?;
+                Mode::Transactional(Box::new(sink))
+            }
+            DeliveryGuarantee::None | DeliveryGuarantee::AtLeastOnce => {
+                let failed = Arc::new(Mutex::new(None));
+                let producer: BaseProducer<Deliveries> = self
+                    .encoder
+                    .config(&[])
+                    .create_with_context(Deliveries {
+                        failed: Arc::clone(&failed),
+                    })
+                    .map_err(|e| format!("Kafka producer for {}: {e}", self.encoder.servers))?;
+                Mode::Plain(Plain { producer, failed })
+            }
+        };
+        *crate::unshared(&mut self.mode) = mode;
         Ok(())
     }
 
-    fn invoke(&mut self, value: T, _ctx: &SinkContext) -> FunctionResult {
-        let (key, payload) = (self.serialize)(&value);
-        // Fields borrowed apart: no copy of the topic per record.
-        let topic = self.topic.as_str();
-        let producer = crate::unshared(&mut self.producer)
-            .as_mut()
-            .ok_or("the Kafka sink was not opened")?;
-        let mut record = BaseRecord::to(topic).payload(&payload);
-        if let Some(key) = &key {
-            record = record.key(key);
-        }
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    // The local queue is full: serve acknowledgements, retry.
-                    producer.poll(Duration::from_millis(50));
-                    record = back;
-                }
-                Err((e, _)) => return Err(format!("Kafka: producing to {topic}: {e}").into()),
+    fn invoke(&mut self, value: T, ctx: &SinkContext) -> FunctionResult {
+        match crate::unshared(&mut self.mode) {
+            Mode::Plain(plain) => {
+                self.encoder
+                    .send(&plain.producer, &self.encoder.encode(&value), None)?;
+                Deliveries::check(&plain.failed, &self.encoder.servers)
             }
+            Mode::Transactional(sink) => sink.invoke(value, ctx),
+            Mode::Closed => Err("the Kafka sink was not opened".into()),
         }
-        producer.poll(Duration::ZERO);
-        self.check_deliveries()
     }
 
-    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
-        match self.guarantee {
-            DeliveryGuarantee::AtLeastOnce => self.flush(),
-            DeliveryGuarantee::None => self.check_deliveries(),
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        let servers = &self.encoder.servers;
+        match crate::unshared(&mut self.mode) {
+            Mode::Plain(plain) => match self.guarantee {
+                DeliveryGuarantee::None => Deliveries::check(&plain.failed, servers),
+                _ => Self::flush(plain, servers),
+            },
+            Mode::Transactional(sink) => sink.snapshot_state(checkpoint_id),
+            Mode::Closed => Ok(()),
+        }
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        match crate::unshared(&mut self.mode) {
+            Mode::Transactional(sink) => sink.notify_checkpoint_complete(checkpoint_id),
+            _ => Ok(()),
         }
     }
 
     fn finish(&mut self) -> FunctionResult {
-        self.flush()
+        let servers = &self.encoder.servers;
+        match crate::unshared(&mut self.mode) {
+            Mode::Plain(plain) => Self::flush(plain, servers),
+            Mode::Transactional(sink) => sink.finish(),
+            Mode::Closed => Ok(()),
+        }
     }
 
     fn close(&mut self) -> FunctionResult {
-        *crate::unshared(&mut self.producer) = None;
-        Ok(())
+        match std::mem::replace(crate::unshared(&mut self.mode), Mode::Closed) {
+            Mode::Transactional(mut sink) => sink.close(),
+            _ => Ok(()),
+        }
     }
 }

@@ -10,7 +10,9 @@ use weir::prelude::*;
 
 use crate::FailAfterCheckpoint;
 use weir::sink::CollectSink;
-use weir_connectors::kafka::{KafkaSink, KafkaSource, LocalKafka};
+use weir_connectors::kafka::{
+    read_committed, read_topic, DeliveryGuarantee, KafkaSink, KafkaSource, LocalKafka,
+};
 
 fn broker() -> LocalKafka {
     LocalKafka::start().unwrap_or_else(|e| panic!("{e}"))
@@ -135,4 +137,80 @@ fn a_malformed_record_names_topic_partition_and_offset() {
         .execute_and_collect()
         .expect("skips");
     assert_eq!(read, vec!["ok".to_string()]);
+}
+
+#[test]
+fn the_exactly_once_sink_commits_each_record_once_across_a_failure() {
+    const N: u64 = 6_000;
+    let kafka = broker();
+    kafka.create_topic("out", 3).expect("topic");
+    kafka.create_topic("out.commits", 1).expect("topic");
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2)
+        .enable_checkpointing(Duration::from_millis(50))
+        .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
+    let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
+    env.from_sequence(0, N as i64 - 1)
+        .uid("numbers")
+        // Slow enough that checkpoints complete while records flow.
+        .map(|i: i64| {
+            std::thread::sleep(Duration::from_millis(1));
+            i as u64
+        })
+        .map(FailAfterCheckpoint {
+            at: Some(N / 2),
+            checkpointed: false,
+        })
+        .uid("fail once")
+        .add_sink(
+            KafkaSink::strings(&kafka.bootstrap_servers(), "out")
+                .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
+                .with_transactional_id_prefix("numbers-job")
+                .with_commit_log("out.commits")
+                .with_property(key, value),
+        )
+        .uid("sink");
+    let result = env.execute("exactly once").expect("recovers");
+    assert_eq!(result.restarts, 1, "{:?}", result.recovered_failures);
+    let servers = kafka.bootstrap_servers();
+    let mut committed: Vec<u64> = read_committed(&servers, "out", "out.commits")
+        .expect("reads")
+        .iter()
+        .map(|r| r.text().parse().expect("a number"))
+        .collect();
+    committed.sort();
+    // tansu does not hide aborted records: the topic holds the records
+    // written after the restored checkpoint twice, once aborted.
+    let all = read_topic(&servers, "out").expect("reads");
+    assert!(
+        all.len() as u64 > N,
+        "the failure came after records were written"
+    );
+    let expected: Vec<u64> = (0..N).collect();
+    if committed != expected {
+        let missing: Vec<_> = expected
+            .iter()
+            .filter(|i| committed.binary_search(i).is_err())
+            .collect();
+        let mut twice = committed.clone();
+        twice.dedup();
+        panic!(
+            "{} committed, {} distinct; missing {:?}...",
+            committed.len(),
+            twice.len(),
+            &missing[..missing.len().min(20)]
+        );
+    }
+}
+
+#[test]
+fn the_exactly_once_sink_needs_a_transactional_id_prefix() {
+    let kafka = broker();
+    let env = StreamExecutionEnvironment::new();
+    env.from_elements(vec![1u64]).add_sink(
+        KafkaSink::strings(&kafka.bootstrap_servers(), "out")
+            .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce),
+    );
+    let err = env.execute("no prefix").expect_err("refused").to_string();
+    assert!(err.contains("transactional id prefix"), "{err}");
 }

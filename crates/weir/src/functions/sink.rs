@@ -12,7 +12,9 @@ pub struct SinkContext {
 }
 
 impl SinkContext {
-    pub(crate) fn new(timestamp: i64, watermark: i64) -> Self {
+    /// A context for one record (what the runtime passes; public for
+    /// tests that drive a sink directly).
+    pub fn new(timestamp: i64, watermark: i64) -> Self {
         SinkContext {
             timestamp,
             watermark,

@@ -1,0 +1,539 @@
+//! The exactly-once Kafka sink's transactions (the [`TwoPhaseCommit`]
+//! system behind `DeliveryGuarantee::ExactlyOnce`).
+//!
+//! Each subtask has a small pool of transactional producers, ids
+//! `<prefix>-<subtask>-<slot>`; a checkpoint's records go into one
+//! transaction of a free slot, which the barrier pre-commits (flushes) and
+//! the checkpoint's completion commits. Opening a subtask initialises every
+//! id of its pool, which aborts whatever a previous run left open.
+//!
+//! librdkafka cannot take over another producer's transaction, so a
+//! transaction whose checkpoint completed but whose commit did not happen
+//! before a crash cannot be committed by the restored job: initialising its
+//! id finishes it, committed (if the commit request reached the broker) or
+//! aborted. To know which, every transaction also commits a marker, its
+//! number as the offset of partition 0 of the sink's topic in the consumer
+//! group `<prefix>-<subtask>`; Kafka applies a transaction's offsets only
+//! when it commits. A pre-committed transaction keeps its records in the
+//! checkpoint until it is committed; on restore, a transaction whose marker
+//! is not reached is written again in a fresh transaction. Numbers grow
+//! with time across runs, and commits of a subtask happen in checkpoint
+//! order, so a marker at or beyond a transaction's number means it
+//! committed. The design and what was verified are in
+//! `docs/design/kafka.md`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::OwnedHeaders;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+use weir::functions::{FunctionResult, RuntimeContext, SinkContext};
+use weir::sink::TwoPhaseCommit;
+
+use super::sink::{transaction_header, Deliveries, Encoded, Encoder};
+
+/// Transactional ids per subtask initialised when it opens.
+pub const POOL: u32 = 4;
+/// Transaction numbers are this far apart; the numbers between belong to
+/// the transactions that write a lost commit's records again.
+const SPACING: i64 = 1024;
+/// How long a transactional request may take.
+const REQUEST: Duration = Duration::from_secs(60);
+
+/// A transaction as the checkpoint keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KafkaTxn {
+    /// The subtask and slot of its transactional id.
+    subtask: u32,
+    slot: u32,
+    /// Its number, committed as its marker.
+    instance: i64,
+    /// Its records, kept until its commit is confirmed.
+    records: Vec<Encoded>,
+}
+
+fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// See the module docs.
+pub struct KafkaTransactions<T> {
+    encoder: Arc<Encoder<T>>,
+    prefix: String,
+    commit_log: Option<String>,
+    subtask: u32,
+    /// This subtask's producers by slot, and whether a transaction is open.
+    slots: Vec<(BaseProducer<Deliveries>, bool)>,
+    failed: Arc<Mutex<Option<String>>>,
+    /// Marker groups' consumers, by the subtask they belong to.
+    markers: BTreeMap<u32, BaseConsumer>,
+    /// Markers as found on restore, before anything was written again.
+    restored_markers: BTreeMap<u32, i64>,
+    /// Subtasks of the restored run whose ids were initialised here.
+    fenced: BTreeSet<u32>,
+    log: Option<BaseProducer>,
+    last_instance: i64,
+    /// The open transaction's header (with a commit log).
+    headers: Option<OwnedHeaders>,
+}
+
+impl<T> KafkaTransactions<T> {
+    pub(crate) fn new(
+        encoder: Arc<Encoder<T>>,
+        prefix: String,
+        commit_log: Option<String>,
+    ) -> Self {
+        KafkaTransactions {
+            encoder,
+            prefix,
+            commit_log,
+            subtask: 0,
+            slots: Vec::new(),
+            failed: Arc::new(Mutex::new(None)),
+            markers: BTreeMap::new(),
+            restored_markers: BTreeMap::new(),
+            fenced: BTreeSet::new(),
+            log: None,
+            last_instance: 0,
+            headers: None,
+        }
+    }
+
+    fn servers(&self) -> &str {
+        &self.encoder.servers
+    }
+
+    fn transactional_id(&self, subtask: u32, slot: u32) -> String {
+        format!("{}-{subtask}-{slot}", self.prefix)
+    }
+
+    /// A producer of `subtask`'s `slot`, initialised: a transaction the id
+    /// had open is finished (committed if its commit was requested,
+    /// aborted otherwise) and its old producer fenced.
+    fn init_producer(&self, subtask: u32, slot: u32) -> FunctionResult<BaseProducer<Deliveries>> {
+        let id = self.transactional_id(subtask, slot);
+        let producer: BaseProducer<Deliveries> = self
+            .encoder
+            .config(&[
+                ("transactional.id", &id),
+                // Kafka's default limit on the broker; a transaction open
+                // longer (a checkpoint interval, plus the time until the
+                // checkpoint completes) is aborted by the broker.
+                ("transaction.timeout.ms", "900000"),
+            ])
+            .create_with_context(Deliveries {
+                failed: Arc::clone(&self.failed),
+            })
+            .map_err(|e| format!("Kafka producer for {}: {e}", self.servers()))?;
+        producer.init_transactions(REQUEST).map_err(|e| {
+            format!(
+                "Kafka at {}: initialising transactional id {id}: {e}",
+                self.servers()
+            )
+        })?;
+        Ok(producer)
+    }
+
+    fn marker_group(&self, subtask: u32) -> String {
+        format!("{}-{subtask}", self.prefix)
+    }
+
+    fn marker_consumer(&mut self, subtask: u32) -> FunctionResult<&BaseConsumer> {
+        if !self.markers.contains_key(&subtask) {
+            let consumer: BaseConsumer = self
+                .encoder
+                .config(&[
+                    ("group.id", &self.marker_group(subtask)),
+                    ("enable.auto.commit", "false"),
+                    ("isolation.level", "read_committed"),
+                ])
+                .create()
+                .map_err(|e| format!("Kafka consumer for {}: {e}", self.servers()))?;
+            self.markers.insert(subtask, consumer);
+        }
+        Ok(&self.markers[&subtask])
+    }
+
+    fn marker_partition(&self, offset: Option<i64>) -> FunctionResult<TopicPartitionList> {
+        let mut list = TopicPartitionList::new();
+        match offset {
+            Some(offset) => {
+                list.add_partition_offset(&self.encoder.topic, 0, Offset::Offset(offset))
+            }
+            None => {
+                list.add_partition(&self.encoder.topic, 0);
+                Ok(())
+            }
+        }
+        .map_err(|e| format!("Kafka: the marker partition: {e}"))?;
+        Ok(list)
+    }
+
+    /// The number of the last transaction `subtask` committed (0: none).
+    fn read_marker(&mut self, subtask: u32) -> FunctionResult<i64> {
+        let list = self.marker_partition(None)?;
+        let servers = self.servers().to_string();
+        let group = self.marker_group(subtask);
+        let committed = self
+            .marker_consumer(subtask)?
+            .committed_offsets(list, REQUEST)
+            .map_err(|e| format!("Kafka at {servers}: reading the marker of {group}: {e}"))?;
+        Ok(committed
+            .elements()
+            .first()
+            .and_then(|e| match e.offset() {
+                Offset::Offset(n) => Some(n),
+                _ => None,
+            })
+            .unwrap_or(0))
+    }
+
+    /// A number above every earlier one, also those of earlier runs
+    /// (microseconds since the epoch, a multiple of [`SPACING`]).
+    fn next_instance(&mut self) -> i64 {
+        let now = now_micros();
+        self.last_instance = (now - now % SPACING).max(self.last_instance + SPACING);
+        self.last_instance
+    }
+
+    fn producer(&self, slot: u32) -> FunctionResult<&BaseProducer<Deliveries>> {
+        self.slots
+            .get(slot as usize)
+            .map(|(p, _)| p)
+            .ok_or_else(|| format!("Kafka sink: no producer in slot {slot}").into())
+    }
+
+    /// Commits `instance` as `subtask`'s marker in the open transaction of
+    /// `slot`, and flushes its records.
+    fn pre_commit_slot(&mut self, slot: u32, subtask: u32, instance: i64) -> FunctionResult {
+        let offsets = self.marker_partition(Some(instance))?;
+        let servers = self.servers().to_string();
+        let group = self
+            .marker_consumer(subtask)?
+            .group_metadata()
+            .ok_or("Kafka: the marker consumer has no group")?;
+        let producer = self.producer(slot)?;
+        producer
+            .send_offsets_to_transaction(&offsets, &group, REQUEST)
+            .map_err(|e| format!("Kafka at {servers}: the transaction's marker: {e}"))?;
+        producer
+            .flush(REQUEST)
+            .map_err(|e| format!("Kafka at {servers}: flushing the transaction: {e}"))?;
+        Deliveries::check(&self.failed, &servers)
+    }
+
+    fn commit_slot(&mut self, slot: u32) -> FunctionResult {
+        let servers = self.servers().to_string();
+        self.producer(slot)?
+            .commit_transaction(REQUEST)
+            .map_err(|e| format!("Kafka at {servers}: committing a transaction: {e}"))?;
+        if let Some((_, open)) = self.slots.get_mut(slot as usize) {
+            *open = false;
+        }
+        Ok(())
+    }
+
+    /// Writes `instance` to the commit log, if there is one.
+    fn log_commit(&self, subtask: u32, instance: i64) -> FunctionResult {
+        let (Some(log), Some(topic)) = (&self.log, &self.commit_log) else {
+            return Ok(());
+        };
+        let (key, value) = (subtask.to_string(), format!("{subtask}:{instance}"));
+        log.send(BaseRecord::to(topic).key(&key).payload(&value))
+            .map_err(|(e, _)| format!("Kafka: the commit log {topic}: {e}"))?;
+        log.flush(REQUEST)
+            .map_err(|e| format!("Kafka: the commit log {topic}: {e}"))?;
+        Ok(())
+    }
+
+    /// Initialises every pool id of `subtask` of the restored run (so
+    /// that nothing it left open lingers), once.
+    fn fence(&mut self, subtask: u32) -> FunctionResult {
+        if subtask != self.subtask && self.fenced.insert(subtask) {
+            for slot in 0..POOL {
+                self.init_producer(subtask, slot)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a transaction in a free slot (a new one if all are busy).
+    fn begin_in_free_slot(&mut self) -> FunctionResult<u32> {
+        let slot = match self.slots.iter().position(|(_, open)| !open) {
+            Some(slot) => slot as u32,
+            None => {
+                let slot = self.slots.len() as u32;
+                let producer = self.init_producer(self.subtask, slot)?;
+                self.slots.push((producer, false));
+                slot
+            }
+        };
+        let servers = self.servers().to_string();
+        self.producer(slot)?
+            .begin_transaction()
+            .map_err(|e| format!("Kafka at {servers}: beginning a transaction: {e}"))?;
+        self.slots[slot as usize].1 = true;
+        Ok(slot)
+    }
+
+    /// Initialises the pool of `subtask` and the commit log's producer.
+    fn open_subtask(&mut self, subtask: u32) -> FunctionResult {
+        self.subtask = subtask;
+        for slot in 0..POOL {
+            let producer = self.init_producer(self.subtask, slot)?;
+            self.slots.push((producer, false));
+        }
+        if self.commit_log.is_some() {
+            let log: BaseProducer = self
+                .encoder
+                .config(&[("enable.idempotence", "true")])
+                .create()
+                .map_err(|e| format!("Kafka producer for {}: {e}", self.servers()))?;
+            self.log = Some(log);
+        }
+        Ok(())
+    }
+}
+
+impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
+    type Txn = KafkaTxn;
+
+    fn name(&self) -> String {
+        format!("Kafka: {}", self.encoder.topic)
+    }
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.open_subtask(ctx.subtask_index)
+    }
+
+    fn begin_transaction(&mut self) -> FunctionResult<KafkaTxn> {
+        let slot = self.begin_in_free_slot()?;
+        let instance = self.next_instance();
+        let subtask = self.subtask;
+        self.headers = self
+            .commit_log
+            .is_some()
+            .then(|| transaction_header(subtask, instance));
+        Ok(KafkaTxn {
+            subtask: self.subtask,
+            slot,
+            instance,
+            records: Vec::new(),
+        })
+    }
+
+    fn invoke(&mut self, txn: &mut KafkaTxn, value: T, _ctx: &SinkContext) -> FunctionResult {
+        let record = self.encoder.encode(&value);
+        self.encoder
+            .send(self.producer(txn.slot)?, &record, self.headers.as_ref())?;
+        txn.records.push(record);
+        Deliveries::check(&self.failed, self.servers())
+    }
+
+    fn pre_commit(&mut self, txn: &mut KafkaTxn, _checkpoint_id: u64) -> FunctionResult {
+        self.pre_commit_slot(txn.slot, txn.subtask, txn.instance)
+    }
+
+    fn commit(&mut self, txn: KafkaTxn) -> FunctionResult {
+        self.commit_slot(txn.slot)?;
+        self.log_commit(txn.subtask, txn.instance)
+    }
+
+    fn abort(&mut self, txn: KafkaTxn) -> FunctionResult {
+        let servers = self.servers().to_string();
+        self.producer(txn.slot)?
+            .abort_transaction(REQUEST)
+            .map_err(|e| format!("Kafka at {servers}: aborting a transaction: {e}"))?;
+        if let Some((_, open)) = self.slots.get_mut(txn.slot as usize) {
+            *open = false;
+        }
+        Ok(())
+    }
+
+    /// The transaction was finished when its id was initialised; its
+    /// marker says whether it committed. If not, its records are written
+    /// again in a new transaction, committed at once (its checkpoint is
+    /// complete).
+    fn recover_and_commit(&mut self, txn: KafkaTxn) -> FunctionResult {
+        self.fence(txn.subtask)?;
+        if txn.slot >= POOL {
+            // A slot beyond the pool was not initialised with it.
+            self.init_producer(txn.subtask, txn.slot)?;
+        }
+        let marker = match self.restored_markers.get(&txn.subtask) {
+            Some(marker) => *marker,
+            None => {
+                let marker = self.read_marker(txn.subtask)?;
+                self.restored_markers.insert(txn.subtask, marker);
+                marker
+            }
+        };
+        if marker >= txn.instance && marker < txn.instance + SPACING {
+            // It, or a transaction writing its records again, committed;
+            // the commit log may have missed it.
+            return self.log_commit(txn.subtask, marker);
+        }
+        if marker >= txn.instance {
+            // A later transaction committed, after this one was logged.
+            return Ok(());
+        }
+        let slot = self.begin_in_free_slot()?;
+        // A number of its own between this transaction's and the next, so
+        // that a marker shows it; unlikely to be that of an earlier attempt
+        // that did not commit.
+        let instance = txn.instance + 1 + now_micros() % (SPACING - 1);
+        let headers = self
+            .commit_log
+            .is_some()
+            .then(|| transaction_header(txn.subtask, instance));
+        for record in &txn.records {
+            self.encoder
+                .send(self.producer(slot)?, record, headers.as_ref())?;
+        }
+        self.pre_commit_slot(slot, txn.subtask, instance)?;
+        self.commit_slot(slot)?;
+        self.log_commit(txn.subtask, instance)
+    }
+
+    /// Initialising the transaction's id aborted it.
+    fn recover_and_abort(&mut self, txn: KafkaTxn) -> FunctionResult {
+        self.fence(txn.subtask)
+    }
+
+    fn close(&mut self) -> FunctionResult {
+        // Dropping a producer with an open transaction leaves it to the
+        // broker's timeout; the next run's initialisation aborts it sooner.
+        self.slots.clear();
+        self.markers.clear();
+        self.log = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::{read_committed, read_topic, LocalKafka};
+
+    fn system(kafka: &LocalKafka) -> KafkaTransactions<String> {
+        let mut encoder = Encoder::new(&kafka.bootstrap_servers(), "out", |s: &String| {
+            (None, s.clone().into_bytes())
+        });
+        let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
+        encoder.properties.push((key.into(), value.into()));
+        KafkaTransactions::new(Arc::new(encoder), "job".into(), Some("commits".into()))
+    }
+
+    fn broker() -> LocalKafka {
+        let kafka = LocalKafka::start().unwrap_or_else(|e| panic!("{e}"));
+        kafka.create_topic("out", 1).expect("topic");
+        kafka.create_topic("commits", 1).expect("topic");
+        kafka
+    }
+
+    /// A transaction pre-committed for `checkpoint` with `values`, left
+    /// uncommitted as by a crash.
+    fn pre_committed(kafka: &LocalKafka, values: &[&str]) -> (KafkaTransactions<String>, KafkaTxn) {
+        let mut crashed = system(kafka);
+        crashed.open_subtask(0).expect("opens");
+        let mut txn = crashed.begin_transaction().expect("begins");
+        let ctx = SinkContext::new(0, i64::MIN);
+        for v in values {
+            crashed
+                .invoke(&mut txn, v.to_string(), &ctx)
+                .expect("writes");
+        }
+        crashed.pre_commit(&mut txn, 1).expect("pre-commits");
+        (crashed, txn)
+    }
+
+    fn committed_values(kafka: &LocalKafka) -> Vec<String> {
+        read_committed(&kafka.bootstrap_servers(), "out", "commits")
+            .expect("reads")
+            .iter()
+            .map(|r| r.text())
+            .collect()
+    }
+
+    #[test]
+    fn a_transaction_whose_commit_was_lost_is_written_again_once() {
+        let kafka = broker();
+        let (crashed, txn) = pre_committed(&kafka, &["a", "b", "c"]);
+        drop(crashed);
+        // The checkpoint completed, the commit never happened: the restored
+        // run's initialisation aborts the transaction, the marker says so,
+        // and the records are written again.
+        let mut restored = system(&kafka);
+        restored.open_subtask(0).expect("opens");
+        restored.recover_and_commit(txn.clone()).expect("recovers");
+        assert_eq!(committed_values(&kafka), ["a", "b", "c"]);
+        let all = read_topic(&kafka.bootstrap_servers(), "out").expect("reads");
+        assert_eq!(all.len(), 6, "the aborted three and the new three");
+        let (_, again) = all[3].transaction.expect("tagged");
+        assert!(again > txn.instance && again < txn.instance + SPACING);
+        drop(restored);
+        // Restored from the same checkpoint once more (a crash before the
+        // next one): the marker shows the new transaction, nothing is
+        // written a third time.
+        let mut twice = system(&kafka);
+        twice.open_subtask(0).expect("opens");
+        twice.recover_and_commit(txn).expect("recovers");
+        assert_eq!(committed_values(&kafka), ["a", "b", "c"]);
+        assert_eq!(
+            read_topic(&kafka.bootstrap_servers(), "out")
+                .expect("reads")
+                .len(),
+            6
+        );
+    }
+
+    #[test]
+    fn a_committed_transaction_is_not_written_again_and_is_logged() {
+        let kafka = broker();
+        let (mut crashed, txn) = pre_committed(&kafka, &["a", "b"]);
+        // Committed, then the crash came before the commit log was written.
+        crashed.commit_slot(txn.slot).expect("commits");
+        drop(crashed);
+        assert!(committed_values(&kafka).is_empty(), "not logged yet");
+        let mut restored = system(&kafka);
+        restored.open_subtask(0).expect("opens");
+        restored.recover_and_commit(txn).expect("recovers");
+        assert_eq!(committed_values(&kafka), ["a", "b"]);
+        assert_eq!(
+            read_topic(&kafka.bootstrap_servers(), "out")
+                .expect("reads")
+                .len(),
+            2
+        );
+    }
+
+    #[test]
+    fn opening_aborts_what_a_crashed_run_left_open() {
+        let kafka = broker();
+        let (crashed, txn) = pre_committed(&kafka, &["a"]);
+        drop(crashed);
+        // Not in any completed checkpoint: only aborted.
+        let mut restored = system(&kafka);
+        restored.open_subtask(0).expect("opens");
+        restored.recover_and_abort(txn).expect("aborts");
+        assert_eq!(
+            restored.read_marker(0).expect("reads"),
+            0,
+            "its marker never applied"
+        );
+        // The pool's ids work for new transactions.
+        let mut next = restored.begin_transaction().expect("begins");
+        restored
+            .invoke(&mut next, "b".into(), &SinkContext::new(0, i64::MIN))
+            .expect("writes");
+        restored.pre_commit(&mut next, 2).expect("pre-commits");
+        restored.commit(next).expect("commits");
+        assert_eq!(committed_values(&kafka), ["b"]);
+    }
+}
