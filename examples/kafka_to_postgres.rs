@@ -18,31 +18,9 @@
 //! `--bounded` stops at the offsets that were the latest at start;
 //! `--rate N` reads at most N records a second (to interrupt it part-way).
 
-use std::time::{Duration, Instant};
-
 use weir::prelude::*;
 use weir_connectors::kafka::KafkaSource;
 use weir_connectors::postgres::{self, PostgresSink, Row};
-
-/// Passes records on at most `rate` a second (per subtask).
-#[derive(Clone)]
-struct Throttle {
-    rate: f64,
-    started: Option<Instant>,
-    passed: u64,
-}
-
-impl MapFunction<String, String> for Throttle {
-    fn map(&mut self, record: String) -> String {
-        let started = *self.started.get_or_insert_with(Instant::now);
-        self.passed += 1;
-        let due = Duration::from_secs_f64(self.passed as f64 / self.rate);
-        if let Some(wait) = due.checked_sub(started.elapsed()) {
-            std::thread::sleep(wait);
-        }
-        record
-    }
-}
 
 fn parse(value: &str) -> Result<(String, i64), String> {
     let (key, amount) = value
@@ -63,7 +41,6 @@ fn main() -> anyhow::Result<()> {
     let url = args.required("postgres")?.to_string();
     let table = args.required("table")?.to_string();
     let two_phase = args.has("two-phase-commit");
-    let rate: Option<f64> = args.get_parsed("rate")?;
     postgres::execute(
         &url,
         &format!("CREATE TABLE IF NOT EXISTS {table} (k TEXT PRIMARY KEY, total BIGINT NOT NULL)"),
@@ -76,17 +53,8 @@ fn main() -> anyhow::Result<()> {
     if args.has("bounded") {
         source = source.bounded();
     }
-    let mut records = env.add_parallel_source(source, &topic).uid("kafka");
-    if let Some(rate) = rate {
-        records = records
-            .map(Throttle {
-                rate,
-                started: None,
-                passed: 0,
-            })
-            .uid("throttle");
-    }
-    let totals = records
+    let records = env.add_parallel_source(source, &topic).uid("kafka");
+    let totals = weir_examples::throttle(&env, records)?
         .map(|value: String| parse(&value).expect("checked by the source"))
         .key_by(|(key, _)| key.clone())
         .sum(|(_, amount)| amount)

@@ -23,85 +23,17 @@
 //! - Malformed lines are reported on stderr with their line number.
 
 use weir::prelude::*;
-use weir_examples::{
-    bounded_out_of_orderness, datetime, decimal, fields, format_datetime, format_window,
-    text_input, LineParser,
-};
-
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-struct Order {
-    order_id: String,
-    user_id: String,
-    money: f64,
-    time_ms: i64,
-}
-
-impl std::fmt::Display for Order {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "order {} of {} at {}: {:.2}",
-            self.order_id,
-            self.user_id,
-            format_datetime(self.time_ms),
-            self.money
-        )
-    }
-}
-
-print_with_display!(Order);
-
-fn parse(line: &str) -> Result<Order, String> {
-    let f = fields(line, 4)?;
-    Ok(Order {
-        order_id: f[0].to_string(),
-        user_id: f[1].to_string(),
-        money: decimal(f[2], "money")?,
-        time_ms: datetime(f[3])?,
-    })
-}
+use weir_examples::bounded_out_of_orderness;
+use weir_examples::orders::{report, Order};
 
 fn main() -> anyhow::Result<()> {
     let env = weir_examples::environment(include_str!("order_report.rs"), true)?;
     let late = OutputTag::<Order>::new("late-order");
-    let mut parser = LineParser::new(parse);
-
-    let report = text_input(&env)?
-        .flat_map(move |line: String, out: &mut Collector<Order>| {
-            if let Some(order) = parser.next_line(&line) {
-                out.collect(order);
-            }
-        })
-        .set_parallelism(1)
-        // One watermark generator over the whole input, as the parsing:
-        // which orders are late then does not depend on `-p`, which sets
-        // the parallelism of the windows and the sinks.
-        .assign_timestamps_and_watermarks(
-            bounded_out_of_orderness(&env, Duration::from_secs(2))
-                .with_timestamp_assigner(|o: &Order, _| o.time_ms),
-        )
-        .set_parallelism(1)
-        .key_by(|o| o.user_id.clone())
-        .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
-        .allowed_lateness(Duration::from_secs(3))
-        .side_output_late_data(&late)
-        .apply(
-            |user: &String,
-             w: &TimeWindow,
-             orders: Elements<'_, Order>,
-             out: &mut Collector<'_, String>| {
-                let ids: Vec<&str> = orders.clone().map(|o| o.order_id.as_str()).collect();
-                let total: f64 = orders.map(|o| o.money).sum();
-                let n = ids.len();
-                out.collect(format!(
-                    "user {user} {}: {n} order{}, total {total:.2} ({})",
-                    format_window(w.start, w.end),
-                    if n == 1 { "" } else { "s" },
-                    ids.join(", ")
-                ));
-            },
-        );
-
+    let report = report(
+        weir_examples::text_input(&env)?,
+        bounded_out_of_orderness(&env, Duration::from_secs(2)),
+        &late,
+    );
     report.print();
     report.get_side_output(&late).print_with_prefix("late");
     env.execute("StreamOrderWindowReport")?;

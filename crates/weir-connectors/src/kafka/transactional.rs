@@ -56,10 +56,32 @@ pub struct KafkaTxn {
     records: Vec<Encoded>,
 }
 
+/// A producer being initialised on a thread of its own.
+type Starting = std::thread::JoinHandle<Result<BaseProducer<Deliveries>, String>>;
+
+/// A slot of the pool: its producer, and whether it has a transaction open.
+/// Every transaction gets a fresh producer (as Flink's `KafkaSink` does),
+/// initialised in the background while the previous one commits: Kafka
+/// brokers apply a transaction's offsets however many transactions a
+/// producer ran, but tansu only for the first transaction of each producer
+/// epoch, and the marker depends on them.
+struct Slot {
+    starting: Option<Starting>,
+    producer: Option<BaseProducer<Deliveries>>,
+    open: bool,
+}
+
 fn now_micros() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64)
+}
+
+fn joined(starting: Starting) -> FunctionResult<BaseProducer<Deliveries>> {
+    match starting.join() {
+        Ok(started) => Ok(started?),
+        Err(_) => Err("initialising a Kafka producer panicked".into()),
+    }
 }
 
 /// See the module docs.
@@ -68,8 +90,8 @@ pub struct KafkaTransactions<T> {
     prefix: String,
     commit_log: Option<String>,
     subtask: u32,
-    /// This subtask's producers by slot, and whether a transaction is open.
-    slots: Vec<(BaseProducer<Deliveries>, bool)>,
+    /// This subtask's producers by slot.
+    slots: Vec<Slot>,
     failed: Arc<Mutex<Option<String>>>,
     /// Marker groups' consumers, by the subtask they belong to.
     markers: BTreeMap<u32, BaseConsumer>,
@@ -113,31 +135,63 @@ impl<T> KafkaTransactions<T> {
         format!("{}-{subtask}-{slot}", self.prefix)
     }
 
-    /// A producer of `subtask`'s `slot`, initialised: a transaction the id
-    /// had open is finished (committed if its commit was requested,
-    /// aborted otherwise) and its old producer fenced.
-    fn init_producer(&self, subtask: u32, slot: u32) -> FunctionResult<BaseProducer<Deliveries>> {
+    /// Starts initialising a producer of `subtask`'s `slot` on a thread:
+    /// a transaction the id had open is finished (committed if its commit
+    /// was requested, aborted otherwise) and its old producer fenced.
+    fn start_producer(&self, subtask: u32, slot: u32) -> FunctionResult<Starting> {
         let id = self.transactional_id(subtask, slot);
-        let producer: BaseProducer<Deliveries> = self
-            .encoder
-            .config(&[
-                ("transactional.id", &id),
-                // Kafka's default limit on the broker; a transaction open
-                // longer (a checkpoint interval, plus the time until the
-                // checkpoint completes) is aborted by the broker.
-                ("transaction.timeout.ms", "900000"),
-            ])
-            .create_with_context(Deliveries {
-                failed: Arc::clone(&self.failed),
+        let config = self.encoder.config(&[
+            ("transactional.id", &id),
+            // Kafka's default limit on the broker; a transaction open
+            // longer (a checkpoint interval, plus the time until the
+            // checkpoint completes) is aborted by the broker.
+            ("transaction.timeout.ms", "900000"),
+        ]);
+        let failed = Arc::clone(&self.failed);
+        let servers = self.servers().to_string();
+        let starting = std::thread::Builder::new()
+            .name(format!("kafka-init {id}"))
+            .spawn(move || {
+                let producer: BaseProducer<Deliveries> = config
+                    .create_with_context(Deliveries { failed })
+                    .map_err(|e| format!("Kafka producer for {servers}: {e}"))?;
+                producer.init_transactions(REQUEST).map_err(|e| {
+                    format!("Kafka at {servers}: initialising transactional id {id}: {e}")
+                })?;
+                Ok(producer)
             })
-            .map_err(|e| format!("Kafka producer for {}: {e}", self.servers()))?;
-        producer.init_transactions(REQUEST).map_err(|e| {
-            format!(
-                "Kafka at {}: initialising transactional id {id}: {e}",
-                self.servers()
-            )
-        })?;
-        Ok(producer)
+            .map_err(|e| format!("starting a thread: {e}"))?;
+        Ok(starting)
+    }
+
+    /// A producer of `subtask`'s `slot`, initialised (see
+    /// [`start_producer`](Self::start_producer)).
+    fn init_producer(&self, subtask: u32, slot: u32) -> FunctionResult<BaseProducer<Deliveries>> {
+        joined(self.start_producer(subtask, slot)?)
+    }
+
+    /// Waits until `slot`'s producer is initialised.
+    fn ready(&mut self, slot: u32) -> FunctionResult {
+        let entry = self
+            .slots
+            .get_mut(slot as usize)
+            .ok_or_else(|| format!("Kafka sink: no slot {slot}"))?;
+        if let Some(starting) = entry.starting.take() {
+            entry.producer = Some(joined(starting)?);
+        }
+        Ok(())
+    }
+
+    /// Replaces `slot`'s producer, whose transaction ended, by a fresh one.
+    fn renew(&mut self, slot: u32) -> FunctionResult {
+        let starting = self.start_producer(self.subtask, slot)?;
+        if let Some(entry) = self.slots.get_mut(slot as usize) {
+            // The new producer's initialisation fences the old one.
+            entry.producer = None;
+            entry.starting = Some(starting);
+            entry.open = false;
+        }
+        Ok(())
     }
 
     fn marker_group(&self, subtask: u32) -> String {
@@ -205,8 +259,8 @@ impl<T> KafkaTransactions<T> {
     fn producer(&self, slot: u32) -> FunctionResult<&BaseProducer<Deliveries>> {
         self.slots
             .get(slot as usize)
-            .map(|(p, _)| p)
-            .ok_or_else(|| format!("Kafka sink: no producer in slot {slot}").into())
+            .and_then(|s| s.producer.as_ref())
+            .ok_or_else(|| format!("Kafka sink: no producer ready in slot {slot}").into())
     }
 
     /// Commits `instance` as `subtask`'s marker in the open transaction of
@@ -233,10 +287,7 @@ impl<T> KafkaTransactions<T> {
         self.producer(slot)?
             .commit_transaction(REQUEST)
             .map_err(|e| format!("Kafka at {servers}: committing a transaction: {e}"))?;
-        if let Some((_, open)) = self.slots.get_mut(slot as usize) {
-            *open = false;
-        }
-        Ok(())
+        self.renew(slot)
     }
 
     /// Writes `instance` to the commit log, if there is one.
@@ -265,20 +316,25 @@ impl<T> KafkaTransactions<T> {
 
     /// Starts a transaction in a free slot (a new one if all are busy).
     fn begin_in_free_slot(&mut self) -> FunctionResult<u32> {
-        let slot = match self.slots.iter().position(|(_, open)| !open) {
+        let slot = match self.slots.iter().position(|s| !s.open) {
             Some(slot) => slot as u32,
             None => {
                 let slot = self.slots.len() as u32;
-                let producer = self.init_producer(self.subtask, slot)?;
-                self.slots.push((producer, false));
+                let starting = self.start_producer(self.subtask, slot)?;
+                self.slots.push(Slot {
+                    starting: Some(starting),
+                    producer: None,
+                    open: false,
+                });
                 slot
             }
         };
+        self.ready(slot)?;
         let servers = self.servers().to_string();
         self.producer(slot)?
             .begin_transaction()
             .map_err(|e| format!("Kafka at {servers}: beginning a transaction: {e}"))?;
-        self.slots[slot as usize].1 = true;
+        self.slots[slot as usize].open = true;
         Ok(slot)
     }
 
@@ -286,8 +342,17 @@ impl<T> KafkaTransactions<T> {
     fn open_subtask(&mut self, subtask: u32) -> FunctionResult {
         self.subtask = subtask;
         for slot in 0..POOL {
-            let producer = self.init_producer(self.subtask, slot)?;
-            self.slots.push((producer, false));
+            let starting = self.start_producer(subtask, slot)?;
+            self.slots.push(Slot {
+                starting: Some(starting),
+                producer: None,
+                open: false,
+            });
+        }
+        // All initialised (in parallel) before anything is restored: what
+        // a previous run left open is finished by now.
+        for slot in 0..POOL {
+            self.ready(slot)?;
         }
         if self.commit_log.is_some() {
             let log: BaseProducer = self
@@ -350,10 +415,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
         self.producer(txn.slot)?
             .abort_transaction(REQUEST)
             .map_err(|e| format!("Kafka at {servers}: aborting a transaction: {e}"))?;
-        if let Some((_, open)) = self.slots.get_mut(txn.slot as usize) {
-            *open = false;
-        }
-        Ok(())
+        self.renew(txn.slot)
     }
 
     /// The transaction was finished when its id was initialised; its

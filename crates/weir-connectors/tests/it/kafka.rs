@@ -150,26 +150,25 @@ fn the_exactly_once_sink_commits_each_record_once_across_a_failure() {
         .enable_checkpointing(Duration::from_millis(50))
         .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
     let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
-    env.from_sequence(0, N as i64 - 1)
-        .uid("numbers")
-        // Slow enough that checkpoints complete while records flow.
-        .map(|i: i64| {
-            std::thread::sleep(Duration::from_millis(1));
-            i as u64
-        })
-        .map(FailAfterCheckpoint {
-            at: Some(N / 2),
-            checkpointed: false,
-        })
-        .uid("fail once")
-        .add_sink(
-            KafkaSink::strings(&kafka.bootstrap_servers(), "out")
-                .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
-                .with_transactional_id_prefix("numbers-job")
-                .with_commit_log("out.commits")
-                .with_property(key, value),
-        )
-        .uid("sink");
+    // Slow enough that checkpoints complete while records flow.
+    env.add_parallel_source(
+        GeneratorSource::new(N, |i| i).with_rate_limit(2_000.0),
+        "numbers",
+    )
+    .uid("numbers")
+    .map(FailAfterCheckpoint {
+        at: Some(N / 2),
+        checkpointed: false,
+    })
+    .uid("fail once")
+    .add_sink(
+        KafkaSink::strings(&kafka.bootstrap_servers(), "out")
+            .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
+            .with_transactional_id_prefix("numbers-job")
+            .with_commit_log("out.commits")
+            .with_property(key, value),
+    )
+    .uid("sink");
     let result = env.execute("exactly once").expect("recovers");
     assert_eq!(result.restarts, 1, "{:?}", result.recovered_failures);
     let servers = kafka.bootstrap_servers();
@@ -213,4 +212,81 @@ fn the_exactly_once_sink_needs_a_transactional_id_prefix() {
     );
     let err = env.execute("no prefix").expect_err("refused").to_string();
     assert!(err.contains("transactional id prefix"), "{err}");
+}
+
+/// Fails the job in its third checkpoint, after a pause that lets the other
+/// sinks take their part of it: the checkpoint never completes.
+#[derive(Clone)]
+struct FailingCheckpoint {
+    snapshots: u32,
+    first_attempt: bool,
+}
+
+impl SinkFunction<u64> for FailingCheckpoint {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.first_attempt = ctx.attempt_number == 0;
+        Ok(())
+    }
+    fn invoke(&mut self, _value: u64, _ctx: &SinkContext) -> FunctionResult {
+        Ok(())
+    }
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        self.snapshots += 1;
+        if self.first_attempt && self.snapshots == 3 {
+            std::thread::sleep(Duration::from_millis(300));
+            return Err("injected failure in a checkpoint".into());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_checkpoint_that_never_completes_commits_nothing() {
+    const N: u64 = 2_000;
+    let kafka = broker();
+    kafka.create_topic("out", 2).expect("topic");
+    kafka.create_topic("out.commits", 1).expect("topic");
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2)
+        .enable_checkpointing(Duration::from_millis(100))
+        .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
+    let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
+    // Slow: the input lasts past the third checkpoint.
+    let numbers = env
+        .add_parallel_source(
+            GeneratorSource::new(N, |i| i).with_rate_limit(500.0),
+            "numbers",
+        )
+        .uid("numbers");
+    numbers
+        .add_sink(
+            KafkaSink::strings(&kafka.bootstrap_servers(), "out")
+                .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
+                .with_transactional_id_prefix("numbers-job")
+                .with_commit_log("out.commits")
+                .with_property(key, value),
+        )
+        .uid("sink");
+    // In a task of its own, so that the Kafka sink's subtasks take their
+    // part of the checkpoint (a transaction each) before it fails.
+    numbers
+        .add_sink(FailingCheckpoint {
+            snapshots: 0,
+            first_attempt: true,
+        })
+        .set_parallelism(1)
+        .uid("failing");
+    let result = env.execute("exactly once").expect("recovers");
+
+    assert_eq!(result.restarts, 1, "{:?}", result.recovered_failures);
+    let mut committed: Vec<u64> = read_committed(&kafka.bootstrap_servers(), "out", "out.commits")
+        .expect("reads")
+        .iter()
+        .map(|r| r.text().parse().expect("a number"))
+        .collect();
+    committed.sort();
+
+    // The transactions of the failed checkpoint were pre-committed, never
+    // committed: their records come again after the restore, once.
+    assert_eq!(committed, (0..N).collect::<Vec<_>>());
 }
