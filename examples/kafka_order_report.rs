@@ -50,6 +50,10 @@ fn main() -> anyhow::Result<()> {
     if args.has("bounded") {
         source = source.bounded();
     }
+    if let Some(rate) = args.get_parsed::<f64>("rate")? {
+        anyhow::ensure!(rate > 0.0, "--rate must be above 0, got {rate}");
+        source = source.with_rate_limit(rate);
+    }
     let sink = |topic: &str, prefix: String| -> anyhow::Result<KafkaSink<String>> {
         let mut sink = KafkaSink::strings(&servers, topic)
             .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
@@ -68,7 +72,6 @@ fn main() -> anyhow::Result<()> {
 
     let late = OutputTag::<Order>::new("late-order");
     let lines = env.add_parallel_source(source, &input).uid("orders");
-    let lines = weir_examples::throttle(&env, lines)?;
     let report = report(
         lines,
         bounded_out_of_orderness(&env, Duration::from_secs(2)),

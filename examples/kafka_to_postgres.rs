@@ -53,8 +53,13 @@ fn main() -> anyhow::Result<()> {
     if args.has("bounded") {
         source = source.bounded();
     }
-    let records = env.add_parallel_source(source, &topic).uid("kafka");
-    let totals = weir_examples::throttle(&env, records)?
+    if let Some(rate) = args.get_parsed::<f64>("rate")? {
+        anyhow::ensure!(rate > 0.0, "--rate must be above 0, got {rate}");
+        source = source.with_rate_limit(rate);
+    }
+    let totals = env
+        .add_parallel_source(source, &topic)
+        .uid("kafka")
         .map(|value: String| parse(&value).expect("checked by the source"))
         .key_by(|(key, _)| key.clone())
         .sum(|(_, amount)| amount)

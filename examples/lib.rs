@@ -257,45 +257,6 @@ pub fn key_value_pairs(
     )
 }
 
-/// Passes records on at most `rate` a second (per subtask).
-#[derive(Clone)]
-struct Throttle {
-    rate: f64,
-    started: Option<std::time::Instant>,
-    passed: u64,
-}
-
-impl<T: Send + 'static> MapFunction<T, T> for Throttle {
-    fn map(&mut self, record: T) -> T {
-        let started = *self.started.get_or_insert_with(std::time::Instant::now);
-        self.passed += 1;
-        let due = Duration::from_secs_f64(self.passed as f64 / self.rate);
-        if let Some(wait) = due.checked_sub(started.elapsed()) {
-            std::thread::sleep(wait);
-        }
-        record
-    }
-}
-
-/// `--rate N`: `records` pass at most N a second per subtask (so that a
-/// script can interrupt a job part-way); without it, `records` as they are.
-pub fn throttle<T: Clone + Send + 'static>(
-    env: &StreamExecutionEnvironment,
-    records: DataStream<T>,
-) -> anyhow::Result<DataStream<T>> {
-    Ok(match env.args().get_parsed::<f64>("rate")? {
-        Some(rate) if rate > 0.0 => records
-            .map(Throttle {
-                rate,
-                started: None,
-                passed: 0,
-            })
-            .uid("throttle"),
-        Some(rate) => anyhow::bail!("--rate must be above 0, got {rate}"),
-        None => records,
-    })
-}
-
 /// Bounded out-of-orderness watermarks (`max_ts - bound - 1`), emitted
 /// after every event instead of periodically. Over a file, which is read
 /// faster than any watermark interval, this gives the result a person sees

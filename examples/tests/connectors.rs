@@ -400,5 +400,21 @@ fn the_kafka_order_report_survives_kills() {
     report.sort();
     let all = read_topic(&servers, "report").expect("reads").len();
     eprintln!("{} committed report lines of {all} written", report.len());
-    assert_eq!(report, expected, "after {killed} kills (seed {seed})");
+    if report != expected {
+        let (mut extra, mut missing) = (report.clone(), Vec::new());
+        for line in &expected {
+            match extra.iter().position(|l| l == line) {
+                Some(at) => {
+                    extra.remove(at);
+                }
+                None => missing.push(line.clone()),
+            }
+        }
+        panic!(
+            "after {killed} kills (seed {seed}): {} lines, expected {}; \
+             not expected: {extra:#?}; missing: {missing:#?}",
+            report.len(),
+            expected.len()
+        );
+    }
 }

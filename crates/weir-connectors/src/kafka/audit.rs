@@ -25,9 +25,9 @@ pub struct TopicRecord {
     pub key: Option<Vec<u8>>,
     /// Its value.
     pub value: Vec<u8>,
-    /// Its `weir.transaction` header, if it has one: the sink subtask and
-    /// the transaction's number.
-    pub transaction: Option<(u32, i64)>,
+    /// Its `weir.transaction` header, if it has one:
+    /// `<transactional id prefix>:<subtask>:<number>`.
+    pub transaction: Option<String>,
 }
 
 impl TopicRecord {
@@ -107,7 +107,7 @@ pub fn read_topic(bootstrap_servers: &str, topic: &str) -> Result<Vec<TopicRecor
             headers
                 .iter()
                 .find(|h| h.key == TRANSACTION_HEADER)
-                .and_then(|h| parse_transaction(std::str::from_utf8(h.value?).ok()?))
+                .and_then(|h| Some(String::from_utf8_lossy(h.value?).into_owned()))
         });
         records.push(TopicRecord {
             partition: message.partition(),
@@ -121,12 +121,6 @@ pub fn read_topic(bootstrap_servers: &str, topic: &str) -> Result<Vec<TopicRecor
     Ok(records)
 }
 
-/// `<subtask>:<number>`.
-fn parse_transaction(text: &str) -> Option<(u32, i64)> {
-    let (subtask, number) = text.split_once(':')?;
-    Some((subtask.parse().ok()?, number.parse().ok()?))
-}
-
 /// The records of `topic` whose transaction the commit log `commit_log`
 /// names (see `KafkaSink::with_commit_log`).
 pub fn read_committed(
@@ -134,12 +128,16 @@ pub fn read_committed(
     topic: &str,
     commit_log: &str,
 ) -> Result<Vec<TopicRecord>, String> {
-    let committed: BTreeSet<(u32, i64)> = read_topic(bootstrap_servers, commit_log)?
+    let committed: BTreeSet<String> = read_topic(bootstrap_servers, commit_log)?
         .iter()
-        .filter_map(|r| parse_transaction(&r.text()))
+        .map(TopicRecord::text)
         .collect();
     Ok(read_topic(bootstrap_servers, topic)?
         .into_iter()
-        .filter(|r| r.transaction.is_some_and(|t| committed.contains(&t)))
+        .filter(|r| {
+            r.transaction
+                .as_ref()
+                .is_some_and(|t| committed.contains(t))
+        })
         .collect())
 }

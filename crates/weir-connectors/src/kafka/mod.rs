@@ -13,4 +13,4 @@ pub mod transactional;
 pub use audit::{read_committed, read_topic, TopicRecord};
 pub use local::{LocalKafka, LocalKafkaError};
 pub use sink::{DeliveryGuarantee, KafkaSink, TRANSACTION_HEADER};
-pub use source::{KafkaRecord, KafkaSource, StartingOffsets};
+pub use source::{KafkaRecord, KafkaSource, OffsetReset, StartingOffsets};

@@ -1,7 +1,7 @@
 //! The Kafka sink (Flink's `KafkaSink`): records to a topic fixed or chosen
 //! per record, keys and values from a serializer, partitions from Kafka's
-//! default partitioner or the user's, with one of three delivery
-//! guarantees:
+//! default partitioner or the user's, a record's event time as its Kafka
+//! timestamp (as Flink writes it), with one of three delivery guarantees:
 //!
 //! - `NONE`: produced as they come; a failure may lose what was in flight.
 //! - `AT_LEAST_ONCE`: every checkpoint barrier flushes the producer and
@@ -55,6 +55,8 @@ pub(crate) struct Encoded {
     /// `None`: the sink's topic.
     pub topic: Option<String>,
     pub partition: Option<i32>,
+    /// The record's event time (ms), as the Kafka timestamp.
+    pub timestamp: Option<i64>,
     pub key: Option<Vec<u8>>,
     pub value: Vec<u8>,
 }
@@ -87,11 +89,12 @@ impl<T> Encoder<T> {
         }
     }
 
-    pub fn encode(&self, value: &T) -> Encoded {
+    pub fn encode(&self, value: &T, timestamp: Option<i64>) -> Encoded {
         let (key, payload) = (self.serialize)(value);
         Encoded {
             topic: self.select_topic.as_ref().map(|select| select(value)),
             partition: self.partitioner.as_ref().and_then(|p| p(value)),
+            timestamp,
             key,
             value: payload,
         }
@@ -129,6 +132,9 @@ impl<T> Encoder<T> {
         if let Some(partition) = record.partition {
             message = message.partition(partition);
         }
+        if let Some(timestamp) = record.timestamp {
+            message = message.timestamp(timestamp);
+        }
         if let Some(headers) = headers {
             message = message.headers(headers.clone());
         }
@@ -151,10 +157,15 @@ impl<T> Encoder<T> {
     }
 }
 
-/// A header naming the transaction a record was written in:
-/// `<subtask>:<number>`.
-pub(crate) fn transaction_header(subtask: u32, instance: i64) -> OwnedHeaders {
-    let text = format!("{subtask}:{instance}");
+/// The name of a transaction in the commit log and in its records' headers:
+/// `<transactional id prefix>:<subtask>:<number>`.
+pub(crate) fn transaction_name(prefix: &str, subtask: u32, instance: i64) -> String {
+    format!("{prefix}:{subtask}:{instance}")
+}
+
+/// A header naming the transaction a record was written in.
+pub(crate) fn transaction_header(name: &str) -> OwnedHeaders {
+    let text = name;
     OwnedHeaders::new().insert(Header {
         key: TRANSACTION_HEADER,
         value: Some(text.as_bytes()),
@@ -321,8 +332,9 @@ impl<T> KafkaSink<T> {
     }
 
     /// Exactly-once: also records every committed transaction in `topic`
-    /// (`<subtask>:<number>` as the value), and tags each record with the
-    /// header `weir.transaction` naming its transaction the same way, so that
+    /// (`<prefix>:<subtask>:<number>` as the value), and tags each record
+    /// with the header `weir.transaction` naming its transaction the same
+    /// way, so that
     /// readers of a broker that does not isolate transactions can tell
     /// committed records from aborted ones.
     pub fn with_commit_log(mut self, topic: &str) -> Self {
@@ -380,8 +392,11 @@ impl<T: Send + 'static> SinkFunction<T> for KafkaSink<T> {
     fn invoke(&mut self, value: T, ctx: &SinkContext) -> FunctionResult {
         match crate::unshared(&mut self.mode) {
             Mode::Plain(plain) => {
-                self.encoder
-                    .send(&plain.producer, &self.encoder.encode(&value), None)?;
+                self.encoder.send(
+                    &plain.producer,
+                    &self.encoder.encode(&value, ctx.timestamp()),
+                    None,
+                )?;
                 Deliveries::check(&plain.failed, &self.encoder.servers)
             }
             Mode::Transactional(sink) => sink.invoke(value, ctx),

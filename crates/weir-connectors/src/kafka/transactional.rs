@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use weir::functions::{FunctionResult, RuntimeContext, SinkContext};
 use weir::sink::TwoPhaseCommit;
 
-use super::sink::{transaction_header, Deliveries, Encoded, Encoder};
+use super::sink::{transaction_header, transaction_name, Deliveries, Encoded, Encoder};
 
 /// Transactional ids per subtask initialised when it opens.
 pub const POOL: u32 = 4;
@@ -295,7 +295,10 @@ impl<T> KafkaTransactions<T> {
         let (Some(log), Some(topic)) = (&self.log, &self.commit_log) else {
             return Ok(());
         };
-        let (key, value) = (subtask.to_string(), format!("{subtask}:{instance}"));
+        let (key, value) = (
+            subtask.to_string(),
+            transaction_name(&self.prefix, subtask, instance),
+        );
         log.send(BaseRecord::to(topic).key(&key).payload(&value))
             .map_err(|(e, _)| format!("Kafka: the commit log {topic}: {e}"))?;
         log.flush(REQUEST)
@@ -384,7 +387,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
         self.headers = self
             .commit_log
             .is_some()
-            .then(|| transaction_header(subtask, instance));
+            .then(|| transaction_header(&transaction_name(&self.prefix, subtask, instance)));
         Ok(KafkaTxn {
             subtask: self.subtask,
             slot,
@@ -393,8 +396,8 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
         })
     }
 
-    fn invoke(&mut self, txn: &mut KafkaTxn, value: T, _ctx: &SinkContext) -> FunctionResult {
-        let record = self.encoder.encode(&value);
+    fn invoke(&mut self, txn: &mut KafkaTxn, value: T, ctx: &SinkContext) -> FunctionResult {
+        let record = self.encoder.encode(&value, ctx.timestamp());
         self.encoder
             .send(self.producer(txn.slot)?, &record, self.headers.as_ref())?;
         txn.records.push(record);
@@ -453,7 +456,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
         let headers = self
             .commit_log
             .is_some()
-            .then(|| transaction_header(txn.subtask, instance));
+            .then(|| transaction_header(&transaction_name(&self.prefix, txn.subtask, instance)));
         for record in &txn.records {
             self.encoder
                 .send(self.producer(slot)?, record, headers.as_ref())?;
@@ -537,7 +540,12 @@ mod tests {
         assert_eq!(committed_values(&kafka), ["a", "b", "c"]);
         let all = read_topic(&kafka.bootstrap_servers(), "out").expect("reads");
         assert_eq!(all.len(), 6, "the aborted three and the new three");
-        let (_, again) = all[3].transaction.expect("tagged");
+        let tag = all[3].transaction.clone().expect("tagged");
+        let again: i64 = tag
+            .rsplit(':')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("a number");
         assert!(again > txn.instance && again < txn.instance + SPACING);
         drop(restored);
         // Restored from the same checkpoint once more (a crash before the

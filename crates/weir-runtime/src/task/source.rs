@@ -112,6 +112,13 @@ pub trait SourceFunction<T>: Send + 'static {
         Ok(())
     }
 
+    /// Checkpoint `checkpoint_id` completed: every subtask's state of it
+    /// is durable (e.g. commit the offsets it holds to an external system
+    /// for monitoring, as Flink's Kafka source does). Called between polls.
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
+        Ok(())
+    }
+
     /// Called once after the last poll.
     fn close(&mut self) -> FunctionResult {
         Ok(())
@@ -228,6 +235,7 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
                         out.forward_control(Control::Barrier(barrier))?;
                     }
                     TaskMessage::Complete(id) => {
+                        guarded(at, || source.notify_checkpoint_complete(id))?;
                         out.notify_checkpoint(CheckpointNotice::Complete(id))?
                     }
                     TaskMessage::Aborted(id) => {

@@ -18,6 +18,7 @@ pub struct SplitContext<'a, T> {
     records: &'a mut Vec<(usize, T, i64)>,
     finished: &'a mut Vec<usize>,
     limit: usize,
+    no_splits: bool,
 }
 
 impl<T> SplitContext<'_, T> {
@@ -36,6 +37,13 @@ impl<T> SplitContext<'_, T> {
     /// `split` has no more records: it stops holding the watermark back.
     pub fn finish_split(&mut self, split: usize) {
         self.finished.push(split);
+    }
+
+    /// This subtask has no splits to read (e.g. fewer partitions than
+    /// subtasks): it marks itself idle, so that it does not hold back the
+    /// watermark downstream.
+    pub fn mark_no_splits(&mut self) {
+        self.no_splits = true;
     }
 
     /// How many more records this poll should emit.
@@ -63,6 +71,11 @@ pub trait SplitSourceFunction<T>: Send + 'static {
 
     /// Resumes from a position written by `snapshot_position`.
     fn restore_position(&mut self, _position: &[u8]) -> FunctionResult {
+        Ok(())
+    }
+
+    /// See [`SourceFunction::notify_checkpoint_complete`].
+    fn notify_checkpoint_complete(&mut self, _checkpoint_id: u64) -> FunctionResult {
         Ok(())
     }
 
@@ -144,14 +157,21 @@ impl<S: SplitSourceFunction<T>, T: Send + 'static> SourceFunction<T>
         self.inner.restore_position(position)
     }
 
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.inner.notify_checkpoint_complete(checkpoint_id)
+    }
+
     fn poll_next(&mut self, ctx: &mut SourceContext<'_, T>) -> FunctionResult<SourceStatus> {
         let mut buffer = std::mem::take(&mut self.buffer);
         let mut finished = std::mem::take(&mut self.finished);
-        let status = self.inner.poll_next(&mut SplitContext {
+        let mut split_ctx = SplitContext {
             records: &mut buffer,
             finished: &mut finished,
             limit: ctx.remaining().max(1),
-        })?;
+            no_splits: false,
+        };
+        let status = self.inner.poll_next(&mut split_ctx)?;
+        let no_splits = split_ctx.no_splits;
         let now = self.clock.as_ref().map_or(0, |c| c.now_ms());
         for (index, value, timestamp) in buffer.drain(..) {
             let timestamp = assign_timestamp(&self.strategy.timestamps, &value, timestamp, now);
@@ -192,7 +212,9 @@ impl<S: SplitSourceFunction<T>, T: Send + 'static> SourceFunction<T>
         let live: Vec<&Split<T>> = self.splits.iter().filter(|s| !s.finished).collect();
         match live.iter().filter(|s| !s.idle).map(|s| s.watermark).min() {
             Some(w) => ctx.emit_watermark(w),
-            None if live.iter().any(|s| s.idle) => ctx.mark_idle(),
+            None if live.iter().any(|s| s.idle) || (live.is_empty() && no_splits) => {
+                ctx.mark_idle()
+            }
             None => {}
         }
         Ok(status)

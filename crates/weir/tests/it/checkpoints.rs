@@ -1881,3 +1881,124 @@ fn interval_join_buffers_survive_a_failure() {
     // Buffers lost or restored twice would miss or repeat pairs.
     assert_eq!(max_per_key(out.lock().expect("lock").iter()), expected);
 }
+
+/// Emits its timestamps one per poll; the last only once a checkpoint
+/// taken after all the others has completed (so that the restore of that
+/// checkpoint replays the last record alone).
+#[derive(Clone)]
+struct HoldLast {
+    values: Vec<i64>,
+    next: usize,
+    waiting_for: Option<u64>,
+    release: bool,
+}
+
+impl SourceFunction<i64> for HoldLast {
+    fn poll_next(&mut self, ctx: &mut SourceContext<'_, i64>) -> FunctionResult<SourceStatus> {
+        if self.next == self.values.len() {
+            return Ok(SourceStatus::Finished);
+        }
+        if self.next + 1 == self.values.len() && !self.release {
+            std::thread::sleep(Duration::from_millis(2));
+            return Ok(SourceStatus::More);
+        }
+        let v = self.values[self.next];
+        ctx.collect_with_timestamp(v, v);
+        self.next += 1;
+        Ok(SourceStatus::More)
+    }
+    fn snapshot_position(&mut self, id: u64) -> FunctionResult<Option<Vec<u8>>> {
+        if self.next + 1 == self.values.len() && self.waiting_for.is_none() {
+            self.waiting_for = Some(id);
+        }
+        Ok(Some((self.next as u64).to_le_bytes().to_vec()))
+    }
+    fn restore_position(&mut self, position: &[u8]) -> FunctionResult {
+        let bytes: [u8; 8] = position.try_into().map_err(|_| "bad position")?;
+        self.next = u64::from_le_bytes(bytes) as usize;
+        self.release = true;
+        Ok(())
+    }
+    fn notify_checkpoint_complete(&mut self, id: u64) -> FunctionResult {
+        if self.waiting_for.is_some_and(|w| id >= w) {
+            self.release = true;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_record_late_before_a_failure_is_late_after_the_restore() {
+    // Watermarks follow each record (punctuated): after 31 s the windows
+    // up to 30 s have fired, and a record at 5 s is late, before and after
+    // a failure that restores the checkpoint taken just before it.
+    let env = StreamExecutionEnvironment::new();
+    env.enable_checkpointing(Duration::from_millis(20))
+        .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
+    let late = OutputTag::<i64>::new("late");
+    let windows = env
+        .add_source(
+            HoldLast {
+                values: vec![1_000, 12_000, 25_000, 31_000, 5_000],
+                next: 0,
+                waiting_for: None,
+                release: false,
+            },
+            "timestamps",
+        )
+        .uid("timestamps")
+        .assign_timestamps_and_watermarks(WatermarkStrategy::for_generator(|_| Punctuated))
+        .uid("watermarks")
+        .map(|v: i64| {
+            // Fails once, on the late record of the first attempt.
+            static FAILED: std::sync::atomic::AtomicBool =
+                std::sync::atomic::AtomicBool::new(false);
+            if v == 5_000 && !FAILED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                panic!("injected failure before the late record");
+            }
+            v
+        })
+        .uid("fail once")
+        .key_by(|_| 0u8)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+        .side_output_late_data(&late)
+        .process(
+            |_k: &u8,
+             ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             e: Elements<'_, i64>,
+             out: &mut Collector<'_, (i64, usize)>| {
+                out.collect((ctx.window().start, e.count()));
+                Ok(())
+            },
+        )
+        .uid("windows");
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let dropped = Arc::new(Mutex::new(Vec::new()));
+    windows
+        .get_side_output(&late)
+        .add_sink(CollectSink::new(Arc::clone(&dropped)));
+    windows.add_sink(CollectSink::new(Arc::clone(&fired)));
+    let result = env.execute("late after restore").expect("recovers");
+    assert_eq!(result.restarts, 1, "{:?}", result.recovered_failures);
+    let mut fired = fired.lock().expect("lock").clone();
+    fired.sort();
+    fired.dedup();
+    // Without the checkpointed watermark, the restored job starts from the
+    // lowest one and counts the record at 5 s in a window of its own.
+    assert_eq!(
+        fired,
+        vec![(0, 1), (10_000, 1), (20_000, 1), (30_000, 1)],
+        "the record at 5 s fired a window after the restore"
+    );
+    assert_eq!(*dropped.lock().expect("lock"), vec![5_000]);
+}
+
+/// A watermark right behind every record.
+struct Punctuated;
+
+impl WatermarkGenerator<i64> for Punctuated {
+    fn on_event(&mut self, _event: &i64, timestamp: i64, output: &mut WatermarkOutput) {
+        output.emit_watermark(timestamp - 1);
+    }
+    fn on_periodic_emit(&mut self, _output: &mut WatermarkOutput) {}
+}
