@@ -127,6 +127,13 @@ struct Partition {
     next: i64,
     /// Bounded: where the partition ends.
     stop: Option<i64>,
+    /// Started by timestamp: records before the first at or after this
+    /// one are skipped (the broker's offset lookup should have skipped
+    /// them already; not every broker implements it).
+    skip_before: Option<i64>,
+    /// Bounded by timestamp: the first record at or after this one ends
+    /// the partition.
+    stop_at_time: Option<i64>,
     /// Its end was reported (as a split that finished).
     reported_done: bool,
 }
@@ -498,7 +505,9 @@ impl<T> KafkaSource<T> {
         })
     }
 
-    /// Where a bounded source stops reading `topic`/`p`.
+    /// Where a bounded source stops reading `topic`/`p` at the latest (one
+    /// bounded by timestamp stops earlier, at the first record at or after
+    /// it).
     fn stop_offset(
         &self,
         consumer: &BaseConsumer,
@@ -507,11 +516,7 @@ impl<T> KafkaSource<T> {
     ) -> FunctionResult<Option<i64>> {
         Ok(match self.stop {
             Stop::Never => None,
-            Stop::Latest => Some(watermarks(consumer, topic, p)?.1),
-            Stop::Timestamp(ts) => Some(match offset_for_time(consumer, topic, p, ts)? {
-                Some(offset) => offset,
-                None => watermarks(consumer, topic, p)?.1,
-            }),
+            Stop::Latest | Stop::Timestamp(_) => Some(watermarks(consumer, topic, p)?.1),
         })
     }
 
@@ -534,11 +539,20 @@ impl<T> KafkaSource<T> {
             if owner(topic, *p, self.parallelism) == self.subtask
                 && !known.contains(&(topic.as_str(), *p))
             {
+                let restored = self.restored.contains_key(&(topic.clone(), *p));
                 new.push(Partition {
                     topic: topic.clone(),
                     partition: *p,
                     next: self.start_offset(consumer, topic, *p, initial)?,
                     stop: self.stop_offset(consumer, topic, *p)?,
+                    skip_before: match self.starting {
+                        StartingOffsets::Timestamp(ts) if initial && !restored => Some(ts),
+                        _ => None,
+                    },
+                    stop_at_time: match self.stop {
+                        Stop::Timestamp(ts) => Some(ts),
+                        _ => None,
+                    },
                     reported_done: false,
                 });
             }
@@ -668,9 +682,24 @@ impl<T> KafkaSource<T> {
                 )
                 .into());
             };
-            if self.partitions[at].stop.is_some_and(|stop| offset >= stop) {
+            let timestamp = message.timestamp().to_millis();
+            let partition = &mut self.partitions[at];
+            if let Some(from) = partition.skip_before {
+                if timestamp.is_some_and(|ts| ts < from) {
+                    partition.next = offset + 1;
+                    continue;
+                }
+                partition.skip_before = None;
+            }
+            if partition
+                .stop_at_time
+                .is_some_and(|until| timestamp.is_some_and(|ts| ts >= until))
+            {
+                partition.stop = Some(partition.stop.map_or(offset, |stop| stop.min(offset)));
+            }
+            if partition.stop.is_some_and(|stop| offset >= stop) {
                 // Past the bounded end of its partition.
-                self.partitions[at].next = offset;
+                partition.next = offset;
                 if self.finished() {
                     break;
                 }
@@ -680,7 +709,7 @@ impl<T> KafkaSource<T> {
                 topic: message.topic(),
                 partition: message.partition(),
                 offset,
-                timestamp: message.timestamp().to_millis(),
+                timestamp,
                 key: message.key(),
                 value: message.payload(),
                 headers: message.headers(),
@@ -828,6 +857,7 @@ impl<T: Send + 'static> SplitSourceFunction<T> for KafkaSource<T> {
             },
             &mut done,
         )?;
+        ctx.declare_splits(self.partitions.len());
         for split in done {
             ctx.finish_split(split);
         }

@@ -11,7 +11,8 @@ use weir::prelude::*;
 use crate::FailAfterCheckpoint;
 use weir::sink::CollectSink;
 use weir_connectors::kafka::{
-    read_committed, read_topic, DeliveryGuarantee, KafkaSink, KafkaSource, LocalKafka,
+    read_committed, read_topic, DeliveryGuarantee, KafkaSink, KafkaSource, LocalKafka, OffsetReset,
+    StartingOffsets,
 };
 
 fn broker() -> LocalKafka {
@@ -289,4 +290,206 @@ fn a_checkpoint_that_never_completes_commits_nothing() {
     // The transactions of the failed checkpoint were pre-committed, never
     // committed: their records come again after the restore, once.
     assert_eq!(committed, (0..N).collect::<Vec<_>>());
+}
+
+/// Writes `(value, timestamp)` pairs to partition `partition` of `topic`,
+/// each timestamp as the record's Kafka timestamp.
+fn produce_at(kafka: &LocalKafka, topic: &str, partition: i32, records: Vec<(u64, i64)>) {
+    let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
+    let env = StreamExecutionEnvironment::new();
+    env.from_collection(records)
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::no_watermarks().with_timestamp_assigner(|r: &(u64, i64), _| r.1),
+        )
+        .map(|r: (u64, i64)| r.0)
+        .add_sink(
+            KafkaSink::strings(&kafka.bootstrap_servers(), topic)
+                .with_partitioner(move |_| Some(partition))
+                .with_property(key, value),
+        );
+    env.execute("produce").expect("produced");
+}
+
+fn read_numbers(source: KafkaSource<String>) -> Vec<u64> {
+    let env = StreamExecutionEnvironment::new();
+    let mut read = env
+        .add_source(source, "numbers")
+        .map(|s: String| s.parse::<u64>().expect("a number"))
+        .execute_and_collect()
+        .expect("reads");
+    read.sort();
+    read
+}
+
+#[test]
+fn starting_and_stopping_offsets_by_timestamp_and_per_partition() {
+    let kafka = broker();
+    kafka.create_topic("timed", 1).expect("topic");
+    produce_at(
+        &kafka,
+        "timed",
+        0,
+        // Value i at (i + 1) s (a timestamp of 0 means "now" to producers).
+        (0..100).map(|i| (i, (i as i64 + 1) * 1_000)).collect(),
+    );
+    let servers = kafka.bootstrap_servers();
+    // From the first record at or after 51 s to the end.
+    let from_time = KafkaSource::strings(&servers, &["timed"])
+        .with_starting_offsets(StartingOffsets::Timestamp(51_000))
+        .bounded();
+    assert_eq!(read_numbers(from_time), (50..100).collect::<Vec<_>>());
+    // From offset 10, stopping before the first record at or after 21 s.
+    let specific = KafkaSource::strings(&servers, &["timed"])
+        .with_starting_offsets(StartingOffsets::Specific(
+            [(("timed".to_string(), 0), 10)].into_iter().collect(),
+        ))
+        .bounded_by_timestamp(21_000);
+    assert_eq!(read_numbers(specific), (10..20).collect::<Vec<_>>());
+    // Record timestamps are the records' event time (as the sink wrote it).
+    let env = StreamExecutionEnvironment::new();
+    let stamps = env
+        .add_source(
+            KafkaSource::new(&servers, &["timed"], |r| Ok(r.timestamp)).bounded(),
+            "stamps",
+        )
+        .execute_and_collect()
+        .expect("reads");
+    assert_eq!(stamps[..3], [Some(1_000), Some(2_000), Some(3_000)]);
+}
+
+#[test]
+fn completed_checkpoints_commit_offsets_that_a_new_job_can_start_from() {
+    let kafka = broker();
+    kafka.create_topic("logged", 2).expect("topic");
+    produce(&kafka, "logged", 400);
+    let servers = kafka.bootstrap_servers();
+    let env = StreamExecutionEnvironment::new();
+    env.enable_checkpointing(Duration::from_millis(20));
+    let read = Arc::new(Mutex::new(Vec::new()));
+    env.add_source(
+        KafkaSource::strings(&servers, &["logged"])
+            .with_group_id("audit")
+            .with_rate_limit(400.0)
+            .bounded(),
+        "logged",
+    )
+    .add_sink(CollectSink::new(Arc::clone(&read)));
+    env.execute("first").expect("reads");
+    assert_eq!(read.lock().expect("lock").len(), 400);
+    // What the group holds now: the offsets of the last checkpoint that
+    // completed while the source ran.
+    let env = StreamExecutionEnvironment::new();
+    let rest = env
+        .add_source(
+            KafkaSource::strings(&servers, &["logged"])
+                .with_group_id("audit")
+                .with_starting_offsets(StartingOffsets::Committed(OffsetReset::None))
+                .bounded(),
+            "rest",
+        )
+        .execute_and_collect()
+        .expect("reads from the committed offsets");
+    assert!(
+        rest.len() < 400,
+        "{} records after the committed offsets: none committed",
+        rest.len()
+    );
+    // A group with no committed offsets and no reset strategy fails,
+    // naming the partition.
+    let env = StreamExecutionEnvironment::new();
+    env.add_source(
+        KafkaSource::strings(&servers, &["logged"])
+            .with_group_id("never-committed")
+            .with_starting_offsets(StartingOffsets::Committed(OffsetReset::None))
+            .bounded(),
+        "none",
+    )
+    .add_sink(DiscardingSink);
+    let err = env.execute("none").expect_err("no offsets").to_string();
+    assert!(err.contains("no committed offset for logged/"), "{err}");
+}
+
+#[test]
+fn a_topic_pattern_reads_matching_topics_and_finds_new_ones() {
+    let kafka = broker();
+    for topic in ["logs-a", "logs-b", "other"] {
+        kafka.create_topic(topic, 1).expect("topic");
+        produce(&kafka, topic, 10);
+    }
+    let env = StreamExecutionEnvironment::new();
+    let read = Arc::new(Mutex::new(Vec::new()));
+    env.add_source(
+        KafkaSource::strings(&kafka.bootstrap_servers(), &[])
+            .with_topic_pattern("logs-.*")
+            .expect("a pattern")
+            .with_partition_discovery_interval(Duration::from_millis(200)),
+        "logs",
+    )
+    .add_sink(CollectSink::new(Arc::clone(&read)));
+    let job = env.execute_async("logs").expect("starts");
+    let count = || read.lock().expect("lock").len();
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while count() < 20 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(count(), 20, "logs-a and logs-b, not other");
+    kafka.create_topic("logs-c", 1).expect("topic");
+    produce(&kafka, "logs-c", 10);
+    while count() < 30 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    job.cancel();
+    let _ = job.wait();
+    assert_eq!(count(), 30, "the topic created later was found");
+}
+
+/// A watermark right behind every record (no periodic timer: bounded
+/// input is read faster than any interval).
+struct Punctuated;
+
+impl WatermarkGenerator<String> for Punctuated {
+    fn on_event(&mut self, _event: &String, timestamp: i64, output: &mut WatermarkOutput) {
+        output.emit_watermark(timestamp - 1);
+    }
+    fn on_periodic_emit(&mut self, _output: &mut WatermarkOutput) {}
+}
+
+#[test]
+fn each_partition_has_its_own_watermark() {
+    let kafka = broker();
+    kafka.create_topic("split", 2).expect("topic");
+    // Each partition in order, but far apart: 0..100 s then 1 000..1 100 s
+    // in partition 0, 500..600 s then 1 500..1 600 s in partition 1. With
+    // one watermark for both, whichever partition is read first makes the
+    // other's early records late, and they are dropped.
+    let block = |from: i64| (0..100).map(move |i| (from + i * 1_000));
+    let p0: Vec<i64> = block(1_000).chain(block(1_000_000)).collect();
+    let p1: Vec<i64> = block(500_000).chain(block(1_500_000)).collect();
+    produce_at(&kafka, "split", 0, p0.iter().map(|t| (0, *t)).collect());
+    produce_at(&kafka, "split", 1, p1.iter().map(|t| (1, *t)).collect());
+    let env = StreamExecutionEnvironment::new();
+    let counts = env
+        .from_split_source(
+            // A few records per poll: watermarks between them.
+            KafkaSource::strings(&kafka.bootstrap_servers(), &["split"])
+                .bounded()
+                .with_rate_limit(4_000.0),
+            WatermarkStrategy::for_generator(|_| Punctuated),
+            "split",
+        )
+        .set_parallelism(1)
+        .key_by(|_| 0u8)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+        .process(
+            |_k: &u8,
+             _ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             e: Elements<'_, String>,
+             out: &mut Collector<'_, usize>| {
+                out.collect(e.count());
+                Ok(())
+            },
+        )
+        .execute_and_collect()
+        .expect("runs");
+    assert_eq!(counts.iter().sum::<usize>(), 400, "{counts:?}");
 }

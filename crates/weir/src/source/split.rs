@@ -19,6 +19,7 @@ pub struct SplitContext<'a, T> {
     finished: &'a mut Vec<usize>,
     limit: usize,
     no_splits: bool,
+    splits: usize,
 }
 
 impl<T> SplitContext<'_, T> {
@@ -37,6 +38,14 @@ impl<T> SplitContext<'_, T> {
     /// `split` has no more records: it stops holding the watermark back.
     pub fn finish_split(&mut self, split: usize) {
         self.finished.push(split);
+    }
+
+    /// This subtask reads splits `0..count`: each holds the watermark back
+    /// from the start, before its first record, until it is idle (with
+    /// `with_idleness`) or finished, as in Flink. Without this, a split
+    /// counts from its first record on.
+    pub fn declare_splits(&mut self, count: usize) {
+        self.splits = self.splits.max(count);
     }
 
     /// This subtask has no splits to read (e.g. fewer partitions than
@@ -169,9 +178,13 @@ impl<S: SplitSourceFunction<T>, T: Send + 'static> SourceFunction<T>
             finished: &mut finished,
             limit: ctx.remaining().max(1),
             no_splits: false,
+            splits: 0,
         };
         let status = self.inner.poll_next(&mut split_ctx)?;
         let no_splits = split_ctx.no_splits;
+        if let Some(last) = split_ctx.splits.checked_sub(1) {
+            self.split(last);
+        }
         let now = self.clock.as_ref().map_or(0, |c| c.now_ms());
         for (index, value, timestamp) in buffer.drain(..) {
             let timestamp = assign_timestamp(&self.strategy.timestamps, &value, timestamp, now);
