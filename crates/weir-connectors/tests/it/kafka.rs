@@ -462,7 +462,7 @@ fn each_partition_has_its_own_watermark() {
     // in partition 0, 500..600 s then 1 500..1 600 s in partition 1. With
     // one watermark for both, whichever partition is read first makes the
     // other's early records late, and they are dropped.
-    let block = |from: i64| (0..100).map(move |i| (from + i * 1_000));
+    let block = |from: i64| (0..100).map(move |i| from + i * 1_000);
     let p0: Vec<i64> = block(1_000).chain(block(1_000_000)).collect();
     let p1: Vec<i64> = block(500_000).chain(block(1_500_000)).collect();
     produce_at(&kafka, "split", 0, p0.iter().map(|t| (0, *t)).collect());
