@@ -493,3 +493,97 @@ fn each_partition_has_its_own_watermark() {
         .expect("runs");
     assert_eq!(counts.iter().sum::<usize>(), 400, "{counts:?}");
 }
+
+#[test]
+fn an_unreachable_broker_fails_the_job_naming_its_address() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let servers = format!("127.0.0.1:{port}");
+    let env = StreamExecutionEnvironment::new();
+    env.add_source(
+        KafkaSource::strings(&servers, &["t"])
+            .with_property("socket.connection.setup.timeout.ms", "1000")
+            .bounded(),
+        "t",
+    )
+    .add_sink(DiscardingSink);
+    let started = std::time::Instant::now();
+    let err = env.execute("unreachable").expect_err("fails").to_string();
+    assert!(err.contains(&servers), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Reads `topic` from the savepoint at `savepoint` (or from the start) at
+/// `parallelism`, to its end.
+fn read_rest(kafka: &LocalKafka, topic: &str, parallelism: u32, savepoint: &str) -> Vec<u64> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(parallelism);
+    env.set_from_savepoint(savepoint.trim_start_matches("file://"));
+    let mut read = env
+        .add_parallel_source(
+            KafkaSource::strings(&kafka.bootstrap_servers(), &[topic]).bounded(),
+            topic,
+        )
+        .uid("kafka")
+        .map(|s: String| s.parse::<u64>().expect("a number"))
+        .execute_and_collect()
+        .expect("resumes");
+    read.sort();
+    read
+}
+
+#[test]
+fn a_savepoint_at_parallelism_2_resumes_every_partition_at_3_and_at_1() {
+    const N: u64 = 3_000;
+    let kafka = broker();
+    kafka.create_topic("wide", 5).expect("topic");
+    produce(&kafka, "wide", N);
+    let dir = std::env::temp_dir().join(format!("weir-kafka-rescale-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2)
+        .enable_checkpointing(Duration::from_secs(3600));
+    let before = Arc::new(Mutex::new(Vec::new()));
+    env.add_parallel_source(
+        KafkaSource::strings(&kafka.bootstrap_servers(), &["wide"]).with_rate_limit(2_000.0),
+        "wide",
+    )
+    .uid("kafka")
+    .map(|s: String| s.parse::<u64>().expect("a number"))
+    .add_sink(CollectSink::new(Arc::clone(&before)));
+    let job = env.execute_async("first").expect("starts");
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while before.lock().expect("lock").len() < 500 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let savepoint = job
+        .stop_with_savepoint(dir.join("savepoints"), false)
+        .expect("a savepoint");
+    job.wait().expect("stopped");
+    let before = before.lock().expect("lock").clone();
+    assert!(
+        before.len() >= 500 && (before.len() as u64) < N,
+        "stopped part-way: {}",
+        before.len()
+    );
+    for parallelism in [3, 1] {
+        // Each partition goes on exactly where the savepoint left it:
+        // together the two runs read every record once.
+        let mut all = before.clone();
+        all.extend(read_rest(&kafka, "wide", parallelism, &savepoint));
+        all.sort();
+        assert_eq!(
+            all,
+            (0..N).collect::<Vec<_>>(),
+            "resumed at parallelism {parallelism}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
