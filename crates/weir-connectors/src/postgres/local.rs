@@ -88,6 +88,29 @@ fn start_error(what: &str, e: impl std::fmt::Display) -> LocalPostgresError {
     LocalPostgresError::Start(format!("{what}: {e}"))
 }
 
+/// Starts the server of the cluster in `dir` on `port`.
+fn spawn_server(bin: &Path, dir: &Path, port: u16) -> Result<Child, LocalPostgresError> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("server-{port}.log")))
+        .map_err(|e| start_error("creating its log", e))?;
+    command(&bin.join("postgres"))
+        .arg("-D")
+        .arg(dir.join("data"))
+        .args(["-p", &port.to_string()])
+        .args(["-c", "listen_addresses=127.0.0.1"])
+        .arg("-c")
+        .arg(format!("unix_socket_directories={}", dir.display()))
+        .args(["-c", "max_prepared_transactions=64"])
+        .args(["-c", "fsync=off"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| start_error("starting postgres", e))
+}
+
 impl LocalPostgres {
     /// Makes and starts a server. Fails (never silently) when PostgreSQL is
     /// not installed or does not come up within 30 s.
@@ -140,22 +163,7 @@ impl LocalPostgres {
                 .and_then(|l| l.local_addr())
                 .map_err(|e| start_error("finding a free port", e))?
                 .port();
-            let log = std::fs::File::create(dir.join(format!("server-{port}.log")))
-                .map_err(|e| start_error("creating its log", e))?;
-            let server = command(&bin.join("postgres"))
-                .arg("-D")
-                .arg(&data)
-                .args(["-p", &port.to_string()])
-                .args(["-c", "listen_addresses=127.0.0.1"])
-                .arg("-c")
-                .arg(format!("unix_socket_directories={}", dir.display()))
-                .args(["-c", "max_prepared_transactions=64"])
-                .args(["-c", "fsync=off"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .map_err(|e| start_error("starting postgres", e))?;
+            let server = spawn_server(&bin, &dir, port)?;
             let mut local = LocalPostgres {
                 dir: dir.clone(),
                 port,
@@ -212,24 +220,41 @@ impl LocalPostgres {
     pub fn port(&self) -> u16 {
         self.port
     }
+
+    /// Stops the server as an outage would, keeping its data: sessions
+    /// end, new connections are refused until [`restart`](Self::restart).
+    pub fn stop(&mut self) {
+        shut_down(&mut self.server);
+    }
+
+    /// Starts the stopped server again, on the same port with the same
+    /// data (prepared transactions survive, as they do a real restart).
+    pub fn restart(&mut self) -> Result<(), LocalPostgresError> {
+        self.server = spawn_server(&bin_dir()?, &self.dir, self.port)?;
+        self.wait_until_up().map_err(LocalPostgresError::Start)
+    }
+}
+
+/// A fast shutdown (SIGINT) lets the server end its backends; a server
+/// that does not go within ten seconds is killed.
+fn shut_down(server: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = server.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
 }
 
 impl Drop for LocalPostgres {
     fn drop(&mut self) {
-        // A fast shutdown (SIGINT) lets the server end its backends; a
-        // server that does not go within ten seconds is killed.
-        let _ = Command::new("kill")
-            .args(["-INT", &self.server.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.server.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.server.kill();
-        let _ = self.server.wait();
+        shut_down(&mut self.server);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -184,3 +184,44 @@ fn a_row_that_does_not_fit_the_table_fails_the_job_with_the_servers_reason() {
     assert!(err.contains("writing a row into strict"), "{err}");
     assert!(err.contains("null value in column"), "{err}");
 }
+
+#[test]
+fn a_server_lost_mid_run_and_back_loses_and_repeats_nothing() {
+    let mut pg = server();
+    let mut db = client(&pg);
+    db.batch_execute("CREATE TABLE seen (i BIGINT NOT NULL, n BIGINT NOT NULL)")
+        .expect("table");
+    drop(db);
+    let records = 12_000u64;
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2)
+        .enable_checkpointing(Duration::from_millis(40))
+        // Attempts fail while the server is down; it is back within 3 s.
+        .set_restart_strategy(RestartStrategy::fixed_delay(50, Duration::from_millis(200)));
+    env.add_parallel_source(
+        GeneratorSource::new(records, |i| i).with_rate_limit(3_000.0),
+        "numbers",
+    )
+    .uid("numbers")
+    .add_sink(PostgresSink::exactly_once(
+        &pg.url(),
+        "seen",
+        &["i", "n"],
+        &[],
+        |i: &u64| -> Row { vec![Box::new(*i as i64), Box::new(1i64)] },
+    ))
+    .uid("seen");
+    let job = env.execute_async("outage").expect("starts");
+    std::thread::sleep(Duration::from_millis(1_000));
+    pg.stop();
+    std::thread::sleep(Duration::from_millis(1_500));
+    pg.restart().expect("the server comes back");
+    let result = job.wait().expect("the job comes back with the server");
+    assert!(result.restarts >= 1, "the outage failed the job");
+    let mut db = client(&pg);
+    let (rows, prepared) = inserted(&mut db, "seen");
+    let expected: Vec<(i64, i64)> = (0..records as i64).map(|i| (i, 1)).collect();
+    assert_eq!(rows.len(), expected.len());
+    assert_eq!(rows, expected);
+    assert_eq!(prepared, 0, "prepared transactions left on the server");
+}
