@@ -76,6 +76,13 @@ impl LocalKafka {
     /// Starts a broker. Fails (never silently) when tansu is not
     /// installed or does not listen within 30 s.
     pub fn start() -> Result<LocalKafka, LocalKafkaError> {
+        Self::start_advertising(None)
+    }
+
+    /// Starts a broker that tells clients to reach it at
+    /// `127.0.0.1:advertised_port` (a proxy in front of it, for tests that
+    /// cut the network) instead of its own port.
+    pub fn start_advertising(advertised_port: Option<u16>) -> Result<LocalKafka, LocalKafkaError> {
         let bin = tansu()?;
         let mut last = String::new();
         // A free port can be taken between finding and binding it.
@@ -85,10 +92,11 @@ impl LocalKafka {
                 .map_err(|e| LocalKafkaError::Start(format!("finding a free port: {e}")))?
                 .port();
             let url = format!("tcp://127.0.0.1:{port}");
+            let advertised = format!("tcp://127.0.0.1:{}", advertised_port.unwrap_or(port));
             let broker = Command::new(&bin)
                 .arg("broker")
                 .args(["--listener-url", &url])
-                .args(["--advertised-listener-url", &url])
+                .args(["--advertised-listener-url", &advertised])
                 .args(["--storage-engine", "memory://tansu/"])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())

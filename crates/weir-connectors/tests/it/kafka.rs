@@ -587,3 +587,132 @@ fn a_savepoint_at_parallelism_2_resumes_every_partition_at_3_and_at_1() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A TCP proxy on loopback whose network can be cut: open connections are
+/// closed and new ones refused until it is restored.
+struct Proxy {
+    port: u16,
+    /// Where connections go (set once the broker runs).
+    target: Arc<Mutex<Option<u16>>>,
+    up: Arc<std::sync::atomic::AtomicBool>,
+    open: Arc<Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Proxy {
+    fn start() -> Proxy {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let proxy = Proxy {
+            port: listener.local_addr().expect("address").port(),
+            target: Arc::new(Mutex::new(None)),
+            up: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            open: Arc::new(Mutex::new(Vec::new())),
+        };
+        let (target, up, open) = (
+            Arc::clone(&proxy.target),
+            Arc::clone(&proxy.up),
+            Arc::clone(&proxy.open),
+        );
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let to = *target.lock().expect("lock");
+                let (Some(to), true) = (to, up.load(std::sync::atomic::Ordering::SeqCst)) else {
+                    continue; // dropped: refused
+                };
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
+                    continue;
+                };
+                for (mut from, mut into) in [
+                    (
+                        client.try_clone().expect("clone"),
+                        server.try_clone().expect("clone"),
+                    ),
+                    (
+                        server.try_clone().expect("clone"),
+                        client.try_clone().expect("clone"),
+                    ),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut into);
+                        let _ = into.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+                let mut open = open.lock().expect("lock");
+                open.push(client);
+                open.push(server);
+            }
+        });
+        proxy
+    }
+
+    fn forward_to(&self, port: u16) {
+        *self.target.lock().expect("lock") = Some(port);
+    }
+
+    fn cut(&self) {
+        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
+        for stream in self.open.lock().expect("lock").drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_broker_lost_mid_run_and_back_loses_nothing() {
+    const N: u64 = 3_000;
+    let proxy = Proxy::start();
+    let kafka = LocalKafka::start_advertising(Some(proxy.port)).unwrap_or_else(|e| panic!("{e}"));
+    proxy.forward_to(
+        kafka
+            .bootstrap_servers()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a port"),
+    );
+    let servers = format!("127.0.0.1:{}", proxy.port);
+    kafka.create_topic("in", 2).expect("topic");
+    kafka.create_topic("out", 2).expect("topic");
+    produce(&kafka, "in", N);
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2)
+        .enable_checkpointing(Duration::from_millis(50))
+        .set_restart_strategy(RestartStrategy::fixed_delay(50, Duration::from_millis(200)));
+    let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
+    env.add_parallel_source(
+        KafkaSource::strings(&servers, &["in"])
+            .bounded()
+            .with_rate_limit(1_000.0),
+        "in",
+    )
+    .uid("in")
+    .add_sink(
+        KafkaSink::strings(&servers, "out")
+            .with_property(key, value)
+            // Fail soon rather than after librdkafka's five minutes.
+            .with_property("message.timeout.ms", "5000"),
+    )
+    .uid("out");
+    let job = env.execute_async("outage").expect("starts");
+    std::thread::sleep(Duration::from_millis(1_000));
+    proxy.cut();
+    std::thread::sleep(Duration::from_millis(2_000));
+    proxy.restore();
+    let result = job.wait().expect("the job comes back with the broker");
+    assert!(result.restarts >= 1, "the outage failed the job");
+    let mut written: Vec<u64> = read_topic(&servers, "out")
+        .expect("reads")
+        .iter()
+        .map(|r| r.text().parse().expect("a number"))
+        .collect();
+    written.sort();
+    written.dedup();
+    // At least once: every record, some perhaps twice. (The exactly-once
+    // sink is not checked here: after a cut connection tansu was seen to
+    // commit a transaction's records without its offsets, the sink's
+    // markers, which Kafka applies together; see docs/design/kafka.md.)
+    assert_eq!(written, (0..N).collect::<Vec<_>>());
+}
