@@ -34,6 +34,8 @@ fn event(i: u64) -> Event {
     }
 }
 
+#[cfg(feature = "connectors")]
+mod connectors;
 mod nexmark;
 
 /// Every job `weir-bench job --name` runs.
@@ -65,6 +67,7 @@ usage: weir-bench stateless|windows|state|checkpoints [--events N]
        weir-bench nexmark (--query qN | --all) [--events N] [--parallelism P] [--pool N] [--input FILE]
        weir-bench nexmark --write-events FILE [--events N]
        weir-bench baseline [--events N]
+       weir-bench connectors [--records N] [--rows N]   (feature connectors: Kafka, PostgreSQL)
 
 jobs: {}
 queries: {}
@@ -122,6 +125,13 @@ fn main() -> anyhow::Result<()> {
             run_job(name, p, events, interval.as_deref())
         }
         Some("nexmark") => nexmark::main(&params, events),
+        #[cfg(feature = "connectors")]
+        Some("connectors") => connectors::main(&params),
+        #[cfg(not(feature = "connectors"))]
+        Some("connectors") => bail!(
+            "the connector benchmarks need the feature: cargo run --release -p weir-bench \
+             --features connectors -- connectors"
+        ),
         Some("baseline") => {
             let (rate, _) = baseline(events);
             println!("baseline {rate:.0}");

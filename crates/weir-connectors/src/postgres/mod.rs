@@ -123,17 +123,28 @@ pub(crate) fn connect(url: &str) -> Result<Client, PostgresSinkError> {
     })
 }
 
+/// Rows per insert statement: one round trip writes this many.
+pub(crate) const ROWS_PER_STATEMENT: usize = 500;
+
 /// A subtask's session, kept in a mutex only so that the sink is `Sync`.
-pub(crate) type Session = Mutex<Option<(Client, Statement)>>;
+pub(crate) type Session = Mutex<Option<(Client, Inserts)>>;
 
 /// The session slot, without locking (the subtask owns it).
-pub(crate) fn session_slot(session: &mut Session) -> &mut Option<(Client, Statement)> {
+pub(crate) fn session_slot(session: &mut Session) -> &mut Option<(Client, Inserts)> {
     crate::unshared(session)
 }
 
 /// The open session, if any.
-pub(crate) fn session(session: &mut Session) -> Option<(&mut Client, &Statement)> {
+pub(crate) fn session(session: &mut Session) -> Option<(&mut Client, &Inserts)> {
     session_slot(session).as_mut().map(|(c, s)| (c, &*s))
+}
+
+/// How a session writes rows: the table's column types (each parameter is
+/// cast to its column's type, so that a multi-row statement needs no
+/// inference), and the statement for a full batch, prepared once.
+pub(crate) struct Inserts {
+    types: Vec<String>,
+    full: Statement,
 }
 
 /// Runs `sql` (one or more statements) on the server at `url`, e.g. to
@@ -161,12 +172,18 @@ fn identifier(name: &str) -> Result<&str, PostgresSinkError> {
     }
 }
 
-/// `INSERT INTO table (cols) VALUES ($1, …)`, with `ON CONFLICT (keys) DO
-/// UPDATE SET` the other columns when `keys` are given.
+/// `INSERT INTO table (cols) VALUES ($1::type, …), …` for `rows` rows,
+/// with `ON CONFLICT (keys) DO UPDATE SET` the other columns when `keys`
+/// are given. With keys, rows of a statement that share a key are first
+/// reduced to the last of them (`DISTINCT ON`, in the order given), as
+/// applying them one after the other would leave it: PostgreSQL refuses
+/// to update one row twice in a statement.
 pub(crate) fn insert_statement(
     table: &str,
     columns: &[String],
     keys: &[String],
+    types: &[String],
+    rows: usize,
 ) -> Result<String, PostgresSinkError> {
     if columns.is_empty() {
         return Err(PostgresSinkError::Config("no columns".into()));
@@ -176,12 +193,37 @@ pub(crate) fn insert_statement(
         .iter()
         .map(|c| identifier(c))
         .collect::<Result<Vec<_>, _>>()?;
-    let values: Vec<String> = (1..=cols.len()).map(|i| format!("${i}")).collect();
-    let mut sql = format!(
-        "INSERT INTO {table} ({}) VALUES ({})",
-        cols.join(", "),
-        values.join(", ")
-    );
+    let n = cols.len();
+    let values: Vec<String> = (0..rows.max(1))
+        .map(|row| {
+            let mut params: Vec<String> = (0..n)
+                .map(|c| {
+                    let cast = types.get(c).map_or(String::new(), |t| format!("::{t}"));
+                    format!("${}{cast}", row * n + c + 1)
+                })
+                .collect();
+            if !keys.is_empty() {
+                params.push(row.to_string());
+            }
+            format!("({})", params.join(", "))
+        })
+        .collect();
+    let mut sql = if keys.is_empty() {
+        format!(
+            "INSERT INTO {table} ({}) VALUES {}",
+            cols.join(", "),
+            values.join(", ")
+        )
+    } else {
+        let key_cols: Vec<&str> = keys.iter().map(String::as_str).collect();
+        format!(
+            "INSERT INTO {table} ({cols}) SELECT DISTINCT ON ({keys}) {cols} FROM (VALUES {values}) \
+             AS weir_rows ({cols}, weir_order) ORDER BY {keys}, weir_order DESC",
+            cols = cols.join(", "),
+            keys = key_cols.join(", "),
+            values = values.join(", ")
+        )
+    };
     if !keys.is_empty() {
         for key in keys {
             if !columns.contains(key) {
@@ -247,41 +289,86 @@ impl<T> Target<T> {
         }
     }
 
-    /// Connects and prepares the insert.
-    pub(crate) fn open(&self) -> Result<(Client, Statement), PostgresSinkError> {
-        let sql = insert_statement(&self.table, &self.columns, &self.keys)?;
+    /// Connects, reads the table's column types and prepares the insert
+    /// of a full batch.
+    pub(crate) fn open(&self) -> Result<(Client, Inserts), PostgresSinkError> {
         let mut client = connect(&self.url)?;
-        let statement = client
+        let table = identifier(&self.table)?;
+        let found = client
+            .query(
+                "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) \
+                 FROM pg_attribute a WHERE a.attrelid = $1::text::regclass \
+                 AND a.attnum > 0 AND NOT a.attisdropped",
+                &[&table],
+            )
+            .map_err(PostgresSinkError::statement(format!(
+                "reading the columns of {table}"
+            )))?;
+        let mut types = Vec::new();
+        for column in &self.columns {
+            let ty = found
+                .iter()
+                .find(|r| r.get::<_, String>(0) == *column)
+                .map(|r| r.get::<_, String>(1))
+                .ok_or_else(|| {
+                    PostgresSinkError::Config(format!("table {table} has no column '{column}'"))
+                })?;
+            types.push(ty);
+        }
+        let sql = insert_statement(
+            &self.table,
+            &self.columns,
+            &self.keys,
+            &types,
+            ROWS_PER_STATEMENT,
+        )?;
+        let full = client
             .prepare(&sql)
-            .map_err(PostgresSinkError::statement(format!("preparing {sql}")))?;
-        Ok((client, statement))
+            .map_err(PostgresSinkError::statement(format!(
+                "preparing the insert into {table}"
+            )))?;
+        Ok((client, Inserts { types, full }))
     }
 
-    /// Executes the insert for `record` on `client` (or a transaction).
-    pub(crate) fn write(
+    /// Writes `records` on `client` (or a transaction), up to
+    /// [`ROWS_PER_STATEMENT`] rows per statement.
+    pub(crate) fn write_all(
         &self,
         client: &mut impl postgres::GenericClient,
-        statement: &Statement,
-        record: &T,
+        inserts: &Inserts,
+        records: &[T],
     ) -> Result<(), PostgresSinkError> {
-        let row = (self.row)(record);
-        if row.len() != self.columns.len() {
-            return Err(PostgresSinkError::Config(format!(
-                "a row has {} values for {} columns",
-                row.len(),
-                self.columns.len()
-            )));
-        }
-        let params: Vec<&(dyn ToSql + Sync)> = row
-            .iter()
-            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
-            .collect();
-        client
-            .execute(statement, &params)
-            .map_err(PostgresSinkError::statement(format!(
-                "writing a row into {}",
+        for chunk in records.chunks(ROWS_PER_STATEMENT) {
+            let rows: Vec<Row> = chunk.iter().map(|r| (self.row)(r)).collect();
+            if let Some(row) = rows.iter().find(|r| r.len() != self.columns.len()) {
+                return Err(PostgresSinkError::Config(format!(
+                    "a row has {} values for {} columns",
+                    row.len(),
+                    self.columns.len()
+                )));
+            }
+            let params: Vec<&(dyn ToSql + Sync)> = rows
+                .iter()
+                .flatten()
+                .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            let written = if chunk.len() == ROWS_PER_STATEMENT {
+                client.execute(&inserts.full, &params)
+            } else {
+                let sql = insert_statement(
+                    &self.table,
+                    &self.columns,
+                    &self.keys,
+                    &inserts.types,
+                    chunk.len(),
+                )?;
+                client.execute(sql.as_str(), &params)
+            };
+            written.map_err(PostgresSinkError::statement(format!(
+                "writing rows into {}",
                 self.table
             )))?;
+        }
         Ok(())
     }
 }
@@ -337,7 +424,7 @@ pub struct PostgresUpsertSink<T> {
     batch_interval: Duration,
     /// In a mutex only to be `Sync`, as sinks must be (a subtask has its
     /// own and reaches it through `get_mut`, without locking).
-    connection: Mutex<Option<(Client, Statement)>>,
+    connection: Session,
     buffer: Vec<T>,
     last_flush: Instant,
     _type: PhantomData<fn(T)>,
@@ -377,15 +464,13 @@ impl<T> PostgresUpsertSink<T> {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let Some((client, statement)) = session(&mut self.connection) else {
+        let Some((client, inserts)) = session(&mut self.connection) else {
             return Err("the PostgreSQL sink was not opened".into());
         };
         let mut tx = client
             .transaction()
             .map_err(PostgresSinkError::statement("beginning a batch"))?;
-        for record in &self.buffer {
-            self.target.write(&mut tx, statement, record)?;
-        }
+        self.target.write_all(&mut tx, inserts, &self.buffer)?;
         tx.commit()
             .map_err(PostgresSinkError::statement("committing a batch"))?;
         self.buffer.clear();
@@ -436,22 +521,27 @@ mod tests {
     #[test]
     fn statements_upsert_on_their_keys() {
         let cols = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let types = cols(&["text", "bigint", "bigint"]);
+        // Rows of a statement that share a key: the last one wins.
         assert_eq!(
-            insert_statement("t", &cols(&["k", "v", "w"]), &cols(&["k"])).unwrap(),
-            "INSERT INTO t (k, v, w) VALUES ($1, $2, $3) ON CONFLICT (k) DO UPDATE SET \
-             v = EXCLUDED.v, w = EXCLUDED.w"
+            insert_statement("t", &cols(&["k", "v", "w"]), &cols(&["k"]), &types, 2).unwrap(),
+            "INSERT INTO t (k, v, w) SELECT DISTINCT ON (k) k, v, w FROM (VALUES \
+             ($1::text, $2::bigint, $3::bigint, 0), ($4::text, $5::bigint, $6::bigint, 1)) \
+             AS weir_rows (k, v, w, weir_order) ORDER BY k, weir_order DESC \
+             ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v, w = EXCLUDED.w"
         );
         assert_eq!(
-            insert_statement("s.t", &cols(&["a", "b"]), &[]).unwrap(),
-            "INSERT INTO s.t (a, b) VALUES ($1, $2)"
+            insert_statement("s.t", &cols(&["a", "b"]), &[], &types[1..], 2).unwrap(),
+            "INSERT INTO s.t (a, b) VALUES ($1::bigint, $2::bigint), ($3::bigint, $4::bigint)"
         );
         assert_eq!(
-            insert_statement("t", &cols(&["k"]), &cols(&["k"])).unwrap(),
-            "INSERT INTO t (k) VALUES ($1) ON CONFLICT (k) DO NOTHING"
+            insert_statement("t", &cols(&["k"]), &cols(&["k"]), &types[..1], 1).unwrap(),
+            "INSERT INTO t (k) SELECT DISTINCT ON (k) k FROM (VALUES ($1::text, 0)) \
+             AS weir_rows (k, weir_order) ORDER BY k, weir_order DESC ON CONFLICT (k) DO NOTHING"
         );
-        let bad = insert_statement("t; drop table x", &cols(&["a"]), &[]).unwrap_err();
+        let bad = insert_statement("t; drop table x", &cols(&["a"]), &[], &[], 1).unwrap_err();
         assert!(bad.to_string().contains("not a plain identifier"), "{bad}");
-        let bad = insert_statement("t", &cols(&["a"]), &cols(&["b"])).unwrap_err();
+        let bad = insert_statement("t", &cols(&["a"]), &cols(&["b"]), &[], 1).unwrap_err();
         assert!(bad.to_string().contains("key column 'b'"), "{bad}");
     }
 

@@ -227,12 +227,10 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for PostgresTwoPhaseCommit<T> {
 
     fn pre_commit(&mut self, txn: &mut PgTransaction, checkpoint_id: u64) -> FunctionResult {
         let rows = std::mem::take(crate::unshared(&mut self.rows));
-        let Some((client, statement)) = session(&mut self.session) else {
+        let Some((client, inserts)) = session(&mut self.session) else {
             return Err("the PostgreSQL sink was not opened".into());
         };
-        for row in &rows {
-            self.target.write(client, statement, row)?;
-        }
+        self.target.write_all(client, inserts, &rows)?;
         let gid = format!(
             "{}:{}:{checkpoint_id}:{}",
             self.prefix, self.run, self.subtask

@@ -181,7 +181,7 @@ fn a_row_that_does_not_fit_the_table_fails_the_job_with_the_servers_reason() {
         |k: &u64| -> Row { vec![Box::new(*k as i64), Box::new(None::<String>)] },
     ));
     let err = env.execute("null").expect_err("not null").to_string();
-    assert!(err.contains("writing a row into strict"), "{err}");
+    assert!(err.contains("writing rows into strict"), "{err}");
     assert!(err.contains("null value in column"), "{err}");
 }
 
