@@ -10,6 +10,8 @@
 //!   exactly-once by transactions), and a throwaway local broker (tansu) for tests (feature `kafka`, which builds
 //!   librdkafka).
 
+pub mod file;
+pub mod format;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 

@@ -40,8 +40,8 @@ pub enum DeliveryGuarantee {
     ExactlyOnce,
 }
 
-/// A record's key and value as bytes.
-type Serializer<T> = Arc<dyn Fn(&T) -> (Option<Vec<u8>>, Vec<u8>) + Send + Sync>;
+/// A record's key and value as bytes, or why it has none.
+type Serializer<T> = Arc<dyn Fn(&T) -> Result<(Option<Vec<u8>>, Vec<u8>), String> + Send + Sync>;
 /// A record's topic, when it is chosen per record.
 type TopicSelector<T> = Arc<dyn Fn(&T) -> String + Send + Sync>;
 /// A record's partition, when the user chooses it (`None`: Kafka's
@@ -79,6 +79,14 @@ impl<T> Encoder<T> {
         topic: &str,
         serialize: impl Fn(&T) -> (Option<Vec<u8>>, Vec<u8>) + Send + Sync + 'static,
     ) -> Self {
+        Self::fallible(servers, topic, move |v| Ok(serialize(v)))
+    }
+
+    pub fn fallible(
+        servers: &str,
+        topic: &str,
+        serialize: impl Fn(&T) -> Result<(Option<Vec<u8>>, Vec<u8>), String> + Send + Sync + 'static,
+    ) -> Self {
         Encoder {
             servers: servers.to_string(),
             topic: topic.to_string(),
@@ -89,15 +97,16 @@ impl<T> Encoder<T> {
         }
     }
 
-    pub fn encode(&self, value: &T, timestamp: Option<i64>) -> Encoded {
-        let (key, payload) = (self.serialize)(value);
-        Encoded {
+    pub fn encode(&self, value: &T, timestamp: Option<i64>) -> Result<Encoded, String> {
+        let (key, payload) =
+            (self.serialize)(value).map_err(|why| format!("a record for {}: {why}", self.topic))?;
+        Ok(Encoded {
             topic: self.select_topic.as_ref().map(|select| select(value)),
             partition: self.partitioner.as_ref().and_then(|p| p(value)),
             timestamp,
             key,
             value: payload,
-        }
+        })
     }
 
     /// A producer configuration: the servers, then `extra`, then the
@@ -250,16 +259,10 @@ impl<T: std::fmt::Display> KafkaSink<T> {
     }
 }
 
-impl<T: Serialize> KafkaSink<T> {
-    /// Each record as a JSON object (no key).
+impl<T: Serialize + serde::de::DeserializeOwned + 'static> KafkaSink<T> {
+    /// Each record as a JSON document (no key).
     pub fn json(bootstrap_servers: &str, topic: &str) -> Self {
-        KafkaSink::new(bootstrap_servers, topic, |v: &T| {
-            // A `Serialize` type whose map keys are not strings cannot be
-            // JSON; that is a program error, shown in the value.
-            let value = serde_json::to_vec(v)
-                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}").into_bytes());
-            (None, value)
-        })
+        KafkaSink::with_format(bootstrap_servers, topic, crate::format::JsonLines::new())
     }
 }
 
@@ -278,6 +281,20 @@ impl<T> KafkaSink<T> {
             commit_log: None,
             mode: Mutex::new(Mode::Closed),
         }
+    }
+
+    /// Each record's value in `format` (CSV, JSON), no key; a record the
+    /// format cannot encode fails the job.
+    pub fn with_format(
+        bootstrap_servers: &str,
+        topic: &str,
+        format: impl crate::format::RecordFormat<T>,
+    ) -> Self {
+        let mut sink = KafkaSink::new(bootstrap_servers, topic, |_: &T| (None, Vec::new()));
+        sink.encoder = Arc::new(Encoder::fallible(bootstrap_servers, topic, move |v| {
+            Ok((None, format.encode(v)?))
+        }));
+        sink
     }
 
     fn encoder_mut(&mut self) -> &mut Encoder<T> {
@@ -394,7 +411,7 @@ impl<T: Send + 'static> SinkFunction<T> for KafkaSink<T> {
             Mode::Plain(plain) => {
                 self.encoder.send(
                     &plain.producer,
-                    &self.encoder.encode(&value, ctx.timestamp()),
+                    &self.encoder.encode(&value, ctx.timestamp())?,
                     None,
                 )?;
                 Deliveries::check(&plain.failed, &self.encoder.servers)

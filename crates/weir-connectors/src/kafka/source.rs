@@ -236,13 +236,24 @@ impl KafkaSource<Vec<u8>> {
     }
 }
 
-impl<T: serde::de::DeserializeOwned> KafkaSource<T> {
+impl<T: serde::Serialize + serde::de::DeserializeOwned + 'static> KafkaSource<T> {
     /// Values of `topics` as JSON documents of `T` (a value that is not
     /// one is malformed).
     pub fn json(bootstrap_servers: &str, topics: &[&str]) -> Self {
-        KafkaSource::new(bootstrap_servers, topics, |r: &KafkaRecord<'_>| {
-            serde_json::from_slice(r.value.unwrap_or_default())
-                .map_err(|e| format!("the value is not the expected JSON: {e}"))
+        KafkaSource::with_format(bootstrap_servers, topics, crate::format::JsonLines::new())
+    }
+}
+
+impl<T> KafkaSource<T> {
+    /// Values of `topics` in `format` (CSV with `with_columns`, JSON; a
+    /// value the format cannot read is malformed).
+    pub fn with_format(
+        bootstrap_servers: &str,
+        topics: &[&str],
+        format: impl crate::format::RecordFormat<T>,
+    ) -> Self {
+        KafkaSource::new(bootstrap_servers, topics, move |r: &KafkaRecord<'_>| {
+            format.decode(r.value.unwrap_or_default())
         })
     }
 }

@@ -398,7 +398,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
     }
 
     fn invoke(&mut self, txn: &mut KafkaTxn, value: T, ctx: &SinkContext) -> FunctionResult {
-        let record = self.encoder.encode(&value, ctx.timestamp());
+        let record = self.encoder.encode(&value, ctx.timestamp())?;
         self.encoder
             .send(self.producer(txn.slot)?, &record, self.headers.as_ref())?;
         txn.records.push(record);

@@ -10,6 +10,7 @@ use weir::prelude::*;
 
 use crate::FailAfterCheckpoint;
 use weir::sink::CollectSink;
+use weir_connectors::format::Csv;
 use weir_connectors::kafka::{
     read_committed, read_topic, DeliveryGuarantee, KafkaSink, KafkaSource, LocalKafka, OffsetReset,
     StartingOffsets,
@@ -715,4 +716,60 @@ fn a_broker_lost_mid_run_and_back_loses_nothing() {
     // commit a transaction's records without its offsets, the sink's
     // markers, which Kafka applies together; see docs/design/kafka.md.)
     assert_eq!(written, (0..N).collect::<Vec<_>>());
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Reading {
+    sensor: String,
+    value: f64,
+}
+
+#[test]
+fn csv_values_both_ways_and_a_bad_one_named_by_offset_and_field() {
+    let kafka = broker();
+    kafka.create_topic("readings", 1).expect("topic");
+    let servers = kafka.bootstrap_servers();
+    let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
+    let readings = vec![
+        Reading {
+            sensor: "a,1".into(),
+            value: 1.5,
+        },
+        Reading {
+            sensor: "b".into(),
+            value: -2.0,
+        },
+    ];
+    let env = StreamExecutionEnvironment::new();
+    env.from_collection(readings.clone()).add_sink(
+        KafkaSink::with_format(&servers, "readings", Csv::new()).with_property(key, value),
+    );
+    env.execute("write").expect("writes");
+    let env = StreamExecutionEnvironment::new();
+    env.from_elements(vec!["c,warm".to_string()])
+        .add_sink(KafkaSink::strings(&servers, "readings").with_property(key, value));
+    env.execute("write a bad one").expect("writes");
+    let csv = || Csv::new().with_columns(&["sensor", "value"]);
+    let env = StreamExecutionEnvironment::new();
+    env.add_source(
+        KafkaSource::<Reading>::with_format(&servers, &["readings"], csv()).bounded(),
+        "readings",
+    )
+    .add_sink(DiscardingSink);
+    let err = env.execute("strict").expect_err("malformed").to_string();
+    assert!(
+        err.contains("readings/0 offset 2: field 2 ('value')"),
+        "{err}"
+    );
+    let env = StreamExecutionEnvironment::new();
+    let read = env
+        .add_source(
+            KafkaSource::with_format(&servers, &["readings"], csv())
+                .bounded()
+                .skip_malformed(),
+            "readings",
+        )
+        .execute_and_collect()
+        .expect("reads");
+    assert_eq!(read, readings);
 }

