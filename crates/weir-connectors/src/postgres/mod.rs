@@ -258,6 +258,9 @@ pub(crate) struct Target<T> {
     pub columns: Vec<String>,
     pub keys: Vec<String>,
     pub row: RowFn<T>,
+    /// Rows of text values (from a serde type), which the server converts
+    /// to the columns' types.
+    pub text_values: bool,
 }
 
 impl<T> Clone for Target<T> {
@@ -268,6 +271,7 @@ impl<T> Clone for Target<T> {
             columns: self.columns.clone(),
             keys: self.keys.clone(),
             row: Arc::clone(&self.row),
+            text_values: self.text_values,
         }
     }
 }
@@ -286,7 +290,21 @@ impl<T> Target<T> {
             columns: columns.iter().map(|c| c.to_string()).collect(),
             keys: keys.iter().map(|k| k.to_string()).collect(),
             row: Arc::new(row),
+            text_values: false,
         }
+    }
+
+    /// Rows from a serde type: each column takes the field of its name.
+    fn serde(url: &str, table: &str, columns: &[&str], keys: &[&str]) -> Self
+    where
+        T: serde::Serialize,
+    {
+        let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        let mut target = Target::new(url, table, columns, keys, move |record: &T| -> Row {
+            text_row(record, &names)
+        });
+        target.text_values = true;
+        target
     }
 
     /// Connects, reads the table's column types and prepares the insert
@@ -313,7 +331,12 @@ impl<T> Target<T> {
                 .ok_or_else(|| {
                     PostgresSinkError::Config(format!("table {table} has no column '{column}'"))
                 })?;
-            types.push(ty);
+            // Text values are converted by the server: `$1::text::bigint`.
+            types.push(if self.text_values {
+                format!("text::{ty}")
+            } else {
+                ty
+            });
         }
         let sql = insert_statement(
             &self.table,
@@ -373,6 +396,24 @@ impl<T> Target<T> {
     }
 }
 
+/// The values of `record`'s fields named `columns`, as text (numbers and
+/// booleans written out, nested values as JSON, a missing or null field
+/// as NULL).
+fn text_row<T: serde::Serialize>(record: &T, columns: &[String]) -> Row {
+    let value = serde_json::to_value(record).unwrap_or(serde_json::Value::Null);
+    columns
+        .iter()
+        .map(|column| {
+            let text: Option<String> = match value.get(column) {
+                None | Some(serde_json::Value::Null) => None,
+                Some(serde_json::Value::String(s)) => Some(s.clone()),
+                Some(other) => Some(other.to_string()),
+            };
+            Box::new(text) as Box<dyn ToSql + Sync + Send>
+        })
+        .collect()
+}
+
 /// The sinks' constructors (Flink's `JdbcSink`).
 pub struct PostgresSink;
 
@@ -398,6 +439,33 @@ impl PostgresSink {
             last_flush: Instant::now(),
             _type: PhantomData,
         }
+    }
+
+    /// [`upsert`](Self::upsert) of a serde type: each of `columns` takes
+    /// the record's field of that name, converted by the server to the
+    /// column's type (a field that is missing or `None` is NULL).
+    pub fn upsert_serde<T: serde::Serialize>(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+    ) -> PostgresUpsertSink<T> {
+        let mut sink = Self::upsert(url, table, columns, keys, |_: &T| Row::new());
+        sink.target = Target::serde(url, table, columns, keys);
+        sink
+    }
+
+    /// [`exactly_once`](Self::exactly_once) of a serde type (see
+    /// [`upsert_serde`](Self::upsert_serde)).
+    pub fn exactly_once_serde<T: serde::Serialize + Send + 'static>(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+    ) -> weir::sink::TwoPhaseCommitSink<PostgresTwoPhaseCommit<T>, T> {
+        weir::sink::TwoPhaseCommitSink::new(PostgresTwoPhaseCommit::new(Target::serde(
+            url, table, columns, keys,
+        )))
     }
 
     /// Writes each record's row into `table` exactly once: a transaction

@@ -225,3 +225,83 @@ fn a_server_lost_mid_run_and_back_loses_and_repeats_nothing() {
     assert_eq!(rows, expected);
     assert_eq!(prepared, 0, "prepared transactions left on the server");
 }
+
+#[derive(Debug, Clone, serde::Serialize)]
+struct Total {
+    k: String,
+    total: i64,
+    ratio: f64,
+    note: Option<String>,
+    done: bool,
+}
+
+#[test]
+fn rows_from_a_serde_type_take_the_fields_of_the_columns_names() {
+    let pg = server();
+    let mut db = client(&pg);
+    db.batch_execute(
+        "CREATE TABLE totals (k TEXT PRIMARY KEY, total BIGINT NOT NULL, \
+         ratio DOUBLE PRECISION, note TEXT, done BOOLEAN); \
+         CREATE TABLE copied (LIKE totals)",
+    )
+    .expect("tables");
+    let totals = vec![
+        Total {
+            k: "a".into(),
+            total: 1,
+            ratio: 0.5,
+            note: None,
+            done: false,
+        },
+        Total {
+            k: "b".into(),
+            total: 2,
+            ratio: 1.5,
+            note: Some("x, \"y\"".into()),
+            done: true,
+        },
+        // The same key again: the last row wins.
+        Total {
+            k: "a".into(),
+            total: 3,
+            ratio: 2.5,
+            note: Some("again".into()),
+            done: true,
+        },
+    ];
+    let columns = ["k", "total", "ratio", "note", "done"];
+    let env = StreamExecutionEnvironment::new();
+    let stream = env.from_collection(totals);
+    stream.add_sink(PostgresSink::upsert_serde(
+        &pg.url(),
+        "totals",
+        &columns,
+        &["k"],
+    ));
+    stream.add_sink(PostgresSink::exactly_once_serde(
+        &pg.url(),
+        "copied",
+        &columns,
+        &[],
+    ));
+    env.execute("serde rows").expect("writes");
+    type Line = (String, i64, f64, Option<String>, bool);
+    let rows = |db: &mut postgres::Client, table: &str| -> Vec<Line> {
+        db.query(
+            &format!("SELECT k, total, ratio, note, done FROM {table} ORDER BY k, total"),
+            &[],
+        )
+        .expect("query")
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+        .collect()
+    };
+    assert_eq!(
+        rows(&mut db, "totals"),
+        vec![
+            ("a".to_string(), 3, 2.5, Some("again".to_string()), true),
+            ("b".to_string(), 2, 1.5, Some("x, \"y\"".to_string()), true),
+        ]
+    );
+    assert_eq!(rows(&mut db, "copied").len(), 3);
+}
