@@ -773,3 +773,57 @@ fn csv_values_both_ways_and_a_bad_one_named_by_offset_and_field() {
         .expect("reads");
     assert_eq!(read, readings);
 }
+
+#[test]
+fn an_idle_partition_stops_holding_the_watermark_back() {
+    let kafka = broker();
+    kafka.create_topic("half", 2).expect("topic");
+    // Partition 1 stays empty.
+    produce_at(
+        &kafka,
+        "half",
+        0,
+        (0..100).map(|i| (i, (i as i64 + 1) * 1_000)).collect(),
+    );
+    let fired = Arc::new(Mutex::new(Vec::new()));
+    let run = |idleness: Option<Duration>| {
+        fired.lock().expect("lock").clear();
+        let env = StreamExecutionEnvironment::new();
+        let mut strategy = WatermarkStrategy::for_generator(|_| Punctuated);
+        if let Some(timeout) = idleness {
+            strategy = strategy.with_idleness(timeout);
+        }
+        env.from_split_source(
+            KafkaSource::strings(&kafka.bootstrap_servers(), &["half"]),
+            strategy,
+            "half",
+        )
+        .set_parallelism(1)
+        .key_by(|_| 0u8)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+        .process(
+            |_k: &u8,
+             ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             _e: Elements<'_, String>,
+             out: &mut Collector<'_, i64>| {
+                out.collect(ctx.window().start);
+                Ok(())
+            },
+        )
+        .add_sink(CollectSink::new(Arc::clone(&fired)));
+        let job = env.execute_async("idle").expect("starts");
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while fired.lock().expect("lock").len() < 10 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        job.cancel();
+        let _ = job.wait();
+        fired.lock().expect("lock").len()
+    };
+    // The empty partition holds the watermark back: no window fires while
+    // the (unbounded) job runs.
+    assert_eq!(run(None), 0);
+    // Idle after 300 ms, it no longer does: the ten windows up to 100 s
+    // fire (the record at 100 s is the next window's).
+    assert_eq!(run(Some(Duration::from_millis(300))), 10);
+}
