@@ -592,7 +592,16 @@ impl<T> KafkaSource<T> {
             .set("bootstrap.servers", &self.servers)
             .set("group.id", self.group())
             .set("enable.auto.commit", "false")
-            .set("enable.partition.eof", "false");
+            // Bounded: the end of a partition is reported (see
+            // `poll_records`).
+            .set(
+                "enable.partition.eof",
+                if self.stop == Stop::Never {
+                    "false"
+                } else {
+                    "true"
+                },
+            );
         for (key, value) in &self.properties {
             config.set(key, value);
         }
@@ -679,7 +688,31 @@ impl<T> KafkaSource<T> {
             let Some(polled) = consumer.poll(POLL) else {
                 break;
             };
-            let message = polled.map_err(|e| format!("Kafka at {}: {e}", self.servers))?;
+            let message = match polled {
+                Err(rdkafka::error::KafkaError::PartitionEOF(_)) => {
+                    // At the end of a partition; the consumer's position
+                    // is past transaction markers, which take offsets but
+                    // are never delivered: a bounded partition ending with
+                    // one is done.
+                    let positions = consumer
+                        .position()
+                        .map_err(|e| format!("Kafka: positions: {e}"))?;
+                    for p in &mut self.partitions {
+                        let Some(stop) = p.stop else { continue };
+                        if let Some(Offset::Offset(at)) = positions
+                            .find_partition(&p.topic, p.partition)
+                            .map(|e| e.offset())
+                        {
+                            p.next = p.next.max(at.min(stop));
+                        }
+                    }
+                    if self.finished() {
+                        break;
+                    }
+                    continue;
+                }
+                polled => polled.map_err(|e| format!("Kafka at {}: {e}", self.servers))?,
+            };
             let offset = message.offset();
             let Some(at) = self
                 .partitions

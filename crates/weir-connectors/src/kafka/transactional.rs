@@ -93,8 +93,8 @@ pub struct KafkaTransactions<T> {
     /// This subtask's producers by slot.
     slots: Vec<Slot>,
     failed: Arc<Mutex<Option<String>>>,
-    /// Marker groups' consumers, by the subtask they belong to.
-    markers: BTreeMap<u32, BaseConsumer>,
+    /// Marker groups' consumers, by subtask and slot.
+    markers: BTreeMap<(u32, u32), BaseConsumer>,
     /// Markers as found on restore, before anything was written again.
     restored_markers: BTreeMap<u32, i64>,
     /// Subtasks of the restored run whose ids were initialised here.
@@ -194,24 +194,27 @@ impl<T> KafkaTransactions<T> {
         Ok(())
     }
 
-    fn marker_group(&self, subtask: u32) -> String {
-        format!("{}-{subtask}", self.prefix)
+    /// The group of the markers of `subtask`'s transactions in `slot`: one
+    /// per slot, so that no two transactions open at once commit offsets
+    /// of the same group (tansu then applies only some of them).
+    fn marker_group(&self, subtask: u32, slot: u32) -> String {
+        format!("{}-{subtask}-{slot}", self.prefix)
     }
 
-    fn marker_consumer(&mut self, subtask: u32) -> FunctionResult<&BaseConsumer> {
-        if !self.markers.contains_key(&subtask) {
+    fn marker_consumer(&mut self, subtask: u32, slot: u32) -> FunctionResult<&BaseConsumer> {
+        if !self.markers.contains_key(&(subtask, slot)) {
             let consumer: BaseConsumer = self
                 .encoder
                 .config(&[
-                    ("group.id", &self.marker_group(subtask)),
+                    ("group.id", &self.marker_group(subtask, slot)),
                     ("enable.auto.commit", "false"),
                     ("isolation.level", "read_committed"),
                 ])
                 .create()
                 .map_err(|e| format!("Kafka consumer for {}: {e}", self.servers()))?;
-            self.markers.insert(subtask, consumer);
+            self.markers.insert((subtask, slot), consumer);
         }
-        Ok(&self.markers[&subtask])
+        Ok(&self.markers[&(subtask, slot)])
     }
 
     fn marker_partition(&self, offset: Option<i64>) -> FunctionResult<TopicPartitionList> {
@@ -229,23 +232,23 @@ impl<T> KafkaTransactions<T> {
         Ok(list)
     }
 
-    /// The number of the last transaction `subtask` committed (0: none).
-    fn read_marker(&mut self, subtask: u32) -> FunctionResult<i64> {
-        let list = self.marker_partition(None)?;
+    /// The number of the last transaction `subtask` committed (0: none):
+    /// the highest marker of its slots `0..slots`.
+    fn read_marker(&mut self, subtask: u32, slots: u32) -> FunctionResult<i64> {
         let servers = self.servers().to_string();
-        let group = self.marker_group(subtask);
-        let committed = self
-            .marker_consumer(subtask)?
-            .committed_offsets(list, REQUEST)
-            .map_err(|e| format!("Kafka at {servers}: reading the marker of {group}: {e}"))?;
-        Ok(committed
-            .elements()
-            .first()
-            .and_then(|e| match e.offset() {
-                Offset::Offset(n) => Some(n),
-                _ => None,
-            })
-            .unwrap_or(0))
+        let mut highest = 0;
+        for slot in 0..slots {
+            let list = self.marker_partition(None)?;
+            let group = self.marker_group(subtask, slot);
+            let committed = self
+                .marker_consumer(subtask, slot)?
+                .committed_offsets(list, REQUEST)
+                .map_err(|e| format!("Kafka at {servers}: reading the marker of {group}: {e}"))?;
+            if let Some(Offset::Offset(n)) = committed.elements().first().map(|e| e.offset()) {
+                highest = highest.max(n);
+            }
+        }
+        Ok(highest)
     }
 
     /// A number above every earlier one, also those of earlier runs
@@ -269,7 +272,7 @@ impl<T> KafkaTransactions<T> {
         let offsets = self.marker_partition(Some(instance))?;
         let servers = self.servers().to_string();
         let group = self
-            .marker_consumer(subtask)?
+            .marker_consumer(subtask, slot)?
             .group_metadata()
             .ok_or("Kafka: the marker consumer has no group")?;
         let producer = self.producer(slot)?;
@@ -435,7 +438,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
         let marker = match self.restored_markers.get(&txn.subtask) {
             Some(marker) => *marker,
             None => {
-                let marker = self.read_marker(txn.subtask)?;
+                let marker = self.read_marker(txn.subtask, POOL.max(txn.slot + 1))?;
                 self.restored_markers.insert(txn.subtask, marker);
                 marker
             }
@@ -594,7 +597,7 @@ mod tests {
         restored.open_subtask(0).expect("opens");
         restored.recover_and_abort(txn).expect("aborts");
         assert_eq!(
-            restored.read_marker(0).expect("reads"),
+            restored.read_marker(0, POOL).expect("reads"),
             0,
             "its marker never applied"
         );

@@ -13,7 +13,7 @@ use weir::sink::CollectSink;
 use weir_connectors::format::Csv;
 use weir_connectors::kafka::{
     read_committed, read_topic, DeliveryGuarantee, KafkaSink, KafkaSource, LocalKafka, OffsetReset,
-    StartingOffsets,
+    StartingOffsets, TRANSACTION_HEADER,
 };
 
 fn broker() -> LocalKafka {
@@ -195,6 +195,7 @@ fn the_exactly_once_sink_commits_each_record_once_across_a_failure() {
             .collect();
         let mut twice = committed.clone();
         twice.dedup();
+
         panic!(
             "{} committed, {} distinct; missing {:?}...",
             committed.len(),
@@ -202,6 +203,31 @@ fn the_exactly_once_sink_commits_each_record_once_across_a_failure() {
             &missing[..missing.len().min(20)]
         );
     }
+    // A record deserializer sees the headers (here the sink's transaction).
+    let env = StreamExecutionEnvironment::new();
+    let tags = env
+        .add_source(
+            KafkaSource::new(&servers, &["out"], |r| {
+                Ok(r.headers()
+                    .iter()
+                    .find(|(k, _)| *k == TRANSACTION_HEADER)
+                    .and_then(|(_, v)| v.map(|v| String::from_utf8_lossy(v).into_owned())))
+            })
+            // The end of a read_committed reader is the last stable offset,
+            // which tansu sometimes reports as 0 after aborted transactions.
+            .with_property("isolation.level", "read_uncommitted")
+            .bounded(),
+            "tags",
+        )
+        .execute_and_collect()
+        .expect("reads");
+    assert!(!tags.is_empty());
+    assert!(
+        tags.iter()
+            .all(|t| t.as_deref().is_some_and(|t| t.starts_with("numbers-job:"))),
+        "{:?}",
+        &tags[..3]
+    );
 }
 
 #[test]
