@@ -38,8 +38,8 @@ impl Lcg {
     }
 }
 
-/// How many completed checkpoints (`_metadata` files) are under `dir`.
-fn checkpoints(dir: &Path) -> usize {
+/// The checkpoints under `dir` (`<job>/chk-<id>`), as (id, complete).
+fn checkpoint_dirs(dir: &Path) -> Vec<(u64, bool)> {
     std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -50,38 +50,35 @@ fn checkpoints(dir: &Path) -> usize {
                 .flatten()
                 .flatten()
         })
-        .filter(|chk| chk.path().join("_metadata").is_file())
+        .filter_map(|chk| {
+            let id = chk
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("chk-"))
+                .and_then(|n| n.parse::<u64>().ok())?;
+            Some((id, chk.path().join("_metadata").is_file()))
+        })
+        .collect()
+}
+
+/// How many completed checkpoints (`_metadata` files) are under `dir`.
+fn checkpoints(dir: &Path) -> usize {
+    checkpoint_dirs(dir)
+        .iter()
+        .filter(|(_, done)| *done)
         .count()
 }
 
 /// Whether a checkpoint under `dir` newer than every completed one has
 /// files but no `_metadata` yet (older ones may be left by killed runs).
 fn checkpoint_in_progress(dir: &Path) -> bool {
-    let (mut newest_complete, mut newest) = (0u64, 0u64);
-    for chk in std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .flat_map(|job| {
-            std::fs::read_dir(job.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-    {
-        let name = chk.file_name();
-        let Some(id) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("chk-"))
-            .and_then(|n| n.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        newest = newest.max(id);
-        if chk.path().join("_metadata").exists() {
-            newest_complete = newest_complete.max(id);
-        }
-    }
+    let all = checkpoint_dirs(dir);
+    let newest_complete = all
+        .iter()
+        .filter(|(_, done)| *done)
+        .map(|(id, _)| *id)
+        .max();
+    let newest = all.iter().map(|(id, _)| *id).max();
     newest > newest_complete
 }
 
@@ -106,7 +103,8 @@ struct Kills {
     seed: u64,
 }
 
-/// Runs `example` with `args` and a checkpoint directory, kills it with
+/// Runs `example` with `args` (and `--bounded --rate 1000 -p 2`) and a
+/// checkpoint directory, kills it with
 /// SIGKILL at a random moment after each run's first new checkpoint,
 /// `kills()` times, resuming each run from the newest checkpoint; the last
 /// run reads to the end and must succeed.
@@ -125,6 +123,8 @@ fn run_with_kills(example_name: &str, args: &[String]) -> Kills {
     let run = || {
         let mut cmd = Command::new(example(example_name));
         cmd.args(args)
+            // Bounded, slow enough for every kill to land part-way.
+            .args(["--bounded", "--rate", "1000", "-p", "2"])
             .args(["-D", "execution.checkpointing.interval=50ms"])
             .arg("-D")
             .arg(format!("execution.checkpointing.dir={}", dir.display()))
@@ -245,13 +245,8 @@ fn survives_kills(two_phase: bool) {
         "amounts",
         "--table",
         "totals",
-        "--bounded",
         "--postgres",
         &pg.url(),
-        "--rate",
-        "1000",
-        "-p",
-        "2",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -375,11 +370,6 @@ fn the_kafka_order_report_survives_kills() {
         "commits",
         "--producer-property",
         "batch.num.messages=1",
-        "--bounded",
-        "--rate",
-        "1000",
-        "-p",
-        "2",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -141,17 +141,34 @@ fn a_malformed_record_names_topic_partition_and_offset() {
     assert_eq!(read, vec!["ok".to_string()]);
 }
 
+/// A broker with a topic `out` of `partitions` partitions and its commit
+/// log `out.commits`.
+fn broker_with_out(partitions: u32) -> LocalKafka {
+    let kafka = broker();
+    kafka.create_topic("out", partitions).expect("topic");
+    kafka.create_topic("out.commits", 1).expect("topic");
+    kafka
+}
+
+/// The exactly-once sink the tests use: numbers to `out`, committed
+/// transactions logged in `out.commits`.
+fn exactly_once_to_out(kafka: &LocalKafka) -> KafkaSink<u64> {
+    let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
+    KafkaSink::strings(&kafka.bootstrap_servers(), "out")
+        .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
+        .with_transactional_id_prefix("numbers-job")
+        .with_commit_log("out.commits")
+        .with_property(key, value)
+}
+
 #[test]
 fn the_exactly_once_sink_commits_each_record_once_across_a_failure() {
     const N: u64 = 6_000;
-    let kafka = broker();
-    kafka.create_topic("out", 3).expect("topic");
-    kafka.create_topic("out.commits", 1).expect("topic");
+    let kafka = broker_with_out(3);
     let env = StreamExecutionEnvironment::new();
     env.set_parallelism(2)
         .enable_checkpointing(Duration::from_millis(50))
         .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
-    let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
     // Slow enough that checkpoints complete while records flow.
     env.add_parallel_source(
         GeneratorSource::new(N, |i| i).with_rate_limit(2_000.0),
@@ -163,13 +180,7 @@ fn the_exactly_once_sink_commits_each_record_once_across_a_failure() {
         checkpointed: false,
     })
     .uid("fail once")
-    .add_sink(
-        KafkaSink::strings(&kafka.bootstrap_servers(), "out")
-            .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
-            .with_transactional_id_prefix("numbers-job")
-            .with_commit_log("out.commits")
-            .with_property(key, value),
-    )
+    .add_sink(exactly_once_to_out(&kafka))
     .uid("sink");
     let result = env.execute("exactly once").expect("recovers");
     assert_eq!(result.restarts, 1, "{:?}", result.recovered_failures);
@@ -271,14 +282,11 @@ impl SinkFunction<u64> for FailingCheckpoint {
 #[test]
 fn a_checkpoint_that_never_completes_commits_nothing() {
     const N: u64 = 2_000;
-    let kafka = broker();
-    kafka.create_topic("out", 2).expect("topic");
-    kafka.create_topic("out.commits", 1).expect("topic");
+    let kafka = broker_with_out(2);
     let env = StreamExecutionEnvironment::new();
     env.set_parallelism(2)
         .enable_checkpointing(Duration::from_millis(100))
         .set_restart_strategy(RestartStrategy::fixed_delay(1, Duration::ZERO));
-    let (key, value) = LocalKafka::ONE_RECORD_PER_BATCH;
     // Slow: the input lasts past the third checkpoint.
     let numbers = env
         .add_parallel_source(
@@ -286,15 +294,7 @@ fn a_checkpoint_that_never_completes_commits_nothing() {
             "numbers",
         )
         .uid("numbers");
-    numbers
-        .add_sink(
-            KafkaSink::strings(&kafka.bootstrap_servers(), "out")
-                .with_delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
-                .with_transactional_id_prefix("numbers-job")
-                .with_commit_log("out.commits")
-                .with_property(key, value),
-        )
-        .uid("sink");
+    numbers.add_sink(exactly_once_to_out(&kafka)).uid("sink");
     // In a task of its own, so that the Kafka sink's subtasks take their
     // part of the checkpoint (a transaction each) before it fails.
     numbers
@@ -728,8 +728,10 @@ fn a_broker_lost_mid_run_and_back_loses_nothing() {
     proxy.cut();
     std::thread::sleep(Duration::from_millis(2_000));
     proxy.restore();
+    // librdkafka either gives up (the job fails and the restart strategy
+    // brings it back from its checkpoint) or rides the outage out.
     let result = job.wait().expect("the job comes back with the broker");
-    assert!(result.restarts >= 1, "the outage failed the job");
+    eprintln!("restarts across the outage: {}", result.restarts);
     let mut written: Vec<u64> = read_topic(&servers, "out")
         .expect("reads")
         .iter()
