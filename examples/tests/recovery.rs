@@ -203,6 +203,103 @@ fn a_job_killed_again_and_again_commits_each_result_exactly_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Words over `lines` lines (1 to 5 words a line).
+fn words(lines: u64) -> String {
+    let vocabulary = ["stream", "window", "state", "barrier", "river", "weir"];
+    let mut text = String::new();
+    for line in 0..lines {
+        for w in 0..(line % 5 + 1) {
+            text.push_str(vocabulary[((line * 7 + w * 3) % 6) as usize]);
+            text.push(' ');
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// A supervisor's view: the same command line each time, with a fixed job
+/// id and no `--from-savepoint`; each run resumes from the newest
+/// checkpoint by itself. Killed `WEIR_KILLS` times (default 20) at random
+/// moments after each run's first checkpoint; the committed output equals
+/// a run without failures.
+#[test]
+fn the_same_command_line_after_each_kill_resumes_by_itself() {
+    let kills_wanted: u32 = std::env::var("WEIR_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(20);
+    let dir = temp_dir("self-resume");
+    let input = dir.join("words.txt");
+    std::fs::write(&input, words(3_000)).expect("input");
+    let clean = dir.join("clean");
+    let status = word_count(&input, &clean, &dir.join("clean-chk"), &[])
+        .status()
+        .expect("runs");
+    assert!(status.success());
+
+    let (output, checkpoints) = (dir.join("out"), dir.join("chk"));
+    // 30 s of input: each run (start, restore, a checkpoint, a random
+    // wait) reads about a second of it before its kill.
+    let same_command = [
+        "--rate",
+        "100",
+        "-D",
+        "$internal.pipeline.job-id=00000000000000000000000000c0ffee",
+    ];
+    let mut rng = Lcg::from_clock();
+    let (mut kills, mut resumed) = (0, 0);
+    let finished = loop {
+        let before = completed_checkpoints(&checkpoints).len();
+        // One job directory: every run has the same id.
+        let jobs = std::fs::read_dir(&checkpoints).map_or(0, |d| d.count());
+        assert!(jobs <= 1, "{jobs} job directories");
+        let mut child: Child = word_count(&input, &output, &checkpoints, &same_command)
+            .spawn()
+            .expect("starts");
+        if kills == kills_wanted {
+            break child.wait_with_output().expect("finishes");
+        }
+        let until = Instant::now() + Duration::from_secs(30);
+        while completed_checkpoints(&checkpoints).len() <= before
+            && child.try_wait().expect("status").is_none()
+            && Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(rng.below(200)));
+        match child.try_wait().expect("child status") {
+            Some(_) => break child.wait_with_output().expect("finished"),
+            None => {
+                child.kill().expect("SIGKILL");
+                let _ = child.wait();
+                kills += 1;
+                resumed += u32::from(before > 0);
+            }
+        }
+    };
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(finished.status.success(), "{stderr}");
+    assert_eq!(
+        kills, kills_wanted,
+        "the input ended before every kill landed"
+    );
+    assert!(resumed + 1 >= kills, "{resumed} of {kills} runs resumed");
+    assert!(
+        stderr.contains("weir: resuming job 00000000000000000000000000c0ffee from"),
+        "the last run says where it resumed: {stderr}"
+    );
+    for part in ["counts", "windows"] {
+        let expected = committed(&clean.join(part));
+        assert!(!expected.is_empty());
+        assert_eq!(
+            committed(&output.join(part)),
+            expected,
+            "{part} after {kills} kills"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Reads the child's stdout lines into a channel.
 fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
     let stdout = child.stdout.take().expect("piped stdout");

@@ -30,6 +30,11 @@ pub(crate) struct RunOptions {
         alias = "allow-non-restored-state"
     )]
     allow_non_restored_state: bool,
+    /// A fixed job id (32 hexadecimal digits): the job keeps its
+    /// checkpoints in one directory across runs and, started again, resumes
+    /// from the newest of them by itself (`-D $internal.pipeline.job-id`).
+    #[arg(long = "job-id", value_name = "ID")]
+    job_id: Option<String>,
     /// Leave the job running and return once its REST API is up.
     #[arg(short = 'd', long)]
     detached: bool,
@@ -127,6 +132,9 @@ pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
     }
     if o.allow_non_restored_state {
         cmd.arg("--allow-non-restored-state");
+    }
+    if let Some(id) = &o.job_id {
+        cmd.arg("-D").arg(format!("$internal.pipeline.job-id={id}"));
     }
     if !o.detached {
         return run_attached(cmd, &o.job);

@@ -45,6 +45,10 @@ pub mod keys {
     pub const REST_TOKEN: &str = "weir.rest.token";
     /// State backend: `hashmap` or `rocksdb`.
     pub const STATE_BACKEND: &str = "state.backend.type";
+    /// A fixed job id, 32 hexadecimal digits (Flink's key): the job's
+    /// checkpoints stay in one directory across runs, and a run resumes
+    /// from the newest of them by itself.
+    pub const JOB_ID: &str = "$internal.pipeline.job-id";
     /// Working directory of RocksDB instances.
     pub const ROCKSDB_LOCAL_DIR: &str = "state.backend.rocksdb.localdir";
     /// Block cache size per RocksDB instance (default `8 mb`).
@@ -87,6 +91,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
         keys::REST_ADDRESS,
         keys::REST_TOKEN,
         keys::STATE_BACKEND,
+        keys::JOB_ID,
         keys::BATCH_SIZE,
         keys::CHANNEL_CAPACITY,
         chk::INTERVAL,

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use weir_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
+use weir_runtime::checkpoint::{CheckpointConfig, CheckpointStorageConfig, CheckpointingMode};
 use weir_runtime::cluster::{self, JobClient, JobConfig, JobExecutionResult};
 use weir_runtime::graph::{NodeFactory, StreamGraph, TypeOf};
 use weir_runtime::recovery::RestartStrategy;
@@ -149,6 +149,12 @@ impl StreamExecutionEnvironment {
         }
         if let Some(size) = config.get_u32(keys::BATCH_SIZE)? {
             job.batch_size = positive(keys::BATCH_SIZE, size)? as usize;
+        }
+        if let Some(id) = config.get(keys::JOB_ID) {
+            job.job_id = Some(
+                id.parse()
+                    .map_err(|e| Error::Config(format!("{}: {e}", keys::JOB_ID)))?,
+            );
         }
         if let Some(cap) = config.get_u32(keys::CHANNEL_CAPACITY)? {
             job.channel_capacity = positive(keys::CHANNEL_CAPACITY, cap)? as usize;
@@ -513,6 +519,8 @@ impl StreamExecutionEnvironment {
                 }
                 eprintln!("weir: restoring from {}", loaded.location);
                 job.restore = Some(Arc::new(loaded));
+            } else if let Some(loaded) = resume_point(&job)? {
+                job.restore = Some(Arc::new(loaded));
             }
             (std::mem::take(&mut state.graph), job, state.config.clone())
         };
@@ -601,4 +609,34 @@ fn max_parallelism(mp: u32) -> Result<u32> {
     } else {
         Ok(mp)
     }
+}
+
+/// A job with a fixed id resumes by itself: the newest checkpoint of that
+/// id in its checkpoint directory that verifies (newer ones that do not
+/// are reported and skipped), if there is one.
+fn resume_point(job: &JobConfig) -> Result<Option<weir_state::LoadedCheckpoint>> {
+    let (Some(id), true, CheckpointStorageConfig::Directory(dir)) = (
+        job.job_id,
+        job.checkpoint.is_enabled(),
+        &job.checkpoint.storage,
+    ) else {
+        return Ok(None);
+    };
+    let dir = weir_state::checkpoint_storage::strip_file_scheme(dir).join(id.to_string());
+    let storage = weir_state::FsCheckpointStorage::new(&dir);
+    let (latest, skipped) =
+        weir_state::checkpoint_storage::load_latest(&storage).map_err(|e| Error::Restore {
+            path: dir.clone(),
+            reason: e.to_string(),
+        })?;
+    for (chk, why) in skipped {
+        eprintln!("weir: skipping checkpoint {chk} of job {id}: {why}");
+    }
+    if let Some(loaded) = &latest {
+        eprintln!(
+            "weir: resuming job {id} from {} (its newest completed checkpoint)",
+            loaded.location
+        );
+    }
+    Ok(latest)
 }

@@ -64,6 +64,10 @@ pub struct JobConfig {
     pub restart_strategy: Option<RestartStrategy>,
     /// A checkpoint or savepoint to start from (Flink's `-s`).
     pub restore: Option<Arc<LoadedCheckpoint>>,
+    /// The job's id when fixed (Flink's `$internal.pipeline.job-id`): its
+    /// checkpoints then stay in one directory across runs. `None`: a new
+    /// random id per run.
+    pub job_id: Option<JobId>,
     /// Whether state of operators the job no longer has may be dropped
     /// on restore (Flink's `--allowNonRestoredState`).
     pub allow_non_restored_state: bool,
@@ -101,6 +105,7 @@ impl Default for JobConfig {
             checkpoint: CheckpointConfig::default(),
             restart_strategy: None,
             restore: None,
+            job_id: None,
             allow_non_restored_state: false,
             savepoints_without_checkpointing: false,
         }
@@ -156,7 +161,7 @@ pub fn execute(
             "no operators defined in streaming topology; cannot execute".into(),
         ));
     }
-    let job_id = JobId::random();
+    let job_id = config.job_id.unwrap_or_else(JobId::random);
     let storage = config
         .checkpoint
         .is_enabled()

@@ -39,6 +39,21 @@ impl JobId {
     }
 }
 
+impl std::str::FromStr for JobId {
+    type Err = String;
+
+    /// 32 hexadecimal digits, as Flink writes job ids.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        if text.len() != 32 || !text.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!("a job id is 32 hexadecimal digits, not '{text}'"));
+        }
+        u128::from_str_radix(text, 16)
+            .map(JobId)
+            .map_err(|e| format!("'{text}': {e}"))
+    }
+}
+
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:032x}", self.0)

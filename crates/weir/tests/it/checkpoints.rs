@@ -2002,3 +2002,44 @@ impl WatermarkGenerator<i64> for Punctuated {
     }
     fn on_periodic_emit(&mut self, _output: &mut WatermarkOutput) {}
 }
+
+#[test]
+fn a_job_with_a_fixed_id_resumes_from_its_newest_checkpoint_by_itself() {
+    let dir = temp_dir("fixed-id");
+    let records = 30_000;
+    let fixed = |env: &StreamExecutionEnvironment| {
+        retain_checkpoints(env, &dir, "30 ms");
+        let mut c = Configuration::new();
+        c.set(
+            "$internal.pipeline.job-id",
+            "0123456789abcdef0123456789ABCDEF",
+        );
+        env.configure(&c).expect("config");
+    };
+    // First run: cancelled part-way (15 s of input), its checkpoints kept.
+    let env = StreamExecutionEnvironment::new();
+    fixed(&env);
+    counting_job(&env, records, 2_000.0, None);
+    let chk = cancel_after_a_checkpoint(&env, &dir, Duration::from_millis(200));
+    assert!(
+        chk.starts_with(dir.join("0123456789abcdef0123456789abcdef")),
+        "checkpoints in the fixed job's directory: {}",
+        chk.display()
+    );
+    // The same program and configuration again, no --from-savepoint: it
+    // resumes from that checkpoint by itself and counts each record once.
+    let env = StreamExecutionEnvironment::new();
+    fixed(&env);
+    let out = counting_job(&env, records, 1e9, None);
+    let result = env.execute("again").expect("resumes");
+    assert!(result.checkpoints.restored.is_some(), "resumed by itself");
+    let max = max_per_key(out.lock().expect("lock").iter());
+    assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
+    // A job id that is not 32 hex digits is refused.
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("$internal.pipeline.job-id", "not-an-id");
+    let err = env.configure(&c).expect_err("refused").to_string();
+    assert!(err.contains("32 hexadecimal digits"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
