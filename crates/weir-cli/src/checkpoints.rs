@@ -116,3 +116,164 @@ pub(crate) fn describe(c: &LoadedCheckpoint) -> String {
     out += &format!("  {files} files verified\n");
     out
 }
+
+/// One checkpoint or savepoint found by [`list`].
+pub(crate) struct Listed {
+    pub path: std::path::PathBuf,
+    pub job_id: String,
+    pub id: Option<u64>,
+    pub savepoint: bool,
+    pub time_ms: i64,
+    pub bytes: u64,
+    /// `None` while incomplete (no `_metadata`); else whether it verifies.
+    pub verifies: Option<Result<(), String>>,
+}
+
+/// Bytes of the files directly in `dir`.
+fn dir_size(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Every checkpoint (`<job>/chk-<n>`) and savepoint (`savepoint-…`, or any
+/// directory with a `_metadata`) under `root`, newest first; complete ones
+/// are verified (sizes and checksums of every file).
+pub(crate) fn list(root: &std::path::Path) -> anyhow::Result<Vec<Listed>> {
+    use weir_state::checkpoint_storage::{load_path, strip_file_scheme, METADATA_FILE};
+    use weir_state::snapshot::decode_framed;
+    let root = strip_file_scheme(root);
+    anyhow::ensure!(root.is_dir(), "{} is not a directory", root.display());
+    let mut found = Vec::new();
+    let mut dirs = vec![(root.clone(), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let chk_id = name
+            .strip_prefix("chk-")
+            .and_then(|n| n.parse::<u64>().ok());
+        let metadata_path = dir.join(METADATA_FILE);
+        if metadata_path.is_file() {
+            let bytes = std::fs::read(&metadata_path)?;
+            let entry = match decode_framed::<weir_state::CheckpointMetadata>(&bytes) {
+                Ok(m) => Listed {
+                    path: dir.clone(),
+                    job_id: m.job_id.clone(),
+                    id: Some(m.checkpoint_id),
+                    savepoint: m.savepoint,
+                    time_ms: m.timestamp_ms,
+                    bytes: dir_size(&dir),
+                    verifies: Some(load_path(&dir).map(|_| ()).map_err(|e| e.to_string())),
+                },
+                Err(e) => Listed {
+                    path: dir.clone(),
+                    job_id: String::new(),
+                    id: chk_id,
+                    savepoint: !name.starts_with("chk-"),
+                    time_ms: 0,
+                    bytes: dir_size(&dir),
+                    verifies: Some(Err(format!("unreadable {METADATA_FILE}: {e}"))),
+                },
+            };
+            found.push(entry);
+            continue;
+        }
+        if let Some(id) = chk_id {
+            // Begun, never completed (or still being written).
+            let time_ms = std::fs::metadata(&dir)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_millis() as i64);
+            found.push(Listed {
+                path: dir.clone(),
+                job_id: dir
+                    .parent()
+                    .and_then(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                id: Some(id),
+                savepoint: false,
+                time_ms,
+                bytes: dir_size(&dir),
+                verifies: None,
+            });
+            continue;
+        }
+        // Checkpoint roots hold job directories, which hold `chk-<n>`.
+        if depth < 3 {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if entry.path().is_dir() && entry.file_name() != "shared" {
+                    dirs.push((entry.path(), depth + 1));
+                }
+            }
+        }
+    }
+    found.sort_by(|a, b| (b.time_ms, b.id).cmp(&(a.time_ms, a.id)));
+    Ok(found)
+}
+
+/// `ms` since the epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
+pub(crate) fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// The table `weir checkpoint list` prints.
+pub(crate) fn describe_list(entries: &[Listed]) -> String {
+    let mut out = String::from("JOB ID                            ID      KIND        TIME (UTC)           SIZE       STATE\n");
+    for e in entries {
+        let state = match &e.verifies {
+            None => "incomplete".to_string(),
+            Some(Ok(())) => "complete, verifies".to_string(),
+            Some(Err(why)) => format!("complete, does not verify: {why}"),
+        };
+        out += &format!(
+            "{:<33} {:<7} {:<11} {:<20} {:<10} {state}\n  {}\n",
+            if e.job_id.is_empty() { "?" } else { &e.job_id },
+            e.id.map_or("?".to_string(), |id| id.to_string()),
+            if e.savepoint {
+                "savepoint"
+            } else {
+                "checkpoint"
+            },
+            utc(e.time_ms),
+            size(e.bytes),
+            e.path.display()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
+        assert_eq!(super::utc(1_714_557_600_000), "2024-05-01 10:00:00");
+        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
+    }
+}

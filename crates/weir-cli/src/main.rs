@@ -145,6 +145,20 @@ enum CheckpointCommand {
         /// The checkpoint, savepoint, or job checkpoint directory.
         path: PathBuf,
     },
+    /// Lists every checkpoint and savepoint under a directory, newest
+    /// first: job id, id, time, size, complete or not, verifies or not.
+    ///
+    /// Example: weir checkpoint list /tmp/checkpoints
+    ///          weir checkpoint list /tmp/checkpoints --latest
+    #[command(verbatim_doc_comment)]
+    List {
+        /// A checkpoint directory (of jobs), or a directory of savepoints.
+        dir: PathBuf,
+        /// Print only the path to resume from: the newest complete
+        /// checkpoint or savepoint that verifies (exit 1 if none).
+        #[arg(long)]
+        latest: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -177,6 +191,7 @@ fn main() -> ExitCode {
         } => jobs::stop(&target.client(), &job_id, savepoint_path.as_deref(), drain),
         Command::Cancel { job_id, target } => jobs::cancel(&target.client(), &job_id),
         Command::Checkpoint(CheckpointCommand::Inspect { path }) => inspect(&path),
+        Command::Checkpoint(CheckpointCommand::List { dir, latest }) => list(&dir, latest),
         Command::New {
             name,
             dir,
@@ -196,6 +211,31 @@ impl Target {
     fn client(&self) -> weir_web::RestClient {
         weir_web::RestClient::new(&self.address, self.token.clone())
     }
+}
+
+fn list(dir: &std::path::Path, latest: bool) -> anyhow::Result<ExitCode> {
+    let entries = checkpoints::list(dir)?;
+    if latest {
+        return match entries.iter().find(|e| matches!(e.verifies, Some(Ok(())))) {
+            Some(e) => {
+                println!("{}", e.path.display());
+                Ok(ExitCode::SUCCESS)
+            }
+            None => {
+                eprintln!(
+                    "weir: no complete checkpoint or savepoint that verifies under {}",
+                    dir.display()
+                );
+                Ok(ExitCode::FAILURE)
+            }
+        };
+    }
+    if entries.is_empty() {
+        println!("no checkpoints or savepoints under {}", dir.display());
+    } else {
+        print!("{}", checkpoints::describe_list(&entries));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn inspect(path: &std::path::Path) -> anyhow::Result<ExitCode> {

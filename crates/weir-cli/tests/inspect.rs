@@ -11,6 +11,11 @@ use weir_state::snapshot::{encode_framed, KeyedStateSnapshot};
 use weir_state::{CheckpointStorage, FsCheckpointStorage, SubtaskSnapshot};
 
 fn write_checkpoint(dir: &PathBuf) -> PathBuf {
+    write_checkpoint_numbered(dir, 7, 1_700_000_000_000)
+}
+
+/// Checkpoint `id` of job `abab…` under `dir`, taken at `at` ms.
+fn write_checkpoint_numbered(dir: &PathBuf, id: u64, at: i64) -> PathBuf {
     let storage = FsCheckpointStorage::new(dir);
     let mut snapshot = SubtaskSnapshot::default();
     snapshot.add_state(KeyedStateSnapshot {
@@ -18,11 +23,11 @@ fn write_checkpoint(dir: &PathBuf) -> PathBuf {
         entries: vec![(3, vec![1], vec![2]), (9, vec![4], vec![5])],
     });
     let bytes = encode_framed(&snapshot).expect("encode");
-    storage.write_file(7, "op1-0", &bytes).expect("write");
+    storage.write_file(id, "op1-0", &bytes).expect("write");
     let metadata = CheckpointMetadata {
         job_id: "ab".repeat(16),
-        checkpoint_id: 7,
-        timestamp_ms: 1_700_000_000_000,
+        checkpoint_id: id,
+        timestamp_ms: at,
         savepoint: false,
         max_parallelism: 128,
         operators: vec![OperatorMetadata {
@@ -33,9 +38,9 @@ fn write_checkpoint(dir: &PathBuf) -> PathBuf {
         }],
     };
     storage
-        .write_metadata(7, &encode_metadata(&metadata).expect("encode"))
+        .write_metadata(id, &encode_metadata(&metadata).expect("encode"))
         .expect("write");
-    storage.checkpoint_dir(7)
+    storage.checkpoint_dir(id)
 }
 
 fn inspect(path: &PathBuf) -> (bool, String, String) {
@@ -116,4 +121,56 @@ fn dispose_deletes_savepoints_and_refuses_checkpoints() {
     );
     assert!(!chk.exists());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn weir_list(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["checkpoint", "list"])
+        .args(args)
+        .output()
+        .expect("runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn list_shows_every_checkpoint_newest_first_and_latest_skips_what_does_not_verify() {
+    let root = std::env::temp_dir().join(format!("weir-cli-list-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let job = root.join("ab".repeat(16));
+    let older = write_checkpoint_numbered(&job, 7, 1_700_000_000_000);
+    let newer = write_checkpoint_numbered(&job, 8, 1_700_000_060_000);
+    // The newest is corrupt: a state file changed after it was written.
+    std::fs::write(newer.join("op1-0"), b"not what was written").expect("corrupt");
+    // And one was begun but never completed.
+    std::fs::create_dir_all(job.join("chk-9")).expect("dir");
+    std::fs::write(job.join("chk-9").join("op1-0"), b"partial").expect("write");
+    let (ok, stdout, stderr) = weir_list(&[root.to_str().expect("utf-8")]);
+    assert!(ok, "{stderr}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("abab")).collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    assert!(
+        rows[1].contains(" 8 ") && rows[1].contains("does not verify"),
+        "{stdout}"
+    );
+    assert!(
+        rows[2].contains(" 7 ") && rows[2].contains("complete, verifies"),
+        "{stdout}"
+    );
+    assert!(rows[2].contains("2023-11-14 22:13:20"), "{stdout}");
+    assert!(stdout.contains("incomplete"), "{stdout}");
+    // --latest: the path to resume from, the newest that verifies.
+    let (ok, stdout, stderr) = weir_list(&[root.to_str().expect("utf-8"), "--latest"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), older.display().to_string());
+    // Nothing to resume from: a failure, said.
+    let empty = root.join("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let (ok, _, stderr) = weir_list(&[empty.to_str().expect("utf-8"), "--latest"]);
+    assert!(!ok);
+    assert!(stderr.contains("no complete checkpoint"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&root);
 }
