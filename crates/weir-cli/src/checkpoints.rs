@@ -216,35 +216,15 @@ pub(crate) fn list(root: &std::path::Path) -> anyhow::Result<Vec<Listed>> {
             }
         }
     }
-    found.sort_by(|a, b| (b.time_ms, b.id).cmp(&(a.time_ms, a.id)));
+    found.sort_by_key(|e| std::cmp::Reverse((e.time_ms, e.id)));
     Ok(found)
-}
-
-/// `ms` since the epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
-pub(crate) fn utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
 }
 
 /// The table `weir checkpoint list` prints.
 pub(crate) fn describe_list(entries: &[Listed]) -> String {
-    let mut out = String::from("JOB ID                            ID      KIND        TIME (UTC)           SIZE       STATE\n");
+    let mut out = String::from(
+        "JOB ID                            ID      KIND        TIME                 SIZE       STATE\n",
+    );
     for e in entries {
         let state = match &e.verifies {
             None => "incomplete".to_string(),
@@ -260,20 +240,10 @@ pub(crate) fn describe_list(entries: &[Listed]) -> String {
             } else {
                 "checkpoint"
             },
-            utc(e.time_ms),
+            crate::jobs::local_date(e.time_ms),
             size(e.bytes),
             e.path.display()
         );
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn utc_dates() {
-        assert_eq!(super::utc(0), "1970-01-01 00:00:00");
-        assert_eq!(super::utc(1_714_557_600_000), "2024-05-01 10:00:00");
-        assert_eq!(super::utc(951_782_400_000), "2000-02-29 00:00:00");
-    }
 }

@@ -285,7 +285,7 @@ pub(crate) fn list(client: &RestClient, all: bool) -> anyhow::Result<ExitCode> {
 
 /// Milliseconds since the epoch as Flink's CLI prints a job's start, in
 /// local time: `01.12.2026 11:30:05`.
-fn local_date(ms: i64) -> String {
+pub(crate) fn local_date(ms: i64) -> String {
     // time_t is 64 bits wide wherever Weir builds.
     let secs = ms.div_euclid(1000) as libc::time_t;
     // SAFETY: `tm` is plain data that localtime_r fills in; both pointers
