@@ -232,7 +232,7 @@ fn the_same_command_line_after_each_kill_resumes_by_itself() {
         .unwrap_or(20);
     let dir = temp_dir("self-resume");
     let input = dir.join("words.txt");
-    std::fs::write(&input, words(3_000)).expect("input");
+    std::fs::write(&input, words(10_000)).expect("input");
     let clean = dir.join("clean");
     let status = word_count(&input, &clean, &dir.join("clean-chk"), &[])
         .status()
@@ -240,14 +240,19 @@ fn the_same_command_line_after_each_kill_resumes_by_itself() {
     assert!(status.success());
 
     let (output, checkpoints) = (dir.join("out"), dir.join("chk"));
-    // 30 s of input: each run (start, restore, a checkpoint, a random
-    // wait) reads about a second of it before its kill.
-    let same_command = [
-        "--rate",
-        "100",
-        "-D",
-        "$internal.pipeline.job-id=00000000000000000000000000c0ffee",
-    ];
+    // 100 s of input at 100 lines a second: each run (start, restore, a
+    // checkpoint, a random wait) reads a second or a few of it before its
+    // kill, on a loaded machine too. The last run reads the rest at full
+    // speed: only the rate differs, the job id and everything else are the
+    // same.
+    let same_command = |rate: &'static str| {
+        [
+            "--rate",
+            rate,
+            "-D",
+            "$internal.pipeline.job-id=00000000000000000000000000c0ffee",
+        ]
+    };
     let mut rng = Lcg::from_clock();
     let (mut kills, mut resumed) = (0, 0);
     let finished = loop {
@@ -255,10 +260,12 @@ fn the_same_command_line_after_each_kill_resumes_by_itself() {
         // One job directory: every run has the same id.
         let jobs = std::fs::read_dir(&checkpoints).map_or(0, |d| d.count());
         assert!(jobs <= 1, "{jobs} job directories");
-        let mut child: Child = word_count(&input, &output, &checkpoints, &same_command)
+        let last = kills == kills_wanted;
+        let rate = if last { "1000000" } else { "100" };
+        let mut child: Child = word_count(&input, &output, &checkpoints, &same_command(rate))
             .spawn()
             .expect("starts");
-        if kills == kills_wanted {
+        if last {
             break child.wait_with_output().expect("finishes");
         }
         let until = Instant::now() + Duration::from_secs(30);
