@@ -136,14 +136,7 @@ fn word_count(input: &Path, output: &Path, checkpoints: &Path, extra: &[&str]) -
 #[test]
 fn a_job_killed_again_and_again_commits_each_result_exactly_once() {
     let dir = temp_dir("kill");
-    let input = dir.join("words.txt");
-    std::fs::write(&input, words(800)).expect("input");
-
-    let clean = dir.join("clean");
-    let status = word_count(&input, &clean, &dir.join("clean-chk"), &[])
-        .status()
-        .expect("runs");
-    assert!(status.success());
+    let (input, clean) = input_and_clean_run(&dir, 800);
 
     let (output, checkpoints) = (dir.join("out"), dir.join("chk"));
     let mut rng = Lcg::from_clock();
@@ -205,6 +198,19 @@ fn assert_same_output(clean: &Path, output: &Path, kills: u32) {
     }
 }
 
+/// Writes `lines` lines of words under `dir` and runs the word count over
+/// them without failures: the input and the clean run's output directory.
+fn input_and_clean_run(dir: &Path, lines: u64) -> (PathBuf, PathBuf) {
+    let input = dir.join("words.txt");
+    std::fs::write(&input, words(lines)).expect("input");
+    let clean = dir.join("clean");
+    let status = word_count(&input, &clean, &dir.join("clean-chk"), &[])
+        .status()
+        .expect("runs");
+    assert!(status.success());
+    (input, clean)
+}
+
 /// Words over `lines` lines (1 to 5 words a line).
 fn words(lines: u64) -> String {
     let vocabulary = ["stream", "window", "state", "barrier", "river", "weir"];
@@ -231,13 +237,7 @@ fn the_same_command_line_after_each_kill_resumes_by_itself() {
         .and_then(|k| k.parse().ok())
         .unwrap_or(20);
     let dir = temp_dir("self-resume");
-    let input = dir.join("words.txt");
-    std::fs::write(&input, words(10_000)).expect("input");
-    let clean = dir.join("clean");
-    let status = word_count(&input, &clean, &dir.join("clean-chk"), &[])
-        .status()
-        .expect("runs");
-    assert!(status.success());
+    let (input, clean) = input_and_clean_run(&dir, 10_000);
 
     let (output, checkpoints) = (dir.join("out"), dir.join("chk"));
     // 100 s of input at 100 lines a second: each run (start, restore, a

@@ -43,10 +43,15 @@ fn write_checkpoint_numbered(dir: &PathBuf, id: u64, at: i64) -> PathBuf {
     storage.checkpoint_dir(id)
 }
 
-fn inspect(path: &PathBuf) -> (bool, String, String) {
+fn inspect(path: &std::path::Path) -> (bool, String, String) {
+    weir_checkpoint("inspect", &[path.to_str().expect("utf-8")])
+}
+
+/// `weir checkpoint COMMAND ARGS…`: success, stdout, stderr.
+fn weir_checkpoint(command: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["checkpoint", "inspect"])
-        .arg(path)
+        .args(["checkpoint", command])
+        .args(args)
         .output()
         .expect("runs");
     (
@@ -124,16 +129,7 @@ fn dispose_deletes_savepoints_and_refuses_checkpoints() {
 }
 
 fn weir_list(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["checkpoint", "list"])
-        .args(args)
-        .output()
-        .expect("runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    weir_checkpoint("list", args)
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use weir_runtime::checkpoint::{CheckpointConfig, CheckpointStorageConfig, CheckpointingMode};
+use weir_runtime::checkpoint::{CheckpointConfig, CheckpointingMode};
 use weir_runtime::cluster::{self, JobClient, JobConfig, JobExecutionResult};
 use weir_runtime::graph::{NodeFactory, StreamGraph, TypeOf};
 use weir_runtime::recovery::RestartStrategy;
@@ -615,18 +615,14 @@ fn max_parallelism(mp: u32) -> Result<u32> {
 /// id in its checkpoint directory that verifies (newer ones that do not
 /// are reported and skipped), if there is one.
 fn resume_point(job: &JobConfig) -> Result<Option<weir_state::LoadedCheckpoint>> {
-    let (Some(id), true, CheckpointStorageConfig::Directory(dir)) = (
-        job.job_id,
-        job.checkpoint.is_enabled(),
-        &job.checkpoint.storage,
-    ) else {
+    let (Some(id), true) = (job.job_id, job.checkpoint.is_enabled()) else {
         return Ok(None);
     };
-    let dir = weir_state::checkpoint_storage::strip_file_scheme(dir).join(id.to_string());
-    let storage = weir_state::FsCheckpointStorage::new(&dir);
+    // The storage the job itself will write to (a new, empty one in memory).
+    let storage = job.checkpoint.storage.open(&id.to_string());
     let (latest, skipped) =
-        weir_state::checkpoint_storage::load_latest(&storage).map_err(|e| Error::Restore {
-            path: dir.clone(),
+        weir_state::checkpoint_storage::load_latest(&*storage).map_err(|e| Error::Restore {
+            path: PathBuf::from(storage.location(0)),
             reason: e.to_string(),
         })?;
     for (chk, why) in skipped {

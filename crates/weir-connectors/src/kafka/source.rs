@@ -660,7 +660,7 @@ impl<T> KafkaSource<T> {
     fn poll_records(
         &mut self,
         limit: usize,
-        emit: &mut dyn FnMut(usize, T, Option<i64>),
+        mut emit: impl FnMut(usize, T, Option<i64>),
         done: &mut Vec<usize>,
     ) -> FunctionResult<SourceStatus> {
         if self.finished() {
@@ -856,7 +856,7 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSource<T> {
         let limit = ctx.remaining().max(1);
         let status = self.poll_records(
             limit,
-            &mut |_, value, timestamp| match timestamp {
+            |_, value, timestamp| match timestamp {
                 Some(ts) => ctx.collect_with_timestamp(value, ts),
                 None => ctx.collect(value),
             },
@@ -895,7 +895,7 @@ impl<T: Send + 'static> SplitSourceFunction<T> for KafkaSource<T> {
         let limit = ctx.remaining().max(1);
         let status = self.poll_records(
             limit,
-            &mut |split, value, timestamp| match timestamp {
+            |split, value, timestamp| match timestamp {
                 Some(ts) => ctx.collect_with_timestamp(split, value, ts),
                 None => ctx.collect(split, value),
             },
