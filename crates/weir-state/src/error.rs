@@ -47,6 +47,11 @@ pub enum StateError {
         /// print each cause once).
         cause: std::io::Error,
     },
+    /// A checkpoint location this build cannot use (an unknown scheme, S3
+    /// without the `object-store` feature) or an object store that could
+    /// not be set up.
+    #[error("checkpoint location {0}")]
+    Location(String),
     /// A bug in Weir.
     #[error("internal state error: {0}")]
     Internal(String),

@@ -25,6 +25,7 @@ mod codec;
 pub mod conformance;
 mod descriptor;
 mod error;
+pub mod file_system;
 mod heap;
 mod key_bytes;
 mod key_group;
