@@ -1,23 +1,24 @@
-//! `weir checkpoint inspect` and `weir savepoint --dispose`: reading and
-//! deleting checkpoints and savepoints on disk, no job needed.
+//! `weir checkpoint inspect|list` and `weir savepoint --dispose`: reading
+//! and deleting checkpoints and savepoints on disk or on an object store,
+//! no job needed.
 
 use weir_state::{LoadedCheckpoint, Redistribution};
 
-/// Deletes a savepoint's directory once its metadata says it is a savepoint
-/// (a checkpoint directory belongs to its job and is refused). A savepoint
-/// whose files no longer verify can still be disposed.
+/// Deletes a savepoint (a directory or an object store prefix) once its
+/// metadata says it is a savepoint (a checkpoint belongs to its job and is
+/// refused). A savepoint whose files no longer verify can still be
+/// disposed.
 pub(crate) fn dispose_savepoint(path: &std::path::Path) -> anyhow::Result<String> {
-    use weir_state::checkpoint_storage::{strip_file_scheme, METADATA_FILE};
+    use weir_state::checkpoint_storage::METADATA_FILE;
     use weir_state::snapshot::decode_framed;
-    let path = strip_file_scheme(path);
-    let dir = if path.is_dir() {
-        path
-    } else {
-        path.parent()
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_default()
-    };
-    let bytes = std::fs::read(dir.join(METADATA_FILE))
+    let given = path.to_string_lossy();
+    let trimmed = given.trim_end_matches('/');
+    let dir = trimmed
+        .strip_suffix(METADATA_FILE)
+        .map_or(trimmed, |d| d.trim_end_matches('/'));
+    let fs = weir_state::file_system::open(dir)?;
+    let bytes = fs
+        .read(METADATA_FILE)
         .map_err(|e| anyhow::anyhow!("no savepoint here ({METADATA_FILE}: {e})"))?;
     let metadata: weir_state::CheckpointMetadata = decode_framed(&bytes)?;
     anyhow::ensure!(
@@ -26,8 +27,15 @@ pub(crate) fn dispose_savepoint(path: &std::path::Path) -> anyhow::Result<String
         metadata.checkpoint_id,
         metadata.job_id
     );
-    std::fs::remove_dir_all(&dir)?;
-    Ok(dir.display().to_string())
+    fs.remove_all("")?;
+    Ok(shown(&*fs, ""))
+}
+
+/// How a path of `fs` is shown: a plain path on the local disk, else its
+/// URI.
+fn shown(fs: &dyn weir_state::file_system::FileSystem, path: &str) -> String {
+    fs.local(path)
+        .map_or_else(|| fs.uri(path), |p| p.display().to_string())
 }
 
 fn size(bytes: u64) -> String {
@@ -119,7 +127,8 @@ pub(crate) fn describe(c: &LoadedCheckpoint) -> String {
 
 /// One checkpoint or savepoint found by [`list`].
 pub(crate) struct Listed {
-    pub path: std::path::PathBuf,
+    /// A local path, or the URI of one on an object store.
+    pub path: String,
     pub job_id: String,
     pub id: Option<u64>,
     pub savepoint: bool,
@@ -129,90 +138,95 @@ pub(crate) struct Listed {
     pub verifies: Option<Result<(), String>>,
 }
 
-/// Bytes of the files directly in `dir`.
-fn dir_size(dir: &std::path::Path) -> u64 {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.metadata().ok())
-        .filter(|m| m.is_file())
-        .map(|m| m.len())
-        .sum()
-}
-
 /// Every checkpoint (`<job>/chk-<n>`) and savepoint (`savepoint-…`, or any
-/// directory with a `_metadata`) under `root`, newest first; complete ones
-/// are verified (sizes and checksums of every file).
+/// directory with a `_metadata`) under `root` (a directory or an object
+/// store prefix), newest first; complete ones are verified (sizes and
+/// checksums of every file).
 pub(crate) fn list(root: &std::path::Path) -> anyhow::Result<Vec<Listed>> {
-    use weir_state::checkpoint_storage::{load_path, strip_file_scheme, METADATA_FILE};
+    use weir_state::checkpoint_storage::{load_path, METADATA_FILE};
+    use weir_state::file_system::join;
     use weir_state::snapshot::decode_framed;
-    let root = strip_file_scheme(root);
-    anyhow::ensure!(root.is_dir(), "{} is not a directory", root.display());
+    let given = root.to_string_lossy();
+    let location = given.trim_end_matches('/');
+    let fs = weir_state::file_system::open(location)?;
+    if let Some(local) = fs.local("") {
+        anyhow::ensure!(local.is_dir(), "{} is not a directory", local.display());
+    }
+    let last = |path: &str| -> String {
+        let path = if path.is_empty() { location } else { path };
+        path.rsplit('/').next().unwrap_or_default().to_string()
+    };
     let mut found = Vec::new();
-    let mut dirs = vec![(root.clone(), 0)];
+    let mut dirs = vec![(String::new(), 0)];
     while let Some((dir, depth)) = dirs.pop() {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = last(&dir);
         let chk_id = name
             .strip_prefix("chk-")
             .and_then(|n| n.parse::<u64>().ok());
-        let metadata_path = dir.join(METADATA_FILE);
-        if metadata_path.is_file() {
-            let bytes = std::fs::read(&metadata_path)?;
-            let entry = match decode_framed::<weir_state::CheckpointMetadata>(&bytes) {
+        let entries = fs.list(&dir)?;
+        let bytes = entries.iter().filter(|e| !e.is_dir).map(|e| e.size).sum();
+        let shown = shown(&*fs, &dir);
+        if entries.iter().any(|e| !e.is_dir && e.name == METADATA_FILE) {
+            let metadata = fs
+                .read(&join(&dir, METADATA_FILE))
+                .and_then(|b| decode_framed::<weir_state::CheckpointMetadata>(&b));
+            let entry = match metadata {
                 Ok(m) => Listed {
-                    path: dir.clone(),
                     job_id: m.job_id.clone(),
                     id: Some(m.checkpoint_id),
                     savepoint: m.savepoint,
                     time_ms: m.timestamp_ms,
-                    bytes: dir_size(&dir),
-                    verifies: Some(load_path(&dir).map(|_| ()).map_err(|e| e.to_string())),
+                    bytes,
+                    verifies: Some(
+                        load_path(std::path::Path::new(&fs.uri(&dir)))
+                            .map(|_| ())
+                            .map_err(|e| e.to_string()),
+                    ),
+                    path: shown,
                 },
                 Err(e) => Listed {
-                    path: dir.clone(),
                     job_id: String::new(),
                     id: chk_id,
                     savepoint: !name.starts_with("chk-"),
                     time_ms: 0,
-                    bytes: dir_size(&dir),
+                    bytes,
                     verifies: Some(Err(format!("unreadable {METADATA_FILE}: {e}"))),
+                    path: shown,
                 },
             };
             found.push(entry);
             continue;
         }
         if let Some(id) = chk_id {
-            // Begun, never completed (or still being written).
-            let time_ms = std::fs::metadata(&dir)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_millis() as i64);
+            // Begun, never completed (or still being written): as old as
+            // its newest file.
+            let time_ms = entries
+                .iter()
+                .map(|e| e.modified_ms)
+                .max()
+                .filter(|t| *t > 0)
+                .or_else(|| {
+                    let meta = std::fs::metadata(fs.local(&dir)?).ok()?;
+                    let since = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH);
+                    Some(since.ok()?.as_millis() as i64)
+                })
+                .unwrap_or(0);
+            let parent = dir.rsplit_once('/').map_or("", |(p, _)| p);
             found.push(Listed {
-                path: dir.clone(),
-                job_id: dir
-                    .parent()
-                    .and_then(|p| p.file_name())
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                job_id: last(parent),
                 id: Some(id),
                 savepoint: false,
                 time_ms,
-                bytes: dir_size(&dir),
+                bytes,
                 verifies: None,
+                path: shown,
             });
             continue;
         }
         // Checkpoint roots hold job directories, which hold `chk-<n>`.
         if depth < 3 {
-            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                if entry.path().is_dir() && entry.file_name() != "shared" {
-                    dirs.push((entry.path(), depth + 1));
-                }
+            for entry in entries.iter().filter(|e| e.is_dir && e.name != "shared") {
+                dirs.push((join(&dir, &entry.name), depth + 1));
             }
         }
     }
@@ -242,7 +256,7 @@ pub(crate) fn describe_list(entries: &[Listed]) -> String {
             },
             crate::jobs::local_date(e.time_ms),
             size(e.bytes),
-            e.path.display()
+            e.path
         );
     }
     out

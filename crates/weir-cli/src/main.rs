@@ -218,7 +218,7 @@ fn list(dir: &std::path::Path, latest: bool) -> anyhow::Result<ExitCode> {
     if latest {
         return match entries.iter().find(|e| matches!(e.verifies, Some(Ok(())))) {
             Some(e) => {
-                println!("{}", e.path.display());
+                println!("{}", e.path);
                 Ok(ExitCode::SUCCESS)
             }
             None => {

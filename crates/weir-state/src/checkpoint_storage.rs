@@ -1,18 +1,18 @@
 //! Where checkpoints are written and how they are read back (Flink's
 //! `CheckpointStorage`): a directory per job with one `chk-<n>/` per
-//! checkpoint, or memory for tests.
+//! checkpoint, on a local disk or an object store ([`crate::file_system`]),
+//! or memory for tests.
 //!
 //! A checkpoint exists once its `_metadata` exists: state files are written
-//! first, `_metadata` last and atomically (write to a temporary name, then
-//! rename), so a crash mid-checkpoint leaves no half checkpoint that
-//! recovery could pick. Every file is framed with a version and checksum
+//! first, `_metadata` last and whole (on disk to a temporary name, then
+//! renamed; on an object store one PUT), so a crash mid-checkpoint leaves
+//! no half checkpoint that recovery could pick. Every file is framed with a version and checksum
 //! ([`crate::snapshot`]); [`load_latest`] skips checkpoints that do not
 //! verify and falls back to older ones.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::StateError;
-use crate::snapshot::{decode_framed, encode_framed, NativeState, SubtaskSnapshot};
+pub use crate::file_system::strip_file_scheme;
+use crate::file_system::{self, FileSystem, LocalFileSystem};
+use crate::snapshot::{decode_framed, encode_framed, SubtaskSnapshot};
 
 /// Name of the file that makes a checkpoint directory a checkpoint.
 pub const METADATA_FILE: &str = "_metadata";
@@ -95,10 +97,15 @@ pub struct LoadedCheckpoint {
     pub metadata: CheckpointMetadata,
     /// Where it was read from.
     pub location: String,
-    /// Its directory, when it is on disk (shared files are found from it).
+    /// Its directory on the local disk, from which the paths of stores'
+    /// own files resolve: the checkpoint's own directory, or, for one on
+    /// an object store, the temporary directory its store files were
+    /// downloaded to.
     pub dir: Option<PathBuf>,
     /// Operator id → the snapshot of each subtask that had state.
     pub operators: HashMap<String, Vec<(u32, SubtaskSnapshot)>>,
+    /// Keeps downloaded store files until the checkpoint is dropped.
+    _downloaded: Option<Arc<DownloadDir>>,
 }
 
 /// Where a job's checkpoints live. By implementing this trait, you promise
@@ -137,111 +144,104 @@ pub trait CheckpointStorage: Send + Sync + fmt::Debug {
         false
     }
     /// Deletes the shared files not named in `keep`.
-    fn retain_shared(&self, _keep: &std::collections::HashSet<String>) {}
+    fn retain_shared(&self, _keep: &HashSet<String>) {}
     /// The directory of checkpoint `id`, if it is on disk.
     fn dir_of(&self, _id: u64) -> Option<PathBuf> {
         None
     }
 }
 
-fn io_error(path: &Path, cause: std::io::Error) -> StateError {
-    StateError::Io {
-        path: path.display().to_string(),
-        cause,
-    }
+/// Checkpoints as files on a [`FileSystem`]: `<dir>/chk-<n>/`, and the
+/// files incremental checkpoints share in `<dir>/shared/` (the caller
+/// includes the job id in `dir`, as Flink's `<checkpoint-dir>/<job-id>/`).
+/// `dir` is a local directory or an object store prefix (`s3://…`).
+#[derive(Debug)]
+pub struct FsCheckpointStorage {
+    fs: Arc<dyn FileSystem>,
+    /// Shared files known to be stored, so each is looked up once.
+    stored_shared: Mutex<HashSet<String>>,
 }
 
-/// Checkpoints as files: `<dir>/chk-<n>/` (the caller includes the job id
-/// in `dir`, as Flink's `<checkpoint-dir>/<job-id>/`).
-#[derive(Debug, Clone)]
-pub struct FsCheckpointStorage {
-    dir: PathBuf,
+impl Clone for FsCheckpointStorage {
+    fn clone(&self) -> Self {
+        FsCheckpointStorage::on(Arc::clone(&self.fs))
+    }
 }
 
 impl FsCheckpointStorage {
-    /// Storage under `dir`, created on first write. Accepts `file://` URIs.
+    /// Storage under the local directory `dir`, created on first write.
+    /// Accepts `file://` URIs.
     pub fn new(dir: impl AsRef<Path>) -> Self {
+        Self::on(Arc::new(LocalFileSystem::new(dir.as_ref())))
+    }
+
+    /// Storage under `location`: a local path, `file://…` or `s3://…`.
+    pub fn open(location: &str) -> Result<Self, StateError> {
+        Ok(Self::on(file_system::open(location)?))
+    }
+
+    /// Storage on a file system the caller opened.
+    pub fn on(fs: Arc<dyn FileSystem>) -> Self {
         FsCheckpointStorage {
-            dir: absolute(&strip_file_scheme(dir.as_ref())),
+            fs,
+            stored_shared: Mutex::default(),
         }
     }
 
-    /// The checkpoint directory of checkpoint `id`.
+    /// The checkpoint directory of checkpoint `id` (its URI when it is not
+    /// on the local disk).
     pub fn checkpoint_dir(&self, id: u64) -> PathBuf {
-        self.dir.join(format!("chk-{id}"))
+        let name = chk(id);
+        self.fs
+            .local(&name)
+            .unwrap_or_else(|| PathBuf::from(self.fs.uri(&name)))
+    }
+
+    fn known_shared(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.stored_shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-/// `path` made absolute against the working directory, so that locations
-/// (`file:///…`) name the same place wherever they are read.
-fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+fn chk(id: u64) -> String {
+    format!("chk-{id}")
 }
 
-/// `file:///a/b` → `/a/b`; other paths unchanged.
-pub fn strip_file_scheme(path: &Path) -> PathBuf {
-    match path.to_str().and_then(|s| s.strip_prefix("file://")) {
-        Some(rest) => PathBuf::from(rest),
-        None => path.to_path_buf(),
-    }
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    let mut f = fs::File::create(path).map_err(|e| io_error(path, e))?;
-    f.write_all(bytes).map_err(|e| io_error(path, e))?;
-    f.sync_all().map_err(|e| io_error(path, e))
+fn in_chk(id: u64, name: &str) -> String {
+    format!("chk-{id}/{name}")
 }
 
 impl CheckpointStorage for FsCheckpointStorage {
     fn prepare(&self) -> Result<(), StateError> {
-        fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
-        let probe = self.dir.join(".weir-write-probe");
-        write_synced(&probe, b"")?;
-        fs::remove_file(&probe).map_err(|e| io_error(&probe, e))
+        self.fs.probe()
     }
 
     fn write_file(&self, id: u64, name: &str, bytes: &[u8]) -> Result<(), StateError> {
-        let dir = self.checkpoint_dir(id);
-        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
-        write_synced(&dir.join(name), bytes)
+        self.fs.write(&in_chk(id, name), bytes)
     }
 
     fn write_metadata(&self, id: u64, bytes: &[u8]) -> Result<(), StateError> {
-        let dir = self.checkpoint_dir(id);
-        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
-        let tmp = dir.join(format!("{METADATA_FILE}.inprogress"));
-        write_synced(&tmp, bytes)?;
-        let target = dir.join(METADATA_FILE);
-        fs::rename(&tmp, &target).map_err(|e| io_error(&target, e))?;
-        // The rename is durable once the directory entry is.
-        if let Ok(d) = fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
+        // Written whole (renamed into place on disk; one PUT on object
+        // stores), after every state file.
+        self.fs.write(&in_chk(id, METADATA_FILE), bytes)
     }
 
     fn read_file(&self, id: u64, name: &str) -> Result<Vec<u8>, StateError> {
-        let path = self.checkpoint_dir(id).join(name);
-        fs::read(&path).map_err(|e| io_error(&path, e))
+        self.fs.read(&in_chk(id, name))
     }
 
     fn completed(&self) -> Result<Vec<u64>, StateError> {
-        let entries = match fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&self.dir, e)),
-        };
         let mut ids = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix("chk-"))
+        for entry in self.fs.list("")? {
+            let Some(id) = entry
+                .name
+                .strip_prefix("chk-")
                 .and_then(|n| n.parse::<u64>().ok())
             else {
                 continue;
             };
-            if entry.path().join(METADATA_FILE).is_file() {
+            if entry.is_dir && self.fs.exists(&in_chk(id, METADATA_FILE))? {
                 ids.push(id);
             }
         }
@@ -250,98 +250,89 @@ impl CheckpointStorage for FsCheckpointStorage {
     }
 
     fn discard(&self, id: u64) -> Result<(), StateError> {
-        let dir = self.checkpoint_dir(id);
-        match fs::remove_dir_all(&dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&dir, e)),
-            _ => Ok(()),
-        }
+        self.fs.remove_all(&chk(id))
     }
 
     fn location(&self, id: u64) -> String {
-        format!("file://{}", self.checkpoint_dir(id).display())
+        self.fs.uri(&chk(id))
     }
 
     fn remove_if_empty(&self) {
         // Fails (and keeps the directory) unless it is empty.
-        let _ = fs::remove_dir(self.dir.join(SHARED_DIR));
-        let _ = fs::remove_dir(&self.dir);
+        self.fs.remove_if_empty(SHARED_DIR);
+        self.fs.remove_if_empty("");
     }
 
     fn put_shared(&self, name: &str, from: &Path) -> Result<Option<(String, u64)>, StateError> {
-        let dir = self.dir.join(SHARED_DIR);
-        let target = dir.join(name);
+        let path = format!("{SHARED_DIR}/{name}");
         let mut copied = 0;
-        if !target.exists() {
-            fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
-            let tmp = dir.join(format!(".{name}.inprogress"));
-            copied = fs::copy(from, &tmp).map_err(|e| io_error(from, e))?;
-            fs::rename(&tmp, &target).map_err(|e| io_error(&target, e))?;
+        let known = self.known_shared().contains(name);
+        if !known && !self.fs.exists(&path)? {
+            copied = self.fs.upload(from, &path)?;
         }
-        Ok(Some((format!("../{SHARED_DIR}/{name}"), copied)))
+        self.known_shared().insert(name.to_string());
+        Ok(Some((format!("../{path}"), copied)))
     }
 
     fn shares_files(&self) -> bool {
         true
     }
 
-    fn retain_shared(&self, keep: &std::collections::HashSet<String>) {
-        let Ok(entries) = fs::read_dir(self.dir.join(SHARED_DIR)) else {
+    fn retain_shared(&self, keep: &HashSet<String>) {
+        let Ok(entries) = self.fs.list(SHARED_DIR) else {
             return;
         };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().to_string();
-            if !keep.contains(&name) {
-                let _ = fs::remove_file(entry.path());
+        for entry in entries.into_iter().filter(|e| !e.is_dir) {
+            if !keep.contains(&entry.name) {
+                self.known_shared().remove(&entry.name);
+                let _ = self.fs.remove(&format!("{SHARED_DIR}/{}", entry.name));
             }
         }
     }
 
     fn dir_of(&self, id: u64) -> Option<PathBuf> {
-        Some(self.checkpoint_dir(id))
+        self.fs.local(&chk(id))
     }
 }
 
-/// A savepoint: one self-contained directory holding `_metadata` and every
-/// file it needs (shared files copied in, referenced relatively), so it can
-/// be moved or copied anywhere and restored.
+/// A savepoint: one self-contained directory (or object store prefix)
+/// holding `_metadata` and every file it needs (shared files copied in,
+/// referenced relatively), so it can be moved or copied anywhere and
+/// restored.
 #[derive(Debug, Clone)]
 pub struct SavepointStorage {
-    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
 }
 
 impl SavepointStorage {
-    /// A savepoint written into `dir` (created on first write).
+    /// A savepoint written into the local directory `dir` (created on
+    /// first write).
     pub fn new(dir: impl AsRef<Path>) -> Self {
         SavepointStorage {
-            dir: absolute(&strip_file_scheme(dir.as_ref())),
+            fs: Arc::new(LocalFileSystem::new(dir.as_ref())),
         }
     }
 
-    /// The savepoint's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// A savepoint written to `location`: a local path, `file://…` or
+    /// `s3://…`.
+    pub fn open(location: &str) -> Result<Self, StateError> {
+        Ok(SavepointStorage {
+            fs: file_system::open(location)?,
+        })
     }
 }
 
 impl CheckpointStorage for SavepointStorage {
     fn write_file(&self, _id: u64, name: &str, bytes: &[u8]) -> Result<(), StateError> {
-        fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
-        write_synced(&self.dir.join(name), bytes)
+        self.fs.write(name, bytes)
     }
 
-    fn write_metadata(&self, id: u64, bytes: &[u8]) -> Result<(), StateError> {
-        self.write_file(id, &format!("{METADATA_FILE}.inprogress"), bytes)?;
-        let target = self.dir.join(METADATA_FILE);
-        fs::rename(
-            self.dir.join(format!("{METADATA_FILE}.inprogress")),
-            &target,
-        )
-        .map_err(|e| io_error(&target, e))
+    fn write_metadata(&self, _id: u64, bytes: &[u8]) -> Result<(), StateError> {
+        self.fs.write(METADATA_FILE, bytes)
     }
 
     fn read_file(&self, _id: u64, name: &str) -> Result<Vec<u8>, StateError> {
-        let path = self.dir.join(name);
-        fs::read(&path).map_err(|e| io_error(&path, e))
+        self.fs.read(name)
     }
 
     fn completed(&self) -> Result<Vec<u64>, StateError> {
@@ -349,20 +340,15 @@ impl CheckpointStorage for SavepointStorage {
     }
 
     fn discard(&self, _id: u64) -> Result<(), StateError> {
-        match fs::remove_dir_all(&self.dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&self.dir, e)),
-            _ => Ok(()),
-        }
+        self.fs.remove_all("")
     }
 
     fn location(&self, _id: u64) -> String {
-        format!("file://{}", self.dir.display())
+        self.fs.uri("")
     }
 
     fn put_shared(&self, name: &str, from: &Path) -> Result<Option<(String, u64)>, StateError> {
-        fs::create_dir_all(&self.dir).map_err(|e| io_error(&self.dir, e))?;
-        let target = self.dir.join(name);
-        let copied = fs::copy(from, &target).map_err(|e| io_error(from, e))?;
+        let copied = self.fs.upload(from, name)?;
         Ok(Some((name.to_string(), copied)))
     }
 
@@ -371,7 +357,7 @@ impl CheckpointStorage for SavepointStorage {
     }
 
     fn dir_of(&self, _id: u64) -> Option<PathBuf> {
-        Some(self.dir.clone())
+        self.fs.local("")
     }
 }
 
@@ -483,7 +469,10 @@ pub fn load_metadata(
     decode_framed(&storage.read_file(id, METADATA_FILE)?)
 }
 
-/// Reads and verifies a checkpoint, given how to read its files by name.
+/// Reads and verifies a checkpoint, given how to read its files by name
+/// (relative to its directory). `dir` is its directory on the local disk;
+/// without one, the files of stores' own snapshots are downloaded into a
+/// temporary directory, kept while the loaded checkpoint is.
 fn load_with(
     location: String,
     dir: Option<PathBuf>,
@@ -496,46 +485,100 @@ fn load_with(
     let metadata: CheckpointMetadata =
         decode_framed(&read(METADATA_FILE)?).map_err(|e| in_file(METADATA_FILE, e))?;
     let mut operators = HashMap::new();
+    let mut download: Option<DownloadDir> = None;
     for op in &metadata.operators {
         let mut subtasks = Vec::with_capacity(op.files.len());
         for f in &op.files {
             let bytes = read(&f.file)?;
-            if bytes.len() as u64 != f.size || xxh3_64(&bytes) != f.checksum {
-                return Err(StateError::Corrupt(format!(
-                    "{location}/{}: size or checksum differs from the metadata",
-                    f.file
-                )));
-            }
+            verify(&location, &f.file, &bytes, f.size, f.checksum)?;
             let snapshot: SubtaskSnapshot =
                 decode_framed(&bytes).map_err(|e| in_file(&f.file, e))?;
-            if let (Some(native), Some(dir)) = (&snapshot.native, &dir) {
-                verify_native(native, dir, &location)?;
+            if let Some(native) = &snapshot.native {
+                for file in &native.files {
+                    let bytes = read(&file.path)?;
+                    verify(&location, &file.path, &bytes, file.size, file.checksum)?;
+                    if dir.is_none() {
+                        let target = match &download {
+                            Some(d) => d,
+                            None => download.insert(DownloadDir::new()?),
+                        };
+                        target.put(&file.path, &bytes)?;
+                    }
+                }
             }
             subtasks.push((f.subtask, snapshot));
         }
         operators.insert(op.id.clone(), subtasks);
     }
+    let dir = dir.or_else(|| download.as_ref().map(DownloadDir::checkpoint_dir));
     Ok(LoadedCheckpoint {
         metadata,
         location,
         dir,
         operators,
+        _downloaded: download.map(Arc::new),
     })
 }
 
-/// Checks the size and checksum of every file of a store's own checkpoint.
-fn verify_native(native: &NativeState, dir: &Path, location: &str) -> Result<(), StateError> {
-    for f in &native.files {
-        let path = dir.join(&f.path);
-        let bytes = fs::read(&path).map_err(|e| io_error(&path, e))?;
-        if bytes.len() as u64 != f.size || xxh3_64(&bytes) != f.checksum {
-            return Err(StateError::Corrupt(format!(
-                "{location}/{}: size or checksum differs from the metadata",
-                f.path
-            )));
-        }
+fn verify(
+    location: &str,
+    name: &str,
+    bytes: &[u8],
+    size: u64,
+    checksum: u64,
+) -> Result<(), StateError> {
+    if bytes.len() as u64 != size || xxh3_64(bytes) != checksum {
+        return Err(StateError::Corrupt(format!(
+            "{location}/{name}: size or checksum differs from the metadata"
+        )));
     }
     Ok(())
+}
+
+/// A local copy of a remote checkpoint's store files, laid out as the
+/// checkpoint storage lays them out (`chk/…`, `shared/…`) so that the
+/// paths in the metadata resolve; deleted when dropped.
+#[derive(Debug)]
+struct DownloadDir {
+    root: PathBuf,
+}
+
+impl DownloadDir {
+    fn new() -> Result<Self, StateError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let root = std::env::temp_dir().join(format!("weir-restore-{}-{n}", std::process::id()));
+        let chk = root.join("chk");
+        fs::create_dir_all(&chk).map_err(|e| local_io(&chk, e))?;
+        Ok(DownloadDir { root })
+    }
+
+    fn checkpoint_dir(&self) -> PathBuf {
+        self.root.join("chk")
+    }
+
+    fn put(&self, path: &str, bytes: &[u8]) -> Result<(), StateError> {
+        let target = self
+            .root
+            .join(file_system::normalize(&format!("chk/{path}"))?);
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent).map_err(|e| local_io(parent, e))?;
+        }
+        fs::write(&target, bytes).map_err(|e| local_io(&target, e))
+    }
+}
+
+impl Drop for DownloadDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+fn local_io(path: &Path, cause: std::io::Error) -> StateError {
+    StateError::Io {
+        path: path.display().to_string(),
+        cause,
+    }
 }
 
 /// Reads and verifies checkpoint `id` of `storage`.
@@ -560,36 +603,42 @@ pub fn load_latest(
     Ok((None, skipped))
 }
 
-/// Reads a checkpoint or savepoint from a path: its directory or its
-/// `_metadata` file (`file://` accepted), as Flink's `-s`; or a job's
+/// Reads a checkpoint or savepoint from a path or URI (`file://`, `s3://`):
+/// its directory or its `_metadata` file, as Flink's `-s`; or a job's
 /// checkpoint directory holding `chk-<n>/` directories, of which the
-/// newest that verifies is taken (the others' problems are returned).
+/// newest that verifies is taken (the others' problems are returned); or a
+/// checkpoint directory of several jobs' directories: the newest of them
+/// all.
 pub fn load_path(path: &Path) -> Result<(LoadedCheckpoint, Vec<Skipped>), StateError> {
-    let path = strip_file_scheme(path);
-    let not_one = || StateError::NotACheckpoint(path.display().to_string());
-    if path.is_file() {
-        return match path.file_name() {
-            Some(name) if name == METADATA_FILE => load_dir(&path).map(|c| (c, Vec::new())),
-            _ => Err(not_one()),
-        };
+    let given = path.to_string_lossy();
+    let not_one = || StateError::NotACheckpoint(given.to_string());
+    let trimmed = given.trim_end_matches('/');
+    let metadata_named = trimmed.strip_suffix(METADATA_FILE);
+    let trimmed = metadata_named.map_or(trimmed, |dir| dir.trim_end_matches('/'));
+    let fs = file_system::open(trimmed)?;
+    if fs.exists(METADATA_FILE)? {
+        // One checkpoint of a job's directory: read through the job's
+        // storage, where the shared files it refers to are.
+        let (parent, name) = trimmed.rsplit_once('/').unwrap_or(("", trimmed));
+        if let Some(id) = name.strip_prefix("chk-").and_then(|n| n.parse().ok()) {
+            let storage = FsCheckpointStorage::open(if parent.is_empty() { "." } else { parent })?;
+            return load(&storage, id).map(|c| (c, Vec::new()));
+        }
+        return load_dir(&*fs).map(|c| (c, Vec::new()));
     }
-    if !path.is_dir() {
+    if metadata_named.is_some() {
         return Err(not_one());
     }
-    if path.join(METADATA_FILE).exists() {
-        return load_dir(&path).map(|c| (c, Vec::new()));
-    }
-    let storage = FsCheckpointStorage::new(&path);
+    let storage = FsCheckpointStorage::on(Arc::clone(&fs));
     if !storage.completed()?.is_empty() {
         return newest_of(&storage);
     }
     // A checkpoint directory holding several jobs' directories (every run
     // of a job gets a new id): the newest checkpoint of them all.
     let mut newest: Option<(LoadedCheckpoint, Vec<Skipped>)> = None;
-    let entries = fs::read_dir(&path).map_err(|e| io_error(&path, e))?;
-    for entry in entries.flatten() {
-        let job = FsCheckpointStorage::new(entry.path());
-        if !entry.path().is_dir() || job.completed().map(|ids| ids.is_empty()).unwrap_or(true) {
+    for entry in fs.list("")?.into_iter().filter(|e| e.is_dir) {
+        let job = FsCheckpointStorage::open(&file_system::join(trimmed, &entry.name))?;
+        if job.completed().map(|ids| ids.is_empty()).unwrap_or(true) {
             continue;
         }
         let (candidate, skipped) = newest_of(&job)?;
@@ -617,20 +666,9 @@ fn newest_of(
     }
 }
 
-fn load_dir(path: &Path) -> Result<LoadedCheckpoint, StateError> {
-    let dir = if path.is_dir() {
-        path.to_path_buf()
-    } else {
-        path.parent().map(Path::to_path_buf).unwrap_or_default()
-    };
-    load_with(
-        format!("file://{}", dir.display()),
-        Some(dir.clone()),
-        |name| {
-            let p = dir.join(name);
-            fs::read(&p).map_err(|e| io_error(&p, e))
-        },
-    )
+/// A savepoint (or one checkpoint) whose files are directly in `fs`'s root.
+fn load_dir(fs: &dyn FileSystem) -> Result<LoadedCheckpoint, StateError> {
+    load_with(fs.uri(""), fs.local(""), |name| fs.read(name))
 }
 
 #[cfg(test)]

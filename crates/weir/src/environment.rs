@@ -159,6 +159,7 @@ impl StreamExecutionEnvironment {
         if let Some(cap) = config.get_u32(keys::CHANNEL_CAPACITY)? {
             job.channel_capacity = positive(keys::CHANNEL_CAPACITY, cap)? as usize;
         }
+        crate::object_storage::apply(&merged)?;
         checkpointing::apply_checkpoint_keys(config, &mut job.checkpoint)?;
         if let Some(strategy) = checkpointing::restart_strategy(&merged)? {
             job.restart_strategy = Some(strategy);
@@ -619,7 +620,11 @@ fn resume_point(job: &JobConfig) -> Result<Option<weir_state::LoadedCheckpoint>>
         return Ok(None);
     };
     // The storage the job itself will write to (a new, empty one in memory).
-    let storage = job.checkpoint.storage.open(&id.to_string());
+    let storage = job
+        .checkpoint
+        .storage
+        .open(&id.to_string())
+        .map_err(|e| Error::Config(format!("{}: {e}", checkpointing::keys::DIR)))?;
     let (latest, skipped) =
         weir_state::checkpoint_storage::load_latest(&*storage).map_err(|e| Error::Restore {
             path: PathBuf::from(storage.location(0)),

@@ -50,6 +50,7 @@ pub mod datastream;
 mod environment;
 pub mod error;
 pub mod functions;
+pub mod object_storage;
 mod operators;
 mod rest;
 pub mod sink;

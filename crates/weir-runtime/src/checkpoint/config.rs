@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weir_state::{CheckpointStorage, FsCheckpointStorage, MemoryCheckpointStorage};
+use weir_state::file_system::join;
+use weir_state::{CheckpointStorage, FsCheckpointStorage, MemoryCheckpointStorage, StateError};
 
 /// The guarantee barriers give (Flink's `CheckpointingMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,23 +39,25 @@ pub enum CheckpointStorageConfig {
     /// inside the process, not the process.
     #[default]
     Memory,
-    /// Files under `<dir>/<job-id>/chk-<n>/` (Flink's `filesystem`).
+    /// Files under `<dir>/<job-id>/chk-<n>/` (Flink's `filesystem`):
+    /// a local path, `file://…`, or an object store (`s3://bucket/prefix`).
     Directory(PathBuf),
     /// A storage the caller made (tests inspect or corrupt it).
     Custom(Arc<dyn CheckpointStorage>),
 }
 
 impl CheckpointStorageConfig {
-    /// The storage of job `job_id`.
-    pub fn open(&self, job_id: &str) -> Arc<dyn CheckpointStorage> {
-        match self {
+    /// The storage of job `job_id`; fails if the location cannot be used
+    /// (an unknown scheme, an object store that cannot be set up).
+    pub fn open(&self, job_id: &str) -> Result<Arc<dyn CheckpointStorage>, StateError> {
+        Ok(match self {
             CheckpointStorageConfig::Memory => Arc::new(MemoryCheckpointStorage::new()),
-            CheckpointStorageConfig::Directory(dir) => {
-                let dir = weir_state::checkpoint_storage::strip_file_scheme(dir);
-                Arc::new(FsCheckpointStorage::new(dir.join(job_id)))
-            }
+            CheckpointStorageConfig::Directory(dir) => Arc::new(FsCheckpointStorage::open(&join(
+                &dir.to_string_lossy(),
+                job_id,
+            ))?),
             CheckpointStorageConfig::Custom(storage) => Arc::clone(storage),
-        }
+        })
     }
 }
 

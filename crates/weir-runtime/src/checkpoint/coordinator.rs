@@ -12,6 +12,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use weir_state::checkpoint_storage::{
     encode_metadata, load_metadata, state_file, OperatorMetadata, StateFile,
 };
+use weir_state::file_system::join;
 use weir_state::snapshot::encode_framed;
 use weir_state::{
     key_group_range_for_operator, CheckpointMetadata, CheckpointStorage, SavepointStorage,
@@ -408,7 +409,17 @@ impl Coordinator {
             h.finish() & 0xffff_ffff_ffff
         };
         let job6 = &self.job_id[..self.job_id.len().min(6)];
-        let storage = SavepointStorage::new(dir.join(format!("savepoint-{job6}-{rand:012x}")));
+        let location = join(
+            &dir.to_string_lossy(),
+            &format!("savepoint-{job6}-{rand:012x}"),
+        );
+        let storage = match SavepointStorage::open(&location) {
+            Ok(storage) => storage,
+            Err(e) => {
+                let _ = reply.send(Err(format!("savepoint could not be written: {e}")));
+                return None;
+            }
+        };
         self.trigger(
             finished,
             Some(SavepointTarget {

@@ -165,7 +165,9 @@ pub fn execute(
     let storage = config
         .checkpoint
         .is_enabled()
-        .then(|| config.checkpoint.storage.open(&job_id.to_string()));
+        .then(|| config.checkpoint.storage.open(&job_id.to_string()))
+        .transpose()
+        .map_err(|e| JobError::Storage(e.to_string()))?;
     if let Some(storage) = &storage {
         storage
             .prepare()

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::error::StateError;
 
-pub use local::LocalFileSystem;
+pub use local::{strip_file_scheme, LocalFileSystem};
 #[cfg(feature = "object-store")]
 pub use object::{configure_s3, ObjectFileSystem, S3Options};
 
