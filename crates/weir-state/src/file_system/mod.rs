@@ -10,6 +10,8 @@
 
 mod local;
 #[cfg(feature = "object-store")]
+mod local_s3;
+#[cfg(feature = "object-store")]
 mod object;
 
 use std::fmt;
@@ -20,7 +22,9 @@ use crate::error::StateError;
 
 pub use local::{strip_file_scheme, LocalFileSystem};
 #[cfg(feature = "object-store")]
-pub use object::{configure_s3, ObjectFileSystem, S3Options};
+pub use object::{configure_s3, configure_s3_bucket, ObjectFileSystem, S3Options};
+#[cfg(feature = "object-store")]
+pub use local_s3::{LocalS3, LocalS3Error};
 
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]

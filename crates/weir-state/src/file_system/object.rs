@@ -46,9 +46,17 @@ pub struct S3Options {
     pub max_retries: Option<usize>,
 }
 
-fn options() -> &'static RwLock<S3Options> {
-    static OPTIONS: OnceLock<RwLock<S3Options>> = OnceLock::new();
-    OPTIONS.get_or_init(Default::default)
+/// The process's options, and per-bucket ones that replace them for one
+/// bucket (as Hadoop's `fs.s3a.bucket.<name>.*`).
+#[derive(Debug, Default)]
+struct Settings {
+    all: S3Options,
+    buckets: HashMap<String, S3Options>,
+}
+
+fn settings() -> &'static RwLock<Settings> {
+    static SETTINGS: OnceLock<RwLock<Settings>> = OnceLock::new();
+    SETTINGS.get_or_init(Default::default)
 }
 
 fn stores() -> &'static Mutex<HashMap<String, Arc<dyn ObjectStore>>> {
@@ -60,10 +68,23 @@ fn stores() -> &'static Mutex<HashMap<String, Arc<dyn ObjectStore>>> {
 /// systems from the configuration once per process. Stores opened before
 /// keep the options they were opened with.
 pub fn configure_s3(new: S3Options) {
-    let mut current = options().write().unwrap_or_else(|p| p.into_inner());
-    if *current != new {
-        *current = new;
+    let mut current = settings().write().unwrap_or_else(|p| p.into_inner());
+    if current.all != new {
+        current.all = new;
         stores().lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+/// Sets how this process reaches one bucket, in place of the options of
+/// [`configure_s3`] (a test's own server, a bucket in another account).
+pub fn configure_s3_bucket(bucket: &str, new: S3Options) {
+    let mut current = settings().write().unwrap_or_else(|p| p.into_inner());
+    if current.buckets.get(bucket) != Some(&new) {
+        current.buckets.insert(bucket.to_string(), new);
+        stores()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(bucket);
     }
 }
 
@@ -103,7 +124,10 @@ pub struct ObjectFileSystem {
 }
 
 fn build_s3(bucket: &str) -> Result<Arc<dyn ObjectStore>, StateError> {
-    let opts = options().read().unwrap_or_else(|p| p.into_inner()).clone();
+    let opts = {
+        let settings = settings().read().unwrap_or_else(|p| p.into_inner());
+        settings.buckets.get(bucket).unwrap_or(&settings.all).clone()
+    };
     let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
     if let Some(k) = &opts.access_key {
         builder = builder.with_access_key_id(k);
@@ -119,20 +143,20 @@ fn build_s3(bucket: &str) -> Result<Arc<dyn ObjectStore>, StateError> {
             .iter()
             .find_map(|k| std::env::var(k).ok())
     });
+    // Client options replace the builder's, `allow_http` included.
+    let mut client = ClientOptions::new()
+        .with_timeout(opts.request_timeout.unwrap_or(Duration::from_secs(60)))
+        .with_connect_timeout(Duration::from_secs(5));
     if let Some(e) = &endpoint {
         builder = builder.with_endpoint(e);
         if e.starts_with("http://") {
-            builder = builder.with_allow_http(true);
+            client = client.with_allow_http(true);
         }
     }
     let path_style = opts.path_style.unwrap_or(endpoint.is_some());
     builder = builder.with_virtual_hosted_style_request(!path_style);
     builder = builder
-        .with_client_options(
-            ClientOptions::new()
-                .with_timeout(opts.request_timeout.unwrap_or(Duration::from_secs(60)))
-                .with_connect_timeout(Duration::from_secs(5)),
-        )
+        .with_client_options(client)
         .with_retry(RetryConfig {
             backoff: BackoffConfig {
                 init_backoff: Duration::from_millis(100),
