@@ -11,7 +11,7 @@ use weir::prelude::*;
 use weir::sink::{CollectSink, FileSink, RollingPolicy, WriteAheadSink, WriteAheadWriter};
 use weir::{CheckpointStorage, MemoryCheckpointStorage};
 
-const KEYS: u64 = 40;
+pub(crate) const KEYS: u64 = 40;
 
 /// When a function injects its failure: at the first record from `at` on
 /// that comes after a checkpoint completed, in the first attempt only. A
@@ -89,7 +89,7 @@ struct Run {
     result: JobExecutionResult,
 }
 
-fn counting_job(
+pub(crate) fn counting_job(
     env: &StreamExecutionEnvironment,
     records: u64,
     rate: f64,
@@ -328,7 +328,7 @@ fn restarts_end_when_the_strategy_says_so() {
 }
 
 /// The largest count each key reached.
-fn max_per_key<'a>(counts: impl Iterator<Item = &'a (u64, u64)>) -> BTreeMap<u64, u64> {
+pub(crate) fn max_per_key<'a>(counts: impl Iterator<Item = &'a (u64, u64)>) -> BTreeMap<u64, u64> {
     let mut max: BTreeMap<u64, u64> = BTreeMap::new();
     for (k, n) in counts {
         let m = max.entry(*k).or_default();

@@ -5,6 +5,8 @@ mod api;
 mod checkpoints;
 mod config;
 mod joins;
+#[cfg(feature = "s3")]
+mod object_storage;
 mod partitioning;
 mod rest;
 mod runtime;
