@@ -8,7 +8,7 @@ use weir_state::checkpoint_storage::{
     encode_metadata, state_file, CheckpointMetadata, OperatorMetadata,
 };
 use weir_state::snapshot::{encode_framed, KeyedStateSnapshot};
-use weir_state::{CheckpointStorage, FsCheckpointStorage, SubtaskSnapshot};
+use weir_state::{CheckpointStorage, FsCheckpointStorage, SavepointStorage, SubtaskSnapshot};
 
 fn write_checkpoint(dir: &PathBuf) -> PathBuf {
     write_checkpoint_numbered(dir, 7, 1_700_000_000_000)
@@ -16,7 +16,16 @@ fn write_checkpoint(dir: &PathBuf) -> PathBuf {
 
 /// Checkpoint `id` of job `abab…` under `dir`, taken at `at` ms.
 fn write_checkpoint_numbered(dir: &PathBuf, id: u64, at: i64) -> PathBuf {
-    let storage = FsCheckpointStorage::new(dir);
+    write_checkpoint_to(FsCheckpointStorage::new(dir), id, at, false)
+}
+
+/// Checkpoint (or savepoint) `id` of job `abab…` into `storage`.
+fn write_checkpoint_to(
+    storage: impl CheckpointStorage,
+    id: u64,
+    at: i64,
+    savepoint: bool,
+) -> PathBuf {
     let mut snapshot = SubtaskSnapshot::default();
     snapshot.add_state(KeyedStateSnapshot {
         name: "count".into(),
@@ -28,7 +37,7 @@ fn write_checkpoint_numbered(dir: &PathBuf, id: u64, at: i64) -> PathBuf {
         job_id: "ab".repeat(16),
         checkpoint_id: id,
         timestamp_ms: at,
-        savepoint: false,
+        savepoint,
         max_parallelism: 128,
         operators: vec![OperatorMetadata {
             id: "counts".into(),
@@ -40,7 +49,7 @@ fn write_checkpoint_numbered(dir: &PathBuf, id: u64, at: i64) -> PathBuf {
     storage
         .write_metadata(id, &encode_metadata(&metadata).expect("encode"))
         .expect("write");
-    storage.checkpoint_dir(id)
+    PathBuf::from(storage.location(id).trim_start_matches("file://"))
 }
 
 fn inspect(path: &std::path::Path) -> (bool, String, String) {
@@ -173,4 +182,79 @@ fn list_shows_every_checkpoint_newest_first_and_latest_skips_what_does_not_verif
     assert!(!ok);
     assert!(stderr.contains("no complete checkpoint"), "{stderr}");
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The same commands on a bucket of a local S3 server, reached through
+/// the AWS environment variables.
+#[test]
+fn list_inspect_and_dispose_work_on_a_bucket() {
+    let s3 =
+        weir_state::file_system::LocalS3::start("weir-cli-s3").unwrap_or_else(|e| panic!("{e}"));
+    let root = s3.uri("checkpoints");
+    let job = format!("{root}/{}", "ab".repeat(16));
+    let storage = || FsCheckpointStorage::open(&job).expect("storage");
+    write_checkpoint_to(storage(), 7, 1_700_000_000_000, false);
+    write_checkpoint_to(storage(), 8, 1_700_000_060_000, false);
+    let object = s3
+        .bucket_dir()
+        .join("checkpoints")
+        .join("ab".repeat(16))
+        .join("chk-8")
+        .join("op1-0");
+    std::fs::write(&object, b"not what was written").expect("corrupt");
+    let savepoint = s3.uri("savepoints/savepoint-abab-1");
+    write_checkpoint_to(
+        SavepointStorage::open(&savepoint).expect("savepoint storage"),
+        9,
+        1_700_000_120_000,
+        true,
+    );
+    let weir = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(args)
+            .envs(s3.env())
+            .output()
+            .expect("runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let bucket = s3.uri("");
+    let (ok, stdout, stderr) = weir(&["checkpoint", "list", &bucket]);
+    assert!(ok, "{stderr}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("abab")).collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    assert!(
+        rows[0].contains("savepoint") && rows[0].contains("complete, verifies"),
+        "{stdout}"
+    );
+    assert!(
+        rows[1].contains(" 8 ") && rows[1].contains("does not verify"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("{job}/chk-7")), "{stdout}");
+    let (ok, stdout, stderr) = weir(&["checkpoint", "list", &root, "--latest"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), format!("{job}/chk-7"));
+    let (ok, stdout, stderr) = weir(&["checkpoint", "inspect", &job]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("skipped checkpoint 8"), "{stdout}");
+    assert!(stdout.contains("checkpoint 7 of job abab"), "{stdout}");
+    assert!(stdout.contains("files verified"), "{stdout}");
+    let (ok, _, stderr) = weir(&["savepoint", "--dispose", &format!("{job}/chk-7")]);
+    assert!(!ok && stderr.contains("not a savepoint"), "{stderr}");
+    let (ok, _, stderr) = weir(&["savepoint", "--dispose", &savepoint]);
+    assert!(ok, "{stderr}");
+    assert!(!s3
+        .bucket_dir()
+        .join("savepoints/savepoint-abab-1/_metadata")
+        .exists());
+    assert!(s3
+        .bucket_dir()
+        .join("checkpoints")
+        .join("ab".repeat(16))
+        .join("chk-7")
+        .exists());
 }

@@ -22,9 +22,9 @@ use crate::error::StateError;
 
 pub use local::{strip_file_scheme, LocalFileSystem};
 #[cfg(feature = "object-store")]
-pub use object::{configure_s3, configure_s3_bucket, ObjectFileSystem, S3Options};
-#[cfg(feature = "object-store")]
 pub use local_s3::{LocalS3, LocalS3Error};
+#[cfg(feature = "object-store")]
+pub use object::{configure_s3, configure_s3_bucket, ObjectFileSystem, S3Options};
 
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -126,7 +126,11 @@ pub struct ObjectFileSystem {
 fn build_s3(bucket: &str) -> Result<Arc<dyn ObjectStore>, StateError> {
     let opts = {
         let settings = settings().read().unwrap_or_else(|p| p.into_inner());
-        settings.buckets.get(bucket).unwrap_or(&settings.all).clone()
+        settings
+            .buckets
+            .get(bucket)
+            .unwrap_or(&settings.all)
+            .clone()
     };
     let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
     if let Some(k) = &opts.access_key {
@@ -155,17 +159,15 @@ fn build_s3(bucket: &str) -> Result<Arc<dyn ObjectStore>, StateError> {
     }
     let path_style = opts.path_style.unwrap_or(endpoint.is_some());
     builder = builder.with_virtual_hosted_style_request(!path_style);
-    builder = builder
-        .with_client_options(client)
-        .with_retry(RetryConfig {
-            backoff: BackoffConfig {
-                init_backoff: Duration::from_millis(100),
-                max_backoff: Duration::from_secs(5),
-                base: 2.0,
-            },
-            max_retries: opts.max_retries.unwrap_or(3),
-            retry_timeout: Duration::from_secs(120),
-        });
+    builder = builder.with_client_options(client).with_retry(RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            base: 2.0,
+        },
+        max_retries: opts.max_retries.unwrap_or(3),
+        retry_timeout: Duration::from_secs(120),
+    });
     let store = builder
         .build()
         .map_err(|e| StateError::Location(format!("s3://{bucket}: {e}")))?;

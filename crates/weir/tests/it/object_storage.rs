@@ -73,7 +73,10 @@ fn checkpoints_on_s3_restore_at_another_parallelism_on_both_backends() {
         let ids = storage.completed().expect("listing");
         assert!(ids.len() >= 2, "{backend}: {ids:?}");
         let on_server = s3.bucket_dir().join("checkpoints").join(&job);
-        assert!(on_server.join(format!("chk-{}", ids[0])).join("_metadata").is_file());
+        assert!(on_server
+            .join(format!("chk-{}", ids[0]))
+            .join("_metadata")
+            .is_file());
         if *backend == "rocksdb" {
             let shared = std::fs::read_dir(on_server.join("shared"))
                 .map(|d| d.count())
@@ -92,7 +95,10 @@ fn checkpoints_on_s3_restore_at_another_parallelism_on_both_backends() {
             "{backend}: the newest checkpoint"
         );
         let resumed = out.lock().expect("lock");
-        assert!((resumed.len() as u64) < records, "{backend}: it started over");
+        assert!(
+            (resumed.len() as u64) < records,
+            "{backend}: it started over"
+        );
         let max = max_per_key(resumed.iter());
         assert_eq!(max.len() as u64, KEYS);
         assert!(
@@ -116,7 +122,11 @@ fn checkpoints_on_s3_restore_at_another_parallelism_on_both_backends() {
         let (loaded, skipped) = load_path(std::path::Path::new(&job_dir)).expect("one verifies");
         assert_eq!(skipped.len(), 1, "{skipped:?}");
         assert_eq!(skipped[0].0, newest);
-        assert!(skipped[0].1.to_string().contains("checksum"), "{:?}", skipped[0].1);
+        assert!(
+            skipped[0].1.to_string().contains("checksum"),
+            "{:?}",
+            skipped[0].1
+        );
         assert_eq!(loaded.metadata.checkpoint_id, ids[ids.len() - 2]);
         assert!(loaded.location.starts_with("s3://"), "{}", loaded.location);
     }
@@ -132,7 +142,10 @@ fn checkpoints_fail_while_s3_is_down_and_the_job_goes_on() {
     let env = StreamExecutionEnvironment::new();
     configure(&env, "hashmap", &s3.uri("checkpoints"), 1);
     let mut c = Configuration::new();
-    c.set("execution.checkpointing.tolerable-failed-checkpoints", "1000");
+    c.set(
+        "execution.checkpointing.tolerable-failed-checkpoints",
+        "1000",
+    );
     env.configure(&c).expect("config");
     env.set_restart_strategy(RestartStrategy::None);
     // 20 s of input: the outage comes and goes while it flows.
@@ -154,7 +167,10 @@ fn checkpoints_fail_while_s3_is_down_and_the_job_goes_on() {
     let result = client.wait().expect("the job went on");
     assert!(result.checkpoints.failed >= 1, "{:?}", result.checkpoints);
     let out = out.lock().expect("lock");
-    assert!(out.len() > processed_during, "records flowed after the outage");
+    assert!(
+        out.len() > processed_during,
+        "records flowed after the outage"
+    );
     let max = max_per_key(out.iter());
     assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
 }
