@@ -63,7 +63,8 @@ fn usage() -> String {
 
 usage: weir-bench stateless|windows|state|checkpoints [--events N]
        weir-bench restore [--keys N]
-       weir-bench job --name JOB [--parallelism P] [--events N] [--checkpoint-interval D]
+       weir-bench object-storage [--events N] [--keys N]   (a local S3 server: scripts/install-deps.sh)
+       weir-bench job --name JOB [--parallelism P] [--events N] [--checkpoint-interval D] [--checkpoint-dir DIR|s3://…]
        weir-bench nexmark (--query qN | --all) [--events N] [--parallelism P] [--pool N] [--input FILE]
        weir-bench nexmark --write-events FILE [--events N]
        weir-bench baseline [--events N]
@@ -114,6 +115,10 @@ fn main() -> anyhow::Result<()> {
             &[1],
         ),
         Some("checkpoints") => checkpoint_suite(events),
+        Some("object-storage") => {
+            let keys: u64 = params.get_parsed("keys")?.unwrap_or(10_000_000);
+            object_storage_suite(params.get_parsed("events")?.unwrap_or(20_000_000), keys)
+        }
         Some("restore") => {
             let keys: u64 = params.get_parsed("keys")?.unwrap_or(10_000_000);
             restore_bench(keys)
@@ -122,7 +127,8 @@ fn main() -> anyhow::Result<()> {
             let name = params.required("name")?;
             let p: u32 = params.get_parsed("parallelism")?.unwrap_or(1);
             let interval = params.get("checkpoint-interval").map(str::to_string);
-            run_job(name, p, events, interval.as_deref())
+            let dir = params.get("checkpoint-dir").map(str::to_string);
+            run_job(name, p, events, interval.as_deref(), dir.as_deref())
         }
         Some("nexmark") => nexmark::main(&params, events),
         #[cfg(feature = "connectors")]
@@ -263,6 +269,34 @@ fn checkpoint_suite(events: u64) -> anyhow::Result<()> {
 /// checkpoint path: snapshot the store, frame and write the file, then read,
 /// verify, decode and restore it into a new store, timed per step.
 fn restore_bench(keys: u64) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("weir-restore-bench-{}", std::process::id()));
+    let timings = restore_from(keys, &dir.display().to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    let t = timings?;
+    println!(
+        "keys: {keys}, checkpoint file: {:.1} MiB",
+        t.bytes as f64 / (1 << 20) as f64
+    );
+    println!(
+        "fill {:.2} s, snapshot + encode {:.2} s, write {:.2} s, read + verify + decode + restore {:.2} s",
+        t.fill, t.snapshot, t.write, t.restore
+    );
+    println!("peak RSS {:.0} MiB", peak_rss_kib() as f64 / 1024.0);
+    Ok(())
+}
+
+/// Seconds per step of [`restore_from`], and the file's size.
+struct RestoreTimings {
+    fill: f64,
+    snapshot: f64,
+    write: f64,
+    restore: f64,
+    bytes: usize,
+}
+
+/// The steps of [`restore_bench`] with the checkpoint file written to and
+/// read from `location` (a directory or an `s3://` prefix).
+fn restore_from(keys: u64, location: &str) -> anyhow::Result<RestoreTimings> {
     use weir_state::snapshot::{decode_framed, encode_framed};
     use weir_state::{KeyGroupRange, KeyedStateStore, SubtaskSnapshot};
     let max_parallelism = 128;
@@ -288,15 +322,15 @@ fn restore_bench(keys: u64) -> anyhow::Result<()> {
     let bytes = encode_framed(&snapshot)?;
     let take = t.elapsed();
     drop(snapshot);
-    let path = std::env::temp_dir().join(format!("weir-restore-bench-{}", std::process::id()));
+    let fs = weir_state::file_system::open(location)?;
     let t = Instant::now();
-    std::fs::write(&path, &bytes)?;
+    fs.write("op1-0", &bytes)?;
     let write = t.elapsed();
     let size = bytes.len();
     drop(bytes);
     drop(store);
     let t = Instant::now();
-    let read = std::fs::read(&path)?;
+    let read = fs.read("op1-0")?;
     let snapshot: SubtaskSnapshot = decode_framed(&read)?;
     drop(read);
     let entries = SubtaskSnapshot::keyed_in([&snapshot], range);
@@ -305,15 +339,94 @@ fn restore_bench(keys: u64) -> anyhow::Result<()> {
     restored.restore_on_register(entries)?;
     let state = restored.value_state(&desc)?;
     let restore = t.elapsed();
-    let _ = std::fs::remove_file(&path);
+    let _ = fs.remove("op1-0");
     restored.set_current_key(&(keys / 2))?;
     anyhow::ensure!(state.value()? == Some(keys / 2), "restored the wrong value");
+    Ok(RestoreTimings {
+        fill: fill.as_secs_f64(),
+        snapshot: take.as_secs_f64(),
+        write: write.as_secs_f64(),
+        restore: restore.as_secs_f64(),
+        bytes: size,
+    })
+}
+
+/// Checkpoints to a local directory against checkpoints to a local
+/// S3-compatible server (s3s-fs): a 1 M-key job's throughput with 1 s
+/// checkpoints to each (heap, and RocksDB incremental with the feature), and
+/// a restore of `keys` keys from each.
+fn object_storage_suite(events: u64, keys: u64) -> anyhow::Result<()> {
+    let s3 = weir_state::file_system::LocalS3::start("weir-bench")?;
+    let exe = std::env::current_exe().context("locating the bench binary")?;
     println!(
-        "keys: {keys}, checkpoint file: {:.1} MiB",
-        size as f64 / (1 << 20) as f64
+        "events: {events} (heap), {} (RocksDB); cores: {}",
+        events / 4,
+        cores()
     );
-    println!("fill {:.2} s, snapshot + encode {:.2} s, write {:.2} s, read + verify + decode + restore {:.2} s", fill.as_secs_f64(), take.as_secs_f64(), write.as_secs_f64(), restore.as_secs_f64());
-    println!("peak RSS {:.0} MiB", peak_rss_kib() as f64 / 1024.0);
+    println!(
+        "{:<44} {:>12} {:>8} {:>6} {:>10} {:>12}",
+        "job", "events/s", "vs none", "chk", "max ms", "KiB/chk"
+    );
+    let mut jobs = vec![("value-state-1m", events)];
+    if cfg!(feature = "rocksdb") {
+        jobs.push(("rocksdb-value-state-1m", events / 4));
+    }
+    for (job, events) in jobs {
+        let mut without = 0.0;
+        let local = std::env::temp_dir().join(format!("weir-bench-os-{}", std::process::id()));
+        let local = local.display().to_string();
+        let bucket = s3.uri("checkpoints");
+        for (label, dir) in [
+            ("off", None),
+            ("1 s, local", Some(&local)),
+            ("1 s, S3", Some(&bucket)),
+        ] {
+            let mut cmd = Command::new(&exe);
+            cmd.args(["job", "--name", job, "--parallelism", "1"])
+                .args(["--events", &events.to_string()])
+                .envs(s3.env());
+            if let Some(dir) = dir {
+                cmd.args(["--checkpoint-interval", "1s", "--checkpoint-dir", dir]);
+            }
+            let output = cmd.output().with_context(|| format!("running {job}"))?;
+            if !output.status.success() {
+                bail!("{job} failed: {}", String::from_utf8_lossy(&output.stderr));
+            }
+            let line = String::from_utf8_lossy(&output.stdout);
+            let f: Vec<f64> = line
+                .split_whitespace()
+                .map(|x| x.parse().unwrap_or(0.0))
+                .collect();
+            let field = |i: usize| f.get(i).copied().unwrap_or(0.0);
+            if dir.is_none() {
+                without = field(0);
+            }
+            println!(
+                "{:<44} {:>12.0} {:>7.1}% {:>6.0} {:>10.1} {:>12.0}",
+                format!("{job}, checkpoints {label}"),
+                field(0),
+                100.0 * field(0) / without.max(1.0),
+                field(2),
+                field(3),
+                field(6) / 1024.0,
+            );
+        }
+        let _ = std::fs::remove_dir_all(&local);
+    }
+    let local = std::env::temp_dir().join(format!("weir-bench-restore-{}", std::process::id()));
+    for (label, location) in [
+        ("local directory", local.display().to_string()),
+        ("S3", s3.uri("restore")),
+    ] {
+        let t = restore_from(keys, &location)?;
+        println!(
+            "restore of {keys} keys from {label}: write {:.2} s, read + verify + decode + restore {:.2} s ({:.0} MiB)",
+            t.write,
+            t.restore,
+            t.bytes as f64 / (1 << 20) as f64
+        );
+    }
+    let _ = std::fs::remove_dir_all(&local);
     Ok(())
 }
 
@@ -325,18 +438,18 @@ fn run_job(
     parallelism: u32,
     events: u64,
     checkpoint_interval: Option<&str>,
+    checkpoint_dir: Option<&str>,
 ) -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
     env.set_parallelism(parallelism);
-    let checkpoints = std::env::temp_dir().join(format!("weir-bench-chk-{}", std::process::id()));
+    let temp = std::env::temp_dir().join(format!("weir-bench-chk-{}", std::process::id()));
+    let temp = temp.display().to_string();
+    let checkpoints = checkpoint_dir.unwrap_or(&temp);
     if let Some(interval) = checkpoint_interval {
         let mut config = Configuration::new();
         config
             .set("execution.checkpointing.interval", interval)
-            .set(
-                "execution.checkpointing.dir",
-                checkpoints.display().to_string(),
-            );
+            .set("execution.checkpointing.dir", checkpoints);
         env.configure(&config)?;
     }
     let filtered = env
@@ -399,7 +512,7 @@ fn run_job(
         c.max_pause.as_secs_f64() * 1000.0,
         c.bytes_written / c.completed.max(1)
     );
-    let _ = std::fs::remove_dir_all(&checkpoints);
+    let _ = std::fs::remove_dir_all(&temp);
     Ok(())
 }
 

@@ -348,6 +348,10 @@ pub(crate) fn cancel(client: &RestClient, job_id: &str) -> anyhow::Result<ExitCo
 /// The job resolves a relative directory against its own working
 /// directory; send what the user meant.
 fn absolute(dir: &Path) -> anyhow::Result<String> {
+    if dir.to_str().is_some_and(weir_state::file_system::is_remote) {
+        // `s3://bucket/prefix`: the same for everyone.
+        return Ok(dir.display().to_string());
+    }
     let abs = if dir.is_absolute() {
         dir.to_path_buf()
     } else {

@@ -498,25 +498,18 @@ struct StopRequest {
     format_type: Option<String>,
 }
 
-/// Checks that a savepoint can be written under `dir` before taking it.
+/// Checks that a savepoint can be written under `dir` (a path or an
+/// `s3://` prefix) before taking it.
 fn writable(dir: &str) -> Result<PathBuf, ApiError> {
-    let path = PathBuf::from(dir);
-    std::fs::create_dir_all(&path).map_err(|e| {
+    let cannot = |e: weir_state::StateError| {
         error(
             StatusCode::BAD_REQUEST,
             format!("cannot write savepoints to {dir}: {e}"),
         )
-    })?;
-    let probe = path.join(format!(".weir-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|e| {
-            error(
-                StatusCode::BAD_REQUEST,
-                format!("cannot write savepoints to {dir}: {e}"),
-            )
-        })?;
-    Ok(path)
+    };
+    let fs = weir_state::file_system::open(dir).map_err(cannot)?;
+    fs.probe().map_err(cannot)?;
+    Ok(PathBuf::from(dir))
 }
 
 /// Takes a savepoint (and stops the job after it, with `stop`) on another

@@ -174,3 +174,59 @@ fn checkpoints_fail_while_s3_is_down_and_the_job_goes_on() {
     let max = max_per_key(out.iter());
     assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
 }
+
+/// A savepoint asked for through the REST API lands in the bucket as one
+/// self-contained prefix (RocksDB's files copied in), and a new job
+/// resumes from it at another parallelism.
+#[test]
+fn a_savepoint_through_the_rest_api_goes_to_s3_and_resumes() {
+    use weir_web::{RestClient, SavepointStatus};
+    let s3 = server("weir-it-savepoints");
+    let backend = backends().last().copied().unwrap_or("hashmap");
+    let records = 30_000;
+    let env = StreamExecutionEnvironment::new();
+    configure(&env, backend, &s3.uri("checkpoints"), 2);
+    let mut c = Configuration::new();
+    c.set("rest.port", "0");
+    env.configure(&c).expect("config");
+    counting_job(&env, records, 2_000.0, None);
+    let client = env.execute_async("savepoint to s3").expect("starts");
+    let view = client.view();
+    wait_for("a checkpoint", || view.checkpoints().completed >= 1);
+    let id = client.job_id().to_string();
+    let port = client.rest_address().expect("REST").port();
+    let rest = RestClient::new(&format!("127.0.0.1:{port}"), None);
+    let trigger = rest
+        .trigger_savepoint(&id, Some(&s3.uri("savepoints")))
+        .expect("triggered");
+    let mut status = SavepointStatus::InProgress;
+    wait_for("the savepoint", || {
+        status = rest.savepoint_status(&id, &trigger).expect("status");
+        status != SavepointStatus::InProgress
+    });
+    let SavepointStatus::Completed(location) = status else {
+        panic!("the savepoint failed: {status:?}");
+    };
+    assert!(
+        location.starts_with("s3://weir-it-savepoints/savepoints/savepoint-"),
+        "{location}"
+    );
+    let key = location.trim_start_matches("s3://weir-it-savepoints/");
+    assert!(s3.bucket_dir().join(key).join("_metadata").is_file());
+    // A bad target is refused before anything is written.
+    assert!(rest.trigger_savepoint(&id, Some("s4://nowhere")).is_err());
+    client.cancel();
+    let _ = client.wait();
+
+    let env = StreamExecutionEnvironment::new();
+    configure(&env, backend, &s3.uri("checkpoints"), 3);
+    env.set_from_savepoint(&location);
+    let out = counting_job(&env, records, 1e9, None);
+    let result = env.execute("from the savepoint").expect("resumes");
+    assert!(result.checkpoints.restored.is_some());
+    let resumed = out.lock().expect("lock");
+    assert!((resumed.len() as u64) < records, "it started over");
+    let max = max_per_key(resumed.iter());
+    assert_eq!(max.len() as u64, KEYS);
+    assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
+}
