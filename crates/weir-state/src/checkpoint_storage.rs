@@ -139,6 +139,22 @@ pub trait CheckpointStorage: Send + Sync + fmt::Debug {
     fn put_shared(&self, _name: &str, _from: &Path) -> Result<Option<(String, u64)>, StateError> {
         Ok(None)
     }
+    /// [`put_shared`](Self::put_shared) for several `(name, from)` files at
+    /// once (storages on object stores upload them concurrently); the
+    /// results in order, or `None` if this storage shares no files.
+    fn put_shared_all(
+        &self,
+        files: &[(String, PathBuf)],
+    ) -> Result<Option<Vec<(String, u64)>>, StateError> {
+        let mut stored = Vec::with_capacity(files.len());
+        for (name, from) in files {
+            match self.put_shared(name, from)? {
+                Some(r) => stored.push(r),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(stored))
+    }
     /// Whether [`put_shared`](Self::put_shared) stores files.
     fn shares_files(&self) -> bool {
         false
@@ -264,14 +280,39 @@ impl CheckpointStorage for FsCheckpointStorage {
     }
 
     fn put_shared(&self, name: &str, from: &Path) -> Result<Option<(String, u64)>, StateError> {
-        let path = format!("{SHARED_DIR}/{name}");
-        let mut copied = 0;
-        let known = self.known_shared().contains(name);
-        if !known && !self.fs.exists(&path)? {
-            copied = self.fs.upload(from, &path)?;
+        let stored = self.put_shared_all(&[(name.to_string(), from.to_path_buf())])?;
+        Ok(stored.and_then(|mut s| s.pop()))
+    }
+
+    fn put_shared_all(
+        &self,
+        files: &[(String, PathBuf)],
+    ) -> Result<Option<Vec<(String, u64)>>, StateError> {
+        let mut uploads = Vec::new();
+        let mut uploaded_at = Vec::new();
+        for (i, (name, from)) in files.iter().enumerate() {
+            let path = format!("{SHARED_DIR}/{name}");
+            let known = self.known_shared().contains(name);
+            if !known && !self.fs.exists(&path)? {
+                uploads.push((from.clone(), path));
+                uploaded_at.push(i);
+            }
         }
-        self.known_shared().insert(name.to_string());
-        Ok(Some((format!("../{path}"), copied)))
+        let mut copied = vec![0; files.len()];
+        for (i, n) in uploaded_at.into_iter().zip(self.fs.upload_all(&uploads)?) {
+            copied[i] = n;
+        }
+        let mut known = self.known_shared();
+        Ok(Some(
+            files
+                .iter()
+                .zip(copied)
+                .map(|((name, _), n)| {
+                    known.insert(name.clone());
+                    (format!("../{SHARED_DIR}/{name}"), n)
+                })
+                .collect(),
+        ))
     }
 
     fn shares_files(&self) -> bool {
@@ -350,6 +391,24 @@ impl CheckpointStorage for SavepointStorage {
     fn put_shared(&self, name: &str, from: &Path) -> Result<Option<(String, u64)>, StateError> {
         let copied = self.fs.upload(from, name)?;
         Ok(Some((name.to_string(), copied)))
+    }
+
+    fn put_shared_all(
+        &self,
+        files: &[(String, PathBuf)],
+    ) -> Result<Option<Vec<(String, u64)>>, StateError> {
+        let uploads: Vec<(PathBuf, String)> = files
+            .iter()
+            .map(|(name, from)| (from.clone(), name.clone()))
+            .collect();
+        let sizes = self.fs.upload_all(&uploads)?;
+        Ok(Some(
+            files
+                .iter()
+                .zip(sizes)
+                .map(|((name, _), n)| (name.clone(), n))
+                .collect(),
+        ))
     }
 
     fn shares_files(&self) -> bool {

@@ -216,15 +216,25 @@ fn store_native(
     files: &NativeFiles,
     upload: &mut Upload<'_>,
 ) -> Result<Vec<NativeFile>, StateError> {
+    // The shared files first, all at once: a storage on an object store
+    // uploads them concurrently.
+    let shared: Vec<(String, std::path::PathBuf)> = files
+        .files
+        .iter()
+        .filter_map(|(name, shared)| Some((shared.clone()?, files.dir.join(name))))
+        .collect();
+    let mut put = storage
+        .put_shared_all(&shared)?
+        .ok_or_else(|| StateError::Internal("the checkpoint storage shares no files".into()))?
+        .into_iter();
     let mut stored = Vec::with_capacity(files.files.len());
     for (name, shared_name) in &files.files {
         let path = files.dir.join(name);
         let file = match shared_name {
             Some(shared_name) => {
-                let (reference, copied) =
-                    storage.put_shared(shared_name, &path)?.ok_or_else(|| {
-                        StateError::Internal("the checkpoint storage shares no files".into())
-                    })?;
+                let (reference, copied) = put.next().ok_or_else(|| {
+                    StateError::Internal("the storage stored fewer shared files than given".into())
+                })?;
                 *upload.written += copied;
                 upload.shared.push(shared_name.clone());
                 let (size, checksum) = match upload.files.checksums.get(shared_name) {

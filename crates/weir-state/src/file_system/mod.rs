@@ -47,6 +47,15 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     fn write(&self, path: &str, bytes: &[u8]) -> Result<(), StateError>;
     /// Stores the local file `from` as `path`, whole; returns its size.
     fn upload(&self, from: &Path, path: &str) -> Result<u64, StateError>;
+    /// Stores several local files, each as [`upload`](Self::upload)
+    /// would; their sizes, in order. Object stores upload them
+    /// concurrently.
+    fn upload_all(&self, files: &[(PathBuf, String)]) -> Result<Vec<u64>, StateError> {
+        files
+            .iter()
+            .map(|(from, path)| self.upload(from, path))
+            .collect()
+    }
     /// The bytes of `path` (an [`StateError::Io`] of kind `NotFound` if it
     /// is not there).
     fn read(&self, path: &str) -> Result<Vec<u8>, StateError>;

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -112,6 +112,15 @@ fn block<T: Send + 'static>(f: impl Future<Output = T> + Send + 'static) -> Resu
     });
     rx.recv()
         .map_err(|_| StateError::Internal("an object store request was dropped".into()))
+}
+
+/// Uploads of one [`FileSystem::upload_all`] in flight at once.
+const UPLOADS_AT_ONCE: usize = 8;
+
+/// Why one upload of several failed.
+enum UploadError {
+    Local(PathBuf, std::io::Error),
+    Remote(String, object_store::Error),
 }
 
 /// Files under `s3://bucket/prefix`.
@@ -265,6 +274,58 @@ impl FileSystem for ObjectFileSystem {
         Ok(len)
     }
 
+    fn upload_all(&self, files: &[(PathBuf, String)]) -> Result<Vec<u64>, StateError> {
+        let mut jobs = Vec::with_capacity(files.len());
+        for (from, path) in files {
+            jobs.push((from.clone(), self.object(path)?, path.clone()));
+        }
+        let store = Arc::clone(&self.store);
+        let results = block(async move {
+            // A few requests at a time: enough to hide each one's latency.
+            let permits = Arc::new(tokio::sync::Semaphore::new(UPLOADS_AT_ONCE));
+            let mut tasks = Vec::with_capacity(jobs.len());
+            for (from, location, path) in jobs {
+                let store = Arc::clone(&store);
+                let permits = Arc::clone(&permits);
+                tasks.push(tokio::spawn(async move {
+                    let _permit = permits.acquire_owned().await;
+                    let read = tokio::task::spawn_blocking({
+                        let from = from.clone();
+                        move || std::fs::read(from)
+                    })
+                    .await;
+                    let bytes = match read {
+                        Ok(Ok(bytes)) => bytes,
+                        Ok(Err(e)) => return Err(UploadError::Local(from, e)),
+                        Err(e) => return Err(UploadError::Local(from, std::io::Error::other(e))),
+                    };
+                    let len = bytes.len() as u64;
+                    match store.put(&location, PutPayload::from(bytes)).await {
+                        Ok(_) => Ok(len),
+                        Err(e) => Err(UploadError::Remote(path, e)),
+                    }
+                }));
+            }
+            let mut out = Vec::with_capacity(tasks.len());
+            for task in tasks {
+                out.push(task.await);
+            }
+            out
+        })?;
+        results
+            .into_iter()
+            .map(|r| match r {
+                Ok(Ok(len)) => Ok(len),
+                Ok(Err(UploadError::Local(from, cause))) => Err(StateError::Io {
+                    path: from.display().to_string(),
+                    cause,
+                }),
+                Ok(Err(UploadError::Remote(path, e))) => Err(self.error(&path, e)),
+                Err(e) => Err(StateError::Internal(format!("an upload task failed: {e}"))),
+            })
+            .collect()
+    }
+
     fn read(&self, path: &str) -> Result<Vec<u8>, StateError> {
         let store = Arc::clone(&self.store);
         let location = self.object(path)?;
@@ -411,6 +472,34 @@ mod tests {
             matches!(&missing, StateError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound),
             "{missing}"
         );
+        Ok(())
+    }
+
+    #[test]
+    fn several_files_upload_at_once_in_order() -> Result<(), StateError> {
+        let dir = std::env::temp_dir().join(format!("weir-upload-all-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| StateError::Io {
+            path: dir.display().to_string(),
+            cause: e,
+        })?;
+        let mut files = Vec::new();
+        for i in 0..20usize {
+            let from = dir.join(format!("f{i}"));
+            std::fs::write(&from, vec![b'x'; i]).map_err(|e| StateError::Io {
+                path: from.display().to_string(),
+                cause: e,
+            })?;
+            files.push((from, format!("shared/f{i}")));
+        }
+        let fs = fs("job");
+        let sizes = fs.upload_all(&files)?;
+        assert_eq!(sizes, (0..20u64).collect::<Vec<_>>());
+        assert_eq!(fs.read("shared/f7")?, vec![b'x'; 7]);
+        // A local file that is not there: the error names it.
+        files.push((dir.join("missing"), "shared/missing".into()));
+        let e = fs.upload_all(&files).expect_err("missing file");
+        assert!(e.to_string().contains("missing"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     }
 
