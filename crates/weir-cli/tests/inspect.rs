@@ -202,6 +202,10 @@ fn list_inspect_and_dispose_work_on_a_bucket() {
         .join("chk-8")
         .join("op1-0");
     std::fs::write(&object, b"not what was written").expect("corrupt");
+    // Begun, never completed: objects without `_metadata`.
+    let partial = object.parent().expect("chk-8").with_file_name("chk-9");
+    std::fs::create_dir_all(&partial).expect("dir");
+    std::fs::write(partial.join("op1-0"), b"partial").expect("write");
     let savepoint = s3.uri("savepoints/savepoint-abab-1");
     write_checkpoint_to(
         SavepointStorage::open(&savepoint).expect("savepoint storage"),
@@ -225,13 +229,20 @@ fn list_inspect_and_dispose_work_on_a_bucket() {
     let (ok, stdout, stderr) = weir(&["checkpoint", "list", &bucket]);
     assert!(ok, "{stderr}");
     let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with("abab")).collect();
-    assert_eq!(rows.len(), 3, "{stdout}");
+    assert_eq!(rows.len(), 4, "{stdout}");
     assert!(
-        rows[0].contains("savepoint") && rows[0].contains("complete, verifies"),
+        rows.iter()
+            .any(|r| r.contains(" 9 ") && r.contains("incomplete")),
         "{stdout}"
     );
     assert!(
-        rows[1].contains(" 8 ") && rows[1].contains("does not verify"),
+        rows.iter()
+            .any(|r| r.contains("savepoint") && r.contains("complete, verifies")),
+        "{stdout}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.contains(" 8 ") && r.contains("does not verify")),
         "{stdout}"
     );
     assert!(stdout.contains(&format!("{job}/chk-7")), "{stdout}");

@@ -119,6 +119,13 @@ fn checkpoints_on_s3_restore_at_another_parallelism_on_both_backends() {
         let at = bytes.len() / 2;
         bytes[at] ^= 0x01;
         std::fs::write(&victim, bytes).expect("corrupt it");
+        // What a process killed mid-upload leaves: state objects of a
+        // newer checkpoint, no `_metadata`. Not a checkpoint to restore.
+        let partial = storage.location(newest + 1);
+        weir_state::file_system::open(&partial)
+            .and_then(|fs| fs.write("op1-0", b"half"))
+            .expect("partial upload");
+        assert_eq!(storage.completed().expect("listing"), ids);
         let (loaded, skipped) = load_path(std::path::Path::new(&job_dir)).expect("one verifies");
         assert_eq!(skipped.len(), 1, "{skipped:?}");
         assert_eq!(skipped[0].0, newest);
