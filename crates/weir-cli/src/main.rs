@@ -66,6 +66,7 @@ enum Command {
     ///
     /// Examples:
     ///   weir savepoint 3f2a1b… /tmp/savepoints
+    ///   weir savepoint 3f2a1b… s3://my-bucket/savepoints
     ///   weir savepoint --dispose /tmp/savepoints/savepoint-3f2a1b-0123456789ab
     #[command(verbatim_doc_comment)]
     Savepoint {
@@ -137,22 +138,29 @@ enum CheckpointCommand {
     /// file's size and checksum.
     ///
     /// PATH is a `chk-N` or `savepoint-…` directory, its `_metadata`, or a
-    /// job's checkpoint directory (its newest checkpoint that verifies).
+    /// job's checkpoint directory (its newest checkpoint that verifies);
+    /// on a local disk or `s3://bucket/prefix` (credentials and endpoint
+    /// from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
+    /// AWS_ENDPOINT_URL).
     ///
     /// Example: weir checkpoint inspect /tmp/checkpoints/3f2a…/chk-12
+    ///          weir checkpoint inspect s3://my-bucket/checkpoints/3f2a…
     #[command(verbatim_doc_comment)]
     Inspect {
         /// The checkpoint, savepoint, or job checkpoint directory.
         path: PathBuf,
     },
-    /// Lists every checkpoint and savepoint under a directory, newest
-    /// first: job id, id, time, size, complete or not, verifies or not.
+    /// Lists every checkpoint and savepoint under a directory or an
+    /// `s3://` prefix, newest first: job id, id, time, size, complete or
+    /// not, verifies or not.
     ///
     /// Example: weir checkpoint list /tmp/checkpoints
     ///          weir checkpoint list /tmp/checkpoints --latest
+    ///          weir checkpoint list s3://my-bucket/checkpoints
     #[command(verbatim_doc_comment)]
     List {
-        /// A checkpoint directory (of jobs), or a directory of savepoints.
+        /// A checkpoint directory (of jobs), or a directory of savepoints
+        /// (or such an `s3://` prefix).
         dir: PathBuf,
         /// Print only the path to resume from: the newest complete
         /// checkpoint or savepoint that verifies (exit 1 if none).
