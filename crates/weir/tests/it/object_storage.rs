@@ -78,10 +78,31 @@ fn checkpoints_on_s3_restore_at_another_parallelism_on_both_backends() {
             .join("_metadata")
             .is_file());
         if *backend == "rocksdb" {
-            let shared = std::fs::read_dir(on_server.join("shared"))
-                .map(|d| d.count())
-                .unwrap_or(0);
-            assert!(shared > 0, "RocksDB's SST files are shared objects");
+            let on_server: std::collections::BTreeSet<String> =
+                std::fs::read_dir(on_server.join("shared"))
+                    .expect("shared objects")
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+            assert!(
+                !on_server.is_empty(),
+                "RocksDB's SST files are shared objects"
+            );
+            let referenced: std::collections::BTreeSet<String> = ids
+                .iter()
+                .flat_map(|id| {
+                    let meta = weir_state::checkpoint_storage::load_metadata(&storage, *id)
+                        .expect("metadata");
+                    meta.operators
+                        .into_iter()
+                        .flat_map(|o| o.files)
+                        .flat_map(|f| f.shared)
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            // Uploaded once, referenced by the retained checkpoints, and
+            // those no retained checkpoint uses deleted.
+            assert_eq!(on_server, referenced, "shared objects");
         }
 
         let env = StreamExecutionEnvironment::new();
