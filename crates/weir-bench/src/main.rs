@@ -235,15 +235,7 @@ fn checkpoint_suite(events: u64) -> anyhow::Result<()> {
             if let Some(i) = interval {
                 cmd.args(["--checkpoint-interval", i]);
             }
-            let output = cmd.output().with_context(|| format!("running {job}"))?;
-            if !output.status.success() {
-                bail!("{job} failed: {}", String::from_utf8_lossy(&output.stderr));
-            }
-            let line = String::from_utf8_lossy(&output.stdout);
-            let f: Vec<f64> = line
-                .split_whitespace()
-                .map(|x| x.parse().unwrap_or(0.0))
-                .collect();
+            let f = job_fields(cmd, job)?;
             let field = |i: usize| f.get(i).copied().unwrap_or(0.0);
             if interval.is_none() {
                 without = field(0);
@@ -263,6 +255,18 @@ fn checkpoint_suite(events: u64) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Runs a `job` child and returns the numbers it printed (see [`run_job`]).
+fn job_fields(mut cmd: Command, job: &str) -> anyhow::Result<Vec<f64>> {
+    let output = cmd.output().with_context(|| format!("running {job}"))?;
+    if !output.status.success() {
+        bail!("{job} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect())
 }
 
 /// Restore of keyed state of `keys` keys (one `u64` each) through the
@@ -388,15 +392,7 @@ fn object_storage_suite(events: u64, keys: u64) -> anyhow::Result<()> {
             if let Some(dir) = dir {
                 cmd.args(["--checkpoint-interval", "1s", "--checkpoint-dir", dir]);
             }
-            let output = cmd.output().with_context(|| format!("running {job}"))?;
-            if !output.status.success() {
-                bail!("{job} failed: {}", String::from_utf8_lossy(&output.stderr));
-            }
-            let line = String::from_utf8_lossy(&output.stdout);
-            let f: Vec<f64> = line
-                .split_whitespace()
-                .map(|x| x.parse().unwrap_or(0.0))
-                .collect();
+            let f = job_fields(cmd, job)?;
             let field = |i: usize| f.get(i).copied().unwrap_or(0.0);
             if dir.is_none() {
                 without = field(0);
