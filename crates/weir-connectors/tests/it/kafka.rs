@@ -175,8 +175,11 @@ fn the_exactly_once_sink_commits_each_record_once_across_a_failure() {
         "numbers",
     )
     .uid("numbers")
+    // Midway through the second subtask's range (it starts at N / 2):
+    // after many checkpoints, with records of both subtasks' open
+    // transactions already at the broker when it fails.
     .map(FailAfterCheckpoint {
-        at: Some(N / 2),
+        at: Some(N / 2 + N / 4),
         checkpointed: false,
     })
     .uid("fail once")
