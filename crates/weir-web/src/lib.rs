@@ -10,6 +10,7 @@
 
 mod api;
 mod client;
+mod metrics;
 mod server;
 
 pub use api::{JobSummary, SavepointStatus, TriggerId};

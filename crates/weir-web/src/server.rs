@@ -237,6 +237,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/jobs/{id}/savepoints", post(trigger_savepoint))
         .route("/jobs/{id}/savepoints/{trigger}", get(savepoint_status))
         .route("/jobs/{id}/stop", post(stop))
+        .route("/metrics", get(metrics))
         .fallback(|method: Method| async move {
             error(StatusCode::NOT_FOUND, format!("{method}: no such endpoint"))
         })
@@ -414,6 +415,24 @@ fn history_entry(r: &weir_runtime::checkpoint::CheckpointRecord) -> Value {
         "external_path": r.location,
         "failure_message": r.failure,
     })
+}
+
+/// The job's metrics for Prometheus ([`crate::metrics`]).
+async fn metrics(State(s): Shared) -> Answer {
+    let text = crate::metrics::render(&s.job).map_err(|e| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode the metrics: {e}"),
+        )
+    })?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        text,
+    )
+        .into_response())
 }
 
 async fn checkpoints(State(s): Shared, Path(id): Path<String>) -> Answer {

@@ -65,6 +65,10 @@ pub struct VertexView {
     pub records_out: u64,
     /// The lowest input watermark of its subtasks, once they have one.
     pub watermark: Option<i64>,
+    /// Each subtask's input watermark, once it has one.
+    pub subtask_watermarks: Vec<Option<i64>>,
+    /// Late records dropped (Flink's `numLateRecordsDropped`).
+    pub late_records_dropped: u64,
 }
 
 /// A failure the job saw.
@@ -97,6 +101,8 @@ struct Live {
     /// The current attempt's, shared with its coordinator.
     current: Arc<Mutex<CheckpointStats>>,
     exceptions: Vec<JobException>,
+    /// Restarts after failures (Flink's `numRestarts`).
+    restarts: u64,
 }
 
 /// A view of one job; clones share it.
@@ -141,6 +147,7 @@ impl JobView {
                 previous: CheckpointStats::default(),
                 current: Arc::default(),
                 exceptions: Vec::new(),
+                restarts: 0,
             }),
         }))
     }
@@ -169,6 +176,7 @@ impl JobView {
             message: message.to_string(),
         });
         if restarting {
+            live.restarts += 1;
             live.status = JobStatus::Restarting;
         } else {
             self.end(&mut live, JobStatus::Failed);
@@ -233,8 +241,15 @@ impl JobView {
                 records_in: metrics.records_in(),
                 records_out: metrics.records_out(),
                 watermark: metrics.watermark().filter(|w| *w != i64::MIN),
+                subtask_watermarks: metrics.subtask_watermarks(),
+                late_records_dropped: metrics.late_records_dropped(),
             })
             .collect()
+    }
+
+    /// Restarts after failures so far (Flink's `numRestarts`).
+    pub fn restarts(&self) -> u64 {
+        self.live().restarts
     }
 
     /// Its checkpoint statistics over all attempts (the restored checkpoint

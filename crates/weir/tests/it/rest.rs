@@ -409,3 +409,89 @@ fn exceptions_show_a_real_failure_the_job_recovered_from() {
     cancel.cancel();
     assert!(waiting.join().expect("waiter").is_err());
 }
+
+/// `/metrics` parsed by Prometheus' own parser (its Python client's
+/// OpenMetrics parser): Flink's metric names, the job's labels, and
+/// values that follow the running job.
+#[test]
+fn metrics_scrape_in_the_prometheus_format() {
+    let (job, port) = start(&[]);
+    let id = job.job_id().to_string();
+    let view = job.view();
+    wait_until("a checkpoint", || view.checkpoints().completed >= 1);
+    let response = ureq::get(&format!("http://127.0.0.1:{port}/metrics"))
+        .call()
+        .expect("scraped");
+    assert!(
+        response
+            .header("Content-Type")
+            .is_some_and(|t| t.starts_with("application/openmetrics-text")),
+        "{:?}",
+        response.header("Content-Type")
+    );
+    let text = response.into_string().expect("body");
+    job.cancel();
+    let _ = job.wait();
+
+    let parser = "import json, sys\n\
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families\n\
+        samples = [[s.name, s.labels, s.value]\n\
+                   for f in text_string_to_metric_families(sys.stdin.read()) for s in f.samples]\n\
+        print(json.dumps(samples))\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", parser])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(text.as_bytes()).expect("written");
+    }
+    let out = child.wait_with_output().expect("parsed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("No module named 'prometheus_client'"),
+        "Prometheus' parser is missing: run scripts/install-deps.sh \
+         (python3 -m pip install prometheus-client)"
+    );
+    assert!(
+        out.status.success(),
+        "the parser refused the text: {stderr}\n{text}"
+    );
+    let samples: Vec<(String, std::collections::BTreeMap<String, String>, f64)> =
+        serde_json::from_slice(&out.stdout).expect("samples");
+    let value = |name: &str, want: &dyn Fn(&std::collections::BTreeMap<String, String>) -> bool| {
+        samples
+            .iter()
+            .filter(|(n, l, _)| n == name && l.get("job_id") == Some(&id) && want(l))
+            .map(|(_, _, v)| *v)
+            .collect::<Vec<f64>>()
+    };
+    let any = |_: &std::collections::BTreeMap<String, String>| true;
+    let completed = value("weir_jobmanager_job_numberOfCompletedCheckpoints", &any);
+    assert!(
+        completed.len() == 1 && completed[0] >= 1.0,
+        "{completed:?}\n{text}"
+    );
+    assert_eq!(value("weir_jobmanager_job_numRestarts", &any), vec![0.0]);
+    assert!(value("weir_jobmanager_job_uptime", &any)[0] > 0.0, "{text}");
+    assert!(
+        value("weir_jobmanager_job_lastCheckpointSize", &any)[0] > 0.0,
+        "{text}"
+    );
+    let out = value("weir_taskmanager_job_task_operator_numRecordsOut", &|l| {
+        l.get("operator_name")
+            .is_some_and(|n| n.contains("numbers"))
+    });
+    assert!(
+        out.len() == 1 && out[0] > 0.0,
+        "records out of the source: {text}"
+    );
+    let into_reduce = value("weir_taskmanager_job_task_operator_numRecordsIn", &|l| {
+        l.get("operator_name").is_some_and(|n| n.contains("Reduce"))
+    });
+    assert!(into_reduce.iter().any(|v| *v > 0.0), "{text}");
+}
