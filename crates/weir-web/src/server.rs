@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use weir_runtime::checkpoint::CheckpointStats;
-use weir_runtime::cluster::{JobStatus, JobView};
+use weir_runtime::cluster::{JobStatus, JobView, VertexView};
 
 use crate::api::{JobSummary, SavepointStatus, TriggerId};
 
@@ -238,6 +238,11 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/jobs/{id}/savepoints/{trigger}", get(savepoint_status))
         .route("/jobs/{id}/stop", post(stop))
         .route("/metrics", get(metrics))
+        .route("/jobs/{id}/vertices/{vid}/metrics", get(vertex_metrics))
+        .route(
+            "/jobs/{id}/vertices/{vid}/watermarks",
+            get(vertex_watermarks),
+        )
         .fallback(|method: Method| async move {
             error(StatusCode::NOT_FOUND, format!("{method}: no such endpoint"))
         })
@@ -415,6 +420,70 @@ fn history_entry(r: &weir_runtime::checkpoint::CheckpointRecord) -> Value {
         "external_path": r.location,
         "failure_message": r.failure,
     })
+}
+
+impl AppState {
+    /// Vertex `vid` (its index, as `/jobs/:id` lists it) of job `id`.
+    fn vertex(&self, id: &str, vid: &str) -> Result<VertexView, ApiError> {
+        let job = self.job(id)?;
+        vid.parse::<usize>()
+            .ok()
+            .and_then(|i| job.vertices().into_iter().nth(i))
+            .ok_or_else(|| error(StatusCode::NOT_FOUND, format!("Vertex {vid} not found")))
+    }
+}
+
+/// A vertex's metrics by Flink's ids: their names without `get`, else
+/// `[{"id", "value"}]` of those asked for (values as strings, as Flink
+/// answers); an unknown id is left out, as Flink does.
+async fn vertex_metrics(
+    State(s): Shared,
+    Path((id, vid)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Answer {
+    let v = s.vertex(&id, &vid)?;
+    let mut metrics: Vec<(String, String)> = vec![
+        ("numRecordsIn".into(), v.records_in.to_string()),
+        ("numRecordsOut".into(), v.records_out.to_string()),
+        (
+            "numLateRecordsDropped".into(),
+            v.late_records_dropped.to_string(),
+        ),
+    ];
+    for (subtask, w) in v.subtask_watermarks.iter().enumerate() {
+        if let Some(w) = w {
+            metrics.push((format!("{subtask}.currentInputWatermark"), w.to_string()));
+        }
+    }
+    let Some(wanted) = query.get("get") else {
+        let ids: Vec<Value> = metrics.iter().map(|(id, _)| json!({ "id": id })).collect();
+        return Ok(Json(ids).into_response());
+    };
+    let wanted: Vec<&str> = wanted.split(',').map(str::trim).collect();
+    let values: Vec<Value> = metrics
+        .iter()
+        .filter(|(id, _)| wanted.contains(&id.as_str()))
+        .map(|(id, value)| json!({ "id": id, "value": value }))
+        .collect();
+    Ok(Json(values).into_response())
+}
+
+/// Each subtask's input watermark, as Flink's
+/// `/jobs/:id/vertices/:vid/watermarks` answers.
+async fn vertex_watermarks(State(s): Shared, Path((id, vid)): Path<(String, String)>) -> Answer {
+    let v = s.vertex(&id, &vid)?;
+    let watermarks: Vec<Value> = v
+        .subtask_watermarks
+        .iter()
+        .enumerate()
+        .map(|(subtask, w)| {
+            json!({
+                "id": format!("{subtask}.currentInputWatermark"),
+                "value": w.unwrap_or(i64::MIN).to_string(),
+            })
+        })
+        .collect();
+    Ok(Json(watermarks).into_response())
 }
 
 /// The job's metrics for Prometheus ([`crate::metrics`]).

@@ -495,3 +495,90 @@ fn metrics_scrape_in_the_prometheus_format() {
     });
     assert!(into_reduce.iter().any(|v| *v > 0.0), "{text}");
 }
+
+/// Flink's per-vertex endpoints: metric ids, values by `get`, and each
+/// subtask's input watermark, for an event-time job at parallelism 2.
+#[test]
+fn vertex_metrics_and_watermarks_answer_as_flink_does() {
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", "0")
+        .set("pipeline.auto-watermark-interval", "10 ms");
+    env.configure(&c).expect("configuration");
+    env.set_parallelism(2);
+    env.add_source(
+        GeneratorSource::new(u64::MAX, |i| i).with_rate_limit(2_000.0),
+        "numbers",
+    )
+    .assign_timestamps_and_watermarks(
+        WatermarkStrategy::for_monotonous_timestamps()
+            .with_timestamp_assigner(|i: &u64, _| 1_000 * *i as i64),
+    )
+    .key_by(|i| i % 4)
+    .reduce(|a: u64, b: u64| a + b)
+    .add_sink(DiscardingSink);
+    let job = env.execute_async("event time").expect("the job starts");
+    let port = job.rest_address().expect("the REST API is served").port();
+    let id = job.job_id().to_string();
+    let base = format!("http://127.0.0.1:{port}/jobs/{id}");
+    let (_, detail) = call("GET", &base, None, None);
+    let reduce = detail["vertices"]
+        .as_array()
+        .expect("vertices")
+        .iter()
+        .find(|v| v["name"].as_str().is_some_and(|n| n.contains("Reduce")))
+        .expect("the reduce vertex")["id"]
+        .as_str()
+        .expect("an id")
+        .to_string();
+    let vertex = format!("{base}/vertices/{reduce}");
+    // Both subtasks have a watermark once records flowed to each.
+    let mut watermarks = Value::Null;
+    wait_until("watermarks on both subtasks", || {
+        watermarks = call("GET", &format!("{vertex}/watermarks"), None, None).1;
+        watermarks.as_array().is_some_and(|w| {
+            w.len() == 2
+                && w.iter().all(|e| {
+                    e["value"]
+                        .as_str()
+                        .and_then(|v| v.parse::<i64>().ok())
+                        .is_some_and(|v| v > 0)
+                })
+        })
+    });
+    assert_eq!(
+        watermarks[1]["id"], "1.currentInputWatermark",
+        "{watermarks}"
+    );
+
+    let (status, ids) = call("GET", &format!("{vertex}/metrics"), None, None);
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = ids
+        .as_array()
+        .expect("ids")
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&"numRecordsIn") && ids.contains(&"0.currentInputWatermark"),
+        "{ids:?}"
+    );
+    let (_, values) = call(
+        "GET",
+        &format!("{vertex}/metrics?get=numRecordsIn,nosuchmetric"),
+        None,
+        None,
+    );
+    let values = values.as_array().expect("values").clone();
+    assert_eq!(values.len(), 1, "{values:?}");
+    assert_eq!(values[0]["id"], "numRecordsIn");
+    let n: u64 = values[0]["value"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .expect("a count");
+    assert!(n > 0);
+    let (status, _) = call("GET", &format!("{base}/vertices/99/metrics"), None, None);
+    assert_eq!(status, 404);
+    job.cancel();
+    let _ = job.wait();
+}
