@@ -4,7 +4,42 @@
 //! nothing measurable on the hot path.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// Where one task (a chain of operators at one subtask index) spent its
+/// time waiting: for input (idle) and for room in a full output channel
+/// (back-pressured). Measured only when the task actually waits, so the
+/// hot path pays nothing; busy time is the rest.
+#[derive(Debug, Default)]
+pub struct TaskTimes {
+    idle_ns: AtomicU64,
+    backpressured_ns: AtomicU64,
+}
+
+impl TaskTimes {
+    /// Adds time spent waiting for input.
+    pub fn add_idle(&self, d: Duration) {
+        self.idle_ns
+            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Adds time spent waiting for a full output channel.
+    pub fn add_backpressured(&self, d: Duration) {
+        self.backpressured_ns
+            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Total time idle so far.
+    pub fn idle(&self) -> Duration {
+        Duration::from_nanos(self.idle_ns.load(Ordering::Relaxed))
+    }
+
+    /// Total time back-pressured so far.
+    pub fn backpressured(&self) -> Duration {
+        Duration::from_nanos(self.backpressured_ns.load(Ordering::Relaxed))
+    }
+}
 
 /// Counters of one operator, summed over its subtasks.
 #[derive(Debug, Default)]
@@ -16,6 +51,9 @@ pub struct OperatorMetrics {
     /// The input watermark of each subtask (Flink's
     /// `currentInputWatermark`), `i64::MIN` before the first.
     watermarks: RwLock<Vec<AtomicI64>>,
+    /// The waiting times of the tasks this operator heads, by subtask
+    /// (over all attempts).
+    task_times: RwLock<Vec<Arc<TaskTimes>>>,
 }
 
 impl OperatorMetrics {
@@ -80,6 +118,31 @@ impl OperatorMetrics {
     pub fn watermark(&self) -> Option<i64> {
         let slots = self.watermarks.read().ok()?;
         slots.iter().map(|s| s.load(Ordering::Relaxed)).min()
+    }
+
+    /// The waiting times of the task this operator heads at `subtask`.
+    pub fn task_times(&self, subtask: u32) -> Arc<TaskTimes> {
+        let i = subtask as usize;
+        if let Some(t) = self.task_times.read().ok().and_then(|v| v.get(i).cloned()) {
+            return t;
+        }
+        let mut slots = self
+            .task_times
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        while slots.len() <= i {
+            slots.push(Arc::default());
+        }
+        Arc::clone(&slots[i])
+    }
+
+    /// The waiting times of each subtask's task, if this operator heads
+    /// tasks (empty otherwise).
+    pub fn subtask_times(&self) -> Vec<Arc<TaskTimes>> {
+        self.task_times
+            .read()
+            .map(|v| v.clone())
+            .unwrap_or_default()
     }
 
     /// The input watermark of each subtask, `None` before its first.

@@ -7,11 +7,118 @@
 //! The values are read from the job's view at each scrape; nothing is
 //! recorded on the tasks' hot path for them.
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use weir_runtime::cluster::JobView;
+
+/// How far back per-second rates look (Flink's meters look back 60 s
+/// for records per second; its busy and back-pressure times, as these,
+/// are recent).
+const WINDOW: Duration = Duration::from_secs(10);
+
+/// Totals of one vertex at one moment.
+#[derive(Clone)]
+struct VertexSample {
+    records_in: u64,
+    records_out: u64,
+    /// (idle, back-pressured) per subtask.
+    times: Vec<(Duration, Duration)>,
+}
+
+/// Per-second rates of one vertex over the recent window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct VertexRates {
+    /// Records received per second.
+    pub records_in: f64,
+    /// Records emitted per second.
+    pub records_out: f64,
+    /// Per subtask of a vertex that heads tasks: ms per second busy,
+    /// back-pressured and idle (Flink's `busyTimeMsPerSecond`, …).
+    pub subtasks: Vec<TaskRates>,
+}
+
+/// Flink's task time gauges, in ms per second.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct TaskRates {
+    pub busy: f64,
+    pub backpressured: f64,
+    pub idle: f64,
+}
+
+/// Samples of the job's totals, taken every second by the REST server, from
+/// which rates are computed.
+#[derive(Default)]
+pub(crate) struct Rates {
+    samples: Mutex<VecDeque<(Instant, Vec<VertexSample>)>>,
+}
+
+impl Rates {
+    /// Records the job's totals now.
+    pub(crate) fn sample(&self, job: &JobView) {
+        let vertices = job
+            .vertices()
+            .into_iter()
+            .map(|v| VertexSample {
+                records_in: v.records_in,
+                records_out: v.records_out,
+                times: v.subtask_times,
+            })
+            .collect();
+        let mut samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        samples.push_back((now, vertices));
+        while samples
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > WINDOW + Duration::from_millis(500))
+        {
+            samples.pop_front();
+        }
+    }
+
+    /// Rates per vertex between the oldest and newest sample in the
+    /// window; empty until two samples exist.
+    pub(crate) fn per_second(&self) -> Vec<VertexRates> {
+        let samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+        let (Some((t0, first)), Some((t1, last))) = (samples.front(), samples.back()) else {
+            return Vec::new();
+        };
+        let secs = t1.duration_since(*t0).as_secs_f64();
+        if secs <= 0.0 {
+            return Vec::new();
+        }
+        first
+            .iter()
+            .zip(last)
+            .map(|(a, b)| VertexRates {
+                records_in: b.records_in.saturating_sub(a.records_in) as f64 / secs,
+                records_out: b.records_out.saturating_sub(a.records_out) as f64 / secs,
+                subtasks: b
+                    .times
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (idle, bp))| {
+                        let (idle0, bp0) = a.times.get(i).copied().unwrap_or_default();
+                        let per_second =
+                            |d: Duration| (d.as_secs_f64() * 1000.0 / secs).clamp(0.0, 1000.0);
+                        let idle = per_second(idle.saturating_sub(idle0));
+                        let backpressured = per_second(bp.saturating_sub(bp0));
+                        TaskRates {
+                            busy: (1000.0 - idle - backpressured).max(0.0),
+                            backpressured,
+                            idle,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}
 
 /// The content type of the answer.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -29,8 +136,19 @@ fn clamp(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// The metrics of `job`, encoded.
-pub(crate) fn render(job: &JobView) -> Result<String, std::fmt::Error> {
+/// A family of floating-point gauges, registered.
+fn float_family(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+) -> Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>> {
+    let f = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    registry.register(name, help, f.clone());
+    f
+}
+
+/// The metrics of `job`, encoded, with rates from `rates`.
+pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::with_prefix("weir");
     let job_labels: Labels = vec![
         ("job_id".into(), job.id().to_string()),
@@ -106,6 +224,42 @@ pub(crate) fn render(job: &JobView) -> Result<String, std::fmt::Error> {
         "taskmanager_job_task_operator_currentInputWatermark",
         "The subtask's input watermark in ms since the epoch",
     );
+    let per_second = rates.per_second();
+    let rate = |name: &str, help: &str, registry: &mut Registry| {
+        float_family(
+            registry,
+            &format!("taskmanager_job_task_operator_{name}"),
+            help,
+        )
+    };
+    let in_rate = rate(
+        "numRecordsInPerSecond",
+        "Records received per second, recently",
+        &mut registry,
+    );
+    let out_rate = rate(
+        "numRecordsOutPerSecond",
+        "Records emitted per second, recently",
+        &mut registry,
+    );
+    let task_rate = |name: &str, help: &str, registry: &mut Registry| {
+        float_family(registry, &format!("taskmanager_job_task_{name}"), help)
+    };
+    let busy = task_rate(
+        "busyTimeMsPerSecond",
+        "Milliseconds per second the task worked",
+        &mut registry,
+    );
+    let backpressured = task_rate(
+        "backPressuredTimeMsPerSecond",
+        "Milliseconds per second the task waited for a full output channel",
+        &mut registry,
+    );
+    let idle = task_rate(
+        "idleTimeMsPerSecond",
+        "Milliseconds per second the task waited for input",
+        &mut registry,
+    );
     for (index, v) in job.vertices().iter().enumerate() {
         let mut labels = job_labels.clone();
         labels.push(("operator_name".into(), v.name.clone()));
@@ -116,6 +270,18 @@ pub(crate) fn render(job: &JobView) -> Result<String, std::fmt::Error> {
         set(&records_in, &labels, clamp(v.records_in));
         set(&records_out, &labels, clamp(v.records_out));
         set(&late, &labels, clamp(v.late_records_dropped));
+        if let Some(r) = per_second.get(index) {
+            in_rate.get_or_create(&labels).set(r.records_in);
+            out_rate.get_or_create(&labels).set(r.records_out);
+            for (subtask, t) in r.subtasks.iter().enumerate() {
+                let mut labels = job_labels.clone();
+                labels.push(("task_name".into(), v.name.clone()));
+                labels.push(("subtask_index".into(), subtask.to_string()));
+                busy.get_or_create(&labels).set(t.busy);
+                backpressured.get_or_create(&labels).set(t.backpressured);
+                idle.get_or_create(&labels).set(t.idle);
+            }
+        }
         for (subtask, w) in v.subtask_watermarks.iter().enumerate() {
             if let Some(w) = w {
                 let mut labels = labels.clone();

@@ -147,6 +147,7 @@ impl RestServer {
             token,
             settings,
             triggers: Mutex::new(HashMap::new()),
+            rates: crate::metrics::Rates::default(),
         });
         let served_state = Arc::clone(&state);
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -162,6 +163,16 @@ impl RestServer {
                     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                         return;
                     };
+                    // Rates (records and task times per second) come from
+                    // totals sampled every second while the API is up.
+                    let sampled = Arc::clone(&served_state);
+                    tokio::spawn(async move {
+                        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+                        loop {
+                            tick.tick().await;
+                            sampled.rates.sample(&sampled.job);
+                        }
+                    });
                     let served = axum::serve(listener, router(served_state))
                         .with_graceful_shutdown(async {
                             let _ = stopped.await;
@@ -221,6 +232,8 @@ struct AppState {
     settings: Vec<(String, String)>,
     /// Savepoint requests by id, and whether their outcome was read.
     triggers: Mutex<HashMap<String, (SavepointStatus, bool)>>,
+    /// Recent totals, for per-second rates.
+    rates: crate::metrics::Rates,
 }
 
 type Shared = State<Arc<AppState>>;
@@ -242,6 +255,10 @@ fn router(state: Arc<AppState>) -> Router {
         .route(
             "/jobs/{id}/vertices/{vid}/watermarks",
             get(vertex_watermarks),
+        )
+        .route(
+            "/jobs/{id}/vertices/{vid}/backpressure",
+            get(vertex_backpressure),
         )
         .fallback(|method: Method| async move {
             error(StatusCode::NOT_FOUND, format!("{method}: no such endpoint"))
@@ -424,11 +441,11 @@ fn history_entry(r: &weir_runtime::checkpoint::CheckpointRecord) -> Value {
 
 impl AppState {
     /// Vertex `vid` (its index, as `/jobs/:id` lists it) of job `id`.
-    fn vertex(&self, id: &str, vid: &str) -> Result<VertexView, ApiError> {
+    fn vertex(&self, id: &str, vid: &str) -> Result<(usize, VertexView), ApiError> {
         let job = self.job(id)?;
         vid.parse::<usize>()
             .ok()
-            .and_then(|i| job.vertices().into_iter().nth(i))
+            .and_then(|i| Some((i, job.vertices().into_iter().nth(i)?)))
             .ok_or_else(|| error(StatusCode::NOT_FOUND, format!("Vertex {vid} not found")))
     }
 }
@@ -441,7 +458,7 @@ async fn vertex_metrics(
     Path((id, vid)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
-    let v = s.vertex(&id, &vid)?;
+    let (index, v) = s.vertex(&id, &vid)?;
     let mut metrics: Vec<(String, String)> = vec![
         ("numRecordsIn".into(), v.records_in.to_string()),
         ("numRecordsOut".into(), v.records_out.to_string()),
@@ -453,6 +470,18 @@ async fn vertex_metrics(
     for (subtask, w) in v.subtask_watermarks.iter().enumerate() {
         if let Some(w) = w {
             metrics.push((format!("{subtask}.currentInputWatermark"), w.to_string()));
+        }
+    }
+    if let Some(r) = s.rates.per_second().get(index) {
+        metrics.push(("numRecordsInPerSecond".into(), r.records_in.to_string()));
+        metrics.push(("numRecordsOutPerSecond".into(), r.records_out.to_string()));
+        for (subtask, t) in r.subtasks.iter().enumerate() {
+            metrics.push((format!("{subtask}.busyTimeMsPerSecond"), t.busy.to_string()));
+            metrics.push((
+                format!("{subtask}.backPressuredTimeMsPerSecond"),
+                t.backpressured.to_string(),
+            ));
+            metrics.push((format!("{subtask}.idleTimeMsPerSecond"), t.idle.to_string()));
         }
     }
     let Some(wanted) = query.get("get") else {
@@ -471,7 +500,7 @@ async fn vertex_metrics(
 /// Each subtask's input watermark, as Flink's
 /// `/jobs/:id/vertices/:vid/watermarks` answers.
 async fn vertex_watermarks(State(s): Shared, Path((id, vid)): Path<(String, String)>) -> Answer {
-    let v = s.vertex(&id, &vid)?;
+    let (_, v) = s.vertex(&id, &vid)?;
     let watermarks: Vec<Value> = v
         .subtask_watermarks
         .iter()
@@ -486,9 +515,62 @@ async fn vertex_watermarks(State(s): Shared, Path((id, vid)): Path<(String, Stri
     Ok(Json(watermarks).into_response())
 }
 
+/// Flink's back-pressure levels by the share of time a task waited for a
+/// full output channel.
+fn backpressure_level(ratio: f64) -> &'static str {
+    if ratio <= 0.10 {
+        "ok"
+    } else if ratio <= 0.5 {
+        "low"
+    } else {
+        "high"
+    }
+}
+
+/// Back-pressure of a vertex's tasks over the recent window, in Flink's
+/// shape; `"status": "deprecated"` for a vertex chained behind another
+/// (its task is reported on the head) and `"in-progress"` until rates
+/// exist.
+async fn vertex_backpressure(State(s): Shared, Path((id, vid)): Path<(String, String)>) -> Answer {
+    let (index, v) = s.vertex(&id, &vid)?;
+    if v.subtask_times.is_empty() {
+        return Ok(Json(json!({ "status": "deprecated" })).into_response());
+    }
+    let Some(rates) = s.rates.per_second().get(index).cloned() else {
+        return Ok(Json(json!({ "status": "in-progress" })).into_response());
+    };
+    let subtasks: Vec<Value> = rates
+        .subtasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let ratio = t.backpressured / 1000.0;
+            json!({
+                "subtask": i,
+                "backpressureLevel": backpressure_level(ratio),
+                "ratio": ratio,
+                "idleRatio": t.idle / 1000.0,
+                "busyRatio": t.busy / 1000.0,
+            })
+        })
+        .collect();
+    let worst = rates
+        .subtasks
+        .iter()
+        .map(|t| t.backpressured / 1000.0)
+        .fold(0.0, f64::max);
+    Ok(Json(json!({
+        "status": "ok",
+        "backpressureLevel": backpressure_level(worst),
+        "end-timestamp": now_ms(),
+        "subtasks": subtasks,
+    }))
+    .into_response())
+}
+
 /// The job's metrics for Prometheus ([`crate::metrics`]).
 async fn metrics(State(s): Shared) -> Answer {
-    let text = crate::metrics::render(&s.job).map_err(|e| {
+    let text = crate::metrics::render(&s.job, &s.rates).map_err(|e| {
         error(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("cannot encode the metrics: {e}"),

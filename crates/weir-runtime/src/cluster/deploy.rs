@@ -758,6 +758,7 @@ impl<'g> Plan<'g> {
             clock: self.config.clock.clone(),
             mailbox: self.mailboxes.remove(&(id.0, subtask)),
             aligned: self.config.checkpoint.mode == CheckpointingMode::ExactlyOnce,
+            times: self.metrics[id.0].task_times(subtask),
         }
     }
 
@@ -846,6 +847,7 @@ impl<'g> Plan<'g> {
                     max_parallelism: self.config.max_parallelism,
                     cancel: self.cancel.token(),
                     metrics: Arc::clone(&self.metrics[id.0]),
+                    times: self.metrics[self.task_head(id).0].task_times(subtask),
                 };
                 targets.push(ty.writer(&self.partitioning[e], senders, &ctx)?);
             }

@@ -69,6 +69,10 @@ pub struct VertexView {
     pub subtask_watermarks: Vec<Option<i64>>,
     /// Late records dropped (Flink's `numLateRecordsDropped`).
     pub late_records_dropped: u64,
+    /// For a vertex that heads tasks: each subtask's total time idle
+    /// (waiting for input) and back-pressured (waiting for a full output
+    /// channel), over all attempts; empty for chained operators.
+    pub subtask_times: Vec<(Duration, Duration)>,
 }
 
 /// A failure the job saw.
@@ -243,6 +247,11 @@ impl JobView {
                 watermark: metrics.watermark().filter(|w| *w != i64::MIN),
                 subtask_watermarks: metrics.subtask_watermarks(),
                 late_records_dropped: metrics.late_records_dropped(),
+                subtask_times: metrics
+                    .subtask_times()
+                    .iter()
+                    .map(|t| (t.idle(), t.backpressured()))
+                    .collect(),
             })
             .collect()
     }

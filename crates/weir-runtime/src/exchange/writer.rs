@@ -9,7 +9,8 @@ use super::Partitioner;
 use crate::cancel::CancelToken;
 use crate::element::{Control, Message, StreamRecord};
 use crate::error::TaskError;
-use crate::metrics::OperatorMetrics;
+use crate::graph::WriterContext;
+use crate::metrics::{OperatorMetrics, TaskTimes};
 use crate::operator::Downstream;
 
 /// Writes records to the channels of one edge, batching per channel.
@@ -24,19 +25,20 @@ pub struct ChannelWriter<T, P> {
     batch_size: usize,
     cancel: CancelToken,
     metrics: Arc<OperatorMetrics>,
+    times: Arc<TaskTimes>,
 }
 
 impl<T: Clone + Send + 'static, P: Partitioner<T>> ChannelWriter<T, P> {
-    /// A writer to `targets`, routing by `partitioner`. Blocked sends are
-    /// counted in `metrics` (of the operator producing the records).
-    pub fn new(
-        targets: Vec<Sender<Message<T>>>,
-        partitioner: P,
-        batch_size: usize,
-        cancel: CancelToken,
-        metrics: Arc<OperatorMetrics>,
-    ) -> Self {
-        let batch_size = batch_size.max(1);
+    /// A writer to `targets`, routing by `partitioner`, with `ctx`'s batch
+    /// size. Blocked sends are counted in `ctx.metrics` (of the operator
+    /// producing the records) and timed in `ctx.times` (of its task).
+    pub fn new(targets: Vec<Sender<Message<T>>>, partitioner: P, ctx: &WriterContext) -> Self {
+        let (cancel, metrics, times) = (
+            ctx.cancel.clone(),
+            Arc::clone(&ctx.metrics),
+            Arc::clone(&ctx.times),
+        );
+        let batch_size = ctx.batch_size.max(1);
         let buffers = targets
             .iter()
             .map(|_| Vec::with_capacity(batch_size))
@@ -48,6 +50,7 @@ impl<T: Clone + Send + 'static, P: Partitioner<T>> ChannelWriter<T, P> {
             batch_size,
             cancel,
             metrics,
+            times,
         }
     }
 
@@ -62,10 +65,13 @@ impl<T: Clone + Send + 'static, P: Partitioner<T>> ChannelWriter<T, P> {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(message)) => {
                 self.metrics.add_blocked_send();
-                select! {
+                let waited = std::time::Instant::now();
+                let sent = select! {
                     send(target, message) -> sent => sent.map_err(|_| TaskError::Cancelled),
                     recv(self.cancel.receiver()) -> _ => Err(TaskError::Cancelled),
-                }
+                };
+                self.times.add_backpressured(waited.elapsed());
+                sent
             }
             // The consumer is gone: it failed or was cancelled.
             Err(TrySendError::Disconnected(_)) => Err(TaskError::Cancelled),

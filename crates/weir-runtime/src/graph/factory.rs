@@ -63,6 +63,8 @@ pub struct WriterContext {
     pub cancel: CancelToken,
     /// Counters of the producing operator.
     pub metrics: Arc<OperatorMetrics>,
+    /// Waiting times of the producing task (back-pressure).
+    pub times: Arc<crate::metrics::TaskTimes>,
 }
 
 /// Builds the writer of a typed partitioning (key groups, custom).

@@ -72,32 +72,22 @@ impl<T: Clone + Send + 'static> StreamType for TypeOf<T> {
             .into_iter()
             .map(|s| unerase::<Sender<Message<T>>>(s, "output channel"))
             .collect::<Result<Vec<_>, _>>()?;
-        let (batch, cancel, metrics) =
-            (ctx.batch_size, ctx.cancel.clone(), Arc::clone(&ctx.metrics));
         Ok(match partitioning {
-            Partitioning::Default | Partitioning::Forward => boxed(ChannelWriter::new(
-                targets,
-                ForwardPartitioner,
-                batch,
-                cancel,
-                metrics,
-            )),
+            Partitioning::Default | Partitioning::Forward => {
+                boxed(ChannelWriter::new(targets, ForwardPartitioner, ctx))
+            }
             Partitioning::Rebalance | Partitioning::Rescale => {
                 let start = ctx.subtask as usize;
                 let p = RebalancePartitioner::new(start);
-                boxed(ChannelWriter::new(targets, p, batch, cancel, metrics))
+                boxed(ChannelWriter::new(targets, p, ctx))
             }
             Partitioning::Shuffle => {
                 let p = ShufflePartitioner::new(u64::from(ctx.subtask) + 1);
-                boxed(ChannelWriter::new(targets, p, batch, cancel, metrics))
+                boxed(ChannelWriter::new(targets, p, ctx))
             }
-            Partitioning::Broadcast => boxed(ChannelWriter::new(
-                targets,
-                BroadcastPartitioner,
-                batch,
-                cancel,
-                metrics,
-            )),
+            Partitioning::Broadcast => {
+                boxed(ChannelWriter::new(targets, BroadcastPartitioner, ctx))
+            }
             Partitioning::Custom(factory) => factory.writer(Box::new(targets), ctx)?,
         })
     }

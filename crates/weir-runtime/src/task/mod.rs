@@ -53,6 +53,8 @@ pub struct TaskSettings {
     pub mailbox: Option<Receiver<TaskMessage>>,
     /// Whether input gates align barriers (exactly-once checkpoints).
     pub aligned: bool,
+    /// Where the task's waiting time is counted.
+    pub times: std::sync::Arc<crate::metrics::TaskTimes>,
 }
 
 impl TaskSettings {
@@ -233,15 +235,18 @@ impl<T> Waitable for InputGate<T> {
 /// Blocks until an input has something, the job is cancelled, or `timeout`.
 fn wait_for_input(
     inputs: &[&dyn Waitable],
-    cancel: &CancelToken,
+    settings: &TaskSettings,
     timeout: Duration,
 ) -> Result<(), TaskError> {
+    let cancel = &settings.cancel;
     let mut select = Select::new();
     for input in inputs {
         input.register(&mut select);
     }
     select.recv(cancel.receiver());
+    let waited = std::time::Instant::now();
     let _ = select.ready_timeout(timeout);
+    settings.times.add_idle(waited.elapsed());
     if cancel.is_cancelled() {
         return Err(TaskError::Cancelled);
     }

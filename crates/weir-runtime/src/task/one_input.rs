@@ -64,7 +64,7 @@ impl<T: Send + 'static> TaskHead for OneInputHead<T> {
                 Some(GateEvent::Finished) => break,
                 None => {
                     let limit = time.wait_limit(flush.wait_limit());
-                    wait_for_input(&[&*gate], &settings.cancel, limit)?
+                    wait_for_input(&[&*gate], settings, limit)?
                 }
             }
             time.tick(chain)?;

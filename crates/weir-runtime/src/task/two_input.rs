@@ -217,7 +217,7 @@ impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
             if !progressed {
                 wait_for_input(
                     &[&self.gate1, &self.gate2],
-                    &self.settings.cancel,
+                    &self.settings,
                     time.wait_limit(flush.wait_limit()),
                 )?;
             }

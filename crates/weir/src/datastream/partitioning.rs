@@ -47,9 +47,7 @@ impl<T: Clone + Send + 'static, K: Key> WriterFactory for KeyGroupWriter<T, K> {
         Ok(boxed(ChannelWriter::new(
             senders::<T>(targets)?,
             partitioner,
-            ctx.batch_size,
-            ctx.cancel.clone(),
-            Arc::clone(&ctx.metrics),
+            ctx,
         )))
     }
 }
@@ -77,9 +75,7 @@ impl<T: Clone + Send + 'static, K: 'static> WriterFactory for CustomWriter<T, K>
         Ok(boxed(ChannelWriter::new(
             senders::<T>(targets)?,
             partitioner,
-            ctx.batch_size,
-            ctx.cancel.clone(),
-            Arc::clone(&ctx.metrics),
+            ctx,
         )))
     }
 }

@@ -582,3 +582,84 @@ fn vertex_metrics_and_watermarks_answer_as_flink_does() {
     job.cancel();
     let _ = job.wait();
 }
+
+/// A fast source feeding a slow map: the source's task waits for the full
+/// channel (back-pressure "high"), the map's task is busy and not
+/// back-pressured, and a chained sink refers to its task's head.
+#[test]
+fn backpressure_and_busy_time_show_the_slow_task() {
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", "0");
+    env.configure(&c).expect("configuration");
+    env.add_source(GeneratorSource::new(u64::MAX, |i| i), "numbers")
+        .rebalance()
+        .map(|i: u64| {
+            std::thread::sleep(Duration::from_micros(200));
+            i
+        })
+        .add_sink(DiscardingSink);
+    let job = env.execute_async("slow map").expect("the job starts");
+    let port = job.rest_address().expect("the REST API is served").port();
+    let base = format!("http://127.0.0.1:{port}/jobs/{}", job.job_id());
+    let (_, detail) = call("GET", &base, None, None);
+    let vertex_id = |part: &str| {
+        detail["vertices"]
+            .as_array()
+            .expect("vertices")
+            .iter()
+            .find(|v| v["name"].as_str().is_some_and(|n| n.contains(part)))
+            .and_then(|v| v["id"].as_str())
+            .unwrap_or_else(|| panic!("no vertex {part}: {detail}"))
+            .to_string()
+    };
+    let (source, map, sink) = (vertex_id("numbers"), vertex_id("Map"), vertex_id("Sink"));
+    let mut answer = Value::Null;
+    wait_until("back-pressure on the source", || {
+        answer = call(
+            "GET",
+            &format!("{base}/vertices/{source}/backpressure"),
+            None,
+            None,
+        )
+        .1;
+        answer["backpressureLevel"] == "high"
+    });
+    assert!(
+        answer["subtasks"][0]["ratio"]
+            .as_f64()
+            .is_some_and(|r| r > 0.5),
+        "{answer}"
+    );
+    let (_, at_map) = call(
+        "GET",
+        &format!("{base}/vertices/{map}/backpressure"),
+        None,
+        None,
+    );
+    assert_eq!(at_map["backpressureLevel"], "ok", "{at_map}");
+    let (_, busy) = call(
+        "GET",
+        &format!("{base}/vertices/{map}/metrics?get=0.busyTimeMsPerSecond,0.idleTimeMsPerSecond"),
+        None,
+        None,
+    );
+    let value = |id: &str| {
+        busy.as_array()
+            .and_then(|a| a.iter().find(|m| m["id"] == id))
+            .and_then(|m| m["value"].as_str())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no {id}: {busy}"))
+    };
+    assert!(value("0.busyTimeMsPerSecond") > 500.0, "{busy}");
+    assert!(value("0.idleTimeMsPerSecond") < 500.0, "{busy}");
+    let (_, chained) = call(
+        "GET",
+        &format!("{base}/vertices/{sink}/backpressure"),
+        None,
+        None,
+    );
+    assert_eq!(chained["status"], "deprecated", "{chained}");
+    job.cancel();
+    let _ = job.wait();
+}
