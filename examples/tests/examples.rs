@@ -401,3 +401,68 @@ fn nexmark_runs_a_query_over_the_generator_and_over_json_lines() {
     assert_eq!(String::from_utf8_lossy(&replayed.stdout), rows);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Log events as JSON lines (`-D weir.log.format=json`): level, message,
+/// fields, and the span of the task they happened in; `RUST_LOG` filters
+/// them; a bad format is refused.
+#[test]
+fn log_events_are_json_lines_with_the_task_span() {
+    let dir = std::env::temp_dir().join(format!("weir-logging-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let input = dir.join("words.txt");
+    std::fs::write(&input, b"good words\nbad \xff byte\nmore words\n").expect("input");
+    let run = |extra: &[&str], rust_log: Option<&str>| {
+        let mut cmd = Command::new(example("word_count"));
+        cmd.arg("--input").arg(&input).args(extra);
+        match rust_log {
+            Some(filter) => cmd.env("RUST_LOG", filter),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        cmd.output().expect("runs")
+    };
+    let out = run(&["-D", "weir.log.format=json"], None);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let warning = events
+        .iter()
+        .find(|e| {
+            e["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("line 2 is not valid UTF-8"))
+        })
+        .unwrap_or_else(|| panic!("no warning event: {stderr}"));
+    assert_eq!(warning["level"], "WARN", "{warning}");
+    assert_eq!(warning["span"]["name"], "task", "{warning}");
+    assert_eq!(warning["span"]["subtask"], 0, "{warning}");
+    assert!(
+        warning["span"]["task"]
+            .as_str()
+            .is_some_and(|t| t.contains("Source")),
+        "{warning}"
+    );
+    assert_eq!(
+        warning["span"]["job_id"].as_str().map(str::len),
+        Some(32),
+        "{warning}"
+    );
+    // The same run in lines, as Weir always printed them.
+    let out = run(&[], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("weir: warning: ") && stderr.contains("line 2 is not valid UTF-8"),
+        "{stderr}"
+    );
+    // Filtered out.
+    let out = run(&[], Some("error"));
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("UTF-8"));
+    let out = run(&["-D", "weir.log.format=xml"], None);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("weir.log.format: must be text or json"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -104,8 +104,8 @@ impl<T: Send + 'static, F: RecordFormat<T>> SourceFunction<T> for FileSource<T, 
                 Err(why) if self.skip_malformed => {
                     self.skipped += 1;
                     if self.skipped <= 10 {
-                        eprintln!(
-                            "weir: warning: skipping '{}' line {line}: {why}",
+                        tracing::warn!(
+                            "skipping '{}' line {line}: {why}",
                             self.lines.path().display()
                         );
                     }

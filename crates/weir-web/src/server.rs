@@ -179,7 +179,7 @@ impl RestServer {
                         })
                         .await;
                     if let Err(e) = served {
-                        eprintln!("weir: REST API stopped: {e}");
+                        tracing::error!("REST API stopped: {e}");
                     }
                 });
             })

@@ -125,6 +125,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
     .into_iter()
     .chain(keys::ROCKSDB_OPTIONS)
     .chain(crate::object_storage::keys::ALL)
+    .chain([crate::logging::keys::LEVEL, crate::logging::keys::FORMAT])
 }
 
 /// The known key closest to `key`, if one is close enough to be a likely

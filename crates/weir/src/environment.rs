@@ -108,8 +108,9 @@ impl StreamExecutionEnvironment {
 
     /// Applies the keys of `config` (later calls in code still override).
     pub fn configure(&self, config: &Configuration) -> Result<()> {
+        crate::logging::init(config)?;
         for warning in config.unknown_key_warnings() {
-            eprintln!("weir: warning: {warning}");
+            tracing::warn!("{warning}");
         }
         let mut state = self.state();
         let mut job = state.job.clone();
@@ -498,8 +499,9 @@ impl StreamExecutionEnvironment {
                 state.graph = StreamGraph::new();
                 return Err(Error::InvalidJob(errors.join("; ")));
             }
+            crate::logging::init(&state.config)?;
             for warning in state.args.unrequested_warnings() {
-                eprintln!("weir: warning: {warning}");
+                tracing::warn!("{warning}");
             }
             let mut job = state.job.clone();
             // A job operated through its REST API can be savepointed even
@@ -516,9 +518,9 @@ impl StreamExecutionEnvironment {
                     },
                 })?;
                 for (id, why) in skipped {
-                    eprintln!("weir: skipping checkpoint {id}: {why}");
+                    tracing::warn!(checkpoint = id, reason = %why, "skipping checkpoint {id}: {why}");
                 }
-                eprintln!("weir: restoring from {}", loaded.location);
+                tracing::info!(location = %loaded.location, "restoring from {}", loaded.location);
                 job.restore = Some(Arc::new(loaded));
             } else if let Some(loaded) = resume_point(&job)? {
                 job.restore = Some(Arc::new(loaded));
@@ -631,11 +633,19 @@ fn resume_point(job: &JobConfig) -> Result<Option<weir_state::LoadedCheckpoint>>
             reason: e.to_string(),
         })?;
     for (chk, why) in skipped {
-        eprintln!("weir: skipping checkpoint {chk} of job {id}: {why}");
+        tracing::warn!(
+            job_id = %id,
+            checkpoint = chk,
+            reason = %why,
+            "skipping checkpoint {chk} of job {id}: {why}"
+        );
     }
     if let Some(loaded) = &latest {
-        eprintln!(
-            "weir: resuming job {id} from {} (its newest completed checkpoint)",
+        tracing::info!(
+            job_id = %id,
+            checkpoint = loaded.metadata.checkpoint_id,
+            location = %loaded.location,
+            "resuming job {id} from {} (its newest completed checkpoint)",
             loaded.location
         );
     }

@@ -50,6 +50,7 @@ pub mod datastream;
 mod environment;
 pub mod error;
 pub mod functions;
+pub mod logging;
 pub mod object_storage;
 mod operators;
 mod rest;

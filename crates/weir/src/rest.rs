@@ -67,8 +67,10 @@ pub(crate) fn serve(
         .collect();
     let server = RestServer::serve(bound.0, client.view(), settings)
         .map_err(|e| Error::Config(e.to_string()))?;
-    eprintln!(
-        "weir: job {} REST API at http://{}",
+    tracing::info!(
+        job_id = %client.job_id(),
+        address = %server.local_addr(),
+        "job {} REST API at http://{}",
         client.job_id(),
         server.local_addr()
     );

@@ -645,8 +645,8 @@ impl<T> KafkaSource<T> {
         *crate::unshared(&mut self.consumer) = Some(consumer);
         if let Ok(n) = &added {
             if *n > 0 {
-                eprintln!(
-                    "weir: Kafka source subtask {}: {n} new partition(s) found",
+                tracing::info!(
+                    "Kafka source subtask {}: {n} new partition(s) found",
                     self.subtask
                 );
             }
@@ -766,10 +766,11 @@ impl<T> KafkaSource<T> {
                 Err(why) if self.skip_malformed => {
                     self.skipped += 1;
                     if self.skipped <= 10 {
-                        eprintln!(
-                            "weir: warning: skipping the malformed record at {}/{} offset \
+                        tracing::warn!(
+                            "skipping the malformed record at {}/{} offset \
                              {offset}: {why}",
-                            record.topic, record.partition
+                            record.topic,
+                            record.partition
                         );
                     }
                 }
@@ -835,8 +836,8 @@ impl<T> KafkaSource<T> {
         }
         if let Some(consumer) = crate::unshared(&mut self.consumer).as_ref() {
             if let Err(e) = consumer.commit(&list, CommitMode::Async) {
-                eprintln!(
-                    "weir: warning: Kafka: committing the offsets of checkpoint \
+                tracing::warn!(
+                    "Kafka: committing the offsets of checkpoint \
                      {checkpoint_id} to group {}: {e}",
                     self.group()
                 );

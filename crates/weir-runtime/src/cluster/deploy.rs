@@ -346,7 +346,15 @@ pub(crate) fn deploy(
                 subtask + 1,
                 plan.parallelism[node.id.0]
             );
+            // Events inside the task name its job, task and subtask.
+            let span = tracing::info_span!(
+                "task",
+                job_id = %plan.job_id,
+                task = %plan.task_names[node.id.0],
+                subtask = subtask,
+            );
             let spawned = std::thread::Builder::new().name(name).spawn(move || {
+                let _entered = span.enter();
                 let result = catch_unwind(AssertUnwindSafe(|| head.run())).unwrap_or_else(|_| {
                     Err(TaskError::Internal(
                         "task loop panicked outside an operator".into(),

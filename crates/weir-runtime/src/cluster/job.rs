@@ -413,8 +413,12 @@ impl JobClient {
                 return Err(JobError::TaskFailed(error));
             };
             self.job.view.failed(&error.to_string(), true);
-            eprintln!(
-                "weir: job {} failed ({error}); restart {} in {} ms",
+            tracing::warn!(
+                job_id = %self.job_id,
+                restart = tracker.restarts(),
+                delay_ms = delay.as_millis() as u64,
+                error = %error,
+                "job {} failed ({error}); restart {} in {} ms",
                 self.job_id,
                 tracker.restarts(),
                 delay.as_millis()
@@ -450,7 +454,12 @@ impl JobClient {
         let (latest, skipped) = weir_state::checkpoint_storage::load_latest(&**storage)
             .map_err(|e| JobError::Internal(format!("cannot list checkpoints: {e}")))?;
         for (id, why) in skipped {
-            eprintln!("weir: skipping checkpoint {id}: {why}");
+            tracing::warn!(
+                job_id = %self.job_id,
+                checkpoint = id,
+                reason = %why,
+                "skipping checkpoint {id}: {why}"
+            );
         }
         Ok(latest.map(Arc::new))
     }

@@ -35,8 +35,8 @@ pub(crate) fn decode_line(
         Err(e) => {
             *bad_lines += 1;
             if *bad_lines <= DECODING_WARNINGS {
-                eprintln!(
-                    "weir: warning: {origin} line {line} is not valid UTF-8 (byte {} of the \
+                tracing::warn!(
+                    "{origin} line {line} is not valid UTF-8 (byte {} of the \
                      line); invalid bytes replaced with U+FFFD{}",
                     e.valid_up_to() + 1,
                     if *bad_lines == DECODING_WARNINGS {
