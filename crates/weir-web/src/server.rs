@@ -240,6 +240,7 @@ type Shared = State<Arc<AppState>>;
 
 fn router(state: Arc<AppState>) -> Router {
     Router::new()
+        .route("/", get(dashboard))
         .route("/overview", get(overview))
         .route("/config", get(config))
         .route("/jobs", get(jobs))
@@ -339,6 +340,12 @@ fn summary(job: &JobView) -> JobSummary {
         end_time: job.end_time_ms().unwrap_or(-1),
         duration: job.duration().as_millis() as i64,
     }
+}
+
+/// The web dashboard: one page, embedded in the binary, that reads the
+/// endpoints below (no assets from elsewhere: it works offline).
+async fn dashboard() -> Response {
+    axum::response::Html(include_str!("../assets/dashboard.html")).into_response()
 }
 
 async fn overview(State(s): Shared) -> Response {

@@ -663,3 +663,175 @@ fn backpressure_and_busy_time_show_the_slow_task() {
     job.cancel();
     let _ = job.wait();
 }
+
+/// A headless Chromium driven through WebDriver (Debian's `chromium` and
+/// `chromium-driver`).
+struct Browser {
+    driver: std::process::Child,
+    session: String,
+    base: String,
+}
+
+impl Browser {
+    fn start() -> Browser {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "chromedriver: {e}: install Chromium and its driver \
+                     (scripts/install-deps.sh; Debian: apt-get install -y chromium chromium-driver)"
+                )
+            });
+        let base = format!("http://127.0.0.1:{port}");
+        wait_until("chromedriver", || {
+            ureq::get(&format!("{base}/status")).call().is_ok()
+        });
+        let caps = serde_json::json!({ "capabilities": { "alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1400,1000"],
+            },
+        }}});
+        let created: Value = ureq::post(&format!("{base}/session"))
+            .send_json(caps)
+            .expect("a browser session")
+            .into_json()
+            .expect("json");
+        let session = created["value"]["sessionId"]
+            .as_str()
+            .expect("session id")
+            .to_string();
+        Browser {
+            driver,
+            session,
+            base,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let answer = match method {
+            "GET" => ureq::get(&url).call(),
+            _ => ureq::request(method, &url).send_json(body),
+        };
+        match answer {
+            Ok(r) => r.into_json::<Value>().expect("json")["value"].clone(),
+            Err(ureq::Error::Status(_, r)) => r
+                .into_json::<Value>()
+                .map(|v| v["value"].clone())
+                .unwrap_or(Value::Null),
+            Err(e) => panic!("{method} {path}: {e}"),
+        }
+    }
+
+    fn go(&self, url: &str) {
+        self.call("POST", "/url", serde_json::json!({ "url": url }));
+    }
+
+    /// The elements matching `css`, by WebDriver id.
+    fn all(&self, css: &str) -> Vec<String> {
+        let found = self.call(
+            "POST",
+            "/elements",
+            serde_json::json!({ "using": "css selector", "value": css }),
+        );
+        found
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e.as_object()?.values().next()?.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn text(&self, css: &str) -> String {
+        self.all(css)
+            .first()
+            .map(|e| {
+                self.call("GET", &format!("/element/{e}/text"), Value::Null)
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .unwrap_or_default()
+    }
+
+    fn click(&self, css: &str) {
+        let e = self.all(css).into_iter().next().expect(css);
+        self.call(
+            "POST",
+            &format!("/element/{e}/click"),
+            serde_json::json!({}),
+        );
+    }
+
+    fn type_into(&self, css: &str, text: &str) {
+        let e = self.all(css).into_iter().next().expect(css);
+        self.call(
+            "POST",
+            &format!("/element/{e}/value"),
+            serde_json::json!({ "text": text }),
+        );
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = ureq::delete(&format!("{}/session/{}", self.base, self.session)).call();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// The dashboard at `/` in a real headless Chromium: the job graph
+/// appears, its counts go up while the job runs, and a savepoint started
+/// from the page shows in the checkpoint history.
+#[test]
+fn the_dashboard_shows_the_running_job_and_takes_a_savepoint() {
+    let dir = temp_dir("dashboard-savepoints");
+    let (job, port) = start(&[]);
+    let browser = Browser::start();
+    browser.go(&format!("http://127.0.0.1:{port}/"));
+    wait_until("the job graph", || browser.all(".vertex").len() == 3);
+    wait_until("the job's state", || {
+        browser.text("#job-state") == "RUNNING"
+    });
+    let count = || {
+        browser
+            .text(".vertex .records-out")
+            .replace(',', "")
+            .parse::<u64>()
+            .unwrap_or(0)
+    };
+    let first = count();
+    wait_until("records counted on the page", || count() > first);
+    browser.type_into("#savepoint-dir", &dir.display().to_string());
+    browser.click("#savepoint-button");
+    wait_until("the savepoint", || {
+        browser
+            .text("#savepoint-result")
+            .starts_with("savepoint completed: file://")
+    });
+    wait_until("the savepoint in the history", || {
+        browser
+            .text("#checkpoint-history")
+            .lines()
+            .any(|row| row.contains("savepoint") && row.contains("COMPLETED"))
+    });
+    assert!(
+        std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0) == 1,
+        "the savepoint is on disk"
+    );
+    job.cancel();
+    let _ = job.wait();
+}
