@@ -246,6 +246,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/jobs", get(jobs))
         .route("/jobs/overview", get(jobs_overview))
         .route("/jobs/{id}", get(job).patch(cancel))
+        .route("/jobs/{id}/plan", get(job_plan))
         .route("/jobs/{id}/checkpoints", get(checkpoints))
         .route("/jobs/{id}/exceptions", get(exceptions))
         .route("/jobs/{id}/savepoints", post(trigger_savepoint))
@@ -422,8 +423,51 @@ async fn job(State(s): Shared, Path(id): Path<String>) -> Answer {
         "duration": sum.duration,
         "now": now_ms(),
         "vertices": vertices,
+        "plan": plan(job),
     }))
     .into_response())
+}
+
+/// The job graph in the shape of Flink's `plan`: each node with its
+/// inputs, their producing node and ship strategy.
+fn plan(job: &JobView) -> Value {
+    let edges = job.edges();
+    let nodes: Vec<Value> = job
+        .vertices()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let inputs: Vec<Value> = edges
+                .iter()
+                .filter(|e| e.to == i)
+                .enumerate()
+                .map(|(num, e)| {
+                    json!({
+                        "num": num,
+                        "id": e.from.to_string(),
+                        "ship_strategy": e.ship_strategy,
+                        "exchange": "pipelined_bounded",
+                        "side_output": e.side_output,
+                    })
+                })
+                .collect();
+            json!({
+                "id": i.to_string(),
+                "parallelism": v.parallelism,
+                "operator": "",
+                "operator_strategy": "",
+                "description": v.name,
+                "inputs": inputs,
+            })
+        })
+        .collect();
+    json!({ "jid": job.id().to_string(), "name": job.name(), "type": "STREAMING", "nodes": nodes })
+}
+
+/// Flink's `/jobs/:id/plan`.
+async fn job_plan(State(s): Shared, Path(id): Path<String>) -> Answer {
+    let job = s.job(&id)?;
+    Ok(Json(json!({ "plan": plan(job) })).into_response())
 }
 
 fn now_ms() -> i64 {

@@ -196,6 +196,16 @@ pub fn execute(
             .zip(&metrics)
             .map(|(n, m)| (n.name.clone(), n.uid.clone(), Arc::clone(m)))
             .collect(),
+        graph
+            .edges
+            .iter()
+            .map(|e| super::view::EdgeView {
+                from: e.from.0,
+                to: e.to.0,
+                ship_strategy: format!("{:?}", e.partitioning),
+                side_output: e.side_output.clone(),
+            })
+            .collect(),
     );
     let job = JobShared {
         job_id,

@@ -9,4 +9,4 @@ pub use deploy::{execute, JobConfig};
 pub use job::{
     JobCancelHandle, JobClient, JobExecutionResult, JobId, OperatorResult, SavepointHandle,
 };
-pub use view::{JobException, JobStatus, JobView, VertexView};
+pub use view::{EdgeView, JobException, JobStatus, JobView, VertexView};

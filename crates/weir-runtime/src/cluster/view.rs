@@ -75,6 +75,20 @@ pub struct VertexView {
     pub subtask_times: Vec<(Duration, Duration)>,
 }
 
+/// A connection between two vertices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeView {
+    /// The producing vertex (its index).
+    pub from: usize,
+    /// The consuming vertex.
+    pub to: usize,
+    /// How records are distributed (Flink's ship strategy: `FORWARD`,
+    /// `HASH`, `REBALANCE`, `BROADCAST`, …).
+    pub ship_strategy: String,
+    /// The side output it carries, if any.
+    pub side_output: Option<String>,
+}
+
 /// A failure the job saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobException {
@@ -92,6 +106,8 @@ struct Inner {
     cancel: CancelSource,
     savepoints: Option<SavepointHandle>,
     vertices: Vec<(String, Option<String>, Arc<OperatorMetrics>)>,
+    /// Edges; `DEFAULT` strategies are resolved by parallelism when read.
+    edges: Vec<EdgeView>,
     live: Mutex<Live>,
 }
 
@@ -134,6 +150,7 @@ impl JobView {
         cancel: CancelSource,
         savepoints: Option<SavepointHandle>,
         vertices: Vec<(String, Option<String>, Arc<OperatorMetrics>)>,
+        edges: Vec<EdgeView>,
     ) -> Self {
         JobView(Arc::new(Inner {
             id,
@@ -143,6 +160,7 @@ impl JobView {
             cancel,
             savepoints,
             vertices,
+            edges,
             live: Mutex::new(Live {
                 status: JobStatus::Running,
                 end_ms: None,
@@ -252,6 +270,24 @@ impl JobView {
                     .iter()
                     .map(|t| (t.idle(), t.backpressured()))
                     .collect(),
+            })
+            .collect()
+    }
+
+    /// Its edges, with the default strategy resolved as the runtime
+    /// resolves it: forward between equal parallelisms, else rebalance.
+    pub fn edges(&self) -> Vec<EdgeView> {
+        let parallelism = self.live().parallelism.clone();
+        self.0
+            .edges
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                if e.ship_strategy == "DEFAULT" {
+                    let same = parallelism.get(e.from) == parallelism.get(e.to);
+                    e.ship_strategy = if same { "FORWARD" } else { "REBALANCE" }.into();
+                }
+                e
             })
             .collect()
     }

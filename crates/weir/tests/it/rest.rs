@@ -803,6 +803,21 @@ fn the_dashboard_shows_the_running_job_and_takes_a_savepoint() {
     let browser = Browser::start();
     browser.go(&format!("http://127.0.0.1:{port}/"));
     wait_until("the job graph", || browser.all(".vertex").len() == 3);
+    // Source -> keyed reduce -> sink: two edges, drawn with their ship
+    // strategies.
+    wait_until("the edges", || browser.all("#edges path.edge").len() == 2);
+    let labels: Vec<String> = browser
+        .all("#edges .edge-label")
+        .iter()
+        .map(|e| {
+            browser
+                .call("GET", &format!("/element/{e}/text"), Value::Null)
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(labels, ["HASH", "FORWARD"], "{labels:?}");
     wait_until("the job's state", || {
         browser.text("#job-state") == "RUNNING"
     });
@@ -832,6 +847,31 @@ fn the_dashboard_shows_the_running_job_and_takes_a_savepoint() {
         std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0) == 1,
         "the savepoint is on disk"
     );
+    job.cancel();
+    let _ = job.wait();
+}
+
+/// Flink's `/jobs/:id/plan`: each node with its inputs and their ship
+/// strategy; the default strategy resolved (forward between equal
+/// parallelisms).
+#[test]
+fn the_plan_lists_each_operators_inputs() {
+    let (job, port) = start(&[]);
+    let base = format!("http://127.0.0.1:{port}/jobs/{}", job.job_id());
+    let (status, plan) = call("GET", &format!("{base}/plan"), None, None);
+    assert_eq!(status, 200);
+    let nodes = plan["plan"]["nodes"].as_array().expect("nodes").clone();
+    assert_eq!(nodes.len(), 3, "{plan}");
+    assert!(
+        nodes[0]["inputs"].as_array().is_some_and(Vec::is_empty),
+        "{plan}"
+    );
+    assert_eq!(nodes[1]["inputs"][0]["id"], "0", "{plan}");
+    assert_eq!(nodes[1]["inputs"][0]["ship_strategy"], "HASH", "{plan}");
+    assert_eq!(nodes[2]["inputs"][0]["id"], "1", "{plan}");
+    assert_eq!(nodes[2]["inputs"][0]["ship_strategy"], "FORWARD", "{plan}");
+    let (_, detail) = call("GET", &base, None, None);
+    assert_eq!(detail["plan"], plan["plan"]);
     job.cancel();
     let _ = job.wait();
 }
