@@ -227,6 +227,14 @@ fn words(lines: u64) -> String {
     text
 }
 
+/// How many kills a test makes: `var` from the environment, else `default`.
+fn kills_wanted(var: &str, default: u32) -> u32 {
+    std::env::var(var)
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A supervisor's view: the same command line each time, with a fixed job
 /// id and no `--from-savepoint`; each run resumes from the newest
 /// checkpoint by itself. Killed `WEIR_KILLS` times (default 20) at random
@@ -234,10 +242,7 @@ fn words(lines: u64) -> String {
 /// a run without failures.
 #[test]
 fn the_same_command_line_after_each_kill_resumes_by_itself() {
-    let kills: u32 = std::env::var("WEIR_KILLS")
-        .ok()
-        .and_then(|k| k.parse().ok())
-        .unwrap_or(20);
+    let kills = kills_wanted("WEIR_KILLS", 20);
     let dir = temp_dir("self-resume");
     let checkpoints = dir.join("chk");
     kill_and_resume(
@@ -256,10 +261,7 @@ fn the_same_command_line_after_each_kill_resumes_by_itself() {
 /// (`WEIR_S3_KILLS` times, default 10).
 #[test]
 fn the_same_command_line_resumes_from_checkpoints_on_s3() {
-    let kills: u32 = std::env::var("WEIR_S3_KILLS")
-        .ok()
-        .and_then(|k| k.parse().ok())
-        .unwrap_or(10);
+    let kills = kills_wanted("WEIR_S3_KILLS", 10);
     let s3 = weir_state::file_system::LocalS3::start("weir-recovery-s3")
         .unwrap_or_else(|e| panic!("{e}"));
     let keys: Vec<String> = s3

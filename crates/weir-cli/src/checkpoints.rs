@@ -9,14 +9,10 @@ use weir_state::{LoadedCheckpoint, Redistribution};
 /// refused). A savepoint whose files no longer verify can still be
 /// disposed.
 pub(crate) fn dispose_savepoint(path: &std::path::Path) -> anyhow::Result<String> {
-    use weir_state::checkpoint_storage::METADATA_FILE;
+    use weir_state::checkpoint_storage::{directory_named, METADATA_FILE};
     use weir_state::snapshot::decode_framed;
     let given = path.to_string_lossy();
-    let trimmed = given.trim_end_matches('/');
-    let dir = trimmed
-        .strip_suffix(METADATA_FILE)
-        .map_or(trimmed, |d| d.trim_end_matches('/'));
-    let fs = weir_state::file_system::open(dir)?;
+    let fs = weir_state::file_system::open(directory_named(&given).0)?;
     let bytes = fs
         .read(METADATA_FILE)
         .map_err(|e| anyhow::anyhow!("no savepoint here ({METADATA_FILE}: {e})"))?;

@@ -21,7 +21,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::StateError;
 pub use crate::file_system::strip_file_scheme;
-use crate::file_system::{self, FileSystem, LocalFileSystem};
+use crate::file_system::{self, io_error, FileSystem, LocalFileSystem};
 use crate::snapshot::{decode_framed, encode_framed, SubtaskSnapshot};
 
 /// Name of the file that makes a checkpoint directory a checkpoint.
@@ -608,7 +608,7 @@ impl DownloadDir {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let root = std::env::temp_dir().join(format!("weir-restore-{}-{n}", std::process::id()));
         let chk = root.join("chk");
-        fs::create_dir_all(&chk).map_err(|e| local_io(&chk, e))?;
+        fs::create_dir_all(&chk).map_err(|e| io_error(&chk, e))?;
         Ok(DownloadDir { root })
     }
 
@@ -621,22 +621,15 @@ impl DownloadDir {
             .root
             .join(file_system::normalize(&format!("chk/{path}"))?);
         if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent).map_err(|e| local_io(parent, e))?;
+            fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
         }
-        fs::write(&target, bytes).map_err(|e| local_io(&target, e))
+        fs::write(&target, bytes).map_err(|e| io_error(&target, e))
     }
 }
 
 impl Drop for DownloadDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.root);
-    }
-}
-
-fn local_io(path: &Path, cause: std::io::Error) -> StateError {
-    StateError::Io {
-        path: path.display().to_string(),
-        cause,
     }
 }
 
@@ -662,6 +655,17 @@ pub fn load_latest(
     Ok((None, skipped))
 }
 
+/// The directory a checkpoint or savepoint is named by — itself, or the
+/// directory of its `_metadata` — without trailing slashes, and whether
+/// the `_metadata` file was named.
+pub fn directory_named(location: &str) -> (&str, bool) {
+    let trimmed = location.trim_end_matches('/');
+    match trimmed.strip_suffix(METADATA_FILE) {
+        Some(dir) => (dir.trim_end_matches('/'), true),
+        None => (trimmed, false),
+    }
+}
+
 /// Reads a checkpoint or savepoint from a path or URI (`file://`, `s3://`):
 /// its directory or its `_metadata` file, as Flink's `-s`; or a job's
 /// checkpoint directory holding `chk-<n>/` directories, of which the
@@ -671,9 +675,7 @@ pub fn load_latest(
 pub fn load_path(path: &Path) -> Result<(LoadedCheckpoint, Vec<Skipped>), StateError> {
     let given = path.to_string_lossy();
     let not_one = || StateError::NotACheckpoint(given.to_string());
-    let trimmed = given.trim_end_matches('/');
-    let metadata_named = trimmed.strip_suffix(METADATA_FILE);
-    let trimmed = metadata_named.map_or(trimmed, |dir| dir.trim_end_matches('/'));
+    let (trimmed, metadata_named) = directory_named(&given);
     let fs = file_system::open(trimmed)?;
     if fs.exists(METADATA_FILE)? {
         // One checkpoint of a job's directory: read through the job's
@@ -685,7 +687,7 @@ pub fn load_path(path: &Path) -> Result<(LoadedCheckpoint, Vec<Skipped>), StateE
         }
         return load_dir(&*fs).map(|c| (c, Vec::new()));
     }
-    if metadata_named.is_some() {
+    if metadata_named {
         return Err(not_one());
     }
     let storage = FsCheckpointStorage::on(Arc::clone(&fs));

@@ -126,25 +126,21 @@ pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0
 type Labels = Vec<(String, String)>;
 
 /// Registers a family of gauges and returns it.
-fn family(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Gauge> {
-    let f = Family::<Labels, Gauge>::default();
+fn family<M>(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, M>
+where
+    M: Default,
+    Family<Labels, M>: prometheus_client::registry::Metric + Clone,
+{
+    let f = Family::<Labels, M>::default();
     registry.register(name, help, f.clone());
     f
 }
+
+/// Gauges of rates.
+type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 fn clamp(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-/// A family of floating-point gauges, registered.
-fn float_family(
-    registry: &mut Registry,
-    name: &str,
-    help: &str,
-) -> Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>> {
-    let f = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-    registry.register(name, help, f.clone());
-    f
 }
 
 /// The metrics of `job`, encoded, with rates from `rates`.
@@ -201,64 +197,58 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
             last.map_or(0, |r| clamp(r.max_alignment.as_millis() as u64)),
         ),
     ] {
-        set(&family(&mut registry, name, help), &job_labels, value);
+        set(
+            &family::<Gauge>(&mut registry, name, help),
+            &job_labels,
+            value,
+        );
     }
 
-    let records_in = family(
+    let records_in = family::<Gauge>(
         &mut registry,
         "taskmanager_job_task_operator_numRecordsIn",
         "Records the operator received, over its subtasks",
     );
-    let records_out = family(
+    let records_out = family::<Gauge>(
         &mut registry,
         "taskmanager_job_task_operator_numRecordsOut",
         "Records the operator emitted, over its subtasks",
     );
-    let late = family(
+    let late = family::<Gauge>(
         &mut registry,
         "taskmanager_job_task_operator_numLateRecordsDropped",
         "Records dropped as late, over its subtasks",
     );
-    let watermark = family(
+    let watermark = family::<Gauge>(
         &mut registry,
         "taskmanager_job_task_operator_currentInputWatermark",
         "The subtask's input watermark in ms since the epoch",
     );
     let per_second = rates.per_second();
-    let rate = |name: &str, help: &str, registry: &mut Registry| {
-        float_family(
-            registry,
-            &format!("taskmanager_job_task_operator_{name}"),
-            help,
-        )
-    };
-    let in_rate = rate(
-        "numRecordsInPerSecond",
+    let in_rate = family::<FloatGauge>(
+        &mut registry,
+        "taskmanager_job_task_operator_numRecordsInPerSecond",
         "Records received per second, recently",
-        &mut registry,
     );
-    let out_rate = rate(
-        "numRecordsOutPerSecond",
+    let out_rate = family::<FloatGauge>(
+        &mut registry,
+        "taskmanager_job_task_operator_numRecordsOutPerSecond",
         "Records emitted per second, recently",
-        &mut registry,
     );
-    let task_rate = |name: &str, help: &str, registry: &mut Registry| {
-        float_family(registry, &format!("taskmanager_job_task_{name}"), help)
-    };
-    let busy = task_rate(
-        "busyTimeMsPerSecond",
+    let busy = family::<FloatGauge>(
+        &mut registry,
+        "taskmanager_job_task_busyTimeMsPerSecond",
         "Milliseconds per second the task worked",
-        &mut registry,
     );
-    let backpressured = task_rate(
-        "backPressuredTimeMsPerSecond",
+    let backpressured = family::<FloatGauge>(
+        &mut registry,
+        "taskmanager_job_task_backPressuredTimeMsPerSecond",
         "Milliseconds per second the task waited for a full output channel",
-        &mut registry,
     );
-    let idle = task_rate(
-        "idleTimeMsPerSecond",
-        "Milliseconds per second the task waited for input",
+    let idle = family::<FloatGauge>(
         &mut registry,
+        "taskmanager_job_task_idleTimeMsPerSecond",
+        "Milliseconds per second the task waited for input",
     );
     for (index, v) in job.vertices().iter().enumerate() {
         let mut labels = job_labels.clone();

@@ -4,7 +4,7 @@
 //! variables.
 
 use crate::config::Configuration;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The keys read.
 pub mod keys {
@@ -46,17 +46,7 @@ pub(crate) fn apply(config: &Configuration) -> Result<()> {
 #[cfg(feature = "s3")]
 fn configure(config: &Configuration) -> Result<()> {
     let text = |key: &str| config.get(key).map(|v| v.trim().to_string());
-    let path_style = match text(keys::PATH_STYLE).as_deref() {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(other) => {
-            return Err(Error::Config(format!(
-                "{}: must be true or false, is '{other}'",
-                keys::PATH_STYLE
-            )))
-        }
-    };
+    let path_style = config.get_bool(keys::PATH_STYLE)?;
     weir_state::file_system::configure_s3(weir_state::file_system::S3Options {
         access_key: text(keys::ACCESS_KEY),
         secret_key: text(keys::SECRET_KEY),
@@ -71,7 +61,7 @@ fn configure(config: &Configuration) -> Result<()> {
 
 #[cfg(not(feature = "s3"))]
 fn configure(_config: &Configuration) -> Result<()> {
-    Err(Error::Config(
+    Err(crate::error::Error::Config(
         "s3.* keys are set, but this build of Weir has no S3 support (feature `s3`)".into(),
     ))
 }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use crate::error::StateError;
 
+pub(crate) use local::io_error;
 pub use local::{strip_file_scheme, LocalFileSystem};
 #[cfg(feature = "object-store")]
 pub use local_s3::{LocalS3, LocalS3Error};

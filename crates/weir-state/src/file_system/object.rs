@@ -20,7 +20,7 @@ use object_store::{
     BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
 };
 
-use super::{normalize, Entry, FileSystem};
+use super::{io_error, normalize, Entry, FileSystem};
 use crate::error::StateError;
 
 /// How to reach S3 (Flink's `s3.*` keys). Unset fields fall back to the
@@ -265,13 +265,8 @@ impl FileSystem for ObjectFileSystem {
     }
 
     fn upload(&self, from: &Path, path: &str) -> Result<u64, StateError> {
-        let bytes = std::fs::read(from).map_err(|e| StateError::Io {
-            path: from.display().to_string(),
-            cause: e,
-        })?;
-        let len = bytes.len() as u64;
-        self.put(path, PutPayload::from(bytes))?;
-        Ok(len)
+        let sizes = self.upload_all(&[(from.to_path_buf(), path.to_string())])?;
+        Ok(sizes.into_iter().sum())
     }
 
     fn upload_all(&self, files: &[(PathBuf, String)]) -> Result<Vec<u64>, StateError> {
@@ -316,10 +311,7 @@ impl FileSystem for ObjectFileSystem {
             .into_iter()
             .map(|r| match r {
                 Ok(Ok(len)) => Ok(len),
-                Ok(Err(UploadError::Local(from, cause))) => Err(StateError::Io {
-                    path: from.display().to_string(),
-                    cause,
-                }),
+                Ok(Err(UploadError::Local(from, cause))) => Err(io_error(&from, cause)),
                 Ok(Err(UploadError::Remote(path, e))) => Err(self.error(&path, e)),
                 Err(e) => Err(StateError::Internal(format!("an upload task failed: {e}"))),
             })
