@@ -13,7 +13,7 @@
 //! id finishes it, committed (if the commit request reached the broker) or
 //! aborted. To know which, every transaction also commits a marker, its
 //! number as the offset of partition 0 of the sink's topic in the consumer
-//! group `<prefix>-<subtask>`; Kafka applies a transaction's offsets only
+//! group `<prefix>-<subtask>-<slot>`; Kafka applies a transaction's offsets only
 //! when it commits. A pre-committed transaction keeps its records in the
 //! checkpoint until it is committed; on restore, a transaction whose marker
 //! is not reached is written again in a fresh transaction. Numbers grow
@@ -95,8 +95,9 @@ pub struct KafkaTransactions<T> {
     failed: Arc<Mutex<Option<String>>>,
     /// Marker groups' consumers, by subtask and slot.
     markers: BTreeMap<(u32, u32), BaseConsumer>,
-    /// Markers as found on restore, before anything was written again.
-    restored_markers: BTreeMap<u32, i64>,
+    /// Each marker group's offset as found on restore, by subtask and
+    /// slot, read before anything was written again into the group.
+    restored_markers: BTreeMap<(u32, u32), i64>,
     /// Subtasks of the restored run whose ids were initialised here.
     fenced: BTreeSet<u32>,
     log: Option<BaseProducer>,
@@ -232,23 +233,41 @@ impl<T> KafkaTransactions<T> {
         Ok(list)
     }
 
+    /// The offset of the marker group of `subtask`'s `slot` (0: none).
+    fn read_slot_marker(&mut self, subtask: u32, slot: u32) -> FunctionResult<i64> {
+        let servers = self.servers().to_string();
+        let list = self.marker_partition(None)?;
+        let group = self.marker_group(subtask, slot);
+        let committed = self
+            .marker_consumer(subtask, slot)?
+            .committed_offsets(list, REQUEST)
+            .map_err(|e| format!("Kafka at {servers}: reading the marker of {group}: {e}"))?;
+        Ok(match committed.elements().first().map(|e| e.offset()) {
+            Some(Offset::Offset(n)) => n,
+            _ => 0,
+        })
+    }
+
     /// The number of the last transaction `subtask` committed (0: none):
     /// the highest marker of its slots `0..slots`.
+    #[cfg(test)]
     fn read_marker(&mut self, subtask: u32, slots: u32) -> FunctionResult<i64> {
-        let servers = self.servers().to_string();
         let mut highest = 0;
         for slot in 0..slots {
-            let list = self.marker_partition(None)?;
-            let group = self.marker_group(subtask, slot);
-            let committed = self
-                .marker_consumer(subtask, slot)?
-                .committed_offsets(list, REQUEST)
-                .map_err(|e| format!("Kafka at {servers}: reading the marker of {group}: {e}"))?;
-            if let Some(Offset::Offset(n)) = committed.elements().first().map(|e| e.offset()) {
-                highest = highest.max(n);
-            }
+            highest = highest.max(self.read_slot_marker(subtask, slot)?);
         }
         Ok(highest)
+    }
+
+    /// The marker of `subtask`'s `slot` as it was before this run wrote
+    /// anything into its group.
+    fn restored_marker(&mut self, subtask: u32, slot: u32) -> FunctionResult<i64> {
+        if let Some(marker) = self.restored_markers.get(&(subtask, slot)) {
+            return Ok(*marker);
+        }
+        let marker = self.read_slot_marker(subtask, slot)?;
+        self.restored_markers.insert((subtask, slot), marker);
+        Ok(marker)
     }
 
     /// A number above every earlier one, also those of earlier runs
@@ -435,14 +454,14 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
             // A slot beyond the pool was not initialised with it.
             self.init_producer(txn.subtask, txn.slot)?;
         }
-        let marker = match self.restored_markers.get(&txn.subtask) {
-            Some(marker) => *marker,
-            None => {
-                let marker = self.read_marker(txn.subtask, POOL.max(txn.slot + 1))?;
-                self.restored_markers.insert(txn.subtask, marker);
-                marker
-            }
-        };
+        // The subtask's marker as the crash left it: the highest of the
+        // groups of every slot up to the transaction's (more than the
+        // pool's when checkpoints were pre-committed faster than they
+        // completed), each read before anything was written again into it.
+        let mut marker = 0;
+        for slot in 0..POOL.max(txn.slot + 1) {
+            marker = marker.max(self.restored_marker(txn.subtask, slot)?);
+        }
         if marker >= txn.instance && marker < txn.instance + SPACING {
             // It, or a transaction writing its records again, committed;
             // the commit log may have missed it.
@@ -453,6 +472,8 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
             return Ok(());
         }
         let slot = self.begin_in_free_slot()?;
+        // Writing again moves this slot's marker: what it was comes first.
+        self.restored_marker(txn.subtask, slot)?;
         // A number of its own between this transaction's and the next, so
         // that a marker shows it; unlikely to be that of an earlier attempt
         // that did not commit.
@@ -584,6 +605,47 @@ mod tests {
                 .expect("reads")
                 .len(),
             2
+        );
+    }
+
+    #[test]
+    fn committed_transactions_beyond_the_pool_are_not_written_again() {
+        // More checkpoints pre-committed at once than the pool has ids
+        // (slow checkpoints): the fifth transaction takes a slot of its
+        // own. All commit, then the crash; the restored checkpoint still
+        // lists them all as pending (its notices came after it).
+        let kafka = broker();
+        let mut crashed = system(&kafka);
+        crashed.open_subtask(0).expect("opens");
+        let ctx = SinkContext::new(0, i64::MIN);
+        let mut txns = Vec::new();
+        for (i, value) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            let mut txn = crashed.begin_transaction().expect("begins");
+            crashed
+                .invoke(&mut txn, value.to_string(), &ctx)
+                .expect("writes");
+            crashed
+                .pre_commit(&mut txn, i as u64 + 1)
+                .expect("pre-commits");
+            txns.push(txn);
+        }
+        assert_eq!(txns[4].slot, POOL, "a slot beyond the pool");
+        for txn in txns.clone() {
+            crashed.commit(txn).expect("commits");
+        }
+        drop(crashed);
+        let mut restored = system(&kafka);
+        restored.open_subtask(0).expect("opens");
+        for txn in txns {
+            restored.recover_and_commit(txn).expect("recovers");
+        }
+        assert_eq!(committed_values(&kafka), ["a", "b", "c", "d", "e"]);
+        assert_eq!(
+            read_topic(&kafka.bootstrap_servers(), "out")
+                .expect("reads")
+                .len(),
+            5,
+            "nothing written again"
         );
     }
 
