@@ -58,11 +58,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// The line a job prints once its REST API listens.
 const REST_LINE: &str = " REST API at http://";
 
-/// How long a detached job is watched after its REST API is up, so that
-/// a job that fails at once (a missing input, a bad setting found by an
-/// operator's `open`) is reported as failed, not as submitted.
-const SETTLE_TIME: Duration = Duration::from_secs(1);
-
 /// The program to start: a path to an existing file runs that file (a
 /// bare name in the current directory included, which `Command` would
 /// otherwise look up on PATH only); anything else is looked up on PATH.
@@ -159,12 +154,20 @@ pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         if let Some((job_id, address)) = announced(&log)? {
-            let settled = Instant::now() + SETTLE_TIME;
-            while Instant::now() < settled {
+            // Watched until every task opened its operators, so that a job
+            // that fails at once (a missing input, a bad setting found by
+            // an operator's `open`) is reported as failed, not submitted.
+            let client = RestClient::new(&address, None);
+            let mut initializing = true;
+            while initializing && Instant::now() < deadline {
                 if let Some(status) = child.try_wait()? {
                     return ended_at_once(&job_id, status, &log);
                 }
+                initializing = !all_running(&client, &job_id);
                 std::thread::sleep(Duration::from_millis(20));
+            }
+            if let Some(status) = child.try_wait()? {
+                return ended_at_once(&job_id, status, &log);
             }
             println!("Job has been submitted with JobID {job_id}");
             println!("REST API: http://{address}");
@@ -188,6 +191,17 @@ pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Whether every vertex of the job is RUNNING (its subtasks opened).
+fn all_running(client: &RestClient, job_id: &str) -> bool {
+    client.job(job_id).is_ok_and(|job| {
+        job["vertices"].as_array().is_some_and(|vertices| {
+            vertices
+                .iter()
+                .all(|v| v["status"].as_str() == Some("RUNNING"))
+        })
+    })
 }
 
 /// A detached job that ended while `weir run -d` still watched it: a

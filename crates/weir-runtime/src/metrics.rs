@@ -3,7 +3,7 @@
 //! Counters are updated once per batch, never per record, so they cost
 //! nothing measurable on the hot path.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -48,6 +48,8 @@ pub struct OperatorMetrics {
     records_out: AtomicU64,
     blocked_sends: AtomicU64,
     late_records_dropped: AtomicU64,
+    /// Subtasks of the current attempt whose task opened.
+    running: AtomicU32,
     /// The input watermark of each subtask (Flink's
     /// `currentInputWatermark`), `i64::MIN` before the first.
     watermarks: RwLock<Vec<AtomicI64>>,
@@ -84,6 +86,21 @@ impl OperatorMetrics {
     /// Late records dropped so far (Flink's `numLateRecordsDropped`).
     pub fn late_records_dropped(&self) -> u64 {
         self.late_records_dropped.load(Ordering::Relaxed)
+    }
+
+    /// A subtask's task opened its operators and runs.
+    pub fn subtask_running(&self) {
+        self.running.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A new attempt starts: no subtask runs yet.
+    pub fn reset_running(&self) {
+        self.running.store(0, Ordering::Relaxed);
+    }
+
+    /// Subtasks of the current attempt that opened.
+    pub fn running_subtasks(&self) -> u32 {
+        self.running.load(Ordering::Relaxed)
     }
 
     /// Records received so far.

@@ -87,6 +87,11 @@ impl RestClient {
         }
     }
 
+    /// `GET /jobs/:id`: the job's details as the server gives them.
+    pub fn job(&self, job: &str) -> Result<Value, ClientError> {
+        self.call("GET", &format!("/jobs/{job}"), None)
+    }
+
     /// `GET /jobs/overview`.
     pub fn jobs(&self) -> Result<Vec<JobSummary>, ClientError> {
         let v: Value = self.call("GET", "/jobs/overview", None)?;

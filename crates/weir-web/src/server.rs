@@ -400,12 +400,22 @@ async fn job(State(s): Shared, Path(id): Path<String>) -> Answer {
         .iter()
         .enumerate()
         .map(|(i, v)| {
+            // Flink's vertex status: INITIALIZING until every subtask
+            // opened its operators.
+            let status = match sum.state.as_str() {
+                "RUNNING" if v.running_subtasks < v.parallelism => "INITIALIZING",
+                state => state,
+            };
             json!({
                 "id": format!("{i}"),
                 "name": v.name,
                 "uid": v.uid,
                 "parallelism": v.parallelism,
-                "status": sum.state,
+                "status": status,
+                "tasks": {
+                    "RUNNING": v.running_subtasks.min(v.parallelism),
+                    "INITIALIZING": v.parallelism.saturating_sub(v.running_subtasks),
+                },
                 "metrics": {
                     "read-records": v.records_in,
                     "write-records": v.records_out,

@@ -329,6 +329,9 @@ pub(crate) fn deploy(
     let mut threads = Vec::new();
     let mut sources = Vec::new();
     let mut tasks = Vec::new();
+    for metrics in &job.metrics {
+        metrics.reset_running();
+    }
     for node in &graph.nodes {
         if plan.chained_behind[node.id.0].is_some() {
             continue;
@@ -350,6 +353,13 @@ pub(crate) fn deploy(
                 }
             };
             let result_tx = result_tx.clone();
+            // Every operator of the chain runs once the task opened.
+            let chain: Vec<Arc<OperatorMetrics>> = graph
+                .nodes
+                .iter()
+                .filter(|n| plan.task_head(n.id) == node.id)
+                .map(|n| Arc::clone(&job.metrics[n.id.0]))
+                .collect();
             let name = format!(
                 "{} ({}/{})",
                 plan.task_names[node.id.0],
@@ -365,7 +375,10 @@ pub(crate) fn deploy(
             );
             let spawned = std::thread::Builder::new().name(name).spawn(move || {
                 let _entered = span.enter();
-                let result = catch_unwind(AssertUnwindSafe(|| head.run())).unwrap_or_else(|_| {
+                let result = catch_unwind(AssertUnwindSafe(|| {
+                    head.run(&|| chain.iter().for_each(|m| m.subtask_running()))
+                }))
+                .unwrap_or_else(|_| {
                     Err(TaskError::Internal(
                         "task loop panicked outside an operator".into(),
                     ))

@@ -73,6 +73,9 @@ pub struct VertexView {
     /// (waiting for input) and back-pressured (waiting for a full output
     /// channel), over all attempts; empty for chained operators.
     pub subtask_times: Vec<(Duration, Duration)>,
+    /// Subtasks of the current attempt whose task opened its operators
+    /// (Flink's RUNNING; the others are INITIALIZING).
+    pub running_subtasks: u32,
 }
 
 /// A connection between two vertices.
@@ -270,6 +273,7 @@ impl JobView {
                     .iter()
                     .map(|t| (t.idle(), t.backpressured()))
                     .collect(),
+                running_subtasks: metrics.running_subtasks(),
             })
             .collect()
     }

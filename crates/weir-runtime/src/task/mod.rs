@@ -33,8 +33,10 @@ const MAX_WAIT: Duration = Duration::from_millis(50);
 
 /// The loop of one task subtask, run on its own thread.
 pub trait TaskHead: Send {
-    /// Runs until the input ends (`Ok`), the job is cancelled or something fails.
-    fn run(self: Box<Self>) -> Result<(), TaskError>;
+    /// Runs until the input ends (`Ok`), the job is cancelled or something
+    /// fails; calls `opened` once its operators opened (Flink's task
+    /// switching from INITIALIZING to RUNNING).
+    fn run(self: Box<Self>, opened: &dyn Fn()) -> Result<(), TaskError>;
 }
 
 /// Settings every task of a job shares.

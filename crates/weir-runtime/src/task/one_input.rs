@@ -27,13 +27,14 @@ impl<T: Send + 'static> OneInputHead<T> {
 }
 
 impl<T: Send + 'static> TaskHead for OneInputHead<T> {
-    fn run(mut self: Box<Self>) -> Result<(), TaskError> {
+    fn run(mut self: Box<Self>, opened: &dyn Fn()) -> Result<(), TaskError> {
         let OneInputHead {
             gate,
             chain,
             settings,
         } = &mut *self;
         chain.open()?;
+        opened();
         let mut flush = FlushTimer::new(settings.buffer_timeout);
         let mut time = ProcessingTime::new(settings.clock.clone());
         loop {

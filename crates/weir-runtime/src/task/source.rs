@@ -154,7 +154,7 @@ impl<T: Send + 'static> SourceHead<T> {
 }
 
 impl<T: Send + 'static> TaskHead for SourceHead<T> {
-    fn run(mut self: Box<Self>) -> Result<(), TaskError> {
+    fn run(mut self: Box<Self>, opened: &dyn Fn()) -> Result<(), TaskError> {
         let SourceHead {
             source,
             out,
@@ -168,6 +168,7 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
         if let Some(position) = restored {
             guarded(at, || source.restore_position(&position))?;
         }
+        opened();
         let mut flush = FlushTimer::new(settings.buffer_timeout);
         let mut time = ProcessingTime::new(settings.clock.clone());
         let (mut watermark, mut idle) = (i64::MIN, false);

@@ -200,10 +200,11 @@ enum Either<A, B> {
 }
 
 impl<Op: TwoInputOperator> TaskHead for TwoInputHead<Op> {
-    fn run(mut self: Box<Self>) -> Result<(), TaskError> {
+    fn run(mut self: Box<Self>, opened: &dyn Fn()) -> Result<(), TaskError> {
         self.out.open()?;
         let (op, ctx) = (&mut self.op, &self.ctx);
         guarded(&self.at, || op.open(ctx))?;
+        opened();
         let mut flush = FlushTimer::new(self.settings.buffer_timeout);
         let mut time = ProcessingTime::new(self.settings.clock.clone());
         let mut first = true;

@@ -875,3 +875,62 @@ fn the_plan_lists_each_operators_inputs() {
     job.cancel();
     let _ = job.wait();
 }
+
+#[test]
+fn vertices_are_initializing_until_their_subtasks_opened() {
+    use std::sync::{Arc, Barrier};
+    /// Opens only once the test lets it.
+    #[derive(Clone)]
+    struct SlowOpen(Arc<Barrier>);
+    impl MapFunction<u64, u64> for SlowOpen {
+        fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+            self.0.wait();
+            Ok(())
+        }
+        fn map(&mut self, i: u64) -> u64 {
+            i
+        }
+    }
+    let gate = Arc::new(Barrier::new(2));
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", "0");
+    env.configure(&c).expect("configuration");
+    env.add_source(
+        GeneratorSource::new(u64::MAX, |i| i).with_rate_limit(2_000.0),
+        "numbers",
+    )
+    .rebalance()
+    .map(SlowOpen(Arc::clone(&gate)))
+    .add_sink(DiscardingSink);
+    let job = env.execute_async("opening").expect("the job starts");
+    let url = format!(
+        "http://127.0.0.1:{}/jobs/{}",
+        job.rest_address().expect("served").port(),
+        job.job_id()
+    );
+    let statuses = || -> Vec<String> {
+        let detail = call("GET", &url, None, None).1;
+        detail["vertices"]
+            .as_array()
+            .expect("vertices")
+            .iter()
+            .map(|v| format!("{} {}", v["name"].as_str().unwrap_or("?"), v["status"]))
+            .collect()
+    };
+    wait_until("the source to run", || {
+        statuses()
+            .iter()
+            .any(|s| s.starts_with("Source") && s.ends_with("\"RUNNING\""))
+    });
+    let before = statuses();
+    assert!(
+        before.iter().any(|s| s == "Map \"INITIALIZING\""),
+        "the map has not opened: {before:?}"
+    );
+    gate.wait();
+    wait_until("every vertex to run", || {
+        statuses().iter().all(|s| s.ends_with("\"RUNNING\""))
+    });
+    job.cancel();
+}
