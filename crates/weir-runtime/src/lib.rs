@@ -28,6 +28,7 @@ pub mod exchange;
 pub mod graph;
 pub mod metrics;
 pub mod operator;
+pub mod provenance;
 pub mod recovery;
 pub mod task;
 pub mod testing;

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use crate::provenance::SubtaskProbe;
+
 /// Where one task (a chain of operators at one subtask index) spent its
 /// time waiting: for input (idle) and for room in a full output channel
 /// (back-pressured). Measured only when the task actually waits, so the
@@ -50,6 +52,12 @@ pub struct OperatorMetrics {
     late_records_dropped: AtomicU64,
     /// Subtasks of the current attempt whose task opened.
     running: AtomicU32,
+    /// For a vertex that heads tasks: each subtask's watermark provenance
+    /// in the current attempt.
+    probes: RwLock<Vec<Arc<SubtaskProbe>>>,
+    /// Each subtask's pending event-time timers: how many, and the
+    /// earliest (`i64::MAX`: none), for operators that keep timers.
+    timers: RwLock<Vec<(AtomicU64, AtomicI64)>>,
     /// The input watermark of each subtask (Flink's
     /// `currentInputWatermark`), `i64::MIN` before the first.
     watermarks: RwLock<Vec<AtomicI64>>,
@@ -170,6 +178,64 @@ impl OperatorMetrics {
                 slots
                     .iter()
                     .map(|s| Some(s.load(Ordering::Relaxed)).filter(|w| *w != i64::MIN))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Sets the watermark provenance of the task this operator heads at
+    /// `subtask` (once per attempt).
+    pub fn set_probe(&self, subtask: u32, probe: Arc<SubtaskProbe>) {
+        let i = subtask as usize;
+        let mut slots = self
+            .probes
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        while slots.len() <= i {
+            slots.push(Arc::default());
+        }
+        slots[i] = probe;
+    }
+
+    /// The watermark provenance of each subtask's task (empty unless this
+    /// operator heads tasks).
+    pub fn probes(&self) -> Vec<Arc<SubtaskProbe>> {
+        self.probes.read().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    /// Records `subtask`'s pending event-time timers: `count`, the
+    /// earliest at `earliest`. Called once per batch and watermark.
+    pub fn set_timers(&self, subtask: u32, count: u64, earliest: Option<i64>) {
+        let i = subtask as usize;
+        let earliest = earliest.unwrap_or(i64::MAX);
+        if let Ok(slots) = self.timers.read() {
+            if let Some((n, e)) = slots.get(i) {
+                n.store(count, Ordering::Relaxed);
+                e.store(earliest, Ordering::Relaxed);
+                return;
+            }
+        }
+        if let Ok(mut slots) = self.timers.write() {
+            while slots.len() <= i {
+                slots.push((AtomicU64::new(0), AtomicI64::new(i64::MAX)));
+            }
+            slots[i].0.store(count, Ordering::Relaxed);
+            slots[i].1.store(earliest, Ordering::Relaxed);
+        }
+    }
+
+    /// Each subtask's pending event-time timers and the earliest; empty
+    /// for operators without timers.
+    pub fn subtask_timers(&self) -> Vec<(u64, Option<i64>)> {
+        self.timers
+            .read()
+            .map(|slots| {
+                slots
+                    .iter()
+                    .map(|(n, e)| {
+                        let e = e.load(Ordering::Relaxed);
+                        (n.load(Ordering::Relaxed), (e != i64::MAX).then_some(e))
+                    })
                     .collect()
             })
             .unwrap_or_default()

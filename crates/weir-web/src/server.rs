@@ -252,6 +252,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/jobs/{id}/savepoints", post(trigger_savepoint))
         .route("/jobs/{id}/savepoints/{trigger}", get(savepoint_status))
         .route("/jobs/{id}/stop", post(stop))
+        .route("/jobs/{id}/diagnosis", get(diagnosis))
         .route("/metrics", get(metrics))
         .route("/jobs/{id}/vertices/{vid}/metrics", get(vertex_metrics))
         .route(
@@ -574,6 +575,110 @@ async fn vertex_watermarks(State(s): Shared, Path((id, vid)): Path<(String, Stri
         })
         .collect();
     Ok(Json(watermarks).into_response())
+}
+
+/// A watermark as JSON: `null` before the first.
+fn watermark_json(w: i64) -> Value {
+    if w == i64::MIN {
+        Value::Null
+    } else {
+        json!(w)
+    }
+}
+
+/// "Why is there no output?": which input holds each waiting event-time
+/// subtask's watermark back, down to the source split; and the provenance
+/// it was read from, per vertex and subtask.
+async fn diagnosis(State(s): Shared, Path(id): Path<String>) -> Answer {
+    let job = s.job(&id)?;
+    let names: Vec<String> = job.vertices().into_iter().map(|v| v.name).collect();
+    let diagnosis = job.diagnose();
+    let findings: Vec<Value> = diagnosis
+        .findings
+        .iter()
+        .map(|f| {
+            json!({
+                "vertex": f.vertex.to_string(),
+                "vertex-name": names.get(f.vertex),
+                "subtask": f.subtask,
+                "text": f.text,
+                "culprit": f.culprit.as_ref().map(|(v, s, split)| json!({
+                    "vertex": v.to_string(),
+                    "vertex-name": names.get(*v),
+                    "subtask": s,
+                    "split": split,
+                })),
+            })
+        })
+        .collect();
+    let vertices: Vec<Value> = job
+        .watermark_provenance()
+        .iter()
+        .enumerate()
+        .map(|(v, p)| {
+            let subtasks: Vec<Value> = p
+                .subtasks
+                .iter()
+                .enumerate()
+                .map(|(i, sub)| {
+                    let inputs: Vec<Vec<Value>> = sub
+                        .inputs
+                        .iter()
+                        .map(|channels| {
+                            channels
+                                .iter()
+                                .map(|c| {
+                                    json!({
+                                        "upstream-vertex": c.upstream_vertex.to_string(),
+                                        "upstream-subtask": c.upstream_subtask,
+                                        "watermark": watermark_json(c.watermark),
+                                        "idle": c.idle,
+                                        "ended": c.ended,
+                                        "last-advanced": c.advanced_ms,
+                                    })
+                                })
+                                .collect()
+                        })
+                        .collect();
+                    json!({
+                        "subtask": i,
+                        "input-watermark": sub.input_watermark,
+                        "pending-timers": sub.timers.map(|(n, _)| n),
+                        "earliest-timer": sub.timers.and_then(|(_, e)| e),
+                        "inputs": inputs,
+                        "source": sub.source.as_ref().map(|src| json!({
+                            "watermark": watermark_json(src.watermark),
+                            "idle": src.idle,
+                            "last-advanced": src.advanced_ms,
+                            "last-record": src.last_record_ms,
+                            "splits": src.splits.iter().map(|sp| json!({
+                                "name": sp.name,
+                                "watermark": watermark_json(sp.watermark),
+                                "idle": sp.idle,
+                                "finished": sp.finished,
+                                "last-record": sp.last_record_ms,
+                            })).collect::<Vec<_>>(),
+                        })),
+                    })
+                })
+                .collect();
+            json!({
+                "id": v.to_string(),
+                "name": names.get(v),
+                "task-head": p.task_head.to_string(),
+                "late-records-dropped": p.late_records_dropped,
+                "subtasks": subtasks,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "now": now_ms(),
+        "findings": findings,
+        "notes": diagnosis.notes,
+        "text": diagnosis.to_text(),
+        "vertices": vertices,
+    }))
+    .into_response())
 }
 
 /// Flink's back-pressure levels by the share of time a task waited for a

@@ -175,6 +175,8 @@ pub struct KafkaSource<T> {
     /// The partitions this subtask owns (a few: found by a scan, without
     /// making a key per record).
     partitions: Vec<Partition>,
+    /// Partitions named in the watermark diagnosis so far.
+    named: usize,
     offsets: Option<OperatorListState<(String, i32, i64)>>,
     /// Offsets of checkpoints taken and not yet complete.
     taken: BTreeMap<u64, TopicPartitionList>,
@@ -203,6 +205,7 @@ impl<T> Clone for KafkaSource<T> {
             rate: self.rate,
             consumer: Mutex::new(None),
             partitions: Vec::new(),
+            named: 0,
             offsets: None,
             taken: BTreeMap::new(),
             restored: BTreeMap::new(),
@@ -281,6 +284,7 @@ impl<T> KafkaSource<T> {
             rate: None,
             consumer: Mutex::new(None),
             partitions: Vec::new(),
+            named: 0,
             offsets: None,
             taken: BTreeMap::new(),
             restored: BTreeMap::new(),
@@ -903,6 +907,10 @@ impl<T: Send + 'static> SplitSourceFunction<T> for KafkaSource<T> {
             &mut done,
         )?;
         ctx.declare_splits(self.partitions.len());
+        for (split, p) in self.partitions.iter().enumerate().skip(self.named) {
+            ctx.name_split(split, format!("{}-{}", p.topic, p.partition));
+        }
+        self.named = self.partitions.len();
         for split in done {
             ctx.finish_split(split);
         }

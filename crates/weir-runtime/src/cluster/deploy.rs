@@ -32,6 +32,7 @@ use crate::graph::{
 };
 use crate::metrics::OperatorMetrics;
 use crate::operator::{RuntimeContext, SideOutputs};
+use crate::provenance::{ChannelProbe, SubtaskProbe};
 use crate::recovery::RestartStrategy;
 use crate::task::TaskSettings;
 use crate::time::{system_clock, SharedClock};
@@ -122,7 +123,8 @@ struct Plan<'g> {
     task_names: Vec<String>,
     metrics: Vec<Arc<OperatorMetrics>>,
     senders: HashMap<(usize, u32), Vec<Erased>>,
-    receivers: HashMap<(usize, u32), Vec<Erased>>,
+    /// Channel ends by edge and receiving subtask, with the sending subtask.
+    receivers: HashMap<(usize, u32), Vec<(Erased, u32)>>,
     cancel: CancelSource,
     attempt_number: u32,
     job_id: String,
@@ -708,7 +710,7 @@ impl<'g> Plan<'g> {
                 for down in pattern.targets(up, p_from, p_to) {
                     let (tx, rx) = ty.channel(self.config.channel_capacity);
                     self.senders.entry((e, up)).or_default().push(tx);
-                    self.receivers.entry((e, down)).or_default().push(rx);
+                    self.receivers.entry((e, down)).or_default().push((rx, up));
                 }
             }
         }
@@ -771,6 +773,7 @@ impl<'g> Plan<'g> {
                 operator: id.0,
                 subtask,
             }),
+            probe: Arc::default(),
         }
     }
 
@@ -790,6 +793,7 @@ impl<'g> Plan<'g> {
             mailbox: self.mailboxes.remove(&(id.0, subtask)),
             aligned: self.config.checkpoint.mode == CheckpointingMode::ExactlyOnce,
             times: self.metrics[id.0].task_times(subtask),
+            probe: Arc::default(),
         }
     }
 
@@ -798,34 +802,52 @@ impl<'g> Plan<'g> {
         id: NodeId,
         subtask: u32,
     ) -> Result<Box<dyn crate::task::TaskHead>, JobError> {
-        let ctx = self.context(id, subtask);
+        let mut ctx = self.context(id, subtask);
         let out = self.build_output(id, subtask)?;
-        let settings = self.settings(id, subtask);
+        let mut settings = self.settings(id, subtask);
         let graph = self.graph;
+        let inputs = match &graph.node(id).factory {
+            NodeFactory::Source(_) => 0,
+            NodeFactory::OneInput(_) => 1,
+            NodeFactory::TwoInput(_) => 2,
+        };
+        let (receivers, channels): (Vec<_>, Vec<_>) = (1..=inputs)
+            .map(|i| self.take_inputs(id, subtask, i))
+            .unzip();
+        let probe = Arc::new(SubtaskProbe::new(channels));
+        self.metrics[id.0].set_probe(subtask, Arc::clone(&probe));
+        ctx.probe = Arc::clone(&probe);
+        settings.probe = probe;
+        let mut receivers = receivers.into_iter();
+        let mut next = || receivers.next().unwrap_or_default();
         match &graph.node(id).factory {
             NodeFactory::Source(f) => f.head(ctx, out, settings),
-            NodeFactory::OneInput(f) => {
-                let inputs = self.take_inputs(id, subtask, 1);
-                f.head(ctx, out, inputs, settings)
-            }
+            NodeFactory::OneInput(f) => f.head(ctx, out, next(), settings),
             NodeFactory::TwoInput(f) => {
-                let inputs = (
-                    self.take_inputs(id, subtask, 1),
-                    self.take_inputs(id, subtask, 2),
-                );
+                let inputs = (next(), next());
                 f.head(ctx, out, inputs, settings)
             }
         }
     }
 
-    fn take_inputs(&mut self, id: NodeId, subtask: u32, input: u8) -> Vec<Erased> {
-        let mut receivers = Vec::new();
+    /// The channels into input `input` of `id`'s subtask, with a probe of
+    /// each naming the upstream vertex and subtask it comes from.
+    fn take_inputs(
+        &mut self,
+        id: NodeId,
+        subtask: u32,
+        input: u8,
+    ) -> (Vec<Erased>, Vec<ChannelProbe>) {
+        let (mut receivers, mut probes) = (Vec::new(), Vec::new());
         for (e, edge) in self.graph.edges.iter().enumerate() {
             if edge.to == id && edge.input == input {
-                receivers.extend(self.receivers.remove(&(e, subtask)).unwrap_or_default());
+                for (rx, up) in self.receivers.remove(&(e, subtask)).unwrap_or_default() {
+                    receivers.push(rx);
+                    probes.push(ChannelProbe::new(edge.from.0, up));
+                }
             }
         }
-        receivers
+        (receivers, probes)
     }
 
     fn build_output(&mut self, id: NodeId, subtask: u32) -> Result<OutputParts, JobError> {

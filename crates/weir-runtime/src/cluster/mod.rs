@@ -2,6 +2,7 @@
 //! one thread per subtask, and collecting the outcome.
 
 mod deploy;
+pub mod diagnosis;
 mod job;
 mod view;
 

@@ -278,6 +278,26 @@ impl JobView {
             .collect()
     }
 
+    /// Each vertex's counters, in graph order.
+    pub(crate) fn operator_metrics(&self) -> Vec<Arc<OperatorMetrics>> {
+        self.0
+            .vertices
+            .iter()
+            .map(|(_, _, m)| Arc::clone(m))
+            .collect()
+    }
+
+    /// Where each vertex's watermark comes from (see
+    /// [`diagnosis`](super::diagnosis)).
+    pub fn watermark_provenance(&self) -> Vec<super::diagnosis::VertexProvenance> {
+        super::diagnosis::provenance(self)
+    }
+
+    /// Why its event-time operators wait for their watermark, now.
+    pub fn diagnose(&self) -> super::diagnosis::Diagnosis {
+        super::diagnosis::diagnose(self)
+    }
+
     /// Its edges, with the default strategy resolved as the runtime
     /// resolves it: forward between equal parallelisms, else rebalance.
     pub fn edges(&self) -> Vec<EdgeView> {

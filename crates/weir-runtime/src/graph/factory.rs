@@ -182,15 +182,18 @@ where
 
 struct OneInputOf<Op, F>(F, PhantomData<fn() -> Op>);
 
+/// The gate of input `input` (0 or 1) of a task.
 fn gate<T: Send + 'static>(
     inputs: Vec<Erased>,
     settings: &TaskSettings,
+    input: usize,
 ) -> Result<InputGate<T>, JobError> {
     let receivers = inputs
         .into_iter()
         .map(|rx| unerase::<Receiver<Message<T>>>(rx, "input channel"))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(InputGate::with_alignment(receivers, settings.aligned))
+    Ok(InputGate::with_alignment(receivers, settings.aligned)
+        .with_probe(std::sync::Arc::clone(&settings.probe), input))
 }
 
 impl<Op, F> OneInputOf<Op, F>
@@ -225,7 +228,7 @@ where
     ) -> Result<Box<dyn TaskHead>, JobError> {
         let link = Box::new(self.link(ctx, out)?);
         Ok(Box::new(OneInputHead::new(
-            gate(inputs, &settings)?,
+            gate(inputs, &settings, 0)?,
             link,
             settings,
         )))
@@ -249,7 +252,7 @@ where
         let op = (self.0)(&ctx);
         let metrics = Arc::clone(&out.metrics);
         let out = out.into_output::<Op::Out>("operator output")?;
-        let gates = (gate(inputs.0, &settings)?, gate(inputs.1, &settings)?);
+        let gates = (gate(inputs.0, &settings, 0)?, gate(inputs.1, &settings, 1)?);
         Ok(Box::new(TwoInputHead::new(
             op, out, gates, ctx, metrics, settings,
         )))

@@ -56,6 +56,17 @@ impl<Op: Operator> ChainLink<Op> {
     }
 }
 
+impl<Op: Operator> ChainLink<Op> {
+    /// Shows the operator's pending event-time timers, if it keeps any.
+    #[inline]
+    fn publish_timers(&self) {
+        if let Some((count, earliest)) = self.op.pending_event_timers() {
+            self.metrics
+                .set_timers(self.ctx.subtask_index, count, earliest);
+        }
+    }
+}
+
 impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
     fn open(&mut self) -> Result<(), TaskError> {
         // Downstream first, so an operator may emit from `open`.
@@ -70,6 +81,7 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
         let (op, out) = (&mut self.op, &mut self.out);
         guarded(&self.at, || op.process_batch(batch, out))?;
         batch.clear();
+        self.publish_timers();
         self.out.flush()
     }
 
@@ -78,7 +90,9 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
         match control {
             Control::Watermark(wm) => {
                 self.metrics.set_watermark(self.ctx.subtask_index, wm);
-                guarded(&self.at, || op.process_watermark(wm, out))
+                guarded(&self.at, || op.process_watermark(wm, out))?;
+                self.publish_timers();
+                Ok(())
             }
             Control::EndOfInput => {
                 // Bounded input ends with every processing-time timer firing,

@@ -53,6 +53,9 @@ pub struct RuntimeContext {
     pub subtask_state: SubtaskState,
     /// How this subtask acknowledges checkpoints (with checkpointing on).
     pub checkpoint: Option<CheckpointPort>,
+    /// Where the task this subtask heads shows where its watermark comes
+    /// from; a source reports what it emitted and its splits here.
+    pub probe: Arc<crate::provenance::SubtaskProbe>,
 }
 
 impl RuntimeContext {

@@ -104,6 +104,13 @@ pub trait Operator: Send + 'static {
         Ok(())
     }
 
+    /// How many event-time timers (windows, for a window operator) are
+    /// pending and the earliest one's time, for operators that keep them;
+    /// read once per batch and watermark for the watermark diagnosis.
+    fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
+        None
+    }
+
     /// The processing time (ms) at which the operator next wants
     /// [`on_processing_time`](Self::on_processing_time), if any.
     fn processing_deadline(&self) -> Option<i64> {
@@ -181,6 +188,11 @@ pub trait TwoInputOperator: Send + 'static {
 
     /// See [`Operator::processing_deadline`].
     fn processing_deadline(&self) -> Option<i64> {
+        None
+    }
+
+    /// See [`Operator::pending_event_timers`].
+    fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
         None
     }
 

@@ -1,11 +1,14 @@
 //! The input side of a task: the channels from upstream subtasks, read
 //! fairly, with the watermark valve and barrier tracking applied.
 
+use std::sync::Arc;
+
 use crossbeam_channel::{Receiver, Select, TryRecvError};
 
 use super::valve::{ValveOutput, WatermarkValve};
 use crate::element::{Barrier, Control, Message, StreamRecord, WatermarkStatus};
 use crate::error::TaskError;
+use crate::provenance::{ChannelProbe, SubtaskProbe};
 
 /// What an input gate delivers to the task.
 #[derive(Debug)]
@@ -43,6 +46,8 @@ pub struct InputGate<T> {
     // A second event produced by one message (a watermark and then the idle
     // status, when the last active channel goes idle).
     queued: Option<GateEvent<T>>,
+    // Where the channels' watermarks are shown, and as which input.
+    probe: Option<(Arc<SubtaskProbe>, usize)>,
 }
 
 impl<T> InputGate<T> {
@@ -66,6 +71,7 @@ impl<T> InputGate<T> {
             aligned,
             held: false,
             queued: None,
+            probe: None,
         }
     }
 
@@ -157,20 +163,41 @@ impl<T> InputGate<T> {
         }
     }
 
+    /// Shows what each channel delivers in `probe`, as input `input` of
+    /// its task.
+    pub fn with_probe(mut self, probe: Arc<SubtaskProbe>, input: usize) -> Self {
+        self.probe = Some((probe, input));
+        self
+    }
+
+    fn probe_channel(&self, ch: usize) -> Option<&ChannelProbe> {
+        let (probe, input) = self.probe.as_ref()?;
+        probe.channel(*input, ch)
+    }
+
     fn on_message(&mut self, ch: usize, message: Message<T>) -> Option<GateEvent<T>> {
         match message {
             Message::Records(batch) => Some(GateEvent::Records(batch)),
             Message::Control(Control::Watermark(wm)) => {
+                if let Some(c) = self.probe_channel(ch) {
+                    c.on_watermark(wm);
+                }
                 let out = self.valve.on_watermark(ch, wm);
                 self.valve_event(out)
             }
             Message::Control(Control::WatermarkStatus(status)) => {
+                if let Some(c) = self.probe_channel(ch) {
+                    c.on_idle(status == WatermarkStatus::Idle);
+                }
                 let out = self.valve.on_status(ch, status);
                 self.valve_event(out)
             }
             Message::Control(Control::EndOfInput) => {
                 self.ended[ch] = true;
                 self.live -= 1;
+                if let Some(c) = self.probe_channel(ch) {
+                    c.on_end();
+                }
                 if let Some(event) = self.check_barrier_complete() {
                     return Some(event);
                 }

@@ -57,6 +57,8 @@ pub struct TaskSettings {
     pub aligned: bool,
     /// Where the task's waiting time is counted.
     pub times: std::sync::Arc<crate::metrics::TaskTimes>,
+    /// Where the task shows its inputs' watermarks.
+    pub probe: std::sync::Arc<crate::provenance::SubtaskProbe>,
 }
 
 impl TaskSettings {

@@ -193,17 +193,23 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
                 })?
             };
             let emitted = !out.records().is_empty();
+            if emitted {
+                settings.probe.on_records();
+            }
             if idle && (emitted || wm.is_some_and(|w| w > watermark) || now_idle == Some(false)) {
                 idle = false;
+                settings.probe.on_source_idle(false);
                 out.forward_control(Control::WatermarkStatus(WatermarkStatus::Active))?;
             }
             out.flush()?;
             if let Some(w) = wm.filter(|w| *w > watermark) {
                 watermark = w;
+                settings.probe.on_source_watermark(w);
                 out.emit_watermark(w)?;
             }
             if now_idle == Some(true) && !idle {
                 idle = true;
+                settings.probe.on_source_idle(true);
                 out.forward_control(Control::WatermarkStatus(WatermarkStatus::Idle))?;
             }
             time.tick(out)?;

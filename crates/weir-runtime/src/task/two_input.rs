@@ -69,6 +69,14 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         }
     }
 
+    /// Shows the operator's pending event-time timers, if it keeps any.
+    fn publish_timers(&self) {
+        if let Some((count, earliest)) = self.op.pending_event_timers() {
+            self.metrics
+                .set_timers(self.ctx.subtask_index, count, earliest);
+        }
+    }
+
     fn on_watermark_change(&mut self) -> Result<(), TaskError> {
         if let Some(wm) = self.combined_watermark() {
             if wm > self.watermark {
@@ -76,6 +84,7 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
                 self.metrics.set_watermark(self.ctx.subtask_index, wm);
                 let (op, out) = (&mut self.op, &mut self.out);
                 guarded(&self.at, || op.process_watermark(wm, out))?;
+                self.publish_timers();
             }
         }
         let idle = (self.gate1.is_idle() || self.gate1.is_finished())
@@ -143,11 +152,13 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
             Either::First(GateEvent::Records(mut batch)) => {
                 self.metrics.add_in(batch.len());
                 guarded(&self.at, || op.process_batch1(&mut batch, out))?;
+                self.publish_timers();
                 self.out.flush()?;
             }
             Either::Second(GateEvent::Records(mut batch)) => {
                 self.metrics.add_in(batch.len());
                 guarded(&self.at, || op.process_batch2(&mut batch, out))?;
+                self.publish_timers();
                 self.out.flush()?;
             }
             Either::First(GateEvent::Barrier(b)) => self.on_barrier(b, 0)?,

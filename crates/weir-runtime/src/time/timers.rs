@@ -132,6 +132,13 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         self.heap.peek().map(|Reverse(q)| q.timer.timestamp)
     }
 
+    /// How many timers will fire, and a lower bound of the earliest (see
+    /// [`earliest_hint`](Self::earliest_hint)).
+    pub fn pending(&self) -> (u64, Option<i64>) {
+        let count = self.live.len() as u64;
+        (count, (count > 0).then(|| self.earliest_hint()).flatten())
+    }
+
     /// Removes and returns the earliest timer with `timestamp <= time`.
     pub fn pop_due(&mut self, time: i64) -> Option<Timer<K, N>> {
         self.skip_deleted();

@@ -320,6 +320,7 @@ mod tests {
             operator_state: weir_state::OperatorStateStore::new(),
             subtask_state: Default::default(),
             checkpoint: None,
+            probe: Arc::default(),
         }
     }
 

@@ -209,6 +209,10 @@ where
         Ok(())
     }
 
+    fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
+        Some(self.timers.event.pending())
+    }
+
     fn processing_deadline(&self) -> Option<i64> {
         self.timers.processing.earliest_hint()
     }

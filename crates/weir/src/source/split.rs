@@ -6,6 +6,7 @@
 //! source's watermark is the minimum over its active splits, emitted after
 //! each poll.
 
+use weir_runtime::provenance::SplitState;
 use weir_runtime::time::SharedClock;
 
 use crate::functions::{
@@ -17,6 +18,7 @@ use crate::watermark::{assign_timestamp, Generator, Idleness, WatermarkOutput, W
 pub struct SplitContext<'a, T> {
     records: &'a mut Vec<(usize, T, i64)>,
     finished: &'a mut Vec<usize>,
+    names: &'a mut Vec<(usize, String)>,
     limit: usize,
     no_splits: bool,
     splits: usize,
@@ -33,6 +35,12 @@ impl<T> SplitContext<'_, T> {
     /// Emits a record of `split` with an event timestamp.
     pub fn collect_with_timestamp(&mut self, split: usize, value: T, timestamp: i64) {
         self.records.push((split, value, timestamp));
+    }
+
+    /// Names `split` (e.g. `orders-7`, partition 7 of topic `orders`) in
+    /// the job's watermark diagnosis; unnamed splits show their index.
+    pub fn name_split(&mut self, split: usize, name: impl Into<String>) {
+        self.names.push((split, name.into()));
     }
 
     /// `split` has no more records: it stops holding the watermark back.
@@ -100,6 +108,9 @@ struct Split<T> {
     watermark: i64,
     idle: bool,
     finished: bool,
+    name: Option<String>,
+    /// When it last had a record (wall clock, ms).
+    last_record_ms: Option<i64>,
 }
 
 /// Runs a [`SplitSourceFunction`] with a watermark generator per split.
@@ -113,6 +124,7 @@ pub(crate) struct SplitWatermarkSource<S, T> {
     next_periodic: i64,
     buffer: Vec<(usize, T, i64)>,
     finished: Vec<usize>,
+    names: Vec<(usize, String)>,
 }
 
 impl<S, T> SplitWatermarkSource<S, T> {
@@ -127,6 +139,7 @@ impl<S, T> SplitWatermarkSource<S, T> {
             next_periodic: i64::MAX,
             buffer: Vec::new(),
             finished: Vec::new(),
+            names: Vec::new(),
         }
     }
 
@@ -139,9 +152,34 @@ impl<S, T> SplitWatermarkSource<S, T> {
                 watermark: i64::MIN,
                 idle: false,
                 finished: false,
+                name: None,
+                last_record_ms: None,
             });
         }
         self.splits.get_mut(index)
+    }
+}
+
+impl<S, T> SplitWatermarkSource<S, T> {
+    /// Shows each split's state in the job's watermark diagnosis (once
+    /// per watermark interval).
+    fn report_splits(&self) {
+        let Some(ctx) = &self.ctx else {
+            return;
+        };
+        let splits = self
+            .splits
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SplitState {
+                name: s.name.clone().unwrap_or_else(|| format!("split {i}")),
+                watermark: s.watermark,
+                idle: s.idle,
+                finished: s.finished,
+                last_record_ms: s.last_record_ms,
+            })
+            .collect();
+        ctx.probe.update_source(|state| state.splits = splits);
     }
 }
 
@@ -173,9 +211,11 @@ impl<S: SplitSourceFunction<T>, T: Send + 'static> SourceFunction<T>
     fn poll_next(&mut self, ctx: &mut SourceContext<'_, T>) -> FunctionResult<SourceStatus> {
         let mut buffer = std::mem::take(&mut self.buffer);
         let mut finished = std::mem::take(&mut self.finished);
+        let mut names = std::mem::take(&mut self.names);
         let mut split_ctx = SplitContext {
             records: &mut buffer,
             finished: &mut finished,
+            names: &mut names,
             limit: ctx.remaining().max(1),
             no_splits: false,
             splits: 0,
@@ -186,12 +226,20 @@ impl<S: SplitSourceFunction<T>, T: Send + 'static> SourceFunction<T>
             self.split(last);
         }
         let now = self.clock.as_ref().map_or(0, |c| c.now_ms());
+        for (index, name) in names.drain(..) {
+            if let Some(split) = self.split(index) {
+                split.name = Some(name);
+            }
+        }
+        self.names = names;
+        let wall = (!buffer.is_empty()).then(weir_runtime::provenance::wall_clock_ms);
         for (index, value, timestamp) in buffer.drain(..) {
             let timestamp = assign_timestamp(&self.strategy.timestamps, &value, timestamp, now);
             if let Some(split) = self.split(index) {
                 let mut out = WatermarkOutput::default();
                 split.generator.on_event(&value, timestamp, &mut out);
                 split.idle = false;
+                split.last_record_ms = wall;
                 if let Some(i) = &mut split.idleness {
                     i.activity += 1;
                 }
@@ -221,6 +269,7 @@ impl<S: SplitSourceFunction<T>, T: Send + 'static> SourceFunction<T>
                     split.watermark = split.watermark.max(w);
                 }
             }
+            self.report_splits();
         }
         let live: Vec<&Split<T>> = self.splits.iter().filter(|s| !s.finished).collect();
         match live.iter().filter(|s| !s.idle).map(|s| s.watermark).min() {

@@ -444,6 +444,53 @@ where
         Ok(())
     }
 
+    /// The windows not fired yet and the earliest one's firing time:
+    /// exact for tumbling windows (a slice is a window, one per key); for
+    /// sliding ones, the window starts between the first and the last
+    /// slice, gaps included, over all keys.
+    fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
+        let (size, wm) = (self.size, self.watermark);
+        if self.slide == size {
+            let mut pending = self
+                .slices
+                .iter()
+                .filter(|s| s.start.saturating_add(size - 1) > wm);
+            let Some(first) = pending.next() else {
+                return Some((0, None));
+            };
+            let count = first.entries.len() + pending.map(|s| s.entries.len()).sum::<usize>();
+            return Some((count as u64, Some(first.start.saturating_add(size - 1))));
+        }
+        let (Some(first), Some(last)) = (self.slices.first(), self.slices.last()) else {
+            return Some((0, None));
+        };
+        let floor = |t: i64| TimeWindow::window_start(t, self.offset, self.slide);
+        let ceil = |t: i64| {
+            let f = floor(t);
+            if f == t {
+                t
+            } else {
+                f.saturating_add(self.slide)
+            }
+        };
+        // Window starts w with a slice inside (w > first - size, w <= last)
+        // that the watermark has not passed (w + size - 1 > wm).
+        let lo = ceil(
+            first
+                .start
+                .saturating_sub(size - 1)
+                .max(wm.saturating_sub(size - 2)),
+        );
+        let hi = floor(last.start);
+        if lo > hi {
+            return Some((0, None));
+        }
+        Some((
+            ((hi - lo) / self.slide + 1) as u64,
+            Some(lo.saturating_add(size - 1)),
+        ))
+    }
+
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
         if watermark <= self.watermark {
             return Ok(());

@@ -64,6 +64,10 @@ where
         delegate!(self, op => op.processing_deadline())
     }
 
+    fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
+        delegate!(self, op => op.pending_event_timers())
+    }
+
     fn on_processing_time(&mut self, now: i64, out: &mut Output<Self::Out>) -> FunctionResult {
         delegate!(self, op => op.on_processing_time(now, out))
     }

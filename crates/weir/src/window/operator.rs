@@ -963,6 +963,10 @@ where
         Ok(())
     }
 
+    fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
+        Some(self.event_timers.pending())
+    }
+
     fn processing_deadline(&self) -> Option<i64> {
         // `peek_timestamp` needs `&mut` to skip deleted timers; the queue's
         // earliest entry is a safe lower bound.

@@ -449,6 +449,14 @@ where
         Ok(())
     }
 
+    fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
+        // The heap may still hold entries of sessions that merged; its
+        // head is a lower bound of the next firing.
+        let count = self.scheduled.len() as u64;
+        let earliest = self.queue.peek().map(|Reverse((time, _))| *time);
+        Some((count, earliest.filter(|_| count > 0)))
+    }
+
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
         self.watermark = self.watermark.max(watermark);
         while let Some(Reverse((time, seq))) = self.queue.peek().copied() {

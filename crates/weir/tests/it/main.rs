@@ -4,6 +4,7 @@
 mod api;
 mod checkpoints;
 mod config;
+mod diagnosis;
 mod joins;
 #[cfg(feature = "s3")]
 mod object_storage;

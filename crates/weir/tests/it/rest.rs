@@ -46,7 +46,12 @@ fn start_with(settings: &[(&str, &str)]) -> (JobClient, u16) {
 }
 
 /// `(status, body)` of a call.
-fn call(method: &str, url: &str, body: Option<&str>, token: Option<&str>) -> (u16, Value) {
+pub(crate) fn call(
+    method: &str,
+    url: &str,
+    body: Option<&str>,
+    token: Option<&str>,
+) -> (u16, Value) {
     let mut req = ureq::request(method, url);
     if let Some(t) = token {
         req = req.set("Authorization", &format!("Bearer {t}"));
@@ -66,7 +71,7 @@ fn call(method: &str, url: &str, body: Option<&str>, token: Option<&str>) -> (u1
     (status, json)
 }
 
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

@@ -1,0 +1,121 @@
+//! "Why is there no output?" on a running job: one split of a source
+//! stops, the windows downstream wait, and the job's diagnosis follows the
+//! lowest watermark from the window through an exchange to that split.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use weir::prelude::*;
+
+use crate::rest::{call, wait_until};
+
+/// Four splits over two subtasks, named `orders-0` … `orders-3`, one
+/// record per split and poll, event time 100 ms further each poll;
+/// `orders-3` stops at 5 s.
+#[derive(Clone)]
+struct Orders {
+    subtask: usize,
+    step: i64,
+}
+
+impl SplitSourceFunction<(String, i64)> for Orders {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.subtask = ctx.subtask_index as usize;
+        Ok(())
+    }
+
+    fn poll_next(
+        &mut self,
+        ctx: &mut SplitContext<'_, (String, i64)>,
+    ) -> FunctionResult<SourceStatus> {
+        ctx.declare_splits(2);
+        for split in 0..2 {
+            let name = format!("orders-{}", 2 * self.subtask + split);
+            if self.step == 0 {
+                ctx.name_split(split, name.clone());
+            }
+            let ts = self.step * 100;
+            if name == "orders-3" && ts > 5_000 {
+                continue;
+            }
+            ctx.collect_with_timestamp(split, (name, 1), ts);
+        }
+        self.step += 1;
+        std::thread::sleep(Duration::from_millis(2));
+        Ok(SourceStatus::More)
+    }
+}
+
+#[test]
+fn a_stalled_split_is_named_as_what_holds_the_windows_back() {
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", "0");
+    env.configure(&c).expect("configuration");
+    env.set_parallelism(2);
+    env.from_split_source(
+        Orders {
+            subtask: 0,
+            step: 0,
+        },
+        WatermarkStrategy::for_monotonous_timestamps(),
+        "orders",
+    )
+    .rebalance()
+    .map(|o: (String, i64)| o)
+    .key_by(|o: &(String, i64)| o.0.clone())
+    .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+    .reduce(|a: (String, i64), b: (String, i64)| (a.0, a.1 + b.1))
+    .add_sink(DiscardingSink);
+    let job = env.execute_async("stalled split").expect("the job starts");
+    let url = format!(
+        "http://127.0.0.1:{}/jobs/{}/diagnosis",
+        job.rest_address().expect("served").port(),
+        job.job_id()
+    );
+    let mut diagnosis = Value::Null;
+    // The stall counts once the split has had no records for a second.
+    wait_until("the diagnosis to suggest idleness", || {
+        diagnosis = call("GET", &url, None, None).1;
+        diagnosis["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("with_idleness"))
+    });
+    let findings = diagnosis["findings"].as_array().expect("findings");
+    assert!(!findings.is_empty(), "{diagnosis:#}");
+    for f in findings {
+        let text = f["text"].as_str().expect("text");
+        assert!(
+            f["vertex-name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("Window")),
+            "{f:#}"
+        );
+        // Window ← Map (its lowest channel) ← the source's second subtask,
+        // whose lowest split is the one that stopped at 5 s.
+        assert!(text.contains("its input from 'Map' subtask"), "{text}");
+        assert!(
+            text.contains("its input from 'Source: orders' subtask 2"),
+            "{text}"
+        );
+        assert!(text.contains("that source reads orders-3"), "{text}");
+        assert!(text.contains("whose watermark is 00:00:04.999"), "{text}");
+        assert!(
+            text.contains("waits for watermark ≥ 00:00:09.999"),
+            "{text}"
+        );
+        assert_eq!(f["culprit"]["split"], "orders-3", "{f:#}");
+        assert_eq!(f["culprit"]["subtask"], 1, "{f:#}");
+    }
+    // The provenance it was read from: the source's splits, by name.
+    let vertices = diagnosis["vertices"].as_array().expect("vertices");
+    let source = &vertices[0]["subtasks"][1]["source"];
+    let splits: Vec<&str> = source["splits"]
+        .as_array()
+        .expect("splits")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(splits, ["orders-2", "orders-3"], "{source:#}");
+    job.cancel();
+}
