@@ -109,6 +109,19 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Explains why a job's event-time windows do not fire: for each
+    /// waiting operator subtask, the input holding its watermark back,
+    /// followed upstream to the source subtask and split, how long each has
+    /// not advanced, idle inputs, and records dropped as late.
+    ///
+    /// Example: weir diagnose 3f2a1b… -m localhost:8081
+    #[command(verbatim_doc_comment)]
+    Diagnose {
+        /// The job.
+        job_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Checkpoints and savepoints.
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
@@ -198,6 +211,14 @@ fn main() -> ExitCode {
             target,
         } => jobs::stop(&target.client(), &job_id, savepoint_path.as_deref(), drain),
         Command::Cancel { job_id, target } => jobs::cancel(&target.client(), &job_id),
+        Command::Diagnose { job_id, target } => target
+            .client()
+            .diagnosis(&job_id)
+            .map(|text| {
+                print!("{text}");
+                ExitCode::SUCCESS
+            })
+            .map_err(Into::into),
         Command::Checkpoint(CheckpointCommand::Inspect { path }) => inspect(&path),
         Command::Checkpoint(CheckpointCommand::List { dir, latest }) => list(&dir, latest),
         Command::New {

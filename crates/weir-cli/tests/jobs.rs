@@ -362,3 +362,61 @@ fn stopping_an_attached_weir_run_stops_its_job() {
         "the job still serves {address} after weir ended"
     );
 }
+
+#[test]
+fn diagnose_names_the_source_that_holds_the_windows_back() {
+    let dir = temp_dir("diagnose");
+    let orders = TcpListener::bind("127.0.0.1:0").expect("listen");
+    let port = orders.local_addr().expect("address").port();
+    let log = dir.join("job.log");
+    let mut cmd = weir();
+    cmd.args(["run", "-d", "--rest-port", "0", "--log"])
+        .arg(&log)
+        .arg(example("order_report"))
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()]);
+    let out = ok(cmd);
+    let job = field(&out, "Job has been submitted with JobID ");
+    let address = field(&out, "REST API: http://");
+    let mut conn = accept_within(&orders);
+    // Two orders in the window [10:00:00, 10:00:10), then nothing: the
+    // watermark stays at 10:00:02 (the latest order minus 2 s).
+    conn.write_all(b"1,alice,10,2026-12-01 10:00:01\n2,bob,5,2026-12-01 10:00:04\n")
+        .expect("send");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let answer = loop {
+        let answer = ok({
+            let mut d = weir();
+            d.args(["diagnose", "-m", &address, &job]);
+            d
+        });
+        if answer.contains("with_idleness") {
+            break answer;
+        }
+        assert!(Instant::now() < deadline, "{answer}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        answer.contains("waits for watermark ≥ 2026-12-01 10:00:09.999"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("its watermark is 2026-12-01 10:00:01.999"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("; source 'Source: Socket Stream' subtask 1 has had no records for"),
+        "{answer}"
+    );
+    // A job id the API does not serve is an error naming it.
+    let out = weir()
+        .args(["diagnose", "-m", &address, &"0".repeat(32)])
+        .output()
+        .expect("weir runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not found"));
+    let mut cancel = weir();
+    cancel.args(["cancel", "-m", &address, &job]);
+    ok(cancel);
+    drop(conn);
+    let _ = std::fs::remove_dir_all(&dir);
+}

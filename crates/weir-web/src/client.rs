@@ -92,6 +92,16 @@ impl RestClient {
         self.call("GET", &format!("/jobs/{job}"), None)
     }
 
+    /// `GET /jobs/:id/diagnosis`: why the job's event-time operators wait
+    /// for their watermark, as text.
+    pub fn diagnosis(&self, job: &str) -> Result<String, ClientError> {
+        let v: Value = self.call("GET", &format!("/jobs/{job}/diagnosis"), None)?;
+        v["text"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ClientError::Answer("a diagnosis without text".into()))
+    }
+
     /// `GET /jobs/overview`.
     pub fn jobs(&self) -> Result<Vec<JobSummary>, ClientError> {
         let v: Value = self.call("GET", "/jobs/overview", None)?;

@@ -205,6 +205,7 @@ fn explain(
         let head = provenance.get(vertex)?.task_head;
         let sub = provenance.get(head)?.subtasks.get(subtask as usize)?;
         if let Some(source) = &sub.source {
+            let _ = write!(text, "; source '{}' subtask {}", name(head), subtask + 1);
             let split = explain_source(source, now, text);
             return Some((head, subtask, split));
         }
@@ -255,7 +256,7 @@ fn explain_source(source: &SourceState, now: i64, text: &mut String) -> Option<S
         Some(split) => {
             let _ = write!(
                 text,
-                "; that source reads {}, whose watermark is {} and which {}",
+                " reads {}, whose watermark is {} and which {}",
                 split.name,
                 watermark_text(split.watermark),
                 silent(split.last_record_ms),
@@ -266,11 +267,7 @@ fn explain_source(source: &SourceState, now: i64, text: &mut String) -> Option<S
             Some(split.name.clone())
         }
         None => {
-            let _ = write!(
-                text,
-                "; that source subtask {}",
-                silent(source.last_record_ms)
-            );
+            let _ = write!(text, " {}", silent(source.last_record_ms));
             if stalled(source.last_record_ms, now) {
                 text.push_str(" — consider `with_idleness` on the watermark strategy");
             }

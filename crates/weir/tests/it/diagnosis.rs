@@ -98,7 +98,10 @@ fn a_stalled_split_is_named_as_what_holds_the_windows_back() {
             text.contains("its input from 'Source: orders' subtask 2"),
             "{text}"
         );
-        assert!(text.contains("that source reads orders-3"), "{text}");
+        assert!(
+            text.contains("source 'Source: orders' subtask 2 reads orders-3"),
+            "{text}"
+        );
         assert!(text.contains("whose watermark is 00:00:04.999"), "{text}");
         assert!(
             text.contains("waits for watermark ≥ 00:00:09.999"),
