@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use weir::prelude::*;
 
-use crate::rest::{call, wait_until};
+use crate::rest::{call, wait_until, Browser};
 
 /// Four splits over two subtasks, named `orders-0` … `orders-3`, one
 /// record per split and poll, event time 100 ms further each poll;
@@ -120,5 +120,16 @@ fn a_stalled_split_is_named_as_what_holds_the_windows_back() {
         .filter_map(|s| s["name"].as_str())
         .collect();
     assert_eq!(splits, ["orders-2", "orders-3"], "{source:#}");
+    // The dashboard shows the same answer, and each subtask's splits.
+    let browser = Browser::start();
+    browser.go(&url.replace(&format!("/jobs/{}/diagnosis", job.job_id()), "/"));
+    wait_until("the diagnosis on the dashboard", || {
+        browser.text("#diagnosis").contains("reads orders-3")
+    });
+    wait_until("the stalled split in the watermark table", || {
+        browser
+            .text("#watermark-table")
+            .contains("orders-3: 1970-01-01 00:00:04.999")
+    });
     job.cancel();
 }

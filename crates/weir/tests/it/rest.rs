@@ -671,14 +671,14 @@ fn backpressure_and_busy_time_show_the_slow_task() {
 
 /// A headless Chromium driven through WebDriver (Debian's `chromium` and
 /// `chromium-driver`).
-struct Browser {
+pub(crate) struct Browser {
     driver: std::process::Child,
     session: String,
     base: String,
 }
 
 impl Browser {
-    fn start() -> Browser {
+    pub(crate) fn start() -> Browser {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -722,7 +722,7 @@ impl Browser {
         }
     }
 
-    fn call(&self, method: &str, path: &str, body: Value) -> Value {
+    pub(crate) fn call(&self, method: &str, path: &str, body: Value) -> Value {
         let url = format!("{}/session/{}{path}", self.base, self.session);
         let answer = match method {
             "GET" => ureq::get(&url).call(),
@@ -738,12 +738,12 @@ impl Browser {
         }
     }
 
-    fn go(&self, url: &str) {
+    pub(crate) fn go(&self, url: &str) {
         self.call("POST", "/url", serde_json::json!({ "url": url }));
     }
 
     /// The elements matching `css`, by WebDriver id.
-    fn all(&self, css: &str) -> Vec<String> {
+    pub(crate) fn all(&self, css: &str) -> Vec<String> {
         let found = self.call(
             "POST",
             "/elements",
@@ -759,7 +759,7 @@ impl Browser {
             .unwrap_or_default()
     }
 
-    fn text(&self, css: &str) -> String {
+    pub(crate) fn text(&self, css: &str) -> String {
         self.all(css)
             .first()
             .map(|e| {
@@ -771,7 +771,7 @@ impl Browser {
             .unwrap_or_default()
     }
 
-    fn click(&self, css: &str) {
+    pub(crate) fn click(&self, css: &str) {
         let e = self.all(css).into_iter().next().expect(css);
         self.call(
             "POST",
@@ -780,7 +780,7 @@ impl Browser {
         );
     }
 
-    fn type_into(&self, css: &str, text: &str) {
+    pub(crate) fn type_into(&self, css: &str, text: &str) {
         let e = self.all(css).into_iter().next().expect(css);
         self.call(
             "POST",
