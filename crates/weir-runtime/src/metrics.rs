@@ -43,6 +43,36 @@ impl TaskTimes {
     }
 }
 
+/// Stores `watermark` as `subtask`'s, growing the slots on first use.
+fn store_watermark(slots: &RwLock<Vec<AtomicI64>>, subtask: u32, watermark: i64) {
+    let i = subtask as usize;
+    if let Ok(slots) = slots.read() {
+        if let Some(slot) = slots.get(i) {
+            slot.store(watermark, Ordering::Relaxed);
+            return;
+        }
+    }
+    if let Ok(mut slots) = slots.write() {
+        while slots.len() <= i {
+            slots.push(AtomicI64::new(i64::MIN));
+        }
+        slots[i].store(watermark, Ordering::Relaxed);
+    }
+}
+
+/// Each subtask's watermark, `None` before its first.
+fn read_watermarks(slots: &RwLock<Vec<AtomicI64>>) -> Vec<Option<i64>> {
+    slots
+        .read()
+        .map(|slots| {
+            slots
+                .iter()
+                .map(|s| Some(s.load(Ordering::Relaxed)).filter(|w| *w != i64::MIN))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Counters of one operator, summed over its subtasks.
 #[derive(Debug, Default)]
 pub struct OperatorMetrics {
@@ -61,6 +91,9 @@ pub struct OperatorMetrics {
     /// The input watermark of each subtask (Flink's
     /// `currentInputWatermark`), `i64::MIN` before the first.
     watermarks: RwLock<Vec<AtomicI64>>,
+    /// The last watermark each subtask emitted (Flink's
+    /// `currentOutputWatermark`).
+    output_watermarks: RwLock<Vec<AtomicI64>>,
     /// The waiting times of the tasks this operator heads, by subtask
     /// (over all attempts).
     task_times: RwLock<Vec<Arc<TaskTimes>>>,
@@ -123,19 +156,17 @@ impl OperatorMetrics {
 
     /// Records the input watermark of `subtask`.
     pub fn set_watermark(&self, subtask: u32, watermark: i64) {
-        let i = subtask as usize;
-        if let Ok(slots) = self.watermarks.read() {
-            if let Some(slot) = slots.get(i) {
-                slot.store(watermark, Ordering::Relaxed);
-                return;
-            }
-        }
-        if let Ok(mut slots) = self.watermarks.write() {
-            while slots.len() <= i {
-                slots.push(AtomicI64::new(i64::MIN));
-            }
-            slots[i].store(watermark, Ordering::Relaxed);
-        }
+        store_watermark(&self.watermarks, subtask, watermark);
+    }
+
+    /// Records the watermark `subtask` emitted.
+    pub fn set_output_watermark(&self, subtask: u32, watermark: i64) {
+        store_watermark(&self.output_watermarks, subtask, watermark);
+    }
+
+    /// The last watermark each subtask emitted, `None` before its first.
+    pub fn subtask_output_watermarks(&self) -> Vec<Option<i64>> {
+        read_watermarks(&self.output_watermarks)
     }
 
     /// The lowest input watermark of the subtasks that have one, as Flink
@@ -172,15 +203,7 @@ impl OperatorMetrics {
 
     /// The input watermark of each subtask, `None` before its first.
     pub fn subtask_watermarks(&self) -> Vec<Option<i64>> {
-        self.watermarks
-            .read()
-            .map(|slots| {
-                slots
-                    .iter()
-                    .map(|s| Some(s.load(Ordering::Relaxed)).filter(|w| *w != i64::MIN))
-                    .collect()
-            })
-            .unwrap_or_default()
+        read_watermarks(&self.watermarks)
     }
 
     /// Sets the watermark provenance of the task this operator heads at

@@ -224,6 +224,23 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
         "taskmanager_job_task_operator_currentInputWatermark",
         "The subtask's input watermark in ms since the epoch",
     );
+    let output_watermark = family::<Gauge>(
+        &mut registry,
+        "taskmanager_job_task_operator_currentOutputWatermark",
+        "The last watermark the subtask emitted, in ms since the epoch",
+    );
+    let lag = family::<Gauge>(
+        &mut registry,
+        "taskmanager_job_task_operator_watermarkLag",
+        "Milliseconds from the subtask's input watermark to the wall clock",
+    );
+    let state_size = family::<Gauge>(
+        &mut registry,
+        "taskmanager_job_task_operator_stateSize",
+        "Bytes of the operator's state in the latest completed checkpoint",
+    );
+    let now = weir_runtime::provenance::wall_clock_ms();
+    let sizes = c.operator_state_sizes.clone();
     let per_second = rates.per_second();
     let in_rate = family::<FloatGauge>(
         &mut registry,
@@ -260,6 +277,9 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
         set(&records_in, &labels, clamp(v.records_in));
         set(&records_out, &labels, clamp(v.records_out));
         set(&late, &labels, clamp(v.late_records_dropped));
+        if let Some(size) = sizes.get(index) {
+            set(&state_size, &labels, clamp(*size));
+        }
         if let Some(r) = per_second.get(index) {
             in_rate.get_or_create(&labels).set(r.records_in);
             out_rate.get_or_create(&labels).set(r.records_out);
@@ -277,6 +297,14 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
                 let mut labels = labels.clone();
                 labels.push(("subtask_index".into(), subtask.to_string()));
                 set(&watermark, &labels, *w);
+                set(&lag, &labels, now.saturating_sub(*w));
+            }
+        }
+        for (subtask, w) in v.subtask_output_watermarks.iter().enumerate() {
+            if let Some(w) = w {
+                let mut labels = labels.clone();
+                labels.push(("subtask_index".into(), subtask.to_string()));
+                set(&output_watermark, &labels, *w);
             }
         }
     }

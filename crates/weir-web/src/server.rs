@@ -529,10 +529,23 @@ async fn vertex_metrics(
             v.late_records_dropped.to_string(),
         ),
     ];
+    let now = now_ms();
     for (subtask, w) in v.subtask_watermarks.iter().enumerate() {
         if let Some(w) = w {
             metrics.push((format!("{subtask}.currentInputWatermark"), w.to_string()));
+            metrics.push((
+                format!("{subtask}.watermarkLag"),
+                now.saturating_sub(*w).to_string(),
+            ));
         }
+    }
+    for (subtask, w) in v.subtask_output_watermarks.iter().enumerate() {
+        if let Some(w) = w {
+            metrics.push((format!("{subtask}.currentOutputWatermark"), w.to_string()));
+        }
+    }
+    if let Some(size) = s.job.checkpoints().operator_state_sizes.get(index) {
+        metrics.push(("stateSize".into(), size.to_string()));
     }
     if let Some(r) = s.rates.per_second().get(index) {
         metrics.push(("numRecordsInPerSecond".into(), r.records_in.to_string()));

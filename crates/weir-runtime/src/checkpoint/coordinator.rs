@@ -56,6 +56,9 @@ pub struct CheckpointStats {
     pub bytes_written: u64,
     /// Bytes the latest completed checkpoint wrote.
     pub last_bytes_written: u64,
+    /// Bytes of state of each operator (graph order) in the latest
+    /// completed checkpoint.
+    pub operator_state_sizes: Vec<u64>,
     /// The latest checkpoints and savepoints, completed or not, oldest
     /// first (at most [`HISTORY_SIZE`], Flink's `web.checkpoints.history`).
     pub history: std::collections::VecDeque<CheckpointRecord>,
@@ -575,6 +578,10 @@ impl Coordinator {
     fn complete(&mut self, mut p: Pending) -> Result<(), String> {
         let id = p.barrier.checkpoint_id;
         let files = std::mem::take(&mut p.files);
+        let operator_sizes: Vec<u64> = files
+            .iter()
+            .map(|f| f.iter().map(|f| f.size).sum())
+            .collect();
         let metadata = CheckpointMetadata {
             job_id: self.job_id.clone(),
             checkpoint_id: id,
@@ -652,6 +659,7 @@ impl Coordinator {
             s.max_pause = s.max_pause.max(p.max_pause);
             s.bytes_written += p.written;
             s.last_bytes_written = p.written;
+            s.operator_state_sizes = operator_sizes;
         });
         self.notify(TaskMessage::Complete(id));
         if let Ok(ids) = self.storage.completed() {

@@ -869,6 +869,7 @@ impl<'g> Plan<'g> {
             next,
             sides: SideOutputs::new(slots),
             metrics: Arc::clone(&self.metrics[id.0]),
+            subtask,
         })
     }
 

@@ -67,6 +67,8 @@ pub struct VertexView {
     pub watermark: Option<i64>,
     /// Each subtask's input watermark, once it has one.
     pub subtask_watermarks: Vec<Option<i64>>,
+    /// The last watermark each subtask emitted, once it has emitted one.
+    pub subtask_output_watermarks: Vec<Option<i64>>,
     /// Late records dropped (Flink's `numLateRecordsDropped`).
     pub late_records_dropped: u64,
     /// For a vertex that heads tasks: each subtask's total time idle
@@ -267,6 +269,7 @@ impl JobView {
                 records_out: metrics.records_out(),
                 watermark: metrics.watermark().filter(|w| *w != i64::MIN),
                 subtask_watermarks: metrics.subtask_watermarks(),
+                subtask_output_watermarks: metrics.subtask_output_watermarks(),
                 late_records_dropped: metrics.late_records_dropped(),
                 subtask_times: metrics
                     .subtask_times()
@@ -362,6 +365,7 @@ fn fold(into: &mut CheckpointStats, later: &CheckpointStats) {
         into.latest_location = later.latest_location.clone();
         into.last_size = later.last_size;
         into.last_bytes_written = later.last_bytes_written;
+        into.operator_state_sizes = later.operator_state_sizes.clone();
     }
     if later.restored.is_some() {
         into.restored = later.restored;

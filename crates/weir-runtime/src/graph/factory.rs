@@ -41,12 +41,14 @@ pub struct OutputParts {
     pub sides: SideOutputs,
     /// The operator's counters.
     pub metrics: Arc<OperatorMetrics>,
+    /// The subtask it belongs to.
+    pub subtask: u32,
 }
 
 impl OutputParts {
     fn into_output<O: Send + 'static>(self, what: &str) -> Result<Output<O>, JobError> {
         let next: Box<dyn Downstream<O>> = unerase(self.next, what)?;
-        Ok(Output::new(next, self.sides, self.metrics))
+        Ok(Output::new(next, self.sides, self.metrics).with_subtask(self.subtask))
     }
 }
 

@@ -19,6 +19,7 @@ pub struct Output<O> {
     next: Box<dyn Downstream<O>>,
     sides: SideOutputs,
     metrics: Arc<OperatorMetrics>,
+    subtask: u32,
 }
 
 impl<O: Send + 'static> Output<O> {
@@ -33,6 +34,7 @@ impl<O: Send + 'static> Output<O> {
             next,
             sides,
             metrics,
+            subtask: 0,
         }
     }
 
@@ -95,7 +97,14 @@ impl<O: Send + 'static> Output<O> {
     /// Emits a watermark after every record collected so far, on the main
     /// and every side output (Flink broadcasts watermarks to side outputs).
     pub fn emit_watermark(&mut self, watermark: i64) -> Result<(), TaskError> {
+        self.metrics.set_output_watermark(self.subtask, watermark);
         self.forward_control(Control::Watermark(watermark))
+    }
+
+    /// Shows emitted watermarks as `subtask`'s (0 by default).
+    pub fn with_subtask(mut self, subtask: u32) -> Self {
+        self.subtask = subtask;
+        self
     }
 
     /// Passes a control element on, after every record collected so far.

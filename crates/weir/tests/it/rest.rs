@@ -499,6 +499,14 @@ fn metrics_scrape_in_the_prometheus_format() {
         l.get("operator_name").is_some_and(|n| n.contains("Reduce"))
     });
     assert!(into_reduce.iter().any(|v| *v > 0.0), "{text}");
+    // The keyed reduce keeps state; the checkpoint says how much.
+    let reduce_state = value("weir_taskmanager_job_task_operator_stateSize", &|l| {
+        l.get("operator_name").is_some_and(|n| n.contains("Reduce"))
+    });
+    assert!(
+        reduce_state.len() == 1 && reduce_state[0] > 0.0,
+        "{reduce_state:?}\n{text}"
+    );
 }
 
 /// Flink's per-vertex endpoints: metric ids, values by `get`, and each
@@ -565,9 +573,31 @@ fn vertex_metrics_and_watermarks_answer_as_flink_does() {
         .filter_map(|m| m["id"].as_str())
         .collect();
     assert!(
-        ids.contains(&"numRecordsIn") && ids.contains(&"0.currentInputWatermark"),
+        ids.contains(&"numRecordsIn")
+            && ids.contains(&"0.currentInputWatermark")
+            && ids.contains(&"1.currentOutputWatermark")
+            && ids.contains(&"1.watermarkLag"),
         "{ids:?}"
     );
+    // Timestamps are 1 000 ms × the record, minutes after 1970: the lag
+    // (wall clock minus watermark) is decades; the reduce emits the
+    // watermark it received.
+    let (_, values) = call(
+        "GET",
+        &format!("{vertex}/metrics?get=0.watermarkLag,0.currentOutputWatermark"),
+        None,
+        None,
+    );
+    let values = values.as_array().expect("values").clone();
+    assert_eq!(values.len(), 2, "{values:?}");
+    let number = |i: usize| -> i64 {
+        values[i]["value"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .expect("a number")
+    };
+    assert!(number(0) > 1_000_000_000_000, "{values:?}");
+    assert!(number(1) > 0, "{values:?}");
     let (_, values) = call(
         "GET",
         &format!("{vertex}/metrics?get=numRecordsIn,nosuchmetric"),
