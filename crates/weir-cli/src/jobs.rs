@@ -256,9 +256,39 @@ fn tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
-/// `weir list`.
-pub(crate) fn list(client: &RestClient, all: bool) -> anyhow::Result<ExitCode> {
-    let jobs = client.jobs()?;
+/// `weir history-server`: serves `dir` on loopback port `port`.
+pub(crate) fn history_server(dir: &Path, port: u16) -> anyhow::Result<ExitCode> {
+    let listener = weir_web::history::bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
+    let address = listener.local_addr()?;
+    let count = weir_web::archive::list(dir)?.len();
+    eprintln!(
+        "weir: history server at http://{address} ({count} archived job{} in {})",
+        if count == 1 { "" } else { "s" },
+        dir.display()
+    );
+    weir_web::history::serve(listener, dir.to_path_buf())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `weir list`: the job behind the REST API; with `all`, also the ended
+/// jobs archived in `archive_dir`.
+pub(crate) fn list(client: &RestClient, all: bool, archive_dir: &Path) -> anyhow::Result<ExitCode> {
+    let mut jobs = match client.jobs() {
+        Ok(jobs) => jobs,
+        // Nothing runs there; the archive still lists what ended.
+        Err(e @ weir_web::ClientError::Unreachable { .. }) if all => {
+            eprintln!("weir: {e}");
+            Vec::new()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if all {
+        for archived in weir_web::archive::list(archive_dir)? {
+            if !jobs.iter().any(|j| j.jid == archived.jid) {
+                jobs.push(archived);
+            }
+        }
+    }
     let running: Vec<_> = jobs
         .iter()
         .filter(|j| j.state == "RUNNING" || j.state == "RESTARTING")
@@ -269,11 +299,12 @@ pub(crate) fn list(client: &RestClient, all: bool) -> anyhow::Result<ExitCode> {
         .collect();
     let line = |j: &weir_web::JobSummary| {
         format!(
-            "{} : {} : {} ({})",
+            "{} : {} : {} ({}, {})",
             local_date(j.start_time),
             j.jid,
             j.name,
-            j.state
+            j.state,
+            duration_text(j.duration)
         )
     };
     println!("------------------ Running/Restarting Jobs -------------------");
@@ -295,6 +326,16 @@ pub(crate) fn list(client: &RestClient, all: bool) -> anyhow::Result<ExitCode> {
         println!("--------------------------------------------------------------");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A run time as `1h 02m 03s`, `2m 03s` or `3s`.
+fn duration_text(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m {s:02}s"),
+        (h, m, s) => format!("{h}h {m:02}m {s:02}s"),
+    }
 }
 
 /// Milliseconds since the epoch as Flink's CLI prints a job's start, in

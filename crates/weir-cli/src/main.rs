@@ -56,11 +56,30 @@ enum Command {
     /// Example: weir list -m localhost:8081
     #[command(verbatim_doc_comment)]
     List {
-        /// Include finished, failed and cancelled jobs.
+        /// Include finished, failed and cancelled jobs (from the archive
+        /// of ended jobs, too).
         #[arg(short = 'a', long)]
         all: bool,
+        /// The archive of ended jobs (jobmanager.archive.fs.dir; default
+        /// ~/.local/share/weir/completed-jobs).
+        #[arg(long, value_name = "DIR")]
+        archive_dir: Option<PathBuf>,
         #[command(flatten)]
         target: Target,
+    },
+    /// Serves the archive of ended jobs read-only: the dashboard and the
+    /// REST answers each job had when it ended (Flink's history server).
+    ///
+    /// Example: weir history-server --port 8082
+    #[command(verbatim_doc_comment)]
+    HistoryServer {
+        /// The archive (jobmanager.archive.fs.dir; default
+        /// ~/.local/share/weir/completed-jobs).
+        #[arg(long, value_name = "DIR")]
+        archive_dir: Option<PathBuf>,
+        /// The port (0: any free one).
+        #[arg(long, default_value_t = 8082)]
+        port: u16,
     },
     /// Takes a savepoint of a running job, or deletes one (--dispose).
     ///
@@ -186,7 +205,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(options) => jobs::run(options),
-        Command::List { all, target } => jobs::list(&target.client(), all),
+        Command::List {
+            all,
+            archive_dir,
+            target,
+        } => jobs::list(
+            &target.client(),
+            all,
+            &archive_dir.unwrap_or_else(weir_web::archive::default_dir),
+        ),
+        Command::HistoryServer { archive_dir, port } => jobs::history_server(
+            &archive_dir.unwrap_or_else(weir_web::archive::default_dir),
+            port,
+        ),
         Command::Savepoint {
             dispose: Some(path),
             ..

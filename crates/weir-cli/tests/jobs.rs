@@ -144,7 +144,8 @@ fn savepoint_stop_and_resume_continue_the_total() {
     wait_for_line(&first_log, "(cc,5)");
 
     let mut list = weir();
-    list.args(["list", "-a", "-m", &address]);
+    list.args(["list", "-a", "-m", &address, "--archive-dir"])
+        .arg(dir.join("archive"));
     let listed = ok(list);
     // Flink's layout: the running job with its start date, then (-a) the
     // terminated ones, of which there are none.
@@ -152,7 +153,7 @@ fn savepoint_stop_and_resume_continue_the_total() {
         .lines()
         .find(|l| l.contains(&job))
         .unwrap_or_else(|| panic!("{listed}"));
-    assert!(running.ends_with("(RUNNING)"), "{listed}");
+    assert!(running.contains("(RUNNING, "), "{listed}");
     assert_eq!(
         running.as_bytes().get(2),
         Some(&b'.'),
@@ -418,5 +419,112 @@ fn diagnose_names_the_source_that_holds_the_windows_back() {
     cancel.args(["cancel", "-m", &address, &job]);
     ok(cancel);
     drop(conn);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A finished job's REST answers are archived; `weir list -a` lists it
+/// after its own API is gone, and `weir history-server` serves them
+/// read-only.
+#[test]
+fn an_ended_job_stays_visible_in_the_archive_and_the_history_server() {
+    let dir = temp_dir("archive");
+    let archive = dir.join("archive");
+    let input = dir.join("words.txt");
+    std::fs::write(&input, "to be or not to be\n").expect("input");
+    let mut cmd = weir();
+    cmd.args(["run", "--rest-port", "0"])
+        .arg(example("word_count"))
+        .arg("--input")
+        .arg(&input)
+        .arg("-D")
+        .arg(format!("jobmanager.archive.fs.dir={}", archive.display()));
+    let out = ok(cmd);
+    assert!(out.lines().any(|l| l.ends_with("(be,2)")), "{out}");
+
+    // Nothing runs at the address any more: the archive still lists it.
+    let out = weir()
+        .args(["list", "-a", "-m", "127.0.0.1:1", "--archive-dir"])
+        .arg(&archive)
+        .output()
+        .expect("weir runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = stdout(&out);
+    let finished = listed
+        .lines()
+        .find(|l| l.contains("(FINISHED, "))
+        .unwrap_or_else(|| panic!("{listed}"));
+    let job = finished.split(" : ").nth(1).expect("a job id").to_string();
+    assert_eq!(job.len(), 32, "{finished}");
+    // Without -a, only the (unreachable) API is asked.
+    let out = weir()
+        .args(["list", "-m", "127.0.0.1:1", "--archive-dir"])
+        .arg(&archive)
+        .output()
+        .expect("weir runs");
+    assert!(!out.status.success());
+
+    let mut server = weir()
+        .args(["history-server", "--port", "0", "--archive-dir"])
+        .arg(&archive)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the history server starts");
+    let mut first = String::new();
+    {
+        use std::io::BufRead;
+        let stderr = server.stderr.take().expect("stderr");
+        std::io::BufReader::new(stderr)
+            .read_line(&mut first)
+            .expect("its address");
+    }
+    let base = first
+        .split("history server at ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    let get = |path: &str| -> (u16, serde_json::Value) {
+        match ureq::get(&format!("{base}{path}")).call() {
+            Ok(r) => (r.status(), r.into_json().expect("json")),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_json().expect("json")),
+            Err(e) => panic!("{path}: {e}"),
+        }
+    };
+    let (_, overview) = get("/jobs/overview");
+    assert_eq!(overview["jobs"][0]["jid"], job.as_str(), "{overview}");
+    assert_eq!(overview["jobs"][0]["state"], "FINISHED", "{overview}");
+    let (_, detail) = get(&format!("/jobs/{job}"));
+    assert!(
+        detail["vertices"].as_array().is_some_and(|v| v
+            .iter()
+            .any(|v| v["name"].as_str().is_some_and(|n| n.contains("Source")))),
+        "{detail}"
+    );
+    let (_, metrics) = get(&format!("/jobs/{job}/vertices/0/metrics"));
+    assert!(
+        metrics.as_array().is_some_and(|m| m
+            .iter()
+            .any(|e| e["id"] == "numRecordsOut" && e["value"] != "0")),
+        "{metrics}"
+    );
+    let (status, _) = get(&format!("/jobs/{}", "0".repeat(32)));
+    assert_eq!(status, 404);
+    let refused = ureq::request("PATCH", &format!("{base}/jobs/{job}")).call();
+    assert!(
+        matches!(refused, Err(ureq::Error::Status(405, _))),
+        "read-only: {refused:?}"
+    );
+    let page = ureq::get(&format!("{base}/"))
+        .call()
+        .expect("the dashboard")
+        .into_string()
+        .expect("html");
+    assert!(page.contains("job-picker"));
+    let _ = server.kill();
+    let _ = server.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,7 +9,9 @@
 //! [`JobView`]: weir_runtime::cluster::JobView
 
 mod api;
+pub mod archive;
 mod client;
+pub mod history;
 mod metrics;
 mod server;
 

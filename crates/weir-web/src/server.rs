@@ -19,6 +19,7 @@ use weir_runtime::checkpoint::CheckpointStats;
 use weir_runtime::cluster::{JobStatus, JobView, VertexView};
 
 use crate::api::{JobSummary, SavepointStatus, TriggerId};
+use crate::archive::ArchiveError;
 
 /// The port Flink's REST API uses, and ours unless configured.
 pub const DEFAULT_PORT: u16 = 8081;
@@ -33,6 +34,9 @@ pub struct RestConfig {
     /// Bearer token every mutating call must carry; required to bind
     /// beyond loopback.
     pub token: Option<String>,
+    /// Where the job's REST answers are archived when it ends (see
+    /// [`archive`](crate::archive)); `None`: not archived.
+    pub archive_dir: Option<PathBuf>,
 }
 
 impl Default for RestConfig {
@@ -41,6 +45,7 @@ impl Default for RestConfig {
             bind_address: Ipv4Addr::LOCALHOST.to_string(),
             port: DEFAULT_PORT,
             token: None,
+            archive_dir: None,
         }
     }
 }
@@ -93,6 +98,7 @@ impl std::fmt::Debug for RestServer {
 pub struct RestListener {
     listener: TcpListener,
     token: Option<String>,
+    archive_dir: Option<PathBuf>,
 }
 
 impl RestListener {
@@ -113,7 +119,11 @@ impl RestListener {
             addr: wanted,
             cause,
         })?;
-        Ok(RestListener { listener, token })
+        Ok(RestListener {
+            listener,
+            token,
+            archive_dir: config.archive_dir.clone(),
+        })
     }
 
     /// The address it is bound to (the port, if 0 was asked for).
@@ -139,11 +149,16 @@ impl RestServer {
         job: JobView,
         settings: Vec<(String, String)>,
     ) -> Result<RestServer, RestError> {
-        let RestListener { listener, token } = bound;
+        let RestListener {
+            listener,
+            token,
+            archive_dir,
+        } = bound;
         let addr = listener.local_addr().map_err(RestError::Start)?;
         listener.set_nonblocking(true).map_err(RestError::Start)?;
         let state = Arc::new(AppState {
             job,
+            archive_dir,
             token,
             settings,
             triggers: Mutex::new(HashMap::new()),
@@ -217,6 +232,26 @@ impl Drop for RestServer {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
+        // The job ended: its answers stay readable in the archive.
+        if let Some(dir) = &self.state.archive_dir {
+            match archive_answers(&self.state)
+                .and_then(|a| crate::archive::write(dir, &self.state.job.id().to_string(), &a))
+            {
+                Ok(path) => tracing::info!(
+                    job_id = %self.state.job.id(),
+                    path = %path.display(),
+                    "job {} archived to {}",
+                    self.state.job.id(),
+                    path.display()
+                ),
+                Err(e) => tracing::warn!(
+                    job_id = %self.state.job.id(),
+                    error = %e,
+                    "job {} could not be archived: {e}",
+                    self.state.job.id()
+                ),
+            }
+        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -226,8 +261,76 @@ impl Drop for RestServer {
     }
 }
 
+/// The job's REST answers as the archive keeps them: every read-only
+/// endpoint a dashboard or `weir` uses, asked of the router itself.
+fn archive_answers(state: &Arc<AppState>) -> Result<crate::archive::JobArchive, ArchiveError> {
+    use tower::ServiceExt;
+
+    let id = state.job.id().to_string();
+    let mut paths = vec![
+        "/jobs/overview".to_string(),
+        format!("/jobs/{id}"),
+        format!("/jobs/{id}/plan"),
+        format!("/jobs/{id}/config"),
+        format!("/jobs/{id}/checkpoints"),
+        format!("/jobs/{id}/exceptions"),
+        format!("/jobs/{id}/diagnosis"),
+    ];
+    for v in 0..state.job.vertices().len() {
+        for what in ["metrics", "watermarks", "backpressure"] {
+            paths.push(format!("/jobs/{id}/vertices/{v}/{what}"));
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|cause| ArchiveError::Io {
+            path: PathBuf::from("(runtime)"),
+            cause,
+        })?;
+    let router = router(Arc::clone(state));
+    let mut archive = crate::archive::JobArchive::default();
+    for path in paths {
+        // A vertex's metrics are archived with their values, all of them.
+        let uri = if path.ends_with("/metrics") {
+            let ids = runtime.block_on(answer(&router, &path));
+            let all: Vec<String> = ids
+                .as_ref()
+                .and_then(|v| v.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|m| m["id"].as_str().map(str::to_string))
+                .collect();
+            format!("{path}?get={}", all.join(","))
+        } else {
+            path.clone()
+        };
+        if let Some(json) = runtime.block_on(answer(&router, &uri)) {
+            archive.archive.push(crate::archive::ArchivedAnswer {
+                path,
+                json: json.to_string(),
+            });
+        }
+    }
+    return Ok(archive);
+
+    async fn answer(router: &Router, uri: &str) -> Option<Value> {
+        let request = axum::http::Request::get(uri)
+            .body(axum::body::Body::empty())
+            .ok()?;
+        let response = router.clone().oneshot(request).await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
 struct AppState {
     job: JobView,
+    archive_dir: Option<PathBuf>,
     token: Option<String>,
     settings: Vec<(String, String)>,
     /// Savepoint requests by id, and whether their outcome was read.
@@ -247,6 +350,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/jobs/overview", get(jobs_overview))
         .route("/jobs/{id}", get(job).patch(cancel))
         .route("/jobs/{id}/plan", get(job_plan))
+        .route("/jobs/{id}/config", get(job_config))
         .route("/jobs/{id}/checkpoints", get(checkpoints))
         .route("/jobs/{id}/exceptions", get(exceptions))
         .route("/jobs/{id}/savepoints", post(trigger_savepoint))
@@ -346,7 +450,7 @@ fn summary(job: &JobView) -> JobSummary {
 
 /// The web dashboard: one page, embedded in the binary, that reads the
 /// endpoints below (no assets from elsewhere: it works offline).
-async fn dashboard() -> Response {
+pub(crate) async fn dashboard() -> Response {
     axum::response::Html(include_str!("../assets/dashboard.html")).into_response()
 }
 
@@ -380,6 +484,22 @@ async fn config(State(s): Shared) -> Response {
         "configuration": settings,
     }))
     .into_response()
+}
+
+/// Flink's `/jobs/:id/config`: the job's settings as `user-config`.
+async fn job_config(State(s): Shared, Path(id): Path<String>) -> Answer {
+    let job = s.job(&id)?;
+    let settings: serde_json::Map<String, Value> = s
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    Ok(Json(json!({
+        "jid": job.id().to_string(),
+        "name": job.name(),
+        "execution-config": { "user-config": settings },
+    }))
+    .into_response())
 }
 
 async fn jobs(State(s): Shared) -> Response {

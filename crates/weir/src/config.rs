@@ -43,6 +43,11 @@ pub mod keys {
     /// Weir's own: the bearer token calls that change the job must carry;
     /// required to bind beyond loopback.
     pub const REST_TOKEN: &str = "weir.rest.token";
+    /// Where a job serving the REST API archives its answers when it ends
+    /// (Flink's key; default `~/.local/share/weir/completed-jobs`, or
+    /// under `$XDG_DATA_HOME`); `weir list -a` and `weir history-server`
+    /// read it.
+    pub const ARCHIVE_DIR: &str = "jobmanager.archive.fs.dir";
     /// State backend: `hashmap` or `rocksdb`.
     pub const STATE_BACKEND: &str = "state.backend.type";
     /// A fixed job id, 32 hexadecimal digits (Flink's key): the job's
@@ -90,6 +95,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
         keys::REST_BIND_ADDRESS,
         keys::REST_ADDRESS,
         keys::REST_TOKEN,
+        keys::ARCHIVE_DIR,
         keys::STATE_BACKEND,
         keys::JOB_ID,
         keys::BATCH_SIZE,

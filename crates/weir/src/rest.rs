@@ -44,6 +44,12 @@ pub(crate) fn bind(config: &Configuration) -> Result<Option<BoundRest>> {
             .to_string(),
         port,
         token: config.get(keys::REST_TOKEN).map(str::to_string),
+        archive_dir: Some(
+            config
+                .get(keys::ARCHIVE_DIR)
+                .map(|d| std::path::PathBuf::from(d.trim().trim_start_matches("file://")))
+                .unwrap_or_else(weir_web::archive::default_dir),
+        ),
     };
     RestListener::bind(&rest)
         .map(|l| Some(BoundRest(l)))
