@@ -7,7 +7,22 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use weir_state::StoreStatistics;
+
 use crate::provenance::SubtaskProbe;
+
+/// A subtask's state store statistics as read: `(subtask, [(name, value)])`.
+pub type SubtaskStoreStatistics = (u32, Vec<(&'static str, u64)>);
+
+/// A store's statistics handle (opaque to `Debug`).
+#[derive(Clone)]
+struct StoreHandle(Arc<dyn StoreStatistics>);
+
+impl std::fmt::Debug for StoreHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreStatistics")
+    }
+}
 
 /// Where one task (a chain of operators at one subtask index) spent its
 /// time waiting: for input (idle) and for room in a full output channel
@@ -88,6 +103,8 @@ pub struct OperatorMetrics {
     /// Each subtask's pending event-time timers: how many, and the
     /// earliest (`i64::MAX`: none), for operators that keep timers.
     timers: RwLock<Vec<(AtomicU64, AtomicI64)>>,
+    /// Each subtask's state store statistics (RocksDB's), if it has any.
+    stores: RwLock<Vec<Option<StoreHandle>>>,
     /// The input watermark of each subtask (Flink's
     /// `currentInputWatermark`), `i64::MIN` before the first.
     watermarks: RwLock<Vec<AtomicI64>>,
@@ -262,6 +279,33 @@ impl OperatorMetrics {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Shows `subtask`'s state store statistics.
+    pub fn set_store_statistics(&self, subtask: u32, statistics: Arc<dyn StoreStatistics>) {
+        let i = subtask as usize;
+        let mut slots = self
+            .stores
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        while slots.len() <= i {
+            slots.push(None);
+        }
+        slots[i] = Some(StoreHandle(statistics));
+    }
+
+    /// Each subtask's state store statistics, read now: `(subtask,
+    /// [(name, value)])` for the subtasks whose store keeps any.
+    pub fn store_statistics(&self) -> Vec<SubtaskStoreStatistics> {
+        let Ok(slots) = self.stores.read() else {
+            return Vec::new();
+        };
+        slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((i as u32, s.as_ref()?.0.read())))
+            .filter(|(_, read)| !read.is_empty())
+            .collect()
     }
 
     /// Sends that waited on a full output channel so far.

@@ -36,7 +36,7 @@ use weir_state::snapshot::KeyedStateSnapshot;
 use weir_state::{
     stored_state_id, ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, NativeFiles,
     NativeFormat, NativeRestore, PortableEntries, PortableEntry, ScanFn, SharedClock, StateBackend,
-    StateError, StateTtlConfig,
+    StateError, StateTtlConfig, StoreStatistics,
 };
 
 /// Options of the RocksDB backend (Flink's `state.backend.rocksdb.*`).
@@ -53,6 +53,12 @@ pub struct RocksDbStateBackend {
     /// RocksDB (reads of hot keys skip RocksDB, writes go in batches); 0
     /// disables it.
     pub cache_bytes: usize,
+    /// Whether RocksDB keeps its statistics (block cache hits and misses in
+    /// the metrics; Flink's `state.backend.rocksdb.metrics.block-cache-hit`
+    /// and `…-miss`, off by default as there: they cost a little on every
+    /// read). Memtable size, pending compaction bytes and block cache use
+    /// are always shown.
+    pub statistics: bool,
 }
 
 impl RocksDbStateBackend {
@@ -65,6 +71,7 @@ impl RocksDbStateBackend {
             block_cache_bytes: 8 << 20,
             write_buffer_bytes: 4 << 20,
             cache_bytes: 64 << 20,
+            statistics: false,
         }
     }
 
@@ -165,7 +172,10 @@ static INSTANCES: AtomicU64 = AtomicU64::new(0);
 /// One RocksDB instance in its own directory, removed when dropped (state
 /// outlives it only through checkpoints).
 pub struct RocksDbKvStore {
-    db: Option<DB>,
+    db: Option<Arc<DB>>,
+    /// What the metrics read (a weak handle: it never keeps the instance
+    /// open).
+    statistics: Arc<RocksDbStatistics>,
     dir: PathBuf,
     write: WriteOptions,
     /// Time-to-live by state id, read by the compaction filter.
@@ -244,6 +254,9 @@ impl RocksDbKvStore {
         table.set_bloom_filter(10.0, false);
         let mut opts = Options::default();
         opts.create_if_missing(true);
+        if backend.statistics {
+            opts.enable_statistics();
+        }
         opts.set_block_based_table_factory(&table);
 
         opts.set_write_buffer_size(backend.write_buffer_bytes);
@@ -261,12 +274,18 @@ impl RocksDbKvStore {
                 Decision::Keep
             }
         });
-        let db = DB::open(&opts, &dir).map_err(storage_error)?;
+        let db = Arc::new(DB::open(&opts, &dir).map_err(storage_error)?);
+        let statistics = Arc::new(RocksDbStatistics {
+            db: Arc::downgrade(&db),
+            cache,
+            options: backend.statistics.then_some(opts),
+        });
         let mut write = WriteOptions::default();
         // Durability comes from checkpoints, as in Flink: no write-ahead log.
         write.disable_wal(true);
         Ok(RocksDbKvStore {
             db: Some(db),
+            statistics,
             dir,
             write,
             ttls,
@@ -278,7 +297,7 @@ impl RocksDbKvStore {
 
     fn db(&self) -> Result<&DB, StateError> {
         self.db
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| StateError::Internal("rocksdb instance closed".into()))
     }
 
@@ -322,9 +341,73 @@ impl Drop for RocksDbKvStore {
     }
 }
 
+/// An instance's statistics, read by the metrics (see [`StoreStatistics`]).
+struct RocksDbStatistics {
+    db: std::sync::Weak<DB>,
+    cache: Cache,
+    /// The options the instance was opened with, when they keep RocksDB's
+    /// statistics.
+    options: Option<Options>,
+}
+
+impl StoreStatistics for RocksDbStatistics {
+    fn read(&self) -> Vec<(&'static str, u64)> {
+        let Some(db) = self.db.upgrade() else {
+            return Vec::new();
+        };
+        let property = |name: &str| db.property_int_value(name).ok().flatten().unwrap_or(0);
+        let mut read = vec![
+            (
+                "rocksdb_cur_size_all_mem_tables",
+                property("rocksdb.cur-size-all-mem-tables"),
+            ),
+            (
+                "rocksdb_estimate_pending_compaction_bytes",
+                property("rocksdb.estimate-pending-compaction-bytes"),
+            ),
+            (
+                "rocksdb_estimate_num_keys",
+                property("rocksdb.estimate-num-keys"),
+            ),
+            ("rocksdb_block_cache_usage", self.cache.get_usage() as u64),
+        ];
+        if let Some(text) = self.options.as_ref().and_then(Options::get_statistics) {
+            read.push((
+                "rocksdb_block_cache_hit",
+                ticker(&text, "rocksdb.block.cache.hit"),
+            ));
+            read.push((
+                "rocksdb_block_cache_miss",
+                ticker(&text, "rocksdb.block.cache.miss"),
+            ));
+        }
+        read
+    }
+}
+
+/// A ticker's count in RocksDB's statistics text
+/// (`rocksdb.block.cache.hit COUNT : 12`).
+fn ticker(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix(name)?
+                .trim()
+                .strip_prefix("COUNT :")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
 impl KvStore for RocksDbKvStore {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
         self.db()?.get(key).map_err(storage_error)
+    }
+
+    fn statistics(&self) -> Option<Arc<dyn StoreStatistics>> {
+        let statistics: Arc<dyn StoreStatistics> = self.statistics.clone();
+        Some(statistics)
     }
 
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {

@@ -25,12 +25,26 @@ pub type ScanFn<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), StateError> + 'a;
 /// Encoded `(key, value)` pairs.
 pub(crate) type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// A store's own statistics (for RocksDB: memtable size, pending
+/// compaction bytes, block cache use and hits), read when metrics are
+/// scraped, never on the hot path; shareable with other threads.
+pub trait StoreStatistics: Send + Sync {
+    /// `(name, value)` pairs, names in Prometheus style
+    /// (`rocksdb_cur_size_all_mem_tables`, after RocksDB's property names
+    /// as Flink's RocksDB metrics); empty once the store is closed.
+    fn read(&self) -> Vec<(&'static str, u64)>;
+}
+
 /// A sorted key-value store holding keyed state. By implementing this
 /// trait, you promise that `scan_prefix` visits every key starting with the
 /// prefix, in byte order.
 pub trait KvStore: Send {
     /// The value of `key`.
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError>;
+    /// A handle to the store's own statistics, if it keeps any.
+    fn statistics(&self) -> Option<std::sync::Arc<dyn StoreStatistics>> {
+        None
+    }
     /// Sets `key` to `value`.
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError>;
     /// Removes `key`.

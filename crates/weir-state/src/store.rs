@@ -127,6 +127,16 @@ impl KeyedStateStore {
         Self::with_backend(Backend::Kv(backend))
     }
 
+    /// The statistics of the key-value store under this state, if it keeps
+    /// any (RocksDB does; the heap does not).
+    pub fn statistics(&self) -> Option<Arc<dyn crate::kv::StoreStatistics>> {
+        let backend = self.inner.backend.lock().ok()?;
+        match &*backend {
+            Backend::Kv(kv) => kv.store.statistics(),
+            Backend::Heap(_) => None,
+        }
+    }
+
     fn with_backend(backend: Backend) -> Self {
         KeyedStateStore {
             inner: Arc::new(Inner {

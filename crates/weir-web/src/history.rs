@@ -1,7 +1,7 @@
 //! The history server (Flink's HistoryServer): the archive directory of
 //! ended jobs served read-only on a port of its own, with the same
 //! dashboard and the same endpoints as a running job's REST API, answered
-//! from each job's archive (see [`archive`](crate::archive)).
+//! from each job's archive (see [`archive`]).
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

@@ -240,6 +240,10 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
         "Bytes of the operator's state in the latest completed checkpoint",
     );
     let now = weir_runtime::provenance::wall_clock_ms();
+    let stores = job.store_statistics();
+    // RocksDB's own figures, by operator subtask, named after its
+    // properties as Flink's RocksDB metrics are.
+    let mut store_families: Vec<(&'static str, Family<Labels, Gauge>)> = Vec::new();
     let sizes = c.operator_state_sizes.clone();
     let per_second = rates.per_second();
     let in_rate = family::<FloatGauge>(
@@ -298,6 +302,26 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
                 labels.push(("subtask_index".into(), subtask.to_string()));
                 set(&watermark, &labels, *w);
                 set(&lag, &labels, now.saturating_sub(*w));
+            }
+        }
+        for (subtask, read) in stores.get(index).into_iter().flatten() {
+            let mut labels = labels.clone();
+            labels.push(("subtask_index".into(), subtask.to_string()));
+            for (name, value) in read {
+                let family = match store_families.iter().find(|(n, _)| n == name) {
+                    Some((_, f)) => f.clone(),
+                    None => {
+                        let f = family::<Gauge>(
+                            &mut registry,
+                            &format!("taskmanager_job_task_operator_{name}"),
+                            "A figure of the subtask's RocksDB instance (its property or ticker of \
+                             that name)",
+                        );
+                        store_families.push((name, f.clone()));
+                        f
+                    }
+                };
+                set(&family, &labels, clamp(*value));
             }
         }
         for (subtask, w) in v.subtask_output_watermarks.iter().enumerate() {

@@ -63,12 +63,19 @@ pub mod keys {
     /// Weir's own: size of the write-back cache in front of each RocksDB
     /// instance (default `64 mb`; `0` disables it).
     pub const ROCKSDB_WRITE_BACK_CACHE: &str = "weir.state.rocksdb.write-back-cache.size";
+    /// Flink's: RocksDB's block cache hits in the metrics (turns on
+    /// RocksDB's statistics, which cost a little on every read).
+    pub const ROCKSDB_METRICS_CACHE_HIT: &str = "state.backend.rocksdb.metrics.block-cache-hit";
+    /// Flink's: RocksDB's block cache misses in the metrics (as above).
+    pub const ROCKSDB_METRICS_CACHE_MISS: &str = "state.backend.rocksdb.metrics.block-cache-miss";
     /// The options the RocksDB backend reads.
-    pub const ROCKSDB_OPTIONS: [&str; 4] = [
+    pub const ROCKSDB_OPTIONS: [&str; 6] = [
         ROCKSDB_LOCAL_DIR,
         ROCKSDB_BLOCK_CACHE,
         ROCKSDB_WRITE_BUFFER,
         ROCKSDB_WRITE_BACK_CACHE,
+        ROCKSDB_METRICS_CACHE_HIT,
+        ROCKSDB_METRICS_CACHE_MISS,
     ];
     /// Weir's own: records per batch on a channel between tasks.
     pub const BATCH_SIZE: &str = "weir.exchange.batch-size";

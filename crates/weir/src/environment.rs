@@ -583,6 +583,12 @@ fn rocksdb_backend(config: &Configuration) -> Result<StateBackend> {
     if let Some(bytes) = size(keys::ROCKSDB_WRITE_BACK_CACHE)? {
         options.cache_bytes = bytes;
     }
+    for key in [
+        keys::ROCKSDB_METRICS_CACHE_HIT,
+        keys::ROCKSDB_METRICS_CACHE_MISS,
+    ] {
+        options.statistics |= config.get_bool(key)?.unwrap_or(false);
+    }
     Ok(options.into_state_backend())
 }
 

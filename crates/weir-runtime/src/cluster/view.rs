@@ -281,6 +281,16 @@ impl JobView {
             .collect()
     }
 
+    /// Each vertex's state store statistics (RocksDB's), by subtask; empty
+    /// for vertices without them.
+    pub fn store_statistics(&self) -> Vec<Vec<crate::metrics::SubtaskStoreStatistics>> {
+        self.0
+            .vertices
+            .iter()
+            .map(|(_, _, m)| m.store_statistics())
+            .collect()
+    }
+
     /// Each vertex's counters, in graph order.
     pub(crate) fn operator_metrics(&self) -> Vec<Arc<OperatorMetrics>> {
         self.0

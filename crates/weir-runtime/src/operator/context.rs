@@ -86,6 +86,10 @@ impl RuntimeContext {
                 .open(self.max_parallelism, range, self.clock.clone())?,
         };
         self.subtask_state.register_keyed(&store)?;
+        if let Some(statistics) = store.statistics() {
+            self.metrics
+                .set_store_statistics(self.subtask_index, statistics);
+        }
         let mut keyed = self.clone();
         keyed.keyed_state = Some(store.clone());
         Ok((keyed, store))

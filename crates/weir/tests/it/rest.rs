@@ -969,3 +969,93 @@ fn vertices_are_initializing_until_their_subtasks_opened() {
     });
     job.cancel();
 }
+
+/// Counts per key in a `ValueState` (kept in the state backend).
+#[derive(Clone, Default)]
+struct CountPerKey(Option<ValueState<u64>>);
+
+impl KeyedProcessFunction<u64, u64, u64> for CountPerKey {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.0 = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        _value: u64,
+        _ctx: &mut ProcessContext<'_, u64>,
+        out: &mut Collector<'_, u64>,
+    ) -> FunctionResult {
+        let count = self.0.as_ref().ok_or("not opened")?;
+        let n = count.value()?.unwrap_or(0) + 1;
+        count.update(n)?;
+        out.collect(n);
+        Ok(())
+    }
+}
+
+/// RocksDB's own figures per operator subtask in `/metrics`: memtable
+/// size, pending compaction bytes, estimated keys, block cache use, and
+/// (with Flink's `state.backend.rocksdb.metrics.*` keys) cache hits and
+/// misses.
+#[test]
+fn rocksdb_statistics_are_scraped_per_subtask() {
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", "0")
+        .set("state.backend.type", "rocksdb")
+        .set("weir.state.rocksdb.write-back-cache.size", "0")
+        .set("state.backend.rocksdb.metrics.block-cache-hit", "true");
+    env.configure(&c).expect("configuration");
+    env.add_source(
+        GeneratorSource::new(u64::MAX, |i| i).with_rate_limit(2_000.0),
+        "numbers",
+    )
+    .key_by(|i| i % 100)
+    .process(CountPerKey::default())
+    .add_sink(DiscardingSink);
+    let job = env.execute_async("rocksdb").expect("the job starts");
+    let port = job.rest_address().expect("served").port();
+    let value = |text: &str, name: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| l.starts_with(name) && l.contains("KeyedProcess"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    };
+    let mut text = String::new();
+    wait_until("RocksDB's keys in the metrics", || {
+        text = ureq::get(&format!("http://127.0.0.1:{port}/metrics"))
+            .call()
+            .expect("scraped")
+            .into_string()
+            .expect("body");
+        value(
+            &text,
+            "weir_taskmanager_job_task_operator_rocksdb_estimate_num_keys",
+        )
+        .is_some_and(|n| n > 0.0)
+    });
+    assert!(
+        value(
+            &text,
+            "weir_taskmanager_job_task_operator_rocksdb_cur_size_all_mem_tables"
+        )
+        .is_some_and(|n| n > 0.0),
+        "{text}"
+    );
+    for name in [
+        "weir_taskmanager_job_task_operator_rocksdb_estimate_pending_compaction_bytes",
+        "weir_taskmanager_job_task_operator_rocksdb_block_cache_usage",
+        "weir_taskmanager_job_task_operator_rocksdb_block_cache_hit",
+        "weir_taskmanager_job_task_operator_rocksdb_block_cache_miss",
+    ] {
+        assert!(value(&text, name).is_some(), "{name}: {text}");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.contains("rocksdb_estimate_num_keys") && l.contains("subtask_index=\"0\"")),
+        "{text}"
+    );
+    job.cancel();
+    let _ = job.wait();
+}
