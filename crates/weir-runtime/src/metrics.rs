@@ -88,11 +88,45 @@ fn read_watermarks(slots: &RwLock<Vec<AtomicI64>>) -> Vec<Option<i64>> {
         .unwrap_or_default()
 }
 
+/// Records in and out of one operator subtask. Aligned to a cache line of
+/// its own: subtasks count on different threads.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct SubtaskCounts {
+    records_in: AtomicU64,
+    records_out: AtomicU64,
+}
+
+impl SubtaskCounts {
+    /// Adds `n` records received.
+    #[inline]
+    pub fn add_in(&self, n: usize) {
+        self.records_in.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Adds `n` records emitted.
+    #[inline]
+    pub fn add_out(&self, n: usize) {
+        self.records_out.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Records received so far.
+    pub fn records_in(&self) -> u64 {
+        self.records_in.load(Ordering::Relaxed)
+    }
+
+    /// Records emitted so far.
+    pub fn records_out(&self) -> u64 {
+        self.records_out.load(Ordering::Relaxed)
+    }
+}
+
 /// Counters of one operator, summed over its subtasks.
 #[derive(Debug, Default)]
 pub struct OperatorMetrics {
-    records_in: AtomicU64,
-    records_out: AtomicU64,
+    /// Records in and out by subtask (over all attempts); the operator's
+    /// counts are their sums.
+    counts: RwLock<Vec<Arc<SubtaskCounts>>>,
     blocked_sends: AtomicU64,
     late_records_dropped: AtomicU64,
     /// Subtasks of the current attempt whose task opened.
@@ -117,16 +151,33 @@ pub struct OperatorMetrics {
 }
 
 impl OperatorMetrics {
-    /// Adds `n` records received.
-    #[inline]
-    pub fn add_in(&self, n: usize) {
-        self.records_in.fetch_add(n as u64, Ordering::Relaxed);
+    /// The record counters of `subtask`: hot paths keep the handle and
+    /// count into it without a lock.
+    pub fn subtask_counts(&self, subtask: u32) -> Arc<SubtaskCounts> {
+        let i = subtask as usize;
+        if let Some(c) = self.counts.read().ok().and_then(|v| v.get(i).cloned()) {
+            return c;
+        }
+        let mut slots = self
+            .counts
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        while slots.len() <= i {
+            slots.push(Arc::default());
+        }
+        Arc::clone(&slots[i])
     }
 
-    /// Adds `n` records emitted.
-    #[inline]
-    pub fn add_out(&self, n: usize) {
-        self.records_out.fetch_add(n as u64, Ordering::Relaxed);
+    /// Records in and out of each subtask so far.
+    pub fn subtask_records(&self) -> Vec<(u64, u64)> {
+        self.counts
+            .read()
+            .map(|v| {
+                v.iter()
+                    .map(|c| (c.records_in(), c.records_out()))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Counts one send that had to wait for a full channel (back-pressure).
@@ -163,12 +214,12 @@ impl OperatorMetrics {
 
     /// Records received so far.
     pub fn records_in(&self) -> u64 {
-        self.records_in.load(Ordering::Relaxed)
+        self.subtask_records().iter().map(|(i, _)| i).sum()
     }
 
     /// Records emitted so far.
     pub fn records_out(&self) -> u64 {
-        self.records_out.load(Ordering::Relaxed)
+        self.subtask_records().iter().map(|(_, o)| o).sum()
     }
 
     /// Records the input watermark of `subtask`.

@@ -207,12 +207,12 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
     let records_in = family::<Gauge>(
         &mut registry,
         "taskmanager_job_task_operator_numRecordsIn",
-        "Records the operator received, over its subtasks",
+        "Records the operator subtask received",
     );
     let records_out = family::<Gauge>(
         &mut registry,
         "taskmanager_job_task_operator_numRecordsOut",
-        "Records the operator emitted, over its subtasks",
+        "Records the operator subtask emitted",
     );
     let late = family::<Gauge>(
         &mut registry,
@@ -278,8 +278,12 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
             "operator_id".into(),
             v.uid.clone().unwrap_or_else(|| index.to_string()),
         ));
-        set(&records_in, &labels, clamp(v.records_in));
-        set(&records_out, &labels, clamp(v.records_out));
+        for (subtask, (records_in_n, records_out_n)) in v.subtask_records.iter().enumerate() {
+            let mut labels = labels.clone();
+            labels.push(("subtask_index".into(), subtask.to_string()));
+            set(&records_in, &labels, clamp(*records_in_n));
+            set(&records_out, &labels, clamp(*records_out_n));
+        }
         set(&late, &labels, clamp(v.late_records_dropped));
         if let Some(size) = sizes.get(index) {
             set(&state_size, &labels, clamp(*size));

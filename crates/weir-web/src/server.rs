@@ -358,6 +358,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/jobs/{id}/stop", post(stop))
         .route("/jobs/{id}/diagnosis", get(diagnosis))
         .route("/metrics", get(metrics))
+        .route("/jobs/{id}/vertices/{vid}", get(vertex_detail))
         .route("/jobs/{id}/vertices/{vid}/metrics", get(vertex_metrics))
         .route(
             "/jobs/{id}/vertices/{vid}/watermarks",
@@ -649,6 +650,10 @@ async fn vertex_metrics(
             v.late_records_dropped.to_string(),
         ),
     ];
+    for (subtask, (records_in, records_out)) in v.subtask_records.iter().enumerate() {
+        metrics.push((format!("{subtask}.numRecordsIn"), records_in.to_string()));
+        metrics.push((format!("{subtask}.numRecordsOut"), records_out.to_string()));
+    }
     let now = now_ms();
     for (subtask, w) in v.subtask_watermarks.iter().enumerate() {
         if let Some(w) = w {
@@ -690,6 +695,44 @@ async fn vertex_metrics(
         .map(|(id, value)| json!({ "id": id, "value": value }))
         .collect();
     Ok(Json(values).into_response())
+}
+
+/// Flink's `/jobs/:id/vertices/:vid`: the vertex with each subtask's
+/// status, records in and out, input watermark and waiting times.
+async fn vertex_detail(State(s): Shared, Path((id, vid)): Path<(String, String)>) -> Answer {
+    let (index, v) = s.vertex(&id, &vid)?;
+    let job_state = s.job.status().as_str();
+    let rates = s.rates.per_second();
+    let times = rates
+        .get(index)
+        .map(|r| r.subtasks.clone())
+        .unwrap_or_default();
+    let subtasks: Vec<Value> = (0..v.parallelism as usize)
+        .map(|i| {
+            let (records_in, records_out) = v.subtask_records.get(i).copied().unwrap_or((0, 0));
+            let status = match job_state {
+                "RUNNING" if (i as u32) >= v.running_subtasks => "INITIALIZING",
+                state => state,
+            };
+            json!({
+                "subtask": i,
+                "status": status,
+                "metrics": { "read-records": records_in, "write-records": records_out },
+                "watermark": v.subtask_watermarks.get(i).copied().flatten(),
+                "busy-time-ms-per-second": times.get(i).map(|t| t.busy),
+                "backpressured-time-ms-per-second": times.get(i).map(|t| t.backpressured),
+                "idle-time-ms-per-second": times.get(i).map(|t| t.idle),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "id": index.to_string(),
+        "name": v.name,
+        "parallelism": v.parallelism,
+        "now": now_ms(),
+        "subtasks": subtasks,
+    }))
+    .into_response())
 }
 
 /// Each subtask's input watermark, as Flink's

@@ -63,6 +63,8 @@ pub struct VertexView {
     pub records_in: u64,
     /// Records emitted.
     pub records_out: u64,
+    /// Records in and out of each subtask (over all attempts).
+    pub subtask_records: Vec<(u64, u64)>,
     /// The lowest input watermark of its subtasks, once they have one.
     pub watermark: Option<i64>,
     /// Each subtask's input watermark, once it has one.
@@ -267,6 +269,7 @@ impl JobView {
                 parallelism: parallelism.get(i).copied().unwrap_or(0),
                 records_in: metrics.records_in(),
                 records_out: metrics.records_out(),
+                subtask_records: metrics.subtask_records(),
                 watermark: metrics.watermark().filter(|w| *w != i64::MIN),
                 subtask_watermarks: metrics.subtask_watermarks(),
                 subtask_output_watermarks: metrics.subtask_output_watermarks(),

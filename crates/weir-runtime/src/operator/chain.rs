@@ -7,7 +7,7 @@ use super::{min_deadline, Downstream, Operator, Output, RuntimeContext};
 use crate::checkpoint::CheckpointNotice;
 use crate::element::{Control, StreamRecord};
 use crate::error::{FunctionResult, SubtaskName, TaskError};
-use crate::metrics::OperatorMetrics;
+use crate::metrics::{OperatorMetrics, SubtaskCounts};
 
 /// Runs a user-facing call, turning its error or panic into a [`TaskError`]
 /// that names the operator. Errors already raised downstream (a
@@ -35,6 +35,7 @@ pub struct ChainLink<Op: Operator> {
     ctx: RuntimeContext,
     at: SubtaskName,
     metrics: Arc<OperatorMetrics>,
+    counts: Arc<SubtaskCounts>,
 }
 
 impl<Op: Operator> ChainLink<Op> {
@@ -46,7 +47,9 @@ impl<Op: Operator> ChainLink<Op> {
         metrics: Arc<OperatorMetrics>,
     ) -> Self {
         let at = ctx.subtask_name();
+        let counts = metrics.subtask_counts(ctx.subtask_index);
         ChainLink {
+            counts,
             op,
             out,
             ctx,
@@ -77,7 +80,7 @@ impl<Op: Operator> Downstream<Op::In> for ChainLink<Op> {
 
     #[inline]
     fn push_batch(&mut self, batch: &mut Vec<StreamRecord<Op::In>>) -> Result<(), TaskError> {
-        self.metrics.add_in(batch.len());
+        self.counts.add_in(batch.len());
         let (op, out) = (&mut self.op, &mut self.out);
         guarded(&self.at, || op.process_batch(batch, out))?;
         batch.clear();

@@ -7,7 +7,7 @@ use super::Downstream;
 use crate::checkpoint::CheckpointNotice;
 use crate::element::{Control, StreamRecord};
 use crate::error::TaskError;
-use crate::metrics::OperatorMetrics;
+use crate::metrics::{OperatorMetrics, SubtaskCounts};
 
 /// An operator's output: a buffer of records for the next hop, plus the
 /// side outputs that downstream operators consume.
@@ -20,6 +20,7 @@ pub struct Output<O> {
     sides: SideOutputs,
     metrics: Arc<OperatorMetrics>,
     subtask: u32,
+    counts: Arc<SubtaskCounts>,
 }
 
 impl<O: Send + 'static> Output<O> {
@@ -33,6 +34,7 @@ impl<O: Send + 'static> Output<O> {
             buffer: Vec::new(),
             next,
             sides,
+            counts: metrics.subtask_counts(0),
             metrics,
             subtask: 0,
         }
@@ -67,7 +69,7 @@ impl<O: Send + 'static> Output<O> {
     /// Hands pending records (main and side) to the next hop.
     pub fn flush(&mut self) -> Result<(), TaskError> {
         if !self.buffer.is_empty() {
-            self.metrics.add_out(self.buffer.len());
+            self.counts.add_out(self.buffer.len());
             self.next.push_batch(&mut self.buffer)?;
         }
         self.sides.flush()
@@ -104,6 +106,7 @@ impl<O: Send + 'static> Output<O> {
     /// Shows emitted watermarks as `subtask`'s (0 by default).
     pub fn with_subtask(mut self, subtask: u32) -> Self {
         self.subtask = subtask;
+        self.counts = self.metrics.subtask_counts(subtask);
         self
     }
 

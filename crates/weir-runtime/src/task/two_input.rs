@@ -7,7 +7,7 @@ use super::{
 use crate::checkpoint::{CheckpointNotice, TaskMessage};
 use crate::element::{Barrier, Control, WatermarkStatus};
 use crate::error::{SubtaskName, TaskError};
-use crate::metrics::OperatorMetrics;
+use crate::metrics::{OperatorMetrics, SubtaskCounts};
 use crate::operator::min_deadline;
 use crate::operator::{guarded, Output, RuntimeContext, TwoInputOperator};
 use std::sync::Arc;
@@ -21,6 +21,7 @@ pub struct TwoInputHead<Op: TwoInputOperator> {
     ctx: RuntimeContext,
     at: SubtaskName,
     metrics: Arc<OperatorMetrics>,
+    counts: Arc<SubtaskCounts>,
     settings: TaskSettings,
     watermark: i64,
     idle: bool,
@@ -39,7 +40,9 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         settings: TaskSettings,
     ) -> Self {
         let at = ctx.subtask_name();
+        let counts = metrics.subtask_counts(ctx.subtask_index);
         TwoInputHead {
+            counts,
             op,
             out,
             gate1: gates.0,
@@ -150,13 +153,13 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         let (op, out) = (&mut self.op, &mut self.out);
         match event {
             Either::First(GateEvent::Records(mut batch)) => {
-                self.metrics.add_in(batch.len());
+                self.counts.add_in(batch.len());
                 guarded(&self.at, || op.process_batch1(&mut batch, out))?;
                 self.publish_timers();
                 self.out.flush()?;
             }
             Either::Second(GateEvent::Records(mut batch)) => {
-                self.metrics.add_in(batch.len());
+                self.counts.add_in(batch.len());
                 guarded(&self.at, || op.process_batch2(&mut batch, out))?;
                 self.publish_timers();
                 self.out.flush()?;

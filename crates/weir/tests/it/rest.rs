@@ -614,6 +614,28 @@ fn vertex_metrics_and_watermarks_answer_as_flink_does() {
     assert!(n > 0);
     let (status, _) = call("GET", &format!("{base}/vertices/99/metrics"), None, None);
     assert_eq!(status, 404);
+    // Each subtask counts its own records (Flink's vertex detail).
+    let mut detail = Value::Null;
+    wait_until("records on both reduce subtasks", || {
+        detail = call("GET", &vertex, None, None).1;
+        detail["subtasks"].as_array().is_some_and(|s| {
+            s.len() == 2
+                && s.iter().all(|t| {
+                    t["status"] == "RUNNING" && t["metrics"]["read-records"].as_u64() > Some(0)
+                })
+        })
+    });
+    let (_, per_subtask) = call(
+        "GET",
+        &format!("{vertex}/metrics?get=0.numRecordsIn,1.numRecordsIn"),
+        None,
+        None,
+    );
+    assert_eq!(
+        per_subtask.as_array().map(Vec::len),
+        Some(2),
+        "{per_subtask}"
+    );
     job.cancel();
     let _ = job.wait();
 }
@@ -865,6 +887,14 @@ fn the_dashboard_shows_the_running_job_and_takes_a_savepoint() {
     };
     let first = count();
     wait_until("records counted on the page", || count() > first);
+    // Per-subtask detail, folded away until asked for.
+    browser.click("#subtask-details summary");
+    wait_until("the subtask table", || {
+        browser
+            .text("#subtask-table")
+            .lines()
+            .any(|row| row.starts_with("Source: numbers 1 RUNNING"))
+    });
     browser.type_into("#savepoint-dir", &dir.display().to_string());
     browser.click("#savepoint-button");
     wait_until("the savepoint", || {
