@@ -158,13 +158,30 @@ pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
             // that fails at once (a missing input, a bad setting found by
             // an operator's `open`) is reported as failed, not submitted.
             let client = RestClient::new(&address, None);
+            let spin = std::io::stderr().is_terminal();
+            let started = Instant::now();
             let mut initializing = true;
             while initializing && Instant::now() < deadline {
                 if let Some(status) = child.try_wait()? {
+                    if spin {
+                        eprint!("\r\x1b[K");
+                    }
                     return ended_at_once(&job_id, status, &log);
                 }
-                initializing = !all_running(&client, &job_id);
+                let (running, total) = running_vertices(&client, &job_id);
+                initializing = total == 0 || running < total;
+                // A restore of large state can take a while: show it moves.
+                if spin && initializing && started.elapsed() > Duration::from_millis(500) {
+                    eprint!(
+                        "\r{running}/{total} operators running ({} s; restoring or opening)",
+                        started.elapsed().as_secs()
+                    );
+                    let _ = std::io::stderr().flush();
+                }
                 std::thread::sleep(Duration::from_millis(20));
+            }
+            if spin {
+                eprint!("\r\x1b[K");
             }
             if let Some(status) = child.try_wait()? {
                 return ended_at_once(&job_id, status, &log);
@@ -193,15 +210,18 @@ pub(crate) fn run(o: RunOptions) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Whether every vertex of the job is RUNNING (its subtasks opened).
-fn all_running(client: &RestClient, job_id: &str) -> bool {
-    client.job(job_id).is_ok_and(|job| {
-        job["vertices"].as_array().is_some_and(|vertices| {
-            vertices
-                .iter()
-                .all(|v| v["status"].as_str() == Some("RUNNING"))
-        })
-    })
+/// How many of the job's vertices are RUNNING (their subtasks opened),
+/// of how many; `(0, 0)` while the API does not answer.
+fn running_vertices(client: &RestClient, job_id: &str) -> (usize, usize) {
+    let Ok(job) = client.job(job_id) else {
+        return (0, 0);
+    };
+    let vertices = job["vertices"].as_array().cloned().unwrap_or_default();
+    let running = vertices
+        .iter()
+        .filter(|v| v["status"].as_str() == Some("RUNNING"))
+        .count();
+    (running, vertices.len())
 }
 
 /// A detached job that ended while `weir run -d` still watched it: a
