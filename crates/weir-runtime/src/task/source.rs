@@ -183,6 +183,7 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
                 // abort.
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
+            let polled = std::time::Instant::now();
             let (status, wm, now_idle) = if halted.is_some() {
                 (SourceStatus::More, None, None)
             } else {
@@ -195,6 +196,11 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
             let emitted = !out.records().is_empty();
             if emitted {
                 settings.probe.on_records();
+            } else {
+                // A poll that found nothing (a socket without data, a
+                // consumer with no new records) waited for input: idle,
+                // not busy, as Flink counts a source without data.
+                settings.times.add_idle(polled.elapsed());
             }
             if idle && (emitted || wm.is_some_and(|w| w > watermark) || now_idle == Some(false)) {
                 idle = false;

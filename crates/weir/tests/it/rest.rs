@@ -1089,3 +1089,45 @@ fn rocksdb_statistics_are_scraped_per_subtask() {
     job.cancel();
     let _ = job.wait();
 }
+
+/// A source waiting for input that never comes is idle, not busy (as
+/// Flink counts a source without data).
+#[test]
+fn a_source_without_data_counts_as_idle() {
+    #[derive(Clone)]
+    struct Silent;
+    impl SourceFunction<u64> for Silent {
+        fn poll_next(&mut self, _ctx: &mut SourceContext<'_, u64>) -> FunctionResult<SourceStatus> {
+            // As a socket source blocks for data that does not come.
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(SourceStatus::More)
+        }
+    }
+    let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("rest.port", "0");
+    env.configure(&c).expect("configuration");
+    env.add_source(Silent, "silent").add_sink(DiscardingSink);
+    let job = env.execute_async("silent").expect("the job starts");
+    let url = format!(
+        "http://127.0.0.1:{}/jobs/{}/vertices/0/metrics?get=0.idleTimeMsPerSecond,0.busyTimeMsPerSecond",
+        job.rest_address().expect("served").port(),
+        job.job_id()
+    );
+    let mut values = Value::Null;
+    wait_until("the source's idle time", || {
+        values = call("GET", &url, None, None).1;
+        values.as_array().is_some_and(|v| v.len() == 2)
+    });
+    let value = |id: &str| -> f64 {
+        values
+            .as_array()
+            .and_then(|v| v.iter().find(|e| e["id"] == id))
+            .and_then(|e| e["value"].as_str())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    assert!(value("0.idleTimeMsPerSecond") > 800.0, "{values}");
+    assert!(value("0.busyTimeMsPerSecond") < 200.0, "{values}");
+    job.cancel();
+}
