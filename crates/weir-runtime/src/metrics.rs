@@ -58,21 +58,22 @@ impl TaskTimes {
     }
 }
 
-/// Stores `watermark` as `subtask`'s, growing the slots on first use.
-fn store_watermark(slots: &RwLock<Vec<AtomicI64>>, subtask: u32, watermark: i64) {
+/// Stores `watermark` as `subtask`'s, growing the slots on first use;
+/// whether it differs from the value before.
+fn store_watermark(slots: &RwLock<Vec<AtomicI64>>, subtask: u32, watermark: i64) -> bool {
     let i = subtask as usize;
     if let Ok(slots) = slots.read() {
         if let Some(slot) = slots.get(i) {
-            slot.store(watermark, Ordering::Relaxed);
-            return;
+            return slot.swap(watermark, Ordering::Relaxed) != watermark;
         }
     }
     if let Ok(mut slots) = slots.write() {
         while slots.len() <= i {
             slots.push(AtomicI64::new(i64::MIN));
         }
-        slots[i].store(watermark, Ordering::Relaxed);
+        return slots[i].swap(watermark, Ordering::Relaxed) != watermark;
     }
+    false
 }
 
 /// Each subtask's watermark, `None` before its first.
@@ -145,6 +146,8 @@ pub struct OperatorMetrics {
     /// The last watermark each subtask emitted (Flink's
     /// `currentOutputWatermark`).
     output_watermarks: RwLock<Vec<AtomicI64>>,
+    /// When each subtask's input watermark last advanced (wall clock, ms).
+    watermark_advanced: RwLock<Vec<AtomicI64>>,
     /// The waiting times of the tasks this operator heads, by subtask
     /// (over all attempts).
     task_times: RwLock<Vec<Arc<TaskTimes>>>,
@@ -224,7 +227,16 @@ impl OperatorMetrics {
 
     /// Records the input watermark of `subtask`.
     pub fn set_watermark(&self, subtask: u32, watermark: i64) {
-        store_watermark(&self.watermarks, subtask, watermark);
+        if store_watermark(&self.watermarks, subtask, watermark) {
+            let now = crate::provenance::wall_clock_ms();
+            store_watermark(&self.watermark_advanced, subtask, now);
+        }
+    }
+
+    /// When each subtask's input watermark last advanced (wall clock ms),
+    /// `None` before its first.
+    pub fn subtask_watermark_advanced(&self) -> Vec<Option<i64>> {
+        read_watermarks(&self.watermark_advanced)
     }
 
     /// Records the watermark `subtask` emitted.

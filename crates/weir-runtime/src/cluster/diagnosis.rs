@@ -16,6 +16,8 @@ use super::view::JobView;
 pub struct SubtaskProvenance {
     /// Its input watermark (`None` before the first).
     pub input_watermark: Option<i64>,
+    /// When it last advanced (wall clock, ms).
+    pub watermark_advanced_ms: Option<i64>,
     /// For the subtask of a vertex that heads a task: each input's
     /// channels (empty for a source).
     pub inputs: Vec<Vec<ChannelState>>,
@@ -105,6 +107,7 @@ pub fn provenance(job: &JobView) -> Vec<VertexProvenance> {
         .map(|(v, m)| {
             let probes = m.probes();
             let watermarks = m.subtask_watermarks();
+            let advanced = m.subtask_watermark_advanced();
             let timers = m.subtask_timers();
             let count = probes.len().max(watermarks.len()).max(timers.len());
             let subtasks = (0..count)
@@ -113,6 +116,7 @@ pub fn provenance(job: &JobView) -> Vec<VertexProvenance> {
                     let inputs = probe.map(|p| p.inputs()).unwrap_or_default();
                     SubtaskProvenance {
                         input_watermark: watermarks.get(s).copied().flatten(),
+                        watermark_advanced_ms: advanced.get(s).copied().flatten(),
                         source: probe.filter(|_| inputs.is_empty()).map(|p| p.source()),
                         inputs,
                         timers: timers.get(s).copied(),
@@ -146,15 +150,26 @@ pub fn diagnose(job: &JobView) -> Diagnosis {
             if count == 0 || watermark >= earliest {
                 continue;
             }
+            // Windows always wait for the next watermark; one that has not
+            // come for a while is what keeps output back.
+            let still = match sub.watermark_advanced_ms {
+                Some(at) => now - at,
+                None => job.duration().as_millis() as i64,
+            };
+            if still < STALLED_MS {
+                continue;
+            }
             let mut text = format!(
                 "'{}' ({}/{}) waits for watermark ≥ {} to fire the earliest of {count} pending \
-                 event-time timer{} (windows to fire); its watermark is {}",
+                 event-time timer{} (windows to fire); its watermark is {} and has not \
+                 advanced for {}",
                 name(v),
                 s + 1,
                 parallelism(v),
                 event_time(earliest),
                 if count == 1 { "" } else { "s" },
                 watermark_text(watermark),
+                duration_text(still),
             );
             let culprit = explain(&provenance, &name, p.task_head, s as u32, now, &mut text);
             findings.push(Finding {
@@ -276,10 +291,14 @@ fn explain_source(source: &SourceState, now: i64, text: &mut String) -> Option<S
     }
 }
 
+/// How long a watermark or an input must stand still to count as stalled
+/// rather than between two advances (five default watermark intervals).
+const STALLED_MS: i64 = 1_000;
+
 /// Whether an input without records for this long looks stalled rather
 /// than between two records.
 fn stalled(last_record_ms: Option<i64>, now: i64) -> bool {
-    last_record_ms.is_none_or(|t| now - t >= 1_000)
+    last_record_ms.is_none_or(|t| now - t >= STALLED_MS)
 }
 
 fn watermark_text(watermark: i64) -> String {
