@@ -91,11 +91,26 @@ fn read_watermarks(slots: &RwLock<Vec<AtomicI64>>) -> Vec<Option<i64>> {
 
 /// Records in and out of one operator subtask. Aligned to a cache line of
 /// its own: subtasks count on different threads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[repr(align(64))]
 pub struct SubtaskCounts {
     records_in: AtomicU64,
     records_out: AtomicU64,
+    /// Pending event-time timers, and the earliest (`i64::MAX`: none);
+    /// `u64::MAX` timers: the operator keeps none.
+    timers: AtomicU64,
+    earliest_timer: AtomicI64,
+}
+
+impl Default for SubtaskCounts {
+    fn default() -> Self {
+        SubtaskCounts {
+            records_in: AtomicU64::new(0),
+            records_out: AtomicU64::new(0),
+            timers: AtomicU64::new(u64::MAX),
+            earliest_timer: AtomicI64::new(i64::MAX),
+        }
+    }
 }
 
 impl SubtaskCounts {
@@ -120,6 +135,23 @@ impl SubtaskCounts {
     pub fn records_out(&self) -> u64 {
         self.records_out.load(Ordering::Relaxed)
     }
+
+    /// Records the operator's pending event-time timers: `count`, the
+    /// earliest at `earliest`. Called once per batch and watermark.
+    #[inline]
+    pub fn set_timers(&self, count: u64, earliest: Option<i64>) {
+        self.timers.store(count, Ordering::Relaxed);
+        self.earliest_timer
+            .store(earliest.unwrap_or(i64::MAX), Ordering::Relaxed);
+    }
+
+    /// The pending event-time timers and the earliest, if the operator
+    /// keeps timers.
+    pub fn timers(&self) -> Option<(u64, Option<i64>)> {
+        let count = self.timers.load(Ordering::Relaxed);
+        let earliest = self.earliest_timer.load(Ordering::Relaxed);
+        (count != u64::MAX).then_some((count, (earliest != i64::MAX).then_some(earliest)))
+    }
 }
 
 /// Counters of one operator, summed over its subtasks.
@@ -135,9 +167,6 @@ pub struct OperatorMetrics {
     /// For a vertex that heads tasks: each subtask's watermark provenance
     /// in the current attempt.
     probes: RwLock<Vec<Arc<SubtaskProbe>>>,
-    /// Each subtask's pending event-time timers: how many, and the
-    /// earliest (`i64::MAX`: none), for operators that keep timers.
-    timers: RwLock<Vec<(AtomicU64, AtomicI64)>>,
     /// Each subtask's state store statistics (RocksDB's), if it has any.
     stores: RwLock<Vec<Option<StoreHandle>>>,
     /// The input watermark of each subtask (Flink's
@@ -306,41 +335,12 @@ impl OperatorMetrics {
         self.probes.read().map(|v| v.clone()).unwrap_or_default()
     }
 
-    /// Records `subtask`'s pending event-time timers: `count`, the
-    /// earliest at `earliest`. Called once per batch and watermark.
-    pub fn set_timers(&self, subtask: u32, count: u64, earliest: Option<i64>) {
-        let i = subtask as usize;
-        let earliest = earliest.unwrap_or(i64::MAX);
-        if let Ok(slots) = self.timers.read() {
-            if let Some((n, e)) = slots.get(i) {
-                n.store(count, Ordering::Relaxed);
-                e.store(earliest, Ordering::Relaxed);
-                return;
-            }
-        }
-        if let Ok(mut slots) = self.timers.write() {
-            while slots.len() <= i {
-                slots.push((AtomicU64::new(0), AtomicI64::new(i64::MAX)));
-            }
-            slots[i].0.store(count, Ordering::Relaxed);
-            slots[i].1.store(earliest, Ordering::Relaxed);
-        }
-    }
-
-    /// Each subtask's pending event-time timers and the earliest; empty
-    /// for operators without timers.
-    pub fn subtask_timers(&self) -> Vec<(u64, Option<i64>)> {
-        self.timers
+    /// Each subtask's pending event-time timers and the earliest (`None`
+    /// for operators without timers).
+    pub fn subtask_timers(&self) -> Vec<Option<(u64, Option<i64>)>> {
+        self.counts
             .read()
-            .map(|slots| {
-                slots
-                    .iter()
-                    .map(|(n, e)| {
-                        let e = e.load(Ordering::Relaxed);
-                        (n.load(Ordering::Relaxed), (e != i64::MAX).then_some(e))
-                    })
-                    .collect()
-            })
+            .map(|v| v.iter().map(|c| c.timers()).collect())
             .unwrap_or_default()
     }
 

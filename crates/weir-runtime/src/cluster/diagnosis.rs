@@ -119,7 +119,7 @@ pub fn provenance(job: &JobView) -> Vec<VertexProvenance> {
                         watermark_advanced_ms: advanced.get(s).copied().flatten(),
                         source: probe.filter(|_| inputs.is_empty()).map(|p| p.source()),
                         inputs,
-                        timers: timers.get(s).copied(),
+                        timers: timers.get(s).copied().flatten(),
                     }
                 })
                 .collect();

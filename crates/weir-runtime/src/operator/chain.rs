@@ -64,8 +64,7 @@ impl<Op: Operator> ChainLink<Op> {
     #[inline]
     fn publish_timers(&self) {
         if let Some((count, earliest)) = self.op.pending_event_timers() {
-            self.metrics
-                .set_timers(self.ctx.subtask_index, count, earliest);
+            self.counts.set_timers(count, earliest);
         }
     }
 }

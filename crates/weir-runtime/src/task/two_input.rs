@@ -75,8 +75,7 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
     /// Shows the operator's pending event-time timers, if it keeps any.
     fn publish_timers(&self) {
         if let Some((count, earliest)) = self.op.pending_event_timers() {
-            self.metrics
-                .set_timers(self.ctx.subtask_index, count, earliest);
+            self.counts.set_timers(count, earliest);
         }
     }
 
