@@ -912,6 +912,11 @@ fn the_dashboard_shows_the_running_job_and_takes_a_savepoint() {
         std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0) == 1,
         "the savepoint is on disk"
     );
+    // Duration, size and alignment charted: a bar per checkpoint in each.
+    let rows = browser.all("#checkpoint-history tr").len();
+    for chart in ["#checkpoint-chart", "#size-chart", "#alignment-chart"] {
+        wait_until("the charts", || browser.all(&format!("{chart} rect")).len() == rows);
+    }
     job.cancel();
     let _ = job.wait();
 }
