@@ -58,6 +58,21 @@ impl TaskTimes {
     }
 }
 
+/// `subtask`'s entry of `slots`, made on first use.
+fn subtask_slot<T: Default>(slots: &RwLock<Vec<Arc<T>>>, subtask: u32) -> Arc<T> {
+    let i = subtask as usize;
+    if let Some(t) = slots.read().ok().and_then(|v| v.get(i).cloned()) {
+        return t;
+    }
+    let mut slots = slots
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    while slots.len() <= i {
+        slots.push(Arc::default());
+    }
+    Arc::clone(&slots[i])
+}
+
 /// Stores `watermark` as `subtask`'s, growing the slots on first use;
 /// whether it differs from the value before.
 fn store_watermark(slots: &RwLock<Vec<AtomicI64>>, subtask: u32, watermark: i64) -> bool {
@@ -186,18 +201,7 @@ impl OperatorMetrics {
     /// The record counters of `subtask`: hot paths keep the handle and
     /// count into it without a lock.
     pub fn subtask_counts(&self, subtask: u32) -> Arc<SubtaskCounts> {
-        let i = subtask as usize;
-        if let Some(c) = self.counts.read().ok().and_then(|v| v.get(i).cloned()) {
-            return c;
-        }
-        let mut slots = self
-            .counts
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        while slots.len() <= i {
-            slots.push(Arc::default());
-        }
-        Arc::clone(&slots[i])
+        subtask_slot(&self.counts, subtask)
     }
 
     /// Records in and out of each subtask so far.
@@ -287,18 +291,7 @@ impl OperatorMetrics {
 
     /// The waiting times of the task this operator heads at `subtask`.
     pub fn task_times(&self, subtask: u32) -> Arc<TaskTimes> {
-        let i = subtask as usize;
-        if let Some(t) = self.task_times.read().ok().and_then(|v| v.get(i).cloned()) {
-            return t;
-        }
-        let mut slots = self
-            .task_times
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        while slots.len() <= i {
-            slots.push(Arc::default());
-        }
-        Arc::clone(&slots[i])
+        subtask_slot(&self.task_times, subtask)
     }
 
     /// The waiting times of each subtask's task, if this operator heads

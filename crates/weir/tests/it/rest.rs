@@ -915,7 +915,9 @@ fn the_dashboard_shows_the_running_job_and_takes_a_savepoint() {
     // Duration, size and alignment charted: a bar per checkpoint in each.
     let rows = browser.all("#checkpoint-history tr").len();
     for chart in ["#checkpoint-chart", "#size-chart", "#alignment-chart"] {
-        wait_until("the charts", || browser.all(&format!("{chart} rect")).len() == rows);
+        wait_until("the charts", || {
+            browser.all(&format!("{chart} rect")).len() == rows
+        });
     }
     job.cancel();
     let _ = job.wait();
