@@ -499,10 +499,31 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
     fn close(&mut self) -> FunctionResult {
         // Dropping a producer with an open transaction leaves it to the
         // broker's timeout; the next run's initialisation aborts it sooner.
+        self.finish_starting();
         self.slots.clear();
         self.markers.clear();
         self.log = None;
         Ok(())
+    }
+}
+
+impl<T> KafkaTransactions<T> {
+    /// Waits for producers still being initialised in the background: one
+    /// that finished after a restarted attempt initialised the same id
+    /// would fence that attempt's producer.
+    fn finish_starting(&mut self) {
+        for slot in &mut self.slots {
+            if let Some(starting) = slot.starting.take() {
+                let _ = starting.join();
+            }
+        }
+    }
+}
+
+impl<T> Drop for KafkaTransactions<T> {
+    fn drop(&mut self) {
+        // Also after a failure, when `close` is not called.
+        self.finish_starting();
     }
 }
 

@@ -12,11 +12,41 @@ mod postgres;
 use weir::prelude::*;
 
 /// Fails once, at the first record from `at` on after a checkpoint
-/// completed (a failure before any checkpoint would restore nothing).
+/// completed (a failure before any checkpoint would restore nothing) and
+/// at least `since_barrier` records after the latest barrier (so that the
+/// sink's open transaction has records when it fails).
 #[derive(Clone)]
 pub struct FailAfterCheckpoint {
-    pub at: Option<u64>,
-    pub checkpointed: bool,
+    at: Option<u64>,
+    checkpointed: bool,
+    since_barrier: u64,
+    seen_since_barrier: u64,
+}
+
+impl FailAfterCheckpoint {
+    /// Fails at the first record from `at` on after a completed checkpoint.
+    pub fn at(at: u64) -> Self {
+        FailAfterCheckpoint {
+            at: Some(at),
+            checkpointed: false,
+            since_barrier: 0,
+            seen_since_barrier: 0,
+        }
+    }
+
+    /// Never fails.
+    pub fn never() -> Self {
+        FailAfterCheckpoint {
+            at: None,
+            ..Self::at(0)
+        }
+    }
+
+    /// And only once `n` records passed since the latest barrier.
+    pub fn after_records_since_barrier(mut self, n: u64) -> Self {
+        self.since_barrier = n;
+        self
+    }
 }
 
 impl MapFunction<u64, u64> for FailAfterCheckpoint {
@@ -30,8 +60,16 @@ impl MapFunction<u64, u64> for FailAfterCheckpoint {
         self.checkpointed = true;
         Ok(())
     }
+    fn snapshot_state(&mut self, _id: u64) -> FunctionResult {
+        self.seen_since_barrier = 0;
+        Ok(())
+    }
     fn map(&mut self, i: u64) -> u64 {
-        if self.checkpointed && self.at.is_some_and(|at| i >= at) {
+        self.seen_since_barrier += 1;
+        if self.checkpointed
+            && self.seen_since_barrier > self.since_barrier
+            && self.at.is_some_and(|at| i >= at)
+        {
             panic!("injected failure at record {i}");
         }
         i

@@ -34,10 +34,7 @@ fn numbers(
         "numbers",
     )
     .uid("numbers")
-    .map(FailAfterCheckpoint {
-        at: fail_at,
-        checkpointed: false,
-    })
+    .map(fail_at.map_or_else(FailAfterCheckpoint::never, FailAfterCheckpoint::at))
     .uid("fail once")
 }
 
