@@ -115,6 +115,9 @@ pub struct SubtaskCounts {
     /// `u64::MAX` timers: the operator keeps none.
     timers: AtomicU64,
     earliest_timer: AtomicI64,
+    /// The last watermark the subtask emitted (Flink's
+    /// `currentOutputWatermark`; `i64::MIN` before the first).
+    output_watermark: AtomicI64,
 }
 
 impl Default for SubtaskCounts {
@@ -124,6 +127,7 @@ impl Default for SubtaskCounts {
             records_out: AtomicU64::new(0),
             timers: AtomicU64::new(u64::MAX),
             earliest_timer: AtomicI64::new(i64::MAX),
+            output_watermark: AtomicI64::new(i64::MIN),
         }
     }
 }
@@ -149,6 +153,12 @@ impl SubtaskCounts {
     /// Records emitted so far.
     pub fn records_out(&self) -> u64 {
         self.records_out.load(Ordering::Relaxed)
+    }
+
+    /// Records a watermark the subtask emitted.
+    #[inline]
+    pub fn set_output_watermark(&self, watermark: i64) {
+        self.output_watermark.store(watermark, Ordering::Relaxed);
     }
 
     /// Records the operator's pending event-time timers: `count`, the
@@ -187,9 +197,6 @@ pub struct OperatorMetrics {
     /// The input watermark of each subtask (Flink's
     /// `currentInputWatermark`), `i64::MIN` before the first.
     watermarks: RwLock<Vec<AtomicI64>>,
-    /// The last watermark each subtask emitted (Flink's
-    /// `currentOutputWatermark`).
-    output_watermarks: RwLock<Vec<AtomicI64>>,
     /// When each subtask's input watermark last advanced (wall clock, ms).
     watermark_advanced: RwLock<Vec<AtomicI64>>,
     /// The waiting times of the tasks this operator heads, by subtask
@@ -272,14 +279,18 @@ impl OperatorMetrics {
         read_watermarks(&self.watermark_advanced)
     }
 
-    /// Records the watermark `subtask` emitted.
-    pub fn set_output_watermark(&self, subtask: u32, watermark: i64) {
-        store_watermark(&self.output_watermarks, subtask, watermark);
-    }
-
     /// The last watermark each subtask emitted, `None` before its first.
     pub fn subtask_output_watermarks(&self) -> Vec<Option<i64>> {
-        read_watermarks(&self.output_watermarks)
+        self.counts
+            .read()
+            .map(|v| {
+                v.iter()
+                    .map(|c| {
+                        Some(c.output_watermark.load(Ordering::Relaxed)).filter(|w| *w != i64::MIN)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The lowest input watermark of the subtasks that have one, as Flink

@@ -143,6 +143,13 @@ fn clamp(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// `labels` with the subtask's index added.
+fn with_subtask(labels: &Labels, subtask: impl ToString) -> Labels {
+    let mut labels = labels.clone();
+    labels.push(("subtask_index".into(), subtask.to_string()));
+    labels
+}
+
 /// The metrics of `job`, encoded, with rates from `rates`.
 pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::Error> {
     let mut registry = Registry::with_prefix("weir");
@@ -279,8 +286,7 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
             v.uid.clone().unwrap_or_else(|| index.to_string()),
         ));
         for (subtask, (records_in_n, records_out_n)) in v.subtask_records.iter().enumerate() {
-            let mut labels = labels.clone();
-            labels.push(("subtask_index".into(), subtask.to_string()));
+            let labels = with_subtask(&labels, subtask);
             set(&records_in, &labels, clamp(*records_in_n));
             set(&records_out, &labels, clamp(*records_out_n));
         }
@@ -302,15 +308,13 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
         }
         for (subtask, w) in v.subtask_watermarks.iter().enumerate() {
             if let Some(w) = w {
-                let mut labels = labels.clone();
-                labels.push(("subtask_index".into(), subtask.to_string()));
+                let labels = with_subtask(&labels, subtask);
                 set(&watermark, &labels, *w);
                 set(&lag, &labels, now.saturating_sub(*w));
             }
         }
         for (subtask, read) in stores.get(index).into_iter().flatten() {
-            let mut labels = labels.clone();
-            labels.push(("subtask_index".into(), subtask.to_string()));
+            let labels = with_subtask(&labels, subtask);
             for (name, value) in read {
                 let family = match store_families.iter().find(|(n, _)| n == name) {
                     Some((_, f)) => f.clone(),
@@ -330,8 +334,7 @@ pub(crate) fn render(job: &JobView, rates: &Rates) -> Result<String, std::fmt::E
         }
         for (subtask, w) in v.subtask_output_watermarks.iter().enumerate() {
             if let Some(w) = w {
-                let mut labels = labels.clone();
-                labels.push(("subtask_index".into(), subtask.to_string()));
+                let labels = with_subtask(&labels, subtask);
                 set(&output_watermark, &labels, *w);
             }
         }

@@ -264,8 +264,6 @@ impl Drop for RestServer {
 /// The job's REST answers as the archive keeps them: every read-only
 /// endpoint a dashboard or `weir` uses, asked of the router itself.
 fn archive_answers(state: &Arc<AppState>) -> Result<crate::archive::JobArchive, ArchiveError> {
-    use tower::ServiceExt;
-
     let id = state.job.id().to_string();
     let mut paths = vec![
         "/jobs/overview".to_string(),
@@ -311,21 +309,24 @@ fn archive_answers(state: &Arc<AppState>) -> Result<crate::archive::JobArchive, 
             });
         }
     }
-    return Ok(archive);
+    Ok(archive)
+}
 
-    async fn answer(router: &Router, uri: &str) -> Option<Value> {
-        let request = axum::http::Request::get(uri)
-            .body(axum::body::Body::empty())
-            .ok()?;
-        let response = router.clone().oneshot(request).await.ok()?;
-        if !response.status().is_success() {
-            return None;
-        }
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .ok()?;
-        serde_json::from_slice(&bytes).ok()
+/// The JSON `router` answers to `GET uri`, if it succeeds.
+async fn answer(router: &Router, uri: &str) -> Option<Value> {
+    use tower::ServiceExt;
+
+    let request = axum::http::Request::get(uri)
+        .body(axum::body::Body::empty())
+        .ok()?;
+    let response = router.clone().oneshot(request).await.ok()?;
+    if !response.status().is_success() {
+        return None;
     }
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 struct AppState {

@@ -19,7 +19,6 @@ pub struct Output<O> {
     next: Box<dyn Downstream<O>>,
     sides: SideOutputs,
     metrics: Arc<OperatorMetrics>,
-    subtask: u32,
     counts: Arc<SubtaskCounts>,
 }
 
@@ -36,7 +35,6 @@ impl<O: Send + 'static> Output<O> {
             sides,
             counts: metrics.subtask_counts(0),
             metrics,
-            subtask: 0,
         }
     }
 
@@ -99,13 +97,12 @@ impl<O: Send + 'static> Output<O> {
     /// Emits a watermark after every record collected so far, on the main
     /// and every side output (Flink broadcasts watermarks to side outputs).
     pub fn emit_watermark(&mut self, watermark: i64) -> Result<(), TaskError> {
-        self.metrics.set_output_watermark(self.subtask, watermark);
+        self.counts.set_output_watermark(watermark);
         self.forward_control(Control::Watermark(watermark))
     }
 
-    /// Shows emitted watermarks as `subtask`'s (0 by default).
+    /// Counts records and shows watermarks as `subtask`'s (0 by default).
     pub fn with_subtask(mut self, subtask: u32) -> Self {
-        self.subtask = subtask;
         self.counts = self.metrics.subtask_counts(subtask);
         self
     }
