@@ -508,9 +508,78 @@ impl MapFunction<u64, u64> for FailOnce {
     }
 }
 
+/// A source that, in the first attempt, stops after `hold` records of its
+/// subtask until a checkpoint taken after them has completed, so that a
+/// failure injected later always restores a checkpoint holding state,
+/// however slow the machine is (without the hold, a bounded input can end
+/// before the first checkpoint completes, and then nothing fails).
+#[derive(Clone)]
+struct HoldForCheckpoint<S> {
+    inner: S,
+    hold: u64,
+    emitted: u64,
+    /// The first checkpoint taken while holding.
+    taken: Option<u64>,
+    released: bool,
+}
+
+impl<S> HoldForCheckpoint<S> {
+    fn new(inner: S, hold: u64) -> Self {
+        HoldForCheckpoint {
+            inner,
+            hold,
+            emitted: 0,
+            taken: None,
+            released: false,
+        }
+    }
+}
+
+impl<T: Send + 'static, S: SourceFunction<T>> SourceFunction<T> for HoldForCheckpoint<S> {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.released = ctx.attempt_number > 0 || !ctx.is_checkpointing();
+        self.inner.open(ctx)
+    }
+
+    fn poll_next(&mut self, ctx: &mut SourceContext<'_, T>) -> FunctionResult<SourceStatus> {
+        if !self.released && self.emitted >= self.hold {
+            std::thread::sleep(Duration::from_millis(2));
+            return Ok(SourceStatus::More);
+        }
+        let before = ctx.remaining();
+        let status = self.inner.poll_next(ctx)?;
+        self.emitted += before.saturating_sub(ctx.remaining()) as u64;
+        Ok(status)
+    }
+
+    fn snapshot_position(&mut self, checkpoint_id: u64) -> FunctionResult<Option<Vec<u8>>> {
+        if self.emitted >= self.hold && self.taken.is_none() {
+            self.taken = Some(checkpoint_id);
+        }
+        self.inner.snapshot_position(checkpoint_id)
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> FunctionResult {
+        self.inner.restore_position(position)
+    }
+
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> FunctionResult {
+        if self.taken.is_some_and(|taken| checkpoint_id >= taken) {
+            self.released = true;
+        }
+        self.inner.notify_checkpoint_complete(checkpoint_id)
+    }
+}
+
+/// `0..records` from a parallel source, through a map that fails once at
+/// the first record from `at` on after a checkpoint completed; each source
+/// subtask holds after 5 000 records until a checkpoint completes.
 fn failing_numbers(env: &StreamExecutionEnvironment, records: u64, at: u64) -> DataStream<u64> {
     env.add_parallel_source(
-        GeneratorSource::new(records, |i| i).with_rate_limit(records as f64),
+        HoldForCheckpoint::new(
+            GeneratorSource::new(records, |i| i).with_rate_limit(records as f64),
+            5_000,
+        ),
         "numbers",
     )
     .uid("numbers")
