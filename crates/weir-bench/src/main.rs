@@ -139,7 +139,8 @@ fn main() -> anyhow::Result<()> {
              --features connectors -- connectors"
         ),
         Some("baseline") => {
-            let (rate, _) = baseline(events);
+            let keys: u64 = params.get_parsed("keys")?.unwrap_or(KEYS);
+            let (rate, _) = baseline_over(events, keys);
             println!("baseline {rate:.0}");
             Ok(())
         }
@@ -678,10 +679,18 @@ fn state_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
 
 /// The bare loop: one thread, one hash map, the same events, the same sum.
 fn baseline(events: u64) -> (f64, u64) {
+    baseline_over(events, KEYS)
+}
+
+/// The bare loop over `keys` distinct keys (as the state jobs draw them).
+fn baseline_over(events: u64, keys: u64) -> (f64, u64) {
     let mut sums: HashMap<u64, u64, foldhash::fast::RandomState> = HashMap::default();
     let start = Instant::now();
     for i in 0..events {
-        let e = event(i);
+        let e = Event {
+            key: i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % keys,
+            value: i & 0xff,
+        };
         *sums.entry(e.key).or_insert(0) += e.value * 2;
     }
     let secs = start.elapsed().as_secs_f64();

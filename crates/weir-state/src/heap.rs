@@ -20,7 +20,7 @@ use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
+use crate::key_table::{Entry, KeyTable};
 
 /// The hash of encoded keys, fixed per backend.
 pub(crate) type KeyHasher = foldhash::fast::RandomState;
@@ -51,7 +51,21 @@ pub(crate) trait StateTable: Send {
     fn keys(&self, f: &mut dyn FnMut(usize, &[u8]));
     /// Removes `key`'s value (hashed to `hash`) in key group offset `group`.
     fn clear_key(&mut self, group: usize, hash: u64, key: &[u8]);
+    /// Starts loading into cache the entry a key hashed to `hash` in key
+    /// group offset `group` most likely has (a hint: nothing changes).
+    fn prefetch(&self, group: usize, hash: u64);
 }
+
+/// How many records ahead of the one in process a key's entries are
+/// prefetched: enough to cover a memory access with the work of the
+/// records between, few enough that the lines stay in the first-level
+/// cache. Prefetching a whole batch at once instead stalls on the CPU's
+/// limit of outstanding misses, with no work to overlap.
+const PREFETCH_DISTANCE: usize = 16;
+
+/// Slots of a state (all key groups) from which prefetching pays: with
+/// 48-byte entries, tables past the second-level cache of a core.
+const PREFETCH_MIN_SLOTS: usize = 1 << 16;
 
 /// The values of one state, by key group (offset in the backend's range),
 /// then by encoded key.
@@ -62,7 +76,7 @@ pub(crate) struct TypedTable<V> {
     pub ttl: Option<StateTtlConfig>,
     /// Per key group: key, value, and when the value was last touched (for
     /// TTL; unused without).
-    pub groups: Vec<HashTable<(KeyBytes, V, i64)>>,
+    groups: Vec<KeyTable<V>>,
     /// Incremental TTL cleanup: the next key group to sweep, and how many
     /// entries accesses have paid for so far.
     cleanup_cursor: usize,
@@ -82,7 +96,7 @@ impl<V> TypedTable<V> {
             kind,
             hasher,
             ttl,
-            groups: (0..groups).map(|_| HashTable::new()).collect(),
+            groups: (0..groups).map(|_| KeyTable::default()).collect(),
             cleanup_cursor: 0,
             cleanup_budget: 0,
         }
@@ -121,26 +135,24 @@ impl<V> TypedTable<V> {
         write: bool,
     ) -> Option<&mut V> {
         let Some(ttl) = self.ttl else {
-            return self.groups[group]
-                .find_mut(hash, |e| e.0.as_slice() == key)
-                .map(|e| &mut e.1);
+            return self.groups[group].find_mut(hash, key).map(|e| &mut e.value);
         };
         if ttl.cleanup_in_background && ttl.incremental_cleanup_size > 0 {
             self.clean_up_incrementally(ttl, now);
         }
-        let hidden = match self.groups[group].find(hash, |e| e.0.as_slice() == key) {
+        let hidden = match self.groups[group].find(hash, key) {
             None => return None,
-            Some(e) => self.hidden(e.2, now),
+            Some(e) => self.hidden(e.stamp, now),
         };
         if hidden {
             self.remove(group, hash, key);
             return None;
         }
-        let entry = self.groups[group].find_mut(hash, |e| e.0.as_slice() == key)?;
+        let entry = self.groups[group].find_mut(hash, key)?;
         if write || ttl.update_type == UpdateType::OnReadAndWrite {
-            entry.2 = now;
+            entry.stamp = now;
         }
-        Some(&mut entry.1)
+        Some(&mut entry.value)
     }
 
     /// Pays for `incremental_cleanup_size` entries; sweeps the next key
@@ -156,7 +168,7 @@ impl<V> TypedTable<V> {
             return;
         }
         self.cleanup_budget -= table.len();
-        table.retain(|e| !ttl.is_expired(e.2, now));
+        table.retain(|e| !ttl.is_expired(e.stamp, now));
         self.cleanup_cursor = (self.cleanup_cursor + 1) % self.groups.len();
     }
 
@@ -170,25 +182,25 @@ impl<V> TypedTable<V> {
         key: &[u8],
         now: i64,
     ) -> Option<(KeyBytes, Option<V>)> {
-        let (k, v, stamp) = self.remove(group, hash, key)?;
-        let hidden = self.hidden(stamp, now);
-        Some((k, (!hidden).then_some(v)))
+        let e = self.remove(group, hash, key)?;
+        let hidden = self.hidden(e.stamp, now);
+        Some((e.key, (!hidden).then_some(e.value)))
     }
 
     #[inline]
-    fn remove(&mut self, group: usize, hash: u64, key: &[u8]) -> Option<(KeyBytes, V, i64)> {
-        match self.groups[group].find_entry(hash, |e| e.0.as_slice() == key) {
-            Ok(entry) => Some(entry.remove().0),
-            Err(_) => None,
-        }
+    fn remove(&mut self, group: usize, hash: u64, key: &[u8]) -> Option<Entry<V>> {
+        self.groups[group].remove(hash, key)
     }
 
     /// Inserts a key known to be absent, touched at `now`.
     #[inline]
     pub fn insert(&mut self, group: usize, hash: u64, key: KeyBytes, value: V, now: i64) {
-        let hasher = &self.hasher;
-        self.groups[group]
-            .insert_unique(hash, (key, value, now), |e| hasher.hash_one(e.0.as_slice()));
+        self.groups[group].insert_unique(Entry {
+            hash,
+            key,
+            value,
+            stamp: now,
+        });
     }
 }
 
@@ -216,11 +228,14 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
     ) -> Result<(), StateError> {
         let skip_expired = self.ttl.filter(|t| t.cleanup_full_snapshot);
         if let Some(table) = self.groups.get(group) {
-            for (k, v, stamp) in table {
-                if skip_expired.is_some_and(|t| t.is_expired(*stamp, now)) {
+            for e in table.iter() {
+                if skip_expired.is_some_and(|t| t.is_expired(e.stamp, now)) {
                     continue;
                 }
-                out.push((k.as_slice().to_vec(), encode_value(&(*stamp, v))?));
+                out.push((
+                    e.key.as_slice().to_vec(),
+                    encode_value(&(e.stamp, &e.value))?,
+                ));
             }
         }
         Ok(())
@@ -233,11 +248,15 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
             let mut entries = Vec::new();
             for (offset, table) in groups.iter().enumerate() {
                 let kg = first_key_group + offset as u32;
-                for (k, v, stamp) in table {
-                    if skip_expired.is_some_and(|t| t.is_expired(*stamp, now)) {
+                for e in table.iter() {
+                    if skip_expired.is_some_and(|t| t.is_expired(e.stamp, now)) {
                         continue;
                     }
-                    entries.push((kg, k.as_slice().to_vec(), encode_value(&(*stamp, v))?));
+                    entries.push((
+                        kg,
+                        e.key.as_slice().to_vec(),
+                        encode_value(&(e.stamp, &e.value))?,
+                    ));
                 }
             }
             Ok(KeyedStateSnapshot { name, entries })
@@ -257,17 +276,27 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
         Ok(())
     }
     fn len(&self) -> usize {
-        self.groups.iter().map(HashTable::len).sum()
+        self.groups.iter().map(KeyTable::len).sum()
     }
     fn keys(&self, f: &mut dyn FnMut(usize, &[u8])) {
         for (group, table) in self.groups.iter().enumerate() {
-            for (k, _, _) in table {
-                f(group, k.as_slice());
+            for e in table.iter() {
+                f(group, e.key.as_slice());
             }
         }
     }
     fn clear_key(&mut self, group: usize, hash: u64, key: &[u8]) {
         self.remove(group, hash, key);
+    }
+    #[inline]
+    fn prefetch(&self, group: usize, hash: u64) {
+        let Some(table) = self.groups.get(group) else {
+            return;
+        };
+        // A table that fits the caches gains nothing.
+        if table.slots() * self.groups.len() >= PREFETCH_MIN_SLOTS {
+            table.prefetch(hash);
+        }
     }
 }
 
@@ -299,6 +328,25 @@ pub(crate) struct HeapBackend {
     pub ns_hash: u64,
     pub has_ns: bool,
     pub tables: Vec<Box<dyn StateTable>>,
+    /// The tables declared without a namespace: the ones a key alone finds
+    /// (namespaced ones are hashed with their namespace).
+    keyed_tables: Vec<usize>,
+    /// The keys of the batch being processed, encoded and hashed once.
+    prepared: PreparedKeys,
+}
+
+/// Keys encoded back to back, with their key group and hash.
+#[derive(Default)]
+struct PreparedKeys {
+    bytes: Vec<u8>,
+    keys: Vec<PreparedKey>,
+}
+
+struct PreparedKey {
+    key_group: KeyGroup,
+    hash: u64,
+    start: usize,
+    end: usize,
 }
 
 impl HeapBackend {
@@ -316,11 +364,27 @@ impl HeapBackend {
             ns_hash: 0,
             has_ns: false,
             tables: Vec::new(),
+            keyed_tables: Vec::new(),
+            prepared: PreparedKeys::default(),
         }
     }
 
     /// Registers (or finds) a state; returns its index.
     pub fn register<V: Serialize + DeserializeOwned + Clone + Send + 'static>(
+        &mut self,
+        name: &str,
+        kind: StateKind,
+        ttl: Option<StateTtlConfig>,
+        namespaced: bool,
+    ) -> Result<usize, StateError> {
+        let id = self.register_table::<V>(name, kind, ttl)?;
+        if !namespaced && !self.keyed_tables.contains(&id) {
+            self.keyed_tables.push(id);
+        }
+        Ok(id)
+    }
+
+    fn register_table<V: Serialize + DeserializeOwned + Clone + Send + 'static>(
         &mut self,
         name: &str,
         kind: StateKind,
@@ -349,6 +413,13 @@ impl HeapBackend {
 
     /// Sets the current key (already encoded) and its key group.
     pub fn set_key(&mut self, key_group: KeyGroup) -> Result<(), StateError> {
+        let hash = self.hasher.hash_one(self.key.as_slice());
+        self.set_key_hashed(key_group, hash)
+    }
+
+    /// Sets the current key (already encoded), its key group and its hash.
+    #[inline]
+    fn set_key_hashed(&mut self, key_group: KeyGroup, hash: u64) -> Result<(), StateError> {
         if !self.range.contains(key_group) {
             return Err(StateError::Internal(format!(
                 "key group {key_group} is not in this subtask's range {}..={}",
@@ -356,10 +427,75 @@ impl HeapBackend {
             )));
         }
         self.group = (key_group.0 - self.range.start) as usize;
-        self.key_hash = self.hasher.hash_one(self.key.as_slice());
+        self.key_hash = hash;
         self.has_key = true;
         self.has_ns = false;
         Ok(())
+    }
+
+    /// Encodes and hashes `key` (in `key_group`) as the key of a record
+    /// soon to be processed, and starts loading the values it has in the
+    /// states declared without a namespace into cache. `set_prepared` makes
+    /// it the current key later without encoding or hashing it again.
+    #[inline]
+    pub fn prepare<K: Serialize + ?Sized>(
+        &mut self,
+        key: &K,
+        key_group: KeyGroup,
+    ) -> Result<(), StateError> {
+        let start = self.prepared.bytes.len();
+        crate::codec::append_key(key, &mut self.prepared.bytes)?;
+        let hash = self.hasher.hash_one(&self.prepared.bytes[start..]);
+        self.prepared.keys.push(PreparedKey {
+            key_group,
+            hash,
+            start,
+            end: self.prepared.bytes.len(),
+        });
+        // The first keys' entries start loading now, each later one while
+        // the key `PREFETCH_DISTANCE` before it is processed.
+        if self.prepared.keys.len() <= PREFETCH_DISTANCE {
+            self.prefetch(self.prepared.keys.len() - 1);
+        }
+        Ok(())
+    }
+
+    /// Starts loading prepared key `index`'s entries into cache.
+    #[inline]
+    fn prefetch(&self, index: usize) {
+        let Some(p) = self.prepared.keys.get(index) else {
+            return;
+        };
+        if !self.range.contains(p.key_group) {
+            return;
+        }
+        let group = (p.key_group.0 - self.range.start) as usize;
+        for &id in &self.keyed_tables {
+            if let Some(table) = self.tables.get(id) {
+                table.prefetch(group, p.hash);
+            }
+        }
+    }
+
+    /// Forgets the prepared keys (a new batch begins).
+    pub fn clear_prepared(&mut self) {
+        self.prepared.bytes.clear();
+        self.prepared.keys.clear();
+    }
+
+    /// Makes prepared key `index` the current key; `false` if there is none.
+    #[inline]
+    pub fn set_prepared(&mut self, index: usize) -> Result<bool, StateError> {
+        self.prefetch(index + PREFETCH_DISTANCE);
+        let Some(p) = self.prepared.keys.get(index) else {
+            return Ok(false);
+        };
+        let (key_group, hash) = (p.key_group, p.hash);
+        self.key.clear();
+        self.key
+            .extend_from_slice(&self.prepared.bytes[p.start..p.end]);
+        self.set_key_hashed(key_group, hash)?;
+        Ok(true)
     }
 
     /// Makes `namespace` the current key's namespace.

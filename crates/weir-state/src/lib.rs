@@ -29,6 +29,7 @@ pub mod file_system;
 mod heap;
 mod key_bytes;
 mod key_group;
+mod key_table;
 mod kv;
 mod map_layout;
 mod operator_state;

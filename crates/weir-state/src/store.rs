@@ -273,6 +273,50 @@ impl KeyedStateStore {
         }
     }
 
+    /// Prepares the keys of the records of a batch, in order, before any is
+    /// processed: each is encoded and hashed once, and on the heap what the
+    /// states hold for it starts loading into cache, so that with big keyed
+    /// state the lookups' memory accesses overlap instead of each record
+    /// waiting for its own. [`set_prepared_key`] then makes the `i`-th the
+    /// current key. A key-value store ignores the preparation.
+    ///
+    /// [`set_prepared_key`]: KeyedStateStore::set_prepared_key
+    pub fn prepare_keys<'k, K: Serialize + StableHash + 'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k K>,
+    ) -> Result<(), StateError> {
+        match &mut *self.lock()? {
+            Backend::Heap(h) => {
+                h.clear_prepared();
+                for key in keys {
+                    let kg = assign_to_key_group(key, h.max_parallelism);
+                    h.prepare(key, kg)?;
+                }
+                Ok(())
+            }
+            Backend::Kv(_) => Ok(()),
+        }
+    }
+
+    /// Makes `key`, prepared as the `index`-th key by the last
+    /// [`prepare_keys`](KeyedStateStore::prepare_keys), the current key.
+    #[inline]
+    pub fn set_prepared_key<K: Serialize + StableHash + ?Sized>(
+        &self,
+        index: usize,
+        key: &K,
+    ) -> Result<(), StateError> {
+        {
+            let mut b = self.lock()?;
+            if let Backend::Heap(h) = &mut *b {
+                if h.set_prepared(index)? {
+                    return Ok(());
+                }
+            }
+        }
+        self.set_current_key(key)
+    }
+
     fn register<V: Serialize + DeserializeOwned + Clone + Send + 'static>(
         &self,
         name: &str,
@@ -280,7 +324,7 @@ impl KeyedStateStore {
         ttl: Option<StateTtlConfig>,
     ) -> Result<usize, StateError> {
         let id = match &mut *self.lock()? {
-            Backend::Heap(h) => h.register::<V>(name, kind, ttl)?,
+            Backend::Heap(h) => h.register::<V>(name, kind, ttl, self.namespaced)?,
             Backend::Kv(k) => k.register::<V>(name, kind, ttl)?,
         };
         self.inner.in_use.store(true, Ordering::Relaxed);

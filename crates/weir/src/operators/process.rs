@@ -91,6 +91,8 @@ pub(crate) struct KeyedProcessOperator<F, K, I, O> {
     clock: Option<SharedClock>,
     state: Option<KeyedStateStore>,
     own: Option<OwnState>,
+    /// The keys of the batch in process (kept for its allocation).
+    keys: Vec<K>,
     _types: PhantomData<fn(I) -> O>,
 }
 
@@ -114,6 +116,36 @@ pub(crate) fn set_current_key<K: Serialize + StableHash>(
     Ok(())
 }
 
+/// The keys of a batch's records, in `keys`, prepared in the store (each
+/// encoded and hashed once; a large heap state starts loading into cache
+/// for all of them, so that their memory accesses overlap).
+pub(crate) fn prepare_keys<K: Serialize + StableHash, I>(
+    store: &Option<KeyedStateStore>,
+    key_of: &KeySelector<I, K>,
+    batch: &[StreamRecord<I>],
+    keys: &mut Vec<K>,
+) -> FunctionResult {
+    keys.clear();
+    keys.extend(batch.iter().map(|r| key_of(&r.value)));
+    if let Some(store) = store.as_ref().filter(|s| s.in_use()) {
+        store.prepare_keys(keys.iter())?;
+    }
+    Ok(())
+}
+
+/// Makes the `index`-th key of the last [`prepare_keys`] the current key.
+#[inline]
+pub(crate) fn set_prepared_key<K: Serialize + StableHash>(
+    store: &Option<KeyedStateStore>,
+    index: usize,
+    key: &K,
+) -> FunctionResult {
+    if let Some(store) = store.as_ref().filter(|s| s.in_use()) {
+        store.set_prepared_key(index, key)?;
+    }
+    Ok(())
+}
+
 impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
     pub fn new(f: F, key_of: KeySelector<I, K>) -> Self {
         KeyedProcessOperator {
@@ -124,6 +156,7 @@ impl<F, K: Clone + Eq + Hash, I, O> KeyedProcessOperator<F, K, I, O> {
             clock: None,
             state: None,
             own: None,
+            keys: Vec::new(),
             _types: PhantomData,
         }
     }
@@ -187,15 +220,17 @@ where
         out: &mut Output<O>,
     ) -> FunctionResult {
         let now = self.now();
+        let mut keys = std::mem::take(&mut self.keys);
+        prepare_keys(&self.state, &self.key_of, input, &mut keys)?;
         let (records, sides) = out.split();
-        for r in input.drain(..) {
-            let key = (self.key_of)(&r.value);
-            set_current_key(&self.state, &key)?;
+        for (i, (r, key)) in input.drain(..).zip(keys.drain(..)).enumerate() {
+            set_prepared_key(&self.state, i, &key)?;
             let mut ctx = ProcessContext::new(r.timestamp, self.watermark, &key, sides)
                 .with_timers(&mut self.timers, now);
             self.f
                 .process_element(r.value, &mut ctx, &mut Collector::new(records, r.timestamp))?;
         }
+        self.keys = keys;
         Ok(())
     }
 
