@@ -185,15 +185,26 @@ impl<V> KeyTable<V> {
             return;
         }
         let slot: *const Option<Entry<V>> = &self.slots[self.home(hash)];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint; it neither faults nor reads into
-        // the program, whatever the address.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot.cast());
+        let first = slot as usize;
+        // An entry may straddle two cache lines: load both.
+        let last = first + std::mem::size_of::<Option<Entry<V>>>() - 1;
+        prefetch_line(first);
+        if last / 64 != first / 64 {
+            prefetch_line(last);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
     }
+}
+
+#[inline(always)]
+fn prefetch_line(address: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it neither faults nor reads into the
+    // program, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
 }
 
 #[cfg(test)]
