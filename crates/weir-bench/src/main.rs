@@ -42,6 +42,9 @@ mod nexmark;
 const JOBS: &[&str] = &[
     "chained",
     "keyed-sum",
+    "exchange-none",
+    "exchange-forward",
+    "exchange-keyed",
     "tumbling",
     "sliding",
     "session",
@@ -61,7 +64,7 @@ fn usage() -> String {
     format!(
         "End-to-end benchmarks of whole Weir jobs: events/s, latency, peak RSS.
 
-usage: weir-bench stateless|windows|state|checkpoints [--events N]
+usage: weir-bench stateless|windows|state|checkpoints|exchange [--events N]
        weir-bench restore [--keys N]
        weir-bench object-storage [--events N] [--keys N]   (a local S3 server: scripts/install-deps.sh)
        weir-bench job --name JOB [--parallelism P] [--events N] [--checkpoint-interval D] [--checkpoint-dir DIR|s3://…]
@@ -115,6 +118,7 @@ fn main() -> anyhow::Result<()> {
             &[1],
         ),
         Some("checkpoints") => checkpoint_suite(events),
+        Some("exchange") => exchange_suite(events),
         Some("object-storage") => {
             let keys: u64 = params.get_parsed("keys")?.unwrap_or(10_000_000);
             object_storage_suite(params.get_parsed("events")?.unwrap_or(20_000_000), keys)
@@ -460,6 +464,26 @@ fn run_job(
         "chained" => {
             filtered.add_sink(DiscardingSink);
         }
+        // The exchange benchmark's three shapes of one job: all in one
+        // thread; a forward channel between two tasks; a keyed exchange.
+        "exchange-none" => {
+            env.from_generator(events, event)
+                .map(|e: Event| e.value)
+                .add_sink(DiscardingSink);
+        }
+        "exchange-forward" => {
+            env.from_generator(events, event)
+                .map(|e: Event| e.value)
+                .start_new_chain()
+                .add_sink(DiscardingSink);
+        }
+        "exchange-keyed" => {
+            env.from_generator(events, event)
+                .key_by(|e: &Event| e.key)
+                .map(|e: Event| e.value)
+                .start_new_chain()
+                .add_sink(DiscardingSink);
+        }
         "keyed-sum" => {
             filtered
                 .key_by(|e: &Event| e.key)
@@ -496,18 +520,21 @@ fn run_job(
         other => bail!("unknown job {other}; one of {}", JOBS.join(", ")),
     }
     let start = Instant::now();
+    let cpu_before = cpu_seconds();
     let result = env.execute(name)?;
     let secs = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu_before;
     let c = &result.checkpoints;
     println!(
-        "{:.0} {} {} {:.1} {} {:.2} {}",
+        "{:.0} {} {} {:.1} {} {:.2} {} {:.3}",
         events as f64 / secs,
         peak_rss_kib(),
         c.completed,
         c.max_duration.as_secs_f64() * 1000.0,
         c.max_size,
         c.max_pause.as_secs_f64() * 1000.0,
-        c.bytes_written / c.completed.max(1)
+        c.bytes_written / c.completed.max(1),
+        cpu
     );
     let _ = std::fs::remove_dir_all(&temp);
     Ok(())
@@ -696,6 +723,58 @@ fn baseline_over(events: u64, keys: u64) -> (f64, u64) {
     let secs = start.elapsed().as_secs_f64();
     let checksum = sums.values().fold(0u64, |a, b| a.wrapping_add(*b));
     (events as f64 / secs, checksum)
+}
+
+/// CPU time (user + system) this process has used, all threads.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the struct it is given and nothing else.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return 0.0;
+        }
+        usage
+    };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// What a record costs to cross from one task to another: the same job
+/// (generate, map, discard) in one thread, with a forward channel between
+/// two tasks, and with a keyed exchange, at parallelism 1 and 2; CPU
+/// nanoseconds per record (all threads) and the difference to one thread.
+fn exchange_suite(events: u64) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating the bench binary")?;
+    println!("events: {events}, cores: {}", cores());
+    println!(
+        "{:<22} {:>14} {:>14} {:>16}",
+        "job", "events/s", "CPU ns/record", "crossing ns"
+    );
+    let mut alone = 0.0;
+    for (job, p) in [
+        ("exchange-none", 1),
+        ("exchange-forward", 1),
+        ("exchange-keyed", 1),
+        ("exchange-keyed", 2),
+    ] {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["job", "--name", job, "--parallelism", &p.to_string()])
+            .args(["--events", &events.to_string()]);
+        let f = job_fields(cmd, job)?;
+        let rate = f.first().copied().unwrap_or(0.0);
+        let ns = f.get(7).copied().unwrap_or(0.0) * 1e9 / events as f64;
+        if job == "exchange-none" {
+            alone = ns;
+        }
+        println!(
+            "{:<22} {:>14.0} {:>14.1} {:>16.1}",
+            format!("{job} p={p}"),
+            rate,
+            ns,
+            ns - alone
+        );
+    }
+    Ok(())
 }
 
 /// Peak resident set size of this process (VmHWM), in KiB.

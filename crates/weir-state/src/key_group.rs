@@ -219,7 +219,15 @@ stable_hash_tuple!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5);
 /// The key group of `key` (Flink's `assignToKeyGroup`).
 #[inline]
 pub fn assign_to_key_group<K: StableHash + ?Sized>(key: &K, max_parallelism: u32) -> KeyGroup {
-    KeyGroup((key.stable_hash() % u64::from(max_parallelism)) as u32)
+    let hash = key.stable_hash();
+    // The same value as `%`: a mask for the usual power-of-two maximum
+    // parallelism, because a division costs more than the rest of a
+    // record's trip through a keyed exchange.
+    if max_parallelism.is_power_of_two() {
+        KeyGroup((hash & u64::from(max_parallelism - 1)) as u32)
+    } else {
+        KeyGroup((hash % u64::from(max_parallelism)) as u32)
+    }
 }
 
 /// The subtask that owns `key_group` (Flink's `computeOperatorIndexForKeyGroup`):
@@ -230,7 +238,12 @@ pub fn operator_index_for_key_group(
     parallelism: u32,
     key_group: KeyGroup,
 ) -> u32 {
-    (u64::from(key_group.0) * u64::from(parallelism) / u64::from(max_parallelism)) as u32
+    let scaled = u64::from(key_group.0) * u64::from(parallelism);
+    if max_parallelism.is_power_of_two() {
+        (scaled >> max_parallelism.trailing_zeros()) as u32
+    } else {
+        (scaled / u64::from(max_parallelism)) as u32
+    }
 }
 
 /// The key groups owned by subtask `operator_index`
@@ -333,6 +346,23 @@ mod tests {
         #[test]
         fn key_group_in_bounds(key in any::<i64>(), mp in 1u32..=MAX_MAX_PARALLELISM) {
             prop_assert!(assign_to_key_group(&key, mp).0 < mp);
+        }
+
+        /// The mask and shift for powers of two are Flink's `%` and `/`.
+        #[test]
+        fn powers_of_two_take_the_same_groups_and_subtasks(
+            key in any::<u64>(),
+            shift in 0u32..=15,
+            p_seed in 1u32..=32768,
+        ) {
+            let mp = 1u32 << shift;
+            let kg = assign_to_key_group(&key, mp);
+            prop_assert_eq!(u64::from(kg.0), key.stable_hash() % u64::from(mp));
+            let p = 1 + p_seed % mp;
+            prop_assert_eq!(
+                u64::from(operator_index_for_key_group(mp, p, kg)),
+                u64::from(kg.0) * u64::from(p) / u64::from(mp)
+            );
         }
     }
 }
