@@ -45,6 +45,10 @@ const JOBS: &[&str] = &[
     "exchange-none",
     "exchange-forward",
     "exchange-keyed",
+    "memory-value-state",
+    "memory-tumbling",
+    "memory-sliding",
+    "memory-session",
     "tumbling",
     "sliding",
     "session",
@@ -65,6 +69,7 @@ fn usage() -> String {
         "End-to-end benchmarks of whole Weir jobs: events/s, latency, peak RSS.
 
 usage: weir-bench stateless|windows|state|checkpoints|exchange [--events N]
+       weir-bench memory
        weir-bench restore [--keys N]
        weir-bench object-storage [--events N] [--keys N]   (a local S3 server: scripts/install-deps.sh)
        weir-bench job --name JOB [--parallelism P] [--events N] [--checkpoint-interval D] [--checkpoint-dir DIR|s3://…]
@@ -119,6 +124,7 @@ fn main() -> anyhow::Result<()> {
         ),
         Some("checkpoints") => checkpoint_suite(events),
         Some("exchange") => exchange_suite(events),
+        Some("memory") => memory_suite(),
         Some("object-storage") => {
             let keys: u64 = params.get_parsed("keys")?.unwrap_or(10_000_000);
             object_storage_suite(params.get_parsed("events")?.unwrap_or(20_000_000), keys)
@@ -507,6 +513,10 @@ fn run_job(
             configure_rocksdb(&env)?;
             window_buffers_job(&env, events);
         }
+        "memory-value-state" => state_job(&env, name, events),
+        "memory-tumbling" | "memory-sliding" | "memory-session" => {
+            open_windows_job(&env, name, events);
+        }
         "value-state-10k" | "value-state-1m" | "map-state" => {
             state_job(&env, name, events);
         }
@@ -689,6 +699,9 @@ fn state_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
         "value-state-1m" => 1_000_000,
         // Ten times more state than the RocksDB write-back cache holds.
         "value-state-10m" => 10_000_000,
+        // One record per key: every event a new key (the multiplier is
+        // odd, so `i * C` differs for every `i`).
+        "memory-value-state" => u64::MAX,
         _ => KEYS,
     };
     env.set_max_parallelism(4096);
@@ -702,6 +715,74 @@ fn state_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
         ..Counter::default()
     })
     .add_sink(DiscardingSink);
+}
+
+/// One event per key, all within the first second of event time, so that
+/// no window fires before the end of input: `events` keys each with one
+/// open window (tumbling 10 s, session 1 s gap) or sixty (sliding 60 s every
+/// 1 s), aggregating count and sum.
+fn open_windows_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
+    let keyed = env
+        .from_generator(events, |i| (Event { key: i, value: 1 }, (i % 1_000) as i64))
+        .assign_timestamps_and_watermarks(
+            WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_secs(2))
+                .with_timestamp_assigner(|e: &(Event, i64), _| e.1),
+        )
+        .map(|(e, _): (Event, i64)| e)
+        .key_by(|e: &Event| e.key);
+    let out = match name {
+        "memory-tumbling" => keyed
+            .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+            .aggregate(CountSum),
+        "memory-sliding" => keyed
+            .window(SlidingEventTimeWindows::of(
+                Duration::from_secs(60),
+                Duration::from_secs(1),
+            ))
+            .aggregate(CountSum),
+        _ => keyed
+            .window(EventTimeSessionWindows::with_gap(Duration::from_secs(1)))
+            .aggregate(CountSum),
+    };
+    out.add_sink(DiscardingSink);
+}
+
+/// Bytes of peak RSS per key of `ValueState<u64>` on the heap, and per open
+/// window of each window kind: each job run with few and with many keys,
+/// the difference in peak RSS divided by the difference in keys (or
+/// windows), so that what every job has (threads, buffers) cancels out.
+fn memory_suite() -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("locating the bench binary")?;
+    let peak = |job: &str, keys: u64| -> anyhow::Result<f64> {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["job", "--name", job, "--events", &keys.to_string()]);
+        Ok(job_fields(cmd, job)?.get(1).copied().unwrap_or(0.0) * 1024.0)
+    };
+    println!(
+        "{:<34} {:>12} {:>14} {:>16}",
+        "state", "keys", "peak RSS MiB", "bytes per unit"
+    );
+    let small = 100_000;
+    for (job, unit, per_key, sizes) in [
+        ("memory-value-state", "key", 1, &[1_000_000, 10_000_000][..]),
+        ("memory-tumbling", "open window", 1, &[1_000_000][..]),
+        ("memory-sliding", "open window", 60, &[1_000_000][..]),
+        ("memory-session", "open window", 1, &[1_000_000][..]),
+    ] {
+        let base = peak(job, small)?;
+        for &keys in sizes {
+            let rss = peak(job, keys)?;
+            let units = ((keys - small) * per_key) as f64;
+            println!(
+                "{:<34} {:>12} {:>14.1} {:>16.0}",
+                format!("{job} (per {unit})"),
+                keys,
+                rss / f64::from(1 << 20),
+                (rss - base) / units
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The bare loop: one thread, one hash map, the same events, the same sum.
