@@ -54,6 +54,9 @@ pub(crate) trait StateTable: Send {
     /// Starts loading into cache the entry a key hashed to `hash` in key
     /// group offset `group` most likely has (a hint: nothing changes).
     fn prefetch(&self, group: usize, hash: u64);
+    /// Whether the table is past the caches, so that prefetching pays (for
+    /// one that fits, finding the address costs more than it saves).
+    fn prefetch_pays(&self) -> bool;
 }
 
 /// How many records ahead of the one in process a key's entries are
@@ -81,6 +84,8 @@ pub(crate) struct TypedTable<V> {
     /// entries accesses have paid for so far.
     cleanup_cursor: usize,
     cleanup_budget: usize,
+    /// Slots of all key groups' tables.
+    slots: usize,
 }
 
 impl<V> TypedTable<V> {
@@ -99,6 +104,7 @@ impl<V> TypedTable<V> {
             groups: (0..groups).map(|_| KeyTable::default()).collect(),
             cleanup_cursor: 0,
             cleanup_budget: 0,
+            slots: 0,
         }
     }
 
@@ -195,12 +201,16 @@ impl<V> TypedTable<V> {
     /// Inserts a key known to be absent, touched at `now`.
     #[inline]
     pub fn insert(&mut self, group: usize, hash: u64, key: KeyBytes, value: V, now: i64) {
-        self.groups[group].insert_unique(Entry {
+        let table = &mut self.groups[group];
+        let before = table.slots();
+        table.insert_unique(Entry {
             hash,
             key,
             value,
             stamp: now,
         });
+        // Tables only grow when inserting.
+        self.slots += table.slots() - before;
     }
 }
 
@@ -290,13 +300,12 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
     }
     #[inline]
     fn prefetch(&self, group: usize, hash: u64) {
-        let Some(table) = self.groups.get(group) else {
-            return;
-        };
-        // A table that fits the caches gains nothing.
-        if table.slots() * self.groups.len() >= PREFETCH_MIN_SLOTS {
+        if let Some(table) = self.groups.get(group) {
             table.prefetch(hash);
         }
+    }
+    fn prefetch_pays(&self) -> bool {
+        self.slots >= PREFETCH_MIN_SLOTS
     }
 }
 
@@ -333,6 +342,8 @@ pub(crate) struct HeapBackend {
     keyed_tables: Vec<usize>,
     /// The keys of the batch being processed, encoded and hashed once.
     prepared: PreparedKeys,
+    /// Whether the batch's keys are prefetched (a state is big).
+    prefetching: bool,
 }
 
 /// Keys encoded back to back, with their key group and hash.
@@ -366,6 +377,7 @@ impl HeapBackend {
             tables: Vec::new(),
             keyed_tables: Vec::new(),
             prepared: PreparedKeys::default(),
+            prefetching: false,
         }
     }
 
@@ -454,7 +466,7 @@ impl HeapBackend {
         });
         // The first keys' entries start loading now, each later one while
         // the key `PREFETCH_DISTANCE` before it is processed.
-        if self.prepared.keys.len() <= PREFETCH_DISTANCE {
+        if self.prefetching && self.prepared.keys.len() <= PREFETCH_DISTANCE {
             self.prefetch(self.prepared.keys.len() - 1);
         }
         Ok(())
@@ -483,10 +495,22 @@ impl HeapBackend {
         self.prepared.keys.clear();
     }
 
+    /// Whether a state declared without a namespace is big enough for
+    /// prefetching to pay; remembered for the batch about to be prepared.
+    pub fn refresh_prefetching(&mut self) -> bool {
+        self.prefetching = self
+            .keyed_tables
+            .iter()
+            .any(|&id| self.tables.get(id).is_some_and(|t| t.prefetch_pays()));
+        self.prefetching
+    }
+
     /// Makes prepared key `index` the current key; `false` if there is none.
     #[inline]
     pub fn set_prepared(&mut self, index: usize) -> Result<bool, StateError> {
-        self.prefetch(index + PREFETCH_DISTANCE);
+        if self.prefetching {
+            self.prefetch(index + PREFETCH_DISTANCE);
+        }
         let Some(p) = self.prepared.keys.get(index) else {
             return Ok(false);
         };

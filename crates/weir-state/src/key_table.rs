@@ -39,7 +39,7 @@ impl<V> Default for KeyTable<V> {
 }
 
 /// Slots of a table's first allocation.
-const MIN_SLOTS: usize = 8;
+const MIN_SLOTS: usize = 4;
 
 impl<V> KeyTable<V> {
     /// Number of entries.

@@ -273,6 +273,18 @@ impl KeyedStateStore {
         }
     }
 
+    /// Whether preparing a batch's keys ([`prepare_keys`]) pays: a state
+    /// on the heap is past the caches. Otherwise setting each key in turn
+    /// costs less.
+    ///
+    /// [`prepare_keys`]: KeyedStateStore::prepare_keys
+    pub fn prefetch_pays(&self) -> Result<bool, StateError> {
+        Ok(match &mut *self.lock()? {
+            Backend::Heap(h) => h.refresh_prefetching(),
+            Backend::Kv(_) => false,
+        })
+    }
+
     /// Prepares the keys of the records of a batch, in order, before any is
     /// processed: each is encoded and hashed once, and on the heap what the
     /// states hold for it starts loading into cache, so that with big keyed

@@ -116,9 +116,11 @@ pub(crate) fn set_current_key<K: Serialize + StableHash>(
     Ok(())
 }
 
-/// The keys of a batch's records, in `keys`, prepared in the store (each
-/// encoded and hashed once; a large heap state starts loading into cache
-/// for all of them, so that their memory accesses overlap).
+/// With a large heap state, the keys of a batch's records, in `keys`,
+/// prepared in the store (each encoded and hashed once, and its entries
+/// prefetched a few records ahead, so that the memory accesses of several
+/// records overlap). Otherwise `keys` stays empty and each record's key is
+/// set in turn.
 pub(crate) fn prepare_keys<K: Serialize + StableHash, I>(
     store: &Option<KeyedStateStore>,
     key_of: &KeySelector<I, K>,
@@ -126,9 +128,11 @@ pub(crate) fn prepare_keys<K: Serialize + StableHash, I>(
     keys: &mut Vec<K>,
 ) -> FunctionResult {
     keys.clear();
-    keys.extend(batch.iter().map(|r| key_of(&r.value)));
     if let Some(store) = store.as_ref().filter(|s| s.in_use()) {
-        store.prepare_keys(keys.iter())?;
+        if batch.len() > 1 && store.prefetch_pays()? {
+            keys.extend(batch.iter().map(|r| key_of(&r.value)));
+            store.prepare_keys(keys.iter())?;
+        }
     }
     Ok(())
 }
@@ -223,13 +227,25 @@ where
         let mut keys = std::mem::take(&mut self.keys);
         prepare_keys(&self.state, &self.key_of, input, &mut keys)?;
         let (records, sides) = out.split();
-        for (i, (r, key)) in input.drain(..).zip(keys.drain(..)).enumerate() {
-            set_prepared_key(&self.state, i, &key)?;
+        let mut prepared = keys.drain(..);
+        for (i, r) in input.drain(..).enumerate() {
+            let key = match prepared.next() {
+                Some(key) => {
+                    set_prepared_key(&self.state, i, &key)?;
+                    key
+                }
+                None => {
+                    let key = (self.key_of)(&r.value);
+                    set_current_key(&self.state, &key)?;
+                    key
+                }
+            };
             let mut ctx = ProcessContext::new(r.timestamp, self.watermark, &key, sides)
                 .with_timers(&mut self.timers, now);
             self.f
                 .process_element(r.value, &mut ctx, &mut Collector::new(records, r.timestamp))?;
         }
+        drop(prepared);
         self.keys = keys;
         Ok(())
     }
