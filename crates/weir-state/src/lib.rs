@@ -35,6 +35,7 @@ mod map_layout;
 mod operator_state;
 pub mod snapshot;
 mod store;
+mod task_lock;
 mod ttl;
 mod write_back;
 

@@ -7,6 +7,8 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::task_lock::{TaskLock, TaskLockGuard};
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -30,7 +32,7 @@ enum Backend {
 }
 
 struct Inner {
-    backend: Mutex<Backend>,
+    backend: TaskLock<Backend>,
     // Whether any state was registered: operators skip encoding the key of
     // every record for functions without state.
     in_use: AtomicBool,
@@ -130,7 +132,7 @@ impl KeyedStateStore {
     /// The statistics of the key-value store under this state, if it keeps
     /// any (RocksDB does; the heap does not).
     pub fn statistics(&self) -> Option<Arc<dyn crate::kv::StoreStatistics>> {
-        let backend = self.inner.backend.lock().ok()?;
+        let backend = self.inner.backend.lock();
         match &*backend {
             Backend::Kv(kv) => kv.store.statistics(),
             Backend::Heap(_) => None,
@@ -140,7 +142,7 @@ impl KeyedStateStore {
     fn with_backend(backend: Backend) -> Self {
         KeyedStateStore {
             inner: Arc::new(Inner {
-                backend: Mutex::new(backend),
+                backend: TaskLock::new(backend),
                 in_use: AtomicBool::new(false),
                 pending_restore: Mutex::new(Vec::new()),
                 namespaced: Mutex::new(Vec::new()),
@@ -223,11 +225,9 @@ impl KeyedStateStore {
         Ok(())
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Backend>, StateError> {
-        self.inner
-            .backend
-            .lock()
-            .map_err(|_| StateError::Internal("state backend poisoned by a panic".into()))
+    #[inline]
+    fn lock(&self) -> Result<TaskLockGuard<'_, Backend>, StateError> {
+        Ok(self.inner.backend.lock())
     }
 
     /// The time of the store's clock (TTL stamps).
@@ -796,7 +796,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
     /// The locked backend, scoped to the current namespace if this is a
     /// namespaced handle.
     #[inline]
-    fn lock(&self) -> Result<MutexGuard<'_, Backend>, StateError> {
+    fn lock(&self) -> Result<TaskLockGuard<'_, Backend>, StateError> {
         self.store.lock()
     }
 
