@@ -111,15 +111,20 @@ mod tests {
         // Increments that are not atomic (read, then write) lose updates
         // unless the lock really excludes the other threads.
         let counter = Arc::new(TaskLock::new(0u64));
+        let start = Arc::new(std::sync::Barrier::new(4));
         let threads: Vec<_> = (0..4)
             .map(|_| {
-                let counter = Arc::clone(&counter);
+                let (counter, start) = (Arc::clone(&counter), Arc::clone(&start));
                 std::thread::spawn(move || {
-                    for _ in 0..50_000 {
+                    start.wait();
+                    for _ in 0..200_000 {
                         let mut c = counter.lock();
                         let read = *c;
-                        std::hint::black_box(&read);
-                        *c = read + 1;
+                        // Widen the window between the read and the write.
+                        for _ in 0..10 {
+                            std::hint::spin_loop();
+                        }
+                        *c = std::hint::black_box(read) + 1;
                     }
                 })
             })
@@ -127,7 +132,7 @@ mod tests {
         for t in threads {
             t.join().expect("thread");
         }
-        assert_eq!(*counter.lock(), 200_000);
+        assert_eq!(*counter.lock(), 800_000);
     }
 
     #[test]

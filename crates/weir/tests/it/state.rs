@@ -86,6 +86,69 @@ fn keyed_state_gives_the_same_results_at_parallelism_4() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Counts records per key in a `ValueState` and emits `key=count`.
+#[derive(Clone, Default)]
+struct CountPerKey(Option<ValueState<u32>>);
+
+impl KeyedProcessFunction<String, String, String> for CountPerKey {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.0 = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        key: String,
+        _ctx: &mut ProcessContext<'_, String>,
+        out: &mut Collector<'_, String>,
+    ) -> FunctionResult {
+        let count = self.0.as_ref().ok_or("not opened")?;
+        let n = count.value()?.unwrap_or(0) + 1;
+        count.update(n)?;
+        out.collect(format!("{key}={n}"));
+        Ok(())
+    }
+}
+
+/// State past the caches takes another path on the heap (a batch's keys
+/// prepared at once, each entry prefetched ahead of its record): every
+/// record must still see its own key's value.
+#[test]
+fn big_heap_state_counts_every_key_exactly() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2);
+    let keys = 150_000u64;
+    // Each key three times, keys of different lengths, visited in a
+    // scrambled order.
+    let input: Vec<String> = (0..keys * 3)
+        .map(|i| {
+            let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % keys;
+            if k % 3 == 0 {
+                format!("a-rather-long-key-number-{k}")
+            } else {
+                format!("k{k}")
+            }
+        })
+        .collect();
+    let out = env
+        .from_collection(input.clone())
+        .key_by(|k: &String| k.clone())
+        .process(CountPerKey::default())
+        .execute_and_collect()?;
+    let mut counts = std::collections::HashMap::new();
+    let expected: Vec<String> = input
+        .iter()
+        .map(|k| {
+            let n = counts.entry(k.clone()).or_insert(0u32);
+            *n += 1;
+            format!("{k}={n}")
+        })
+        .collect();
+    assert_eq!(counts.len() as u64, keys);
+    assert_eq!(sorted(out), sorted(expected));
+    Ok(())
+}
+
 /// Counts records per key in MapState by parity, and emits the counts when
 /// an event-time timer fires.
 #[derive(Clone, Default)]
