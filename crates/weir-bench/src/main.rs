@@ -600,8 +600,13 @@ fn window_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
                 .with_timestamp_assigner(|e: &(Event, i64), _| e.1),
         )
         .map(|(e, _): (Event, i64)| e);
-    let keyed = timed.key_by(|e: &Event| e.key);
-    let out = match name {
+    count_sum_windows(timed.key_by(|e: &Event| e.key), name).add_sink(DiscardingSink);
+}
+
+/// Count and sum per key in tumbling 10 s, sliding 60 s / 1 s or (any
+/// other `kind`) session windows with a 1 s gap.
+fn count_sum_windows(keyed: KeyedStream<Event, u64>, kind: &str) -> DataStream<(u64, u64)> {
+    match kind {
         "tumbling" => keyed
             .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
             .aggregate(CountSum),
@@ -614,8 +619,7 @@ fn window_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
         _ => keyed
             .window(EventTimeSessionWindows::with_gap(Duration::from_secs(1)))
             .aggregate(CountSum),
-    };
-    out.add_sink(DiscardingSink);
+    }
 }
 
 /// RocksDB with memory bounded by 8 MiB of block cache, 2 × 4 MiB buffers
@@ -730,21 +734,7 @@ fn open_windows_job(env: &StreamExecutionEnvironment, name: &str, events: u64) {
         )
         .map(|(e, _): (Event, i64)| e)
         .key_by(|e: &Event| e.key);
-    let out = match name {
-        "memory-tumbling" => keyed
-            .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
-            .aggregate(CountSum),
-        "memory-sliding" => keyed
-            .window(SlidingEventTimeWindows::of(
-                Duration::from_secs(60),
-                Duration::from_secs(1),
-            ))
-            .aggregate(CountSum),
-        _ => keyed
-            .window(EventTimeSessionWindows::with_gap(Duration::from_secs(1)))
-            .aggregate(CountSum),
-    };
-    out.add_sink(DiscardingSink);
+    count_sum_windows(keyed, name.trim_start_matches("memory-")).add_sink(DiscardingSink);
 }
 
 /// Bytes of peak RSS per key of `ValueState<u64>` on the heap, and per open
