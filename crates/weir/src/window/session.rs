@@ -239,7 +239,12 @@ where
             return Err("session windows are time windows".into());
         };
         let key = (self.key_of)(&record.value);
-        let list = self.sessions.entry(key.clone()).or_default();
+        // Most keys have one live session at a time: room for one (a `Vec`
+        // would make room for four on its first push).
+        let list = self
+            .sessions
+            .entry(key.clone())
+            .or_insert_with(|| Vec::with_capacity(1));
         // Merge every live session the new window touches (inclusively).
         let mut merged: Option<Session<L::Acc>> = None;
         let mut i = 0;
