@@ -29,14 +29,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use rocksdb::compaction_filter::Decision;
-use rocksdb::{BlockBasedOptions, Cache, Direction, IteratorMode, Options, WriteOptions, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, Direction, IteratorMode, Options,
+    WriteOptions, DB, DEFAULT_COLUMN_FAMILY_NAME,
+};
 use std::collections::HashMap;
 
 use weir_state::snapshot::KeyedStateSnapshot;
 use weir_state::{
-    stored_state_id, ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, NativeFiles,
-    NativeFormat, NativeRestore, PortableEntries, PortableEntry, ScanFn, SharedClock, StateBackend,
-    StateError, StateTtlConfig, StoreStatistics,
+    stored_state_id, ttl_stamp, Clock, KeyGroupRange, KeyedStateStore, KvStore, MultiGetFn,
+    NativeFiles, NativeFormat, NativeRestore, PortableEntries, PortableEntry, ScanFn, SharedClock,
+    StateBackend, StateError, StateTtlConfig, StoreStatistics,
 };
 
 /// Options of the RocksDB backend (Flink's `state.backend.rocksdb.*`).
@@ -274,7 +277,11 @@ impl RocksDbKvStore {
                 Decision::Keep
             }
         });
-        let db = Arc::new(DB::open(&opts, &dir).map_err(storage_error)?);
+        // Opened with its default column family named, so that a handle to
+        // it exists for batched multi-gets.
+        let default_cf = ColumnFamilyDescriptor::new(DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
+        let db =
+            Arc::new(DB::open_cf_descriptors(&opts, &dir, [default_cf]).map_err(storage_error)?);
         let statistics = Arc::new(RocksDbStatistics {
             db: Arc::downgrade(&db),
             cache,
@@ -403,6 +410,20 @@ fn ticker(text: &str, name: &str) -> u64 {
 impl KvStore for RocksDbKvStore {
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
         self.db()?.get(key).map_err(storage_error)
+    }
+
+    fn multi_get(&mut self, keys: &[&[u8]], f: &mut MultiGetFn<'_>) -> Result<(), StateError> {
+        let db = self.db()?;
+        let cf = db
+            .cf_handle(DEFAULT_COLUMN_FAMILY_NAME)
+            .ok_or_else(|| StateError::Internal("rocksdb default column family missing".into()))?;
+        // Sorted input lets RocksDB walk each file's filter, index and data
+        // blocks once for all the keys that fall into them.
+        let values = db.batched_multi_get_cf(cf, keys, true);
+        for (i, value) in values.into_iter().enumerate() {
+            f(i, value.map_err(storage_error)?.as_deref())?;
+        }
+        Ok(())
     }
 
     fn statistics(&self) -> Option<Arc<dyn StoreStatistics>> {

@@ -22,6 +22,10 @@ use crate::write_back::WriteBackCache;
 /// Called for each entry of a scan, with its key and value.
 pub type ScanFn<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), StateError> + 'a;
 
+/// Called for each key of a [`KvStore::multi_get`], with its index and
+/// value.
+pub type MultiGetFn<'a> = dyn FnMut(usize, Option<&[u8]>) -> Result<(), StateError> + 'a;
+
 /// Encoded `(key, value)` pairs.
 pub(crate) type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -41,6 +45,16 @@ pub trait StoreStatistics: Send + Sync {
 pub trait KvStore: Send {
     /// The value of `key`.
     fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError>;
+    /// The values of `keys`, which are in byte order and distinct: calls
+    /// `f(i, value)` for the `i`-th. Stores that look up many keys faster
+    /// together than one by one (sharing filter, index and block reads
+    /// between neighbours) override this.
+    fn multi_get(&mut self, keys: &[&[u8]], f: &mut MultiGetFn<'_>) -> Result<(), StateError> {
+        for (i, key) in keys.iter().enumerate() {
+            f(i, self.get(key)?.as_deref())?;
+        }
+        Ok(())
+    }
     /// A handle to the store's own statistics, if it keeps any.
     fn statistics(&self) -> Option<std::sync::Arc<dyn StoreStatistics>> {
         None
@@ -97,6 +111,10 @@ pub(crate) struct KvTable {
     pub kind: StateKind,
     pub type_name: &'static str,
     pub ttl: Option<StateTtlConfig>,
+    /// Whether a whole value of this state was read since the last
+    /// [`preload`](KvBackend::finish_preload): the next batch's keys are
+    /// then loaded for it ahead of their records.
+    pub read_recently: bool,
     /// Restored from a store's own files and not declared yet: its id is
     /// fixed by the files, its type by the first declaration.
     pub restored: bool,
@@ -121,6 +139,12 @@ pub(crate) struct KvBackend {
     /// Reused buffer of an encoded value.
     value_buf: Vec<u8>,
     cache: WriteBackCache,
+    /// Store keys to preload for the batch being prepared, back to back,
+    /// and where each ends.
+    preload_keys: Vec<u8>,
+    preload_ends: Vec<usize>,
+    /// The cache's store reads when preloading was last considered.
+    misses_seen: u64,
 }
 
 /// The store-key prefix of state `id`'s whole values in `key_group`.
@@ -153,7 +177,69 @@ impl KvBackend {
             db_key: Vec::with_capacity(96),
             value_buf: Vec::with_capacity(64),
             cache: WriteBackCache::new(cache_capacity_bytes),
+            preload_keys: Vec::new(),
+            preload_ends: Vec::new(),
+            misses_seen: 0,
         }
+    }
+
+    /// Whether to preload the next batch's values: the cache is on, some
+    /// state's values are read record by record, and values had to be read
+    /// from the store since this was last asked (once every value is
+    /// cached, preparing keys would only cost).
+    pub fn preload_pays(&mut self) -> bool {
+        let misses = self.cache.misses();
+        let pays = self.cache.enabled()
+            && misses != self.misses_seen
+            && self.tables.iter().any(|t| t.read_recently);
+        self.misses_seen = misses;
+        pays
+    }
+
+    /// Starts collecting the keys of a batch to preload.
+    pub fn begin_preload(&mut self) {
+        self.preload_keys.clear();
+        self.preload_ends.clear();
+    }
+
+    /// Adds `key` (encoded) in `key_group` to the batch to preload: its
+    /// store key for each state read since the last preload.
+    pub fn add_preload(&mut self, key: &[u8], key_group: KeyGroup) -> Result<(), StateError> {
+        if !self.range.contains(key_group) {
+            return Err(self.foreign_key_group(key_group));
+        }
+        for (id, t) in self.tables.iter().enumerate() {
+            if t.read_recently {
+                self.preload_keys.extend_from_slice(&prefix(id, key_group));
+                self.preload_keys.extend_from_slice(key);
+                self.preload_ends.push(self.preload_keys.len());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the values of the collected keys that are not cached from the
+    /// store, sorted and together, into the cache: the batch's records then
+    /// find them there instead of each waiting for its own read.
+    pub fn finish_preload(&mut self) -> Result<(), StateError> {
+        for t in &mut self.tables {
+            t.read_recently = false;
+        }
+        let mut start = 0;
+        let mut keys: Vec<&[u8]> = Vec::with_capacity(self.preload_ends.len());
+        for &end in &self.preload_ends {
+            keys.push(&self.preload_keys[start..end]);
+            start = end;
+        }
+        self.cache.preload(&mut *self.store, &mut keys)
+    }
+
+    /// The error for a key outside this subtask's key groups.
+    pub fn foreign_key_group(&self, key_group: KeyGroup) -> StateError {
+        StateError::Internal(format!(
+            "key group {key_group} is not in this subtask's range {}..={}",
+            self.range.start, self.range.end
+        ))
     }
 
     /// Writes every dirty cached value back to the store, so that it holds
@@ -202,6 +288,7 @@ impl KvBackend {
             type_name,
             ttl,
             restored: false,
+            read_recently: false,
         });
         Ok(id)
     }
@@ -215,6 +302,7 @@ impl KvBackend {
                 type_name: "",
                 ttl: None,
                 restored: true,
+                read_recently: false,
             });
         }
     }
@@ -249,7 +337,14 @@ impl KvBackend {
         &mut self,
         id: usize,
     ) -> Result<Option<V>, StateError> {
-        let ttl = self.tables.get(id).and_then(|t| t.ttl);
+        let scoped = self.scoped;
+        let ttl = match self.tables.get_mut(id) {
+            Some(t) => {
+                t.read_recently |= !scoped;
+                t.ttl
+            }
+            None => None,
+        };
         self.set_db_key(id)?;
         let Some((stamp, value)) =
             self.cache

@@ -259,10 +259,7 @@ impl KeyedStateStore {
             Backend::Kv(k) => {
                 let kg = assign_to_key_group(key, k.max_parallelism);
                 if !k.range.contains(kg) {
-                    return Err(StateError::Internal(format!(
-                        "key group {kg} is not in this subtask's range {}..={}",
-                        k.range.start, k.range.end
-                    )));
+                    return Err(k.foreign_key_group(kg));
                 }
                 encode_key(key, &mut k.key)?;
                 k.key_group = kg;
@@ -274,23 +271,26 @@ impl KeyedStateStore {
     }
 
     /// Whether preparing a batch's keys ([`prepare_keys`]) pays: a state
-    /// on the heap is past the caches. Otherwise setting each key in turn
-    /// costs less.
+    /// on the heap is past the caches, or a key-value store's values are
+    /// being read from the store rather than its cache. Otherwise setting
+    /// each key in turn costs less.
     ///
     /// [`prepare_keys`]: KeyedStateStore::prepare_keys
     pub fn prefetch_pays(&self) -> Result<bool, StateError> {
         Ok(match &mut *self.lock()? {
             Backend::Heap(h) => h.refresh_prefetching(),
-            Backend::Kv(_) => false,
+            Backend::Kv(k) => k.preload_pays(),
         })
     }
 
     /// Prepares the keys of the records of a batch, in order, before any is
-    /// processed: each is encoded and hashed once, and on the heap what the
+    /// processed. On the heap each is encoded and hashed once, and what the
     /// states hold for it starts loading into cache, so that with big keyed
     /// state the lookups' memory accesses overlap instead of each record
-    /// waiting for its own. [`set_prepared_key`] then makes the `i`-th the
-    /// current key. A key-value store ignores the preparation.
+    /// waiting for its own. In a key-value store the values of the states
+    /// read record by record are read for all the keys at once, sorted, into
+    /// the write-back cache. [`set_prepared_key`] then makes the `i`-th the
+    /// current key.
     ///
     /// [`set_prepared_key`]: KeyedStateStore::set_prepared_key
     pub fn prepare_keys<'k, K: Serialize + StableHash + 'k>(
@@ -306,7 +306,16 @@ impl KeyedStateStore {
                 }
                 Ok(())
             }
-            Backend::Kv(_) => Ok(()),
+            Backend::Kv(k) => {
+                k.begin_preload();
+                let mut encoded = Vec::new();
+                for key in keys {
+                    let kg = assign_to_key_group(key, k.max_parallelism);
+                    encode_key(key, &mut encoded)?;
+                    k.add_preload(&encoded, kg)?;
+                }
+                k.finish_preload()
+            }
         }
     }
 

@@ -79,6 +79,8 @@ pub(crate) struct WriteBackCache {
     tracked: Vec<Box<[u8]>>,
     /// Memory of `tracked`, counted against the bound.
     tracked_bytes: usize,
+    /// Values read from the store so far.
+    misses: u64,
 }
 
 impl WriteBackCache {
@@ -93,7 +95,13 @@ impl WriteBackCache {
             dirty: 0,
             tracked: Vec::new(),
             tracked_bytes: 0,
+            misses: 0,
         }
+    }
+
+    /// Values read from the store so far (with the cache off, every read).
+    pub fn misses(&self) -> u64 {
+        self.misses
     }
 
     pub fn enabled(&self) -> bool {
@@ -126,6 +134,7 @@ impl WriteBackCache {
         f: impl FnOnce(Option<&[u8]>) -> R,
     ) -> Result<R, StateError> {
         if !self.enabled() {
+            self.misses += 1;
             return Ok(f(store.get(key)?.as_deref()));
         }
         let hash = self.hash(key);
@@ -133,10 +142,45 @@ impl WriteBackCache {
             e.flags |= REFERENCED;
             return Ok(f(e.value()));
         }
+        self.misses += 1;
         let value = store.get(key)?;
         let r = f(value.as_deref());
         self.insert(store, hash, Entry::new(key, value.as_deref(), 0))?;
         Ok(r)
+    }
+
+    /// Reads the values of those of `keys` that are not cached from the
+    /// store in one [`multi_get`](KvStore::multi_get), in byte order, and
+    /// caches them as just used, so that they survive an eviction until
+    /// their records come. `keys` is left sorted and without the cached.
+    pub fn preload(
+        &mut self,
+        store: &mut dyn KvStore,
+        keys: &mut Vec<&[u8]>,
+    ) -> Result<(), StateError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        keys.retain(|k| {
+            let hash = self.hash(k);
+            self.table.find(hash, |e| e.key() == *k).is_none()
+        });
+        if keys.is_empty() {
+            return Ok(());
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let mut loaded = Vec::with_capacity(keys.len());
+        store.multi_get(keys, &mut |i, value| {
+            loaded.push(Entry::new(keys[i], value, REFERENCED));
+            Ok(())
+        })?;
+        self.misses += loaded.len() as u64;
+        for entry in loaded {
+            let hash = self.hash(entry.key());
+            self.insert(store, hash, entry)?;
+        }
+        Ok(())
     }
 
     /// Sets (`Some`) or deletes (`None`) the value of `key`; the store sees
@@ -322,12 +366,26 @@ mod tests {
     struct Store {
         map: BTreeMap<Vec<u8>, Vec<u8>>,
         gets: usize,
+        /// The keys of each multi-get.
+        multi_gets: Vec<Vec<Vec<u8>>>,
     }
 
     impl KvStore for Store {
         fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, StateError> {
             self.gets += 1;
             Ok(self.map.get(key).cloned())
+        }
+        fn multi_get(
+            &mut self,
+            keys: &[&[u8]],
+            f: &mut crate::kv::MultiGetFn<'_>,
+        ) -> Result<(), StateError> {
+            self.multi_gets
+                .push(keys.iter().map(|k| k.to_vec()).collect());
+            for (i, key) in keys.iter().enumerate() {
+                f(i, self.map.get(*key).map(Vec::as_slice))?;
+            }
+            Ok(())
         }
         fn put(&mut self, key: &[u8], value: &[u8]) -> Result<(), StateError> {
             self.map.insert(key.to_vec(), value.to_vec());
@@ -367,6 +425,43 @@ mod tests {
         // Every cold value reached the store or is still cached.
         cache.write_back(&mut store)?;
         assert_eq!(store.map.len(), 2_000);
+        Ok(())
+    }
+
+    /// A preload reads only the keys not cached, each once, sorted, in one
+    /// multi-get; their records then find them cached (absent ones too),
+    /// and a dirty cached value is not overwritten by the store's.
+    #[test]
+    fn preload_reads_the_uncached_keys_together() -> Result<(), StateError> {
+        let mut store = Store::default();
+        for i in 0..8 {
+            store.put(&key(i), &[i as u8])?;
+        }
+        let mut cache = WriteBackCache::new(1 << 20);
+        cache.write(&mut store, &key(3), Some(b"new"))?;
+        let wanted = [key(5), key(3), key(1), key(5), key(42)];
+        let mut keys: Vec<&[u8]> = wanted.iter().map(|k| &k[..]).collect();
+        cache.preload(&mut store, &mut keys)?;
+        assert_eq!(
+            store.multi_gets,
+            vec![vec![key(1).to_vec(), key(5).to_vec(), key(42).to_vec()]]
+        );
+        assert_eq!(cache.misses(), 3);
+        for (k, v) in [(1, Some(vec![1])), (5, Some(vec![5])), (42, None)] {
+            assert_eq!(
+                cache.read(&mut store, &key(k), |v| v.map(<[u8]>::to_vec))?,
+                v
+            );
+        }
+        assert_eq!(
+            cache.read(&mut store, &key(3), |v| v.map(<[u8]>::to_vec))?,
+            Some(b"new".to_vec())
+        );
+        assert_eq!(store.gets, 0);
+        // Everything wanted is cached now: nothing more to read.
+        let mut keys: Vec<&[u8]> = wanted.iter().map(|k| &k[..]).collect();
+        cache.preload(&mut store, &mut keys)?;
+        assert_eq!(store.multi_gets.len(), 1);
         Ok(())
     }
 

@@ -115,9 +115,27 @@ impl KeyedProcessFunction<String, String, String> for CountPerKey {
 /// record must still see its own key's value.
 #[test]
 fn big_heap_state_counts_every_key_exactly() -> anyhow::Result<()> {
+    counts_every_key_exactly(StreamExecutionEnvironment::new(), 150_000)
+}
+
+/// On RocksDB with a write-back cache far smaller than the state, a batch's
+/// values are read from RocksDB together before its records are processed:
+/// every record must still see its own key's value, also when the cache
+/// evicts while loading.
+#[cfg(feature = "rocksdb")]
+#[test]
+fn rocksdb_state_past_the_cache_counts_every_key_exactly() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
+    let mut c = Configuration::new();
+    c.set("state.backend.type", "rocksdb");
+    c.set("weir.state.rocksdb.write-back-cache.size", "64 kb");
+    env.configure(&c)?;
+    counts_every_key_exactly(env, 1 << 14)
+}
+
+/// Counts `keys` keys, each three times, at parallelism 2.
+fn counts_every_key_exactly(env: StreamExecutionEnvironment, keys: u64) -> anyhow::Result<()> {
     env.set_parallelism(2);
-    let keys = 150_000u64;
     // Each key three times, keys of different lengths, visited in a
     // scrambled order.
     let input: Vec<String> = (0..keys * 3)
