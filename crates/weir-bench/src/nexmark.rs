@@ -67,8 +67,21 @@ fn suite(events: u64, p: u32, pool_size: u64) -> anyhow::Result<()> {
         "baseline (pool replay + hash-map sum of bid prices per auction, one thread): {:.1} M events/s",
         base / 1e6
     );
+    // The stateless queries also against a bare loop doing what their job
+    // does per event: replay it, make the row, and read the row as the
+    // measuring sink does (same checksum), with no engine in between.
+    let mut bare = HashMap::new();
+    for q in ["q0", "q1", "q2"] {
+        let (rate, rows, checksum) = bare_stateless(&pool, events, q)?;
+        println!(
+            "bare {q} loop (pool replay + the query's row + the sink's row hash, one thread): \
+             {:.1} M events/s, {rows} rows, checksum {checksum:016x}",
+            rate / 1e6
+        );
+        bare.insert(q, rate);
+    }
     println!(
-        "{:<5} {:>12} {:>11} {:>14} {:>10} {:>10} {:>8} {:>10} {:>18}",
+        "{:<5} {:>12} {:>11} {:>14} {:>10} {:>10} {:>8} {:>10} {:>18} {:>8}",
         "query",
         "events/s",
         "of base",
@@ -77,7 +90,8 @@ fn suite(events: u64, p: u32, pool_size: u64) -> anyhow::Result<()> {
         "p99 ms",
         "RSS MiB",
         "rows",
-        "checksum"
+        "checksum",
+        "of bare"
     );
     let exe = std::env::current_exe().context("locating the bench binary")?;
     for q in QUERIES {
@@ -94,8 +108,11 @@ fn suite(events: u64, p: u32, pool_size: u64) -> anyhow::Result<()> {
         let line = String::from_utf8_lossy(&output.stdout);
         let f: Vec<&str> = line.split_whitespace().collect();
         let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        let of_bare = bare
+            .get(q)
+            .map_or("-".to_string(), |b| format!("{:.0}%", 100.0 * num(1) / b));
         println!(
-            "{:<5} {:>12.0} {:>10.0}% {:>14.0} {:>10} {:>10} {:>8.1} {:>10} {:>18}",
+            "{:<5} {:>12.0} {:>10.0}% {:>14.0} {:>10} {:>10} {:>8.1} {:>10} {:>18} {:>8}",
             q,
             num(1),
             100.0 * num(1) / base,
@@ -105,9 +122,44 @@ fn suite(events: u64, p: u32, pool_size: u64) -> anyhow::Result<()> {
             num(3) / 1024.0,
             f.get(4).unwrap_or(&"-"),
             f.get(7).unwrap_or(&"-"),
+            of_bare,
         );
     }
     Ok(())
+}
+
+/// A stateless query as one bare loop: rate, rows and checksum (equal to
+/// the job's: the same rows hashed the same way).
+fn bare_stateless(pool: &EventPool, n: u64, query: &str) -> anyhow::Result<(f64, u64, u64)> {
+    fn run<T: Hash>(pool: &EventPool, n: u64, row: impl Fn(Event) -> Option<T>) -> (u64, u64) {
+        let (mut rows, mut checksum) = (0u64, 0u64);
+        for i in 0..n {
+            if let Some(r) = row(pool.event(i)) {
+                checksum = checksum.wrapping_add(row_hash(&r));
+                rows += 1;
+            }
+        }
+        (rows, checksum)
+    }
+    let start = Instant::now();
+    let (rows, checksum) = match query {
+        "q0" => run(pool, n, |e| match e {
+            Event::Bid(b) => Some(b),
+            _ => None,
+        }),
+        "q1" => run(pool, n, queries::q1_row),
+        "q2" => run(pool, n, queries::q2_row),
+        other => bail!("no bare loop for {other}"),
+    };
+    Ok((n as f64 / start.elapsed().as_secs_f64(), rows, checksum))
+}
+
+/// The checksum's hash of one row.
+#[inline]
+fn row_hash<T: Hash>(value: &T) -> u64 {
+    let mut h = RowHasher(0x5eed);
+    value.hash(&mut h);
+    h.finish()
 }
 
 /// Events per second of the generator alone.
@@ -316,9 +368,7 @@ struct MeasuringSink {
 
 impl MeasuringSink {
     fn row<T: Hash>(&mut self, value: &T, timestamp: Option<i64>) {
-        let mut h = RowHasher(0x5eed);
-        value.hash(&mut h);
-        self.checksum = self.checksum.wrapping_add(h.finish());
+        self.checksum = self.checksum.wrapping_add(row_hash(value));
         self.rows += 1;
         // Every 64th row: the histogram is for percentiles, not counts.
         if self.rows % 64 == 1 {

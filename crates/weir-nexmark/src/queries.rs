@@ -116,27 +116,43 @@ const EURO_PER_MILLE: u64 = 908;
 /// projection in one operator, as Flink plans it).
 pub fn q1(events: &DataStream<Event>) -> DataStream<EuroBid> {
     events.flat_map(|e: Event, out: &mut Collector<EuroBid>| {
-        if let Event::Bid(b) = e {
-            out.collect(EuroBid {
-                auction: b.auction,
-                bidder: b.bidder,
-                price: b.price * EURO_PER_MILLE / 1000,
-                date_time: b.date_time,
-                extra: b.extra,
-            });
+        if let Some(row) = q1_row(e) {
+            out.collect(row);
         }
     })
+}
+
+/// q1's row of one event, if it is a bid.
+#[inline]
+pub fn q1_row(e: Event) -> Option<EuroBid> {
+    match e {
+        Event::Bid(b) => Some(EuroBid {
+            auction: b.auction,
+            bidder: b.bidder,
+            price: b.price * EURO_PER_MILLE / 1000,
+            date_time: b.date_time,
+            extra: b.extra,
+        }),
+        _ => None,
+    }
 }
 
 /// q2, selection: `(auction, price)` of bids on every 123rd auction.
 pub fn q2(events: &DataStream<Event>) -> DataStream<(u64, u64)> {
     events.flat_map(|e: Event, out: &mut Collector<(u64, u64)>| {
-        if let Event::Bid(b) = e {
-            if b.auction % 123 == 0 {
-                out.collect((b.auction, b.price));
-            }
+        if let Some(row) = q2_row(e) {
+            out.collect(row);
         }
     })
+}
+
+/// q2's row of one event, if it is a bid on every 123rd auction.
+#[inline]
+pub fn q2_row(e: Event) -> Option<(u64, u64)> {
+    match e {
+        Event::Bid(b) if b.auction % 123 == 0 => Some((b.auction, b.price)),
+        _ => None,
+    }
 }
 
 /// q3 keeps, per person, the person (once seen) and their auctions that
