@@ -1,0 +1,111 @@
+//! Tables and views a session knows: their columns (physical or computed),
+//! watermark, primary key and connector options.
+
+use std::collections::BTreeMap;
+
+use sqlparser::ast::{Expr, Query};
+
+use crate::error::Position;
+use crate::types::SqlType;
+
+/// A table declared with `CREATE TABLE`.
+#[derive(Debug, Clone)]
+pub(crate) struct TableDef {
+    pub name: String,
+    pub columns: Vec<Column>,
+    pub watermark: Option<WatermarkDef>,
+    /// `PRIMARY KEY (…) NOT ENFORCED` columns.
+    pub primary_key: Vec<String>,
+    /// The `WITH (…)` options, keys as written.
+    pub options: BTreeMap<String, String>,
+    /// Where the statement starts.
+    pub at: Position,
+}
+
+/// A column of a table.
+#[derive(Debug, Clone)]
+pub(crate) struct Column {
+    pub name: String,
+    pub kind: ColumnKind,
+    pub at: Position,
+}
+
+/// Where a column's values come from.
+#[derive(Debug, Clone)]
+pub(crate) enum ColumnKind {
+    /// Read from (or written to) the connector.
+    Physical { data_type: SqlType, nullable: bool },
+    /// `name AS expr`: computed from the physical columns of the row.
+    Computed(Box<Expr>),
+}
+
+/// `WATERMARK FOR column AS expr`.
+#[derive(Debug, Clone)]
+pub(crate) struct WatermarkDef {
+    pub column: String,
+    pub expr: Expr,
+    pub at: Position,
+}
+
+impl TableDef {
+    /// Whether each physical column, in order, may hold NULL.
+    pub fn nullable(&self) -> Vec<bool> {
+        self.columns
+            .iter()
+            .filter_map(|c| match c.kind {
+                ColumnKind::Physical { nullable, .. } => Some(nullable),
+                ColumnKind::Computed(_) => None,
+            })
+            .collect()
+    }
+
+    /// The physical columns, in order, with their types.
+    pub fn physical(&self) -> impl Iterator<Item = (&str, SqlType)> {
+        self.columns.iter().filter_map(|c| match c.kind {
+            ColumnKind::Physical { data_type, .. } => Some((c.name.as_str(), data_type)),
+            ColumnKind::Computed(_) => None,
+        })
+    }
+
+    /// A `WITH` option, keys compared as written.
+    pub fn option(&self, key: &str) -> Option<&str> {
+        self.options.get(key).map(String::as_str)
+    }
+}
+
+/// What a name in a query's `FROM` can be.
+#[derive(Debug, Clone)]
+pub(crate) enum Relation {
+    Table(Box<TableDef>),
+    View(Box<Query>),
+}
+
+/// The tables and views of a session, by lower-cased name (Flink's
+/// identifiers are case-sensitive; lower-casing here lets `Orders` and
+/// `orders` name the same table, and a second `CREATE` of either fail).
+#[derive(Debug, Default)]
+pub(crate) struct Catalog {
+    relations: BTreeMap<String, Relation>,
+}
+
+impl Catalog {
+    pub fn get(&self, name: &str) -> Option<&Relation> {
+        self.relations.get(&name.to_lowercase())
+    }
+
+    /// Adds a relation; false if the name is taken.
+    pub fn add(&mut self, name: &str, relation: Relation) -> bool {
+        use std::collections::btree_map::Entry;
+        match self.relations.entry(name.to_lowercase()) {
+            Entry::Occupied(_) => false,
+            Entry::Vacant(v) => {
+                v.insert(relation);
+                true
+            }
+        }
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.relations.keys().map(String::as_str)
+    }
+}

@@ -1,0 +1,412 @@
+//! Tables as sources and sinks of a job, by their `'connector'` option:
+//! `filesystem` (CSV) sources, `print` and `blackhole` sinks. Options are
+//! validated as Flink does: a missing required option or an unknown one is
+//! an error naming it, before the job starts.
+
+use std::collections::BTreeSet;
+
+use weir::prelude::*;
+use weir::watermark::{WatermarkGenerator, WatermarkOutput};
+
+use crate::catalog::{ColumnKind, TableDef};
+use crate::error::SqlError;
+use crate::expr::{cast, compile, Eval, Scope};
+use crate::types::SqlType;
+use crate::value::{Row, Value};
+
+fn connector_error(table: &TableDef, message: impl Into<String>) -> SqlError {
+    SqlError::Connector {
+        table: table.name.clone(),
+        message: message.into(),
+    }
+}
+
+/// The table's connector name, or an error.
+fn connector(table: &TableDef) -> Result<&str, SqlError> {
+    table
+        .option("connector")
+        .ok_or_else(|| connector_error(table, "the option 'connector' is missing"))
+}
+
+/// Fails on options `known` does not list (Flink: "Unsupported options").
+fn check_options(table: &TableDef, known: &[&str]) -> Result<(), SqlError> {
+    let unknown: BTreeSet<&str> = table
+        .options
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !known.contains(k))
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(connector_error(
+            table,
+            format!(
+                "unsupported options for connector '{}': {} (supported: {})",
+                table.option("connector").unwrap_or_default(),
+                unknown.into_iter().collect::<Vec<_>>().join(", "),
+                known.join(", ")
+            ),
+        ))
+    }
+}
+
+/// The full scope of a table's rows: physical columns, then computed ones
+/// in declaration order (each computed from the physical ones).
+pub(crate) struct TableRows {
+    pub scope: Scope,
+    /// Computed columns, in the order they follow the physical ones.
+    pub computed: Vec<Eval>,
+    /// Where each declared column is in the row.
+    pub order: Vec<usize>,
+}
+
+/// How a table's rows are laid out, with its computed columns compiled.
+pub(crate) fn table_rows(table: &TableDef) -> Result<TableRows, SqlError> {
+    let physical = Scope {
+        columns: table.physical().map(|(n, t)| (n.to_string(), t)).collect(),
+    };
+    let mut scope = physical.clone();
+    let mut computed = Vec::new();
+    let mut order = Vec::new();
+    let mut next_computed = physical.columns.len();
+    let mut next_physical = 0;
+    for c in &table.columns {
+        match &c.kind {
+            ColumnKind::Physical { .. } => {
+                order.push(next_physical);
+                next_physical += 1;
+            }
+            ColumnKind::Computed(e) => {
+                let compiled = compile(e, &physical)?;
+                scope.columns.push((c.name.clone(), compiled.ty));
+                computed.push(compiled.eval);
+                order.push(next_computed);
+                next_computed += 1;
+            }
+        }
+    }
+    // Declared order for the query: reorder the scope.
+    let declared = Scope {
+        columns: order.iter().map(|&i| scope.columns[i].clone()).collect(),
+    };
+    Ok(TableRows {
+        scope: declared,
+        computed,
+        order,
+    })
+}
+
+/// Splits a CSV line into fields (RFC 4180 quoting: `"a,b"`, `""` for a
+/// quote).
+fn split_csv(line: &str, delimiter: char) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            c if c == delimiter && !quoted => fields.push(std::mem::take(&mut field)),
+            c => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
+
+/// Watermarks of a table's `WATERMARK FOR … AS expr`: the largest value
+/// of `expr` over the rows so far (Flink SQL's watermark is the
+/// expression's value itself, not one less as the DataStream API's bounded
+/// out-of-orderness generator emits).
+#[derive(Clone)]
+struct SqlWatermarks {
+    expr: Eval,
+    max: i64,
+}
+
+impl WatermarkGenerator<Row> for SqlWatermarks {
+    fn on_event(&mut self, row: &Row, _timestamp: i64, _output: &mut WatermarkOutput) {
+        if let Ok(v) = (self.expr)(&row.values) {
+            if let Some(ms) = v.as_i64() {
+                self.max = self.max.max(ms);
+            }
+        }
+    }
+
+    fn on_periodic_emit(&mut self, output: &mut WatermarkOutput) {
+        if self.max > i64::MIN {
+            output.emit_watermark(self.max);
+        }
+    }
+}
+
+/// The rows of `table` read as a source, in declared column order, with
+/// timestamps and watermarks if it declares a watermark.
+pub(crate) fn source(
+    env: &StreamExecutionEnvironment,
+    table: &TableDef,
+) -> Result<(DataStream<Row>, Scope, Option<usize>), SqlError> {
+    let rows = table_rows(table)?;
+    let stream = match connector(table)? {
+        "filesystem" => filesystem_source(env, table, &rows)?,
+        other @ ("kafka" | "upsert-kafka" | "jdbc" | "postgres" | "datagen") => {
+            return Err(connector_error(
+                table,
+                format!("the connector '{other}' as a SQL source is not supported yet"),
+            ))
+        }
+        other => {
+            return Err(connector_error(
+                table,
+                format!("unknown source connector '{other}'"),
+            ))
+        }
+    };
+    let Some(w) = &table.watermark else {
+        return Ok((stream, rows.scope, None));
+    };
+    let rowtime = rows.scope.index(&w.column, w.at)?;
+    let compiled = compile(&w.expr, &rows.scope)?;
+    if !compiled.ty.is_timestamp() {
+        return Err(SqlError::validation(
+            format!(
+                "the watermark expression is {}, not a timestamp",
+                compiled.ty
+            ),
+            w.at,
+        ));
+    }
+    let generator = SqlWatermarks {
+        expr: compiled.eval,
+        max: i64::MIN,
+    };
+    let stream = stream.assign_timestamps_and_watermarks(
+        WatermarkStrategy::for_generator(move |_| generator.clone()).with_timestamp_assigner(
+            move |row: &Row, _| row.values[rowtime].as_i64().unwrap_or(i64::MIN),
+        ),
+    );
+    Ok((stream, rows.scope, Some(rowtime)))
+}
+
+fn filesystem_source(
+    env: &StreamExecutionEnvironment,
+    table: &TableDef,
+    rows: &TableRows,
+) -> Result<DataStream<Row>, SqlError> {
+    check_options(
+        table,
+        &[
+            "connector",
+            "path",
+            "format",
+            "csv.field-delimiter",
+            "csv.ignore-parse-errors",
+        ],
+    )?;
+    let path = table
+        .option("path")
+        .ok_or_else(|| connector_error(table, "the option 'path' is missing"))?;
+    match table.option("format") {
+        Some("csv") => {}
+        Some(other) => {
+            return Err(connector_error(
+                table,
+                format!("the format '{other}' is not supported (supported: csv)"),
+            ))
+        }
+        None => return Err(connector_error(table, "the option 'format' is missing")),
+    }
+    let delimiter = match table.option("csv.field-delimiter") {
+        None => ',',
+        Some(d) if d.chars().count() == 1 => d.chars().next().unwrap_or(','),
+        Some(d) => {
+            return Err(connector_error(
+                table,
+                format!("'csv.field-delimiter' must be one character, not '{d}'"),
+            ))
+        }
+    };
+    let ignore_errors = match table.option("csv.ignore-parse-errors") {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(connector_error(
+                table,
+                format!("'csv.ignore-parse-errors' must be true or false, not '{other}'"),
+            ))
+        }
+    };
+    let types: Vec<SqlType> = table.physical().map(|(_, t)| t).collect();
+    let nullable = table.nullable();
+    let computed = rows.computed.clone();
+    let order = rows.order.clone();
+    let name = table.name.clone();
+    Ok(env
+        .read_text_file(path)
+        .process(
+            move |line: String, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+                if line.is_empty() {
+                    return Ok(());
+                }
+                let parsed = parse_line(&line, delimiter, &types, &nullable, &computed, &order);
+                match parsed {
+                    Ok(row) => out.collect(row),
+                    Err(_) if ignore_errors => {}
+                    Err(e) => {
+                        return Err(format!("table '{name}': {e} in line '{line}'").into());
+                    }
+                }
+                Ok(())
+            },
+        )
+        .name(&format!("Source: {}[csv]", table.name)))
+}
+
+fn parse_line(
+    line: &str,
+    delimiter: char,
+    types: &[SqlType],
+    nullable: &[bool],
+    computed: &[Eval],
+    order: &[usize],
+) -> Result<Row, String> {
+    let fields = split_csv(line, delimiter);
+    if fields.len() != types.len() {
+        return Err(format!(
+            "{} fields where the table has {} physical columns",
+            fields.len(),
+            types.len()
+        ));
+    }
+    let mut values: Vec<Value> = fields
+        .iter()
+        .zip(types)
+        .map(|(f, t)| Value::parse(f, *t))
+        .collect::<Result<_, _>>()?;
+    if let Some(i) = (0..values.len()).find(|&i| values[i].is_null() && !nullable[i]) {
+        return Err(format!("NULL in the NOT NULL column #{}", i + 1));
+    }
+    let physical = values.len();
+    for c in computed {
+        let v = c(&values[..physical])?;
+        values.push(v);
+    }
+    Ok(Row::insert(
+        order.iter().map(|&i| values[i].clone()).collect::<Vec<_>>(),
+    ))
+}
+
+/// Writes `stream` (of `schema`) into `table`.
+pub(crate) fn sink(
+    stream: DataStream<Row>,
+    schema: &Scope,
+    table: &TableDef,
+) -> Result<(), SqlError> {
+    let targets: Vec<(String, SqlType)> =
+        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+    if targets.len() != schema.columns.len() {
+        return Err(SqlError::validation(
+            format!(
+                "the query has {} columns but table '{}' has {} ({})",
+                schema.columns.len(),
+                table.name,
+                targets.len(),
+                targets
+                    .iter()
+                    .map(|(n, t)| format!("{n} {t}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            table.at,
+        ));
+    }
+    let mut casts = Vec::new();
+    for ((name, to), (_, from)) in targets.iter().zip(&schema.columns) {
+        let implicit = from == to
+            || (from.is_numeric() && to.is_numeric())
+            || *to == SqlType::String && *from == SqlType::String;
+        if !implicit {
+            return Err(SqlError::validation(
+                format!(
+                    "column '{name}' of table '{}' is {to}; the query gives {from}",
+                    table.name
+                ),
+                table.at,
+            ));
+        }
+        casts.push((*from, *to));
+    }
+    let stream = if casts.iter().all(|(f, t)| f == t) {
+        stream
+    } else {
+        stream.process(
+            move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+                let values = row
+                    .values
+                    .iter()
+                    .zip(&casts)
+                    .map(|(v, (f, t))| cast(v.clone(), *f, *t))
+                    .collect::<Result<Vec<_>, _>>()?;
+                out.collect(Row {
+                    kind: row.kind,
+                    values: values.into(),
+                });
+                Ok(())
+            },
+        )
+    };
+    match connector(table)? {
+        "print" => {
+            check_options(table, &["connector", "print-identifier", "standard-error"])?;
+            let to_err = match table.option("standard-error") {
+                None | Some("false") => false,
+                Some("true") => true,
+                Some(other) => {
+                    return Err(connector_error(
+                        table,
+                        format!("'standard-error' must be true or false, not '{other}'"),
+                    ))
+                }
+            };
+            let sink = match (table.option("print-identifier"), to_err) {
+                (Some(id), false) => stream.print_with_prefix(id),
+                (Some(id), true) => stream.print_to_err_with_prefix(id),
+                (None, false) => stream.print(),
+                (None, true) => stream.print_to_err(),
+            };
+            sink.name(&format!("Sink: {}[print]", table.name));
+        }
+        "blackhole" => {
+            check_options(table, &["connector"])?;
+            stream
+                .add_sink(weir::sink::DiscardingSink)
+                .name(&format!("Sink: {}[blackhole]", table.name));
+        }
+        other => {
+            return Err(connector_error(
+                table,
+                format!("the connector '{other}' as a SQL sink is not supported yet"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_split_with_quotes() {
+        assert_eq!(
+            split_csv("a,\"b,c\",\"d\"\"e\",", ','),
+            vec!["a", "b,c", "d\"e", ""]
+        );
+        assert_eq!(split_csv("1|2", '|'), vec!["1", "2"]);
+    }
+}

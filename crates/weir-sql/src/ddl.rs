@@ -1,0 +1,236 @@
+//! Flink's `CREATE TABLE`, parsed on top of sqlparser's tokens: columns with
+//! types, computed columns, `WATERMARK FOR … AS …`, `PRIMARY KEY (…) NOT
+//! ENFORCED` and `WITH ('key' = 'value', …)`, which sqlparser's own
+//! `CREATE TABLE` does not know.
+
+use std::collections::BTreeMap;
+
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use crate::catalog::{Column, ColumnKind, TableDef, WatermarkDef};
+use crate::error::{position, Position, SqlError};
+use crate::types::SqlType;
+
+/// Whether the next token is the word `word` (keyword or not); consumes it
+/// if so.
+pub(crate) fn parse_word(parser: &mut Parser<'_>, word: &str) -> bool {
+    if let Token::Word(w) = &parser.peek_token_ref().token {
+        if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word) {
+            parser.next_token();
+            return true;
+        }
+    }
+    false
+}
+
+/// Where the next token starts.
+pub(crate) fn here(parser: &Parser<'_>) -> Position {
+    position(parser.peek_token_ref().span)
+}
+
+/// An error naming what was expected and what was found where.
+pub(crate) fn expected(parser: &Parser<'_>, what: &str) -> SqlError {
+    let t = parser.peek_token_ref();
+    SqlError::Parse(format!(
+        "expected {what}, found {} at {}",
+        t.token,
+        position(t.span)
+    ))
+}
+
+/// Parses `CREATE [TEMPORARY] TABLE …` after `CREATE [TEMPORARY] TABLE`
+/// (already consumed); `at` is where `CREATE` was. Every table lives as long
+/// as its session, so `TEMPORARY` changes nothing.
+pub(crate) fn parse_create_table(
+    parser: &mut Parser<'_>,
+    at: Position,
+) -> Result<TableDef, SqlError> {
+    if parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]) {
+        return Err(SqlError::unsupported("CREATE TABLE IF NOT EXISTS", at));
+    }
+    let name = parser.parse_object_name(false)?.to_string();
+    parser.expect_token(&Token::LParen)?;
+    let mut columns: Vec<Column> = Vec::new();
+    let mut watermark = None;
+    let mut primary_key = Vec::new();
+    loop {
+        let elem_at = here(parser);
+        if parse_word(parser, "WATERMARK") {
+            parser.expect_keyword_is(Keyword::FOR)?;
+            let column = parser.parse_identifier()?.value;
+            parser.expect_keyword_is(Keyword::AS)?;
+            let expr = parser.parse_expr()?;
+            if watermark.is_some() {
+                return Err(SqlError::validation(
+                    format!("table '{name}' has more than one WATERMARK"),
+                    elem_at,
+                ));
+            }
+            watermark = Some(WatermarkDef {
+                column,
+                expr,
+                at: elem_at,
+            });
+        } else if parser.parse_keyword(Keyword::CONSTRAINT) || parser.peek_keyword(Keyword::PRIMARY)
+        {
+            if !parser.peek_keyword(Keyword::PRIMARY) {
+                // The constraint's name.
+                parser.parse_identifier()?;
+            }
+            parser.expect_keyword_is(Keyword::PRIMARY)?;
+            parser.expect_keyword_is(Keyword::KEY)?;
+            primary_key = parser
+                .parse_parenthesized_column_list(sqlparser::parser::IsOptional::Mandatory, false)?
+                .into_iter()
+                .map(|i| i.value)
+                .collect();
+            if !parser.parse_keywords(&[Keyword::NOT, Keyword::ENFORCED]) {
+                return Err(SqlError::validation(
+                    "Flink supports only PRIMARY KEY … NOT ENFORCED: add NOT ENFORCED",
+                    elem_at,
+                ));
+            }
+        } else {
+            columns.push(parse_column(parser)?);
+        }
+        if parser.consume_token(&Token::Comma) {
+            continue;
+        }
+        if parser.consume_token(&Token::RParen) {
+            break;
+        }
+        return Err(expected(parser, "',' or ')' in the table's columns"));
+    }
+    if parser.parse_keyword(Keyword::COMMENT) {
+        parser.parse_literal_string()?;
+    }
+    if parser.peek_keyword(Keyword::PARTITIONED) {
+        return Err(SqlError::unsupported("PARTITIONED BY", here(parser)));
+    }
+    let mut options = BTreeMap::new();
+    if parser.parse_keyword(Keyword::WITH) {
+        parser.expect_token(&Token::LParen)?;
+        loop {
+            if parser.consume_token(&Token::RParen) {
+                break;
+            }
+            let key_at = here(parser);
+            let key = parser.parse_literal_string()?;
+            parser.expect_token(&Token::Eq)?;
+            let value = parser.parse_literal_string()?;
+            if options.insert(key.clone(), value).is_some() {
+                return Err(SqlError::validation(
+                    format!("option '{key}' is given twice"),
+                    key_at,
+                ));
+            }
+            if !parser.consume_token(&Token::Comma) {
+                parser.expect_token(&Token::RParen)?;
+                break;
+            }
+        }
+    }
+    if parser.peek_keyword(Keyword::LIKE) {
+        return Err(SqlError::unsupported("CREATE TABLE … LIKE", here(parser)));
+    }
+    let table = TableDef {
+        name,
+        columns,
+        watermark,
+        primary_key,
+        options,
+        at,
+    };
+    validate(&table)?;
+    Ok(table)
+}
+
+/// `name type [NOT NULL] [COMMENT '…']` or `name AS expr [COMMENT '…']`.
+fn parse_column(parser: &mut Parser<'_>) -> Result<Column, SqlError> {
+    let at = here(parser);
+    let name = parser.parse_identifier()?.value;
+    let kind = if parser.parse_keyword(Keyword::AS) {
+        ColumnKind::Computed(Box::new(parser.parse_expr()?))
+    } else {
+        let type_at = here(parser);
+        let ast = parser.parse_data_type()?;
+        let data_type =
+            SqlType::from_ast(&ast).map_err(|what| SqlError::unsupported(what, type_at))?;
+        if parser.parse_keyword(Keyword::METADATA) {
+            return Err(SqlError::unsupported("METADATA columns", at));
+        }
+        let nullable = !parser.parse_keywords(&[Keyword::NOT, Keyword::NULL]);
+        // Flink also accepts an explicit NULL.
+        let _ = nullable && parser.parse_keyword(Keyword::NULL);
+        ColumnKind::Physical {
+            data_type,
+            nullable,
+        }
+    };
+    if parser.parse_keyword(Keyword::COMMENT) {
+        parser.parse_literal_string()?;
+    }
+    Ok(Column { name, kind, at })
+}
+
+/// Names are unique; the watermark's and primary key's columns exist.
+fn validate(table: &TableDef) -> Result<(), SqlError> {
+    let mut seen = std::collections::HashSet::new();
+    for c in &table.columns {
+        if !seen.insert(c.name.to_lowercase()) {
+            return Err(SqlError::validation(
+                format!(
+                    "column '{}' is declared twice in table '{}'",
+                    c.name, table.name
+                ),
+                c.at,
+            ));
+        }
+    }
+    let find = |name: &str| {
+        table
+            .columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name))
+    };
+    if let Some(w) = &table.watermark {
+        match find(&w.column) {
+            None => {
+                return Err(SqlError::validation(
+                    format!(
+                        "the watermark's column '{}' is not a column of table '{}'",
+                        w.column, table.name
+                    ),
+                    w.at,
+                ))
+            }
+            Some(Column {
+                kind: ColumnKind::Physical { data_type, .. },
+                ..
+            }) if !data_type.is_timestamp() => {
+                return Err(SqlError::validation(
+                    format!(
+                        "the watermark's column '{}' must be a TIMESTAMP(3) or TIMESTAMP_LTZ(3), not {data_type}",
+                        w.column
+                    ),
+                    w.at,
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    for k in &table.primary_key {
+        if find(k).is_none() {
+            return Err(SqlError::validation(
+                format!(
+                    "the primary key's column '{k}' is not a column of table '{}'",
+                    table.name
+                ),
+                table.at,
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,1068 @@
+//! Scalar expressions, compiled once per query into closures over a row's
+//! values (no tree of boxes interpreted by matching on the AST per
+//! record), with their result type. NULLs follow SQL's three-valued logic.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    BinaryOperator, CastKind, DateTimeField, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    Spanned, UnaryOperator, Value as Lit,
+};
+
+use crate::error::{position, Position, SqlError};
+use crate::types::SqlType;
+use crate::value::{rescale, Value};
+
+/// A compiled expression: its value for a row's values, or the error
+/// that fails the job (division by zero, a bad cast).
+pub(crate) type Eval = Arc<dyn Fn(&[Value]) -> Result<Value, String> + Send + Sync>;
+
+/// A compiled expression and its type.
+#[derive(Clone)]
+pub(crate) struct Compiled {
+    pub eval: Eval,
+    pub ty: SqlType,
+}
+
+/// The columns an expression can name: the input row's.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scope {
+    pub columns: Vec<(String, SqlType)>,
+}
+
+impl Scope {
+    /// The index of column `name` (case-insensitive), or an error naming
+    /// the columns there are.
+    pub fn index(&self, name: &str, at: Position) -> Result<usize, SqlError> {
+        self.columns
+            .iter()
+            .position(|(c, _)| c.eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.columns.iter().map(|(c, _)| c.as_str()).collect();
+                SqlError::validation(
+                    format!(
+                        "column '{name}' not found; the input has {}",
+                        known.join(", ")
+                    ),
+                    at,
+                )
+            })
+    }
+}
+
+fn at(e: &Expr) -> Position {
+    position(e.span())
+}
+
+fn constant(v: Value, ty: SqlType) -> Compiled {
+    Compiled {
+        eval: Arc::new(move |_| Ok(v.clone())),
+        ty,
+    }
+}
+
+/// Compiles `e` for rows of `scope`.
+pub(crate) fn compile(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
+    match e {
+        Expr::Identifier(id) => column(scope, &id.value, at(e)),
+        Expr::CompoundIdentifier(parts) => {
+            // `t.col`: the last part names the column.
+            let last = parts.last().map(|i| i.value.as_str()).unwrap_or_default();
+            column(scope, last, at(e))
+        }
+        Expr::Nested(inner) => compile(inner, scope),
+        Expr::Value(v) => literal(&v.value, at(e)),
+        Expr::Interval(interval) => {
+            let ms = interval_ms(interval, at(e))?;
+            Ok(constant(Value::Interval(ms), SqlType::Interval))
+        }
+        Expr::TypedString(ts) => {
+            let ty =
+                SqlType::from_ast(&ts.data_type).map_err(|w| SqlError::unsupported(w, at(e)))?;
+            let text = match &ts.value.value {
+                Lit::SingleQuotedString(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let v = Value::parse(&text, ty).map_err(|m| SqlError::validation(m, at(e)))?;
+            Ok(constant(v, ty))
+        }
+        Expr::BinaryOp { left, op, right } => binary(op, left, right, scope, at(e)),
+        Expr::UnaryOp { op, expr } => {
+            let c = compile(expr, scope)?;
+            match op {
+                UnaryOperator::Not => {
+                    expect_type(&c, SqlType::Boolean, expr)?;
+                    let f = c.eval;
+                    Ok(Compiled {
+                        eval: Arc::new(move |r| {
+                            Ok(match f(r)? {
+                                Value::Boolean(b) => Value::Boolean(!b),
+                                _ => Value::Null,
+                            })
+                        }),
+                        ty: SqlType::Boolean,
+                    })
+                }
+                UnaryOperator::Minus => {
+                    let zero = constant(Value::Int(0), SqlType::Int);
+                    arithmetic(BinaryOperator::Minus, zero, c, at(e))
+                }
+                UnaryOperator::Plus => Ok(c),
+                other => Err(SqlError::unsupported(
+                    format!("the operator {other}"),
+                    at(e),
+                )),
+            }
+        }
+        Expr::IsNull(x) | Expr::IsNotNull(x) => {
+            let f = compile(x, scope)?.eval;
+            let negate = matches!(e, Expr::IsNotNull(_));
+            Ok(Compiled {
+                eval: Arc::new(move |r| Ok(Value::Boolean(f(r)?.is_null() != negate))),
+                ty: SqlType::Boolean,
+            })
+        }
+        Expr::IsTrue(x) | Expr::IsFalse(x) | Expr::IsNotTrue(x) | Expr::IsNotFalse(x) => {
+            let c = compile(x, scope)?;
+            expect_type(&c, SqlType::Boolean, x)?;
+            let f = c.eval;
+            let (want, negate) = match e {
+                Expr::IsTrue(_) => (true, false),
+                Expr::IsFalse(_) => (false, false),
+                Expr::IsNotTrue(_) => (true, true),
+                _ => (false, true),
+            };
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    let is = matches!(f(r)?, Value::Boolean(b) if b == want);
+                    Ok(Value::Boolean(is != negate))
+                }),
+                ty: SqlType::Boolean,
+            })
+        }
+        Expr::Between {
+            expr,
+            negated,
+            low,
+            high,
+        } => {
+            let ge = binary(&BinaryOperator::GtEq, expr, low, scope, at(e))?;
+            let le = binary(&BinaryOperator::LtEq, expr, high, scope, at(e))?;
+            let both = logic(true, ge, le);
+            Ok(if *negated { not(both) } else { both })
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let mut any: Option<Compiled> = None;
+            for item in list {
+                let eq = binary(&BinaryOperator::Eq, expr, item, scope, at(e))?;
+                any = Some(match any {
+                    None => eq,
+                    Some(prev) => logic(false, prev, eq),
+                });
+            }
+            let any = any.ok_or_else(|| SqlError::validation("IN () needs values", at(e)))?;
+            Ok(if *negated { not(any) } else { any })
+        }
+        Expr::Like {
+            negated,
+            expr,
+            pattern,
+            escape_char,
+            any: false,
+        } => {
+            if escape_char.is_some() {
+                return Err(SqlError::unsupported("LIKE … ESCAPE", at(e)));
+            }
+            let s = compile(expr, scope)?;
+            let p = compile(pattern, scope)?;
+            expect_type(&s, SqlType::String, expr)?;
+            expect_type(&p, SqlType::String, pattern)?;
+            let (sf, pf, negated) = (s.eval, p.eval, *negated);
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    Ok(match (sf(r)?, pf(r)?) {
+                        (Value::String(s), Value::String(p)) => {
+                            Value::Boolean(like(&s, &p) != negated)
+                        }
+                        _ => Value::Null,
+                    })
+                }),
+                ty: SqlType::Boolean,
+            })
+        }
+        Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => case(
+            operand.as_deref(),
+            conditions,
+            else_result.as_deref(),
+            scope,
+            at(e),
+        ),
+        Expr::Cast {
+            kind,
+            expr,
+            data_type,
+            ..
+        } => {
+            let ty = SqlType::from_ast(data_type).map_err(|w| SqlError::unsupported(w, at(e)))?;
+            let c = compile(expr, scope)?;
+            let from = c.ty;
+            let f = c.eval;
+            let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
+            Ok(Compiled {
+                eval: Arc::new(move |r| match cast(f(r)?, from, ty) {
+                    Ok(v) => Ok(v),
+                    Err(_) if try_cast => Ok(Value::Null),
+                    Err(m) => Err(m),
+                }),
+                ty,
+            })
+        }
+        Expr::Function(func) => function(func, scope, at(e)),
+        Expr::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            let s = compile(expr, scope)?;
+            expect_type(&s, SqlType::String, expr)?;
+            let from = substring_from
+                .as_deref()
+                .map(|x| compile(x, scope))
+                .transpose()?;
+            let len = substring_for
+                .as_deref()
+                .map(|x| compile(x, scope))
+                .transpose()?;
+            let (sf, ff, lf) = (s.eval, from.map(|c| c.eval), len.map(|c| c.eval));
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    let Value::String(s) = sf(r)? else {
+                        return Ok(Value::Null);
+                    };
+                    let start = match &ff {
+                        Some(f) => match f(r)?.as_i64() {
+                            Some(v) => v,
+                            None => return Ok(Value::Null),
+                        },
+                        None => 1,
+                    };
+                    let len = match &lf {
+                        Some(f) => match f(r)?.as_i64() {
+                            Some(v) => Some(v.max(0) as usize),
+                            None => return Ok(Value::Null),
+                        },
+                        None => None,
+                    };
+                    let skip = (start.max(1) - 1) as usize;
+                    let chars = s.chars().skip(skip);
+                    let out: String = match len {
+                        Some(n) => chars.take(n).collect(),
+                        None => chars.collect(),
+                    };
+                    Ok(Value::string(&out))
+                }),
+                ty: SqlType::String,
+            })
+        }
+        Expr::Trim {
+            expr,
+            trim_where,
+            trim_what: None,
+            trim_characters: None,
+        } => {
+            let s = compile(expr, scope)?;
+            expect_type(&s, SqlType::String, expr)?;
+            let f = s.eval;
+            let side = trim_where.as_ref().map(|w| w.to_string());
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    Ok(match f(r)? {
+                        Value::String(s) => Value::string(match side.as_deref() {
+                            Some("LEADING") => s.trim_start_matches(' '),
+                            Some("TRAILING") => s.trim_end_matches(' '),
+                            _ => s.trim_matches(' '),
+                        }),
+                        _ => Value::Null,
+                    })
+                }),
+                ty: SqlType::String,
+            })
+        }
+        other => Err(SqlError::unsupported(
+            format!("the expression {other}"),
+            at(e),
+        )),
+    }
+}
+
+fn column(scope: &Scope, name: &str, at: Position) -> Result<Compiled, SqlError> {
+    let i = scope.index(name, at)?;
+    Ok(Compiled {
+        eval: Arc::new(move |r| Ok(r[i].clone())),
+        ty: scope.columns[i].1,
+    })
+}
+
+fn literal(v: &Lit, at: Position) -> Result<Compiled, SqlError> {
+    Ok(match v {
+        Lit::Number(text, _) => {
+            if let Ok(i) = text.parse::<i32>() {
+                constant(Value::Int(i), SqlType::Int)
+            } else if let Ok(i) = text.parse::<i64>() {
+                constant(Value::BigInt(i), SqlType::BigInt)
+            } else if text.contains(['e', 'E']) {
+                let d = text
+                    .parse::<f64>()
+                    .map_err(|_| SqlError::validation(format!("bad number {text}"), at))?;
+                constant(Value::Double(d), SqlType::Double)
+            } else {
+                // Flink types `1.5` as DECIMAL(2, 1).
+                let scale = text.split_once('.').map_or(0, |(_, f)| f.len()) as u8;
+                let digits = text.chars().filter(char::is_ascii_digit).count().max(1) as u8;
+                let ty = SqlType::Decimal(digits.max(scale + 1).min(38), scale);
+                let v = Value::parse(text, ty).map_err(|m| SqlError::validation(m, at))?;
+                constant(v, ty)
+            }
+        }
+        Lit::SingleQuotedString(s) => constant(Value::string(s), SqlType::String),
+        Lit::Boolean(b) => constant(Value::Boolean(*b), SqlType::Boolean),
+        Lit::Null => constant(Value::Null, SqlType::Null),
+        other => return Err(SqlError::unsupported(format!("the literal {other}"), at)),
+    })
+}
+
+/// `INTERVAL '2' SECOND` and friends, in milliseconds.
+fn interval_ms(i: &sqlparser::ast::Interval, at: Position) -> Result<i64, SqlError> {
+    let text = match i.value.as_ref() {
+        Expr::Value(v) => match &v.value {
+            Lit::SingleQuotedString(s) | Lit::Number(s, _) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    };
+    if i.last_field.is_some() {
+        return Err(SqlError::unsupported("INTERVAL … TO … ranges", at));
+    }
+    let unit_ms: f64 = match &i.leading_field {
+        Some(DateTimeField::Second | DateTimeField::Seconds) | None => 1_000.0,
+        Some(DateTimeField::Minute | DateTimeField::Minutes) => 60_000.0,
+        Some(DateTimeField::Hour | DateTimeField::Hours) => 3_600_000.0,
+        Some(DateTimeField::Day | DateTimeField::Days) => 86_400_000.0,
+        Some(other) => {
+            return Err(SqlError::unsupported(
+                format!("INTERVAL of {other} (day-time intervals only)"),
+                at,
+            ))
+        }
+    };
+    let n: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| SqlError::validation(format!("'{text}' is not an interval length"), at))?;
+    Ok((n * unit_ms).round() as i64)
+}
+
+fn expect_type(c: &Compiled, ty: SqlType, e: &Expr) -> Result<(), SqlError> {
+    if c.ty == ty || c.ty == SqlType::Null {
+        Ok(())
+    } else {
+        Err(SqlError::validation(
+            format!("{e} is {} where {ty} is expected", c.ty),
+            at(e),
+        ))
+    }
+}
+
+fn not(c: Compiled) -> Compiled {
+    let f = c.eval;
+    Compiled {
+        eval: Arc::new(move |r| {
+            Ok(match f(r)? {
+                Value::Boolean(b) => Value::Boolean(!b),
+                _ => Value::Null,
+            })
+        }),
+        ty: SqlType::Boolean,
+    }
+}
+
+/// AND (`and`) or OR of two booleans, with SQL's NULLs.
+fn logic(and: bool, a: Compiled, b: Compiled) -> Compiled {
+    let (fa, fb) = (a.eval, b.eval);
+    Compiled {
+        eval: Arc::new(move |r| {
+            let x = fa(r)?;
+            // Short-circuit: FALSE AND …, TRUE OR … .
+            if matches!(x, Value::Boolean(v) if v != and) {
+                return Ok(x);
+            }
+            let y = fb(r)?;
+            Ok(match (x, y) {
+                (Value::Boolean(_), Value::Boolean(v)) => Value::Boolean(v),
+                (_, Value::Boolean(v)) if v != and => Value::Boolean(v),
+                _ => Value::Null,
+            })
+        }),
+        ty: SqlType::Boolean,
+    }
+}
+
+fn binary(
+    op: &BinaryOperator,
+    left: &Expr,
+    right: &Expr,
+    scope: &Scope,
+    at: Position,
+) -> Result<Compiled, SqlError> {
+    let l = compile(left, scope)?;
+    let r = compile(right, scope)?;
+    match op {
+        BinaryOperator::And | BinaryOperator::Or => {
+            expect_type(&l, SqlType::Boolean, left)?;
+            expect_type(&r, SqlType::Boolean, right)?;
+            Ok(logic(matches!(op, BinaryOperator::And), l, r))
+        }
+        BinaryOperator::Eq
+        | BinaryOperator::NotEq
+        | BinaryOperator::Lt
+        | BinaryOperator::LtEq
+        | BinaryOperator::Gt
+        | BinaryOperator::GtEq => {
+            let comparable = l.ty == r.ty
+                || l.ty == SqlType::Null
+                || r.ty == SqlType::Null
+                || (l.ty.is_numeric() && r.ty.is_numeric())
+                || l.ty.is_timestamp() && r.ty.is_timestamp();
+            if !comparable {
+                return Err(SqlError::validation(
+                    format!(
+                        "cannot compare {} with {} ({left} {op} {right})",
+                        l.ty, r.ty
+                    ),
+                    at,
+                ));
+            }
+            let test: fn(Ordering) -> bool = match op {
+                BinaryOperator::Eq => |o| o == Ordering::Equal,
+                BinaryOperator::NotEq => |o| o != Ordering::Equal,
+                BinaryOperator::Lt => |o| o == Ordering::Less,
+                BinaryOperator::LtEq => |o| o != Ordering::Greater,
+                BinaryOperator::Gt => |o| o == Ordering::Greater,
+                _ => |o| o != Ordering::Less,
+            };
+            let (fl, fr) = (l.eval, r.eval);
+            Ok(Compiled {
+                eval: Arc::new(move |row| {
+                    Ok(match fl(row)?.compare(&fr(row)?) {
+                        Some(o) => Value::Boolean(test(o)),
+                        None => Value::Null,
+                    })
+                }),
+                ty: SqlType::Boolean,
+            })
+        }
+        BinaryOperator::StringConcat => {
+            let (fl, fr) = (l.eval, r.eval);
+            Ok(Compiled {
+                eval: Arc::new(move |row| {
+                    let (a, b) = (fl(row)?, fr(row)?);
+                    if a.is_null() || b.is_null() {
+                        return Ok(Value::Null);
+                    }
+                    Ok(Value::string(&format!("{a}{b}")))
+                }),
+                ty: SqlType::String,
+            })
+        }
+        BinaryOperator::Plus
+        | BinaryOperator::Minus
+        | BinaryOperator::Multiply
+        | BinaryOperator::Divide
+        | BinaryOperator::Modulo => arithmetic(op.clone(), l, r, at),
+        other => Err(SqlError::unsupported(format!("the operator {other}"), at)),
+    }
+}
+
+/// The type arithmetic on `a` and `b` yields, if any.
+fn numeric_result(op: &BinaryOperator, a: SqlType, b: SqlType) -> Option<SqlType> {
+    use SqlType::*;
+    Some(match (a, b) {
+        (Null, x) | (x, Null) => x,
+        (Timestamp, Interval) if matches!(op, BinaryOperator::Plus | BinaryOperator::Minus) => {
+            Timestamp
+        }
+        (TimestampLtz, Interval) if matches!(op, BinaryOperator::Plus | BinaryOperator::Minus) => {
+            TimestampLtz
+        }
+        (Interval, Interval) if matches!(op, BinaryOperator::Plus | BinaryOperator::Minus) => {
+            Interval
+        }
+        (Double, x) | (x, Double) if x.is_numeric() => Double,
+        (Decimal(p1, s1), Decimal(p2, s2)) => {
+            let s = match op {
+                BinaryOperator::Multiply => (s1 + s2).min(18),
+                BinaryOperator::Divide => s1.max(6),
+                _ => s1.max(s2),
+            };
+            Decimal(p1.max(p2).saturating_add(1).clamp(s + 1, 38), s)
+        }
+        (Decimal(p, s), Int | BigInt) | (Int | BigInt, Decimal(p, s)) => {
+            let s = if matches!(op, BinaryOperator::Divide) {
+                s.max(6)
+            } else {
+                s
+            };
+            Decimal(p.saturating_add(10).clamp(s + 1, 38), s)
+        }
+        (BigInt, Int | BigInt) | (Int, BigInt) => BigInt,
+        (Int, Int) => Int,
+        _ => return None,
+    })
+}
+
+fn arithmetic(
+    op: BinaryOperator,
+    l: Compiled,
+    r: Compiled,
+    at: Position,
+) -> Result<Compiled, SqlError> {
+    let ty = numeric_result(&op, l.ty, r.ty).ok_or_else(|| {
+        SqlError::validation(format!("cannot apply {op} to {} and {}", l.ty, r.ty), at)
+    })?;
+    let (fl, fr) = (l.eval, r.eval);
+    Ok(Compiled {
+        eval: Arc::new(move |row| {
+            let (a, b) = (fl(row)?, fr(row)?);
+            if a.is_null() || b.is_null() {
+                return Ok(Value::Null);
+            }
+            apply(&op, &a, &b, ty)
+        }),
+        ty,
+    })
+}
+
+fn apply(op: &BinaryOperator, a: &Value, b: &Value, ty: SqlType) -> Result<Value, String> {
+    let overflow = || format!("arithmetic overflow: {a} {op} {b}");
+    match ty {
+        SqlType::Double => {
+            let (x, y) = (a.as_f64().unwrap_or(0.0), b.as_f64().unwrap_or(0.0));
+            Ok(Value::Double(match op {
+                BinaryOperator::Plus => x + y,
+                BinaryOperator::Minus => x - y,
+                BinaryOperator::Multiply => x * y,
+                BinaryOperator::Divide => x / y,
+                _ => x % y,
+            }))
+        }
+        SqlType::Decimal(_, s) => {
+            let as_dec = |v: &Value| -> Option<(i128, u8)> {
+                match v {
+                    Value::Decimal(u, s) => Some((*u, *s)),
+                    other => Some((i128::from(other.as_i64()?), 0)),
+                }
+            };
+            let ((x, sx), (y, sy)) = (
+                as_dec(a).ok_or_else(overflow)?,
+                as_dec(b).ok_or_else(overflow)?,
+            );
+            let v = match op {
+                BinaryOperator::Plus | BinaryOperator::Minus | BinaryOperator::Modulo => {
+                    let (x, y) = (
+                        rescale(x, sx, s).ok_or_else(overflow)?,
+                        rescale(y, sy, s).ok_or_else(overflow)?,
+                    );
+                    match op {
+                        BinaryOperator::Plus => x.checked_add(y),
+                        BinaryOperator::Minus => x.checked_sub(y),
+                        _ if y == 0 => return Err(format!("division by zero: {a} % {b}")),
+                        _ => x.checked_rem(y),
+                    }
+                }
+                BinaryOperator::Multiply => {
+                    let p = x.checked_mul(y).ok_or_else(overflow)?;
+                    // The product has scale sx + sy; bring it to s.
+                    let from = sx + sy;
+                    if from >= s {
+                        Some(round_div(p, 10i128.pow(u32::from(from - s))))
+                    } else {
+                        rescale(p, from, s)
+                    }
+                }
+                _ => {
+                    if y == 0 {
+                        return Err(format!("division by zero: {a} / {b}"));
+                    }
+                    // x / y at scale s: x·10^(s + sy − sx) / y.
+                    let shift = i32::from(s) + i32::from(sy) - i32::from(sx);
+                    let n = if shift >= 0 {
+                        x.checked_mul(10i128.checked_pow(shift as u32).ok_or_else(overflow)?)
+                    } else {
+                        Some(x / 10i128.pow((-shift) as u32))
+                    };
+                    n.map(|n| round_div(n, y))
+                }
+            };
+            Ok(Value::Decimal(v.ok_or_else(overflow)?, s))
+        }
+        SqlType::Int | SqlType::BigInt => {
+            let (x, y) = (a.as_i64().unwrap_or(0), b.as_i64().unwrap_or(0));
+            let v = match op {
+                BinaryOperator::Plus => x.checked_add(y),
+                BinaryOperator::Minus => x.checked_sub(y),
+                BinaryOperator::Multiply => x.checked_mul(y),
+                _ if y == 0 => return Err(format!("division by zero: {a} {op} {b}")),
+                BinaryOperator::Divide => x.checked_div(y),
+                _ => x.checked_rem(y),
+            }
+            .ok_or_else(overflow)?;
+            if ty == SqlType::Int {
+                // INT arithmetic wraps in Flink (Java's int).
+                Ok(Value::Int(v as i32))
+            } else {
+                Ok(Value::BigInt(v))
+            }
+        }
+        SqlType::Timestamp | SqlType::TimestampLtz | SqlType::Interval => {
+            let (x, y) = (a.as_i64().unwrap_or(0), b.as_i64().unwrap_or(0));
+            let v = if matches!(op, BinaryOperator::Plus) {
+                x + y
+            } else {
+                x - y
+            };
+            Ok(match ty {
+                SqlType::Timestamp => Value::Timestamp(v),
+                SqlType::TimestampLtz => Value::TimestampLtz(v),
+                _ => Value::Interval(v),
+            })
+        }
+        other => Err(format!("no arithmetic on {other}")),
+    }
+}
+
+/// `n / d` rounded half away from zero (Flink's decimal rounding).
+fn round_div(n: i128, d: i128) -> i128 {
+    let q = n / d;
+    let r = n % d;
+    if 2 * r.abs() >= d.abs() {
+        q + if (n < 0) == (d < 0) { 1 } else { -1 }
+    } else {
+        q
+    }
+}
+
+/// SQL `LIKE` with `%` and `_`.
+fn like(s: &str, p: &str) -> bool {
+    let s: Vec<char> = s.chars().collect();
+    let p: Vec<char> = p.chars().collect();
+    // Greedy match with backtracking to the last `%`.
+    let (mut i, mut j) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while i < s.len() {
+        if j < p.len() && (p[j] == '_' || p[j] == s[i]) {
+            i += 1;
+            j += 1;
+        } else if j < p.len() && p[j] == '%' {
+            star = Some(j);
+            mark = i;
+            j += 1;
+        } else if let Some(st) = star {
+            j = st + 1;
+            mark += 1;
+            i = mark;
+        } else {
+            return false;
+        }
+    }
+    p[j..].iter().all(|c| *c == '%')
+}
+
+fn case(
+    operand: Option<&Expr>,
+    conditions: &[sqlparser::ast::CaseWhen],
+    else_result: Option<&Expr>,
+    scope: &Scope,
+    at: Position,
+) -> Result<Compiled, SqlError> {
+    let operand = operand.map(|o| compile(o, scope)).transpose()?;
+    let mut branches = Vec::new();
+    let mut ty: Option<SqlType> = None;
+    for w in conditions {
+        let cond = compile(&w.condition, scope)?;
+        let result = compile(&w.result, scope)?;
+        ty = Some(unify(ty, result.ty, at)?);
+        branches.push((cond, result));
+    }
+    let otherwise = else_result.map(|x| compile(x, scope)).transpose()?;
+    if let Some(o) = &otherwise {
+        ty = Some(unify(ty, o.ty, at)?);
+    }
+    let ty = ty.unwrap_or(SqlType::String);
+    let operand = operand.map(|c| c.eval);
+    let branches: Vec<(Eval, Eval, SqlType)> = branches
+        .into_iter()
+        .map(|(c, r)| (c.eval, r.eval, r.ty))
+        .collect();
+    let otherwise = otherwise.map(|c| (c.eval, c.ty));
+    Ok(Compiled {
+        eval: Arc::new(move |r| {
+            let subject = operand.as_ref().map(|f| f(r)).transpose()?;
+            for (cond, result, rty) in &branches {
+                let hit = match &subject {
+                    Some(s) => s.compare(&cond(r)?) == Some(Ordering::Equal),
+                    None => matches!(cond(r)?, Value::Boolean(true)),
+                };
+                if hit {
+                    return cast(result(r)?, *rty, ty);
+                }
+            }
+            match &otherwise {
+                Some((f, oty)) => cast(f(r)?, *oty, ty),
+                None => Ok(Value::Null),
+            }
+        }),
+        ty,
+    })
+}
+
+/// The common type of CASE branches (numbers widen).
+fn unify(a: Option<SqlType>, b: SqlType, at: Position) -> Result<SqlType, SqlError> {
+    let Some(a) = a else { return Ok(b) };
+    if a == b || b == SqlType::Null {
+        return Ok(a);
+    }
+    if a == SqlType::Null {
+        return Ok(b);
+    }
+    if a.is_numeric() && b.is_numeric() {
+        return Ok(numeric_result(&BinaryOperator::Plus, a, b).unwrap_or(SqlType::Double));
+    }
+    Err(SqlError::validation(
+        format!("branches of types {a} and {b} do not agree"),
+        at,
+    ))
+}
+
+/// Converts `v` of type `from` to type `to`.
+pub(crate) fn cast(v: Value, from: SqlType, to: SqlType) -> Result<Value, String> {
+    if v.is_null() || from == to {
+        return Ok(v);
+    }
+    let fail = || format!("cannot cast {v} ({from}) to {to}");
+    Ok(match to {
+        SqlType::String => Value::string(&v.to_string()),
+        SqlType::Double => Value::Double(v.as_f64().ok_or_else(fail)?),
+        SqlType::Int | SqlType::BigInt => {
+            let i = match &v {
+                Value::Double(d) => d.trunc() as i64,
+                Value::Decimal(u, s) => (u / 10i128.pow(u32::from(*s))) as i64,
+                Value::String(s) => s.trim().parse().map_err(|_| fail())?,
+                Value::Boolean(b) => i64::from(*b),
+                other => other.as_i64().ok_or_else(fail)?,
+            };
+            if to == SqlType::Int {
+                Value::Int(i as i32)
+            } else {
+                Value::BigInt(i)
+            }
+        }
+        SqlType::Decimal(p, s) => match &v {
+            Value::Decimal(u, from_s) => {
+                let u = if *from_s <= s {
+                    rescale(*u, *from_s, s).ok_or_else(fail)?
+                } else {
+                    round_div(*u, 10i128.pow(u32::from(from_s - s)))
+                };
+                Value::parse(&Value::Decimal(u, s).to_string(), to).map_err(|_| fail())?
+            }
+            Value::String(text) => Value::parse(text, to).map_err(|_| fail())?,
+            other => {
+                Value::parse(&other.to_string(), SqlType::Decimal(p, s)).map_err(|_| fail())?
+            }
+        },
+        SqlType::Boolean => match &v {
+            Value::String(s) => Value::parse(s, to).map_err(|_| fail())?,
+            other => Value::Boolean(other.as_i64().ok_or_else(fail)? != 0),
+        },
+        SqlType::Timestamp | SqlType::TimestampLtz | SqlType::Date => match &v {
+            Value::String(s) => Value::parse(s, to)?,
+            Value::Timestamp(ms) | Value::TimestampLtz(ms) => match to {
+                SqlType::Date => Value::Date(ms.div_euclid(86_400_000) as i32),
+                SqlType::Timestamp => Value::Timestamp(*ms),
+                _ => Value::TimestampLtz(*ms),
+            },
+            Value::Date(d) => {
+                let ms = i64::from(*d) * 86_400_000;
+                if to == SqlType::TimestampLtz {
+                    Value::TimestampLtz(ms)
+                } else {
+                    Value::Timestamp(ms)
+                }
+            }
+            _ => return Err(fail()),
+        },
+        SqlType::Bytes => match &v {
+            Value::String(s) => Value::Bytes(Arc::from(s.as_bytes())),
+            _ => return Err(fail()),
+        },
+        SqlType::Interval | SqlType::Null => return Err(fail()),
+    })
+}
+
+/// The arguments of a call, as expressions.
+fn args(func: &sqlparser::ast::Function, at: Position) -> Result<Vec<&Expr>, SqlError> {
+    match &func.args {
+        FunctionArguments::None => Ok(Vec::new()),
+        FunctionArguments::List(list) => {
+            if list.duplicate_treatment.is_some() {
+                return Err(SqlError::unsupported(
+                    format!("DISTINCT in {} here", func.name),
+                    at,
+                ));
+            }
+            list.args
+                .iter()
+                .map(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Ok(e),
+                    other => Err(SqlError::unsupported(format!("the argument {other}"), at)),
+                })
+                .collect()
+        }
+        FunctionArguments::Subquery(_) => Err(SqlError::unsupported("subqueries as arguments", at)),
+    }
+}
+
+/// Whether `name` is an aggregate function (planned by the aggregation,
+/// not here).
+pub(crate) fn is_aggregate(name: &str) -> bool {
+    matches!(
+        name.to_ascii_uppercase().as_str(),
+        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG"
+    )
+}
+
+fn function(
+    func: &sqlparser::ast::Function,
+    scope: &Scope,
+    at: Position,
+) -> Result<Compiled, SqlError> {
+    let name = func.name.to_string().to_ascii_uppercase();
+    if func.over.is_some() {
+        return Err(SqlError::unsupported(format!("{name} … OVER here"), at));
+    }
+    if is_aggregate(&name) {
+        return Err(SqlError::validation(
+            format!("the aggregate {name} is only allowed in the SELECT list of a GROUP BY query"),
+            at,
+        ));
+    }
+    let exprs = args(func, at)?;
+    let compiled: Vec<Compiled> = exprs
+        .iter()
+        .map(|e| compile(e, scope))
+        .collect::<Result<_, _>>()?;
+    let arity = |n: usize| -> Result<(), SqlError> {
+        if compiled.len() == n {
+            Ok(())
+        } else {
+            Err(SqlError::validation(
+                format!("{name} takes {n} argument(s), not {}", compiled.len()),
+                at,
+            ))
+        }
+    };
+    let string_fn = |f: fn(&str) -> Value, ty: SqlType| -> Result<Compiled, SqlError> {
+        arity(1)?;
+        expect_type(&compiled[0], SqlType::String, exprs[0])?;
+        let g = compiled[0].eval.clone();
+        Ok(Compiled {
+            eval: Arc::new(move |r| {
+                Ok(match g(r)? {
+                    Value::String(s) => f(&s),
+                    _ => Value::Null,
+                })
+            }),
+            ty,
+        })
+    };
+    match name.as_str() {
+        "UPPER" => string_fn(|s| Value::string(&s.to_uppercase()), SqlType::String),
+        "LOWER" => string_fn(|s| Value::string(&s.to_lowercase()), SqlType::String),
+        "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
+            string_fn(|s| Value::Int(s.chars().count() as i32), SqlType::Int)
+        }
+        "CONCAT" => {
+            let fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    let mut out = String::new();
+                    for f in &fs {
+                        let v = f(r)?;
+                        if v.is_null() {
+                            return Ok(Value::Null);
+                        }
+                        out.push_str(&v.to_string());
+                    }
+                    Ok(Value::string(&out))
+                }),
+                ty: SqlType::String,
+            })
+        }
+        "COALESCE" => {
+            let mut ty = None;
+            for c in &compiled {
+                ty = Some(unify(ty, c.ty, at)?);
+            }
+            let ty = ty.ok_or_else(|| SqlError::validation("COALESCE needs arguments", at))?;
+            let fs: Vec<(Eval, SqlType)> = compiled.into_iter().map(|c| (c.eval, c.ty)).collect();
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    for (f, fty) in &fs {
+                        let v = f(r)?;
+                        if !v.is_null() {
+                            return cast(v, *fty, ty);
+                        }
+                    }
+                    Ok(Value::Null)
+                }),
+                ty,
+            })
+        }
+        "IF" => {
+            arity(3)?;
+            expect_type(&compiled[0], SqlType::Boolean, exprs[0])?;
+            let ty = unify(Some(compiled[1].ty), compiled[2].ty, at)?;
+            let (c, t, f) = (
+                compiled[0].eval.clone(),
+                compiled[1].clone(),
+                compiled[2].clone(),
+            );
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    if matches!(c(r)?, Value::Boolean(true)) {
+                        cast((t.eval)(r)?, t.ty, ty)
+                    } else {
+                        cast((f.eval)(r)?, f.ty, ty)
+                    }
+                }),
+                ty,
+            })
+        }
+        "ABS" => {
+            arity(1)?;
+            let c = compiled[0].clone();
+            if !c.ty.is_numeric() {
+                return Err(SqlError::validation(format!("ABS of {}", c.ty), at));
+            }
+            let ty = c.ty;
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    Ok(match (c.eval)(r)? {
+                        Value::Int(v) => Value::Int(v.wrapping_abs()),
+                        Value::BigInt(v) => Value::BigInt(v.wrapping_abs()),
+                        Value::Double(v) => Value::Double(v.abs()),
+                        Value::Decimal(v, s) => Value::Decimal(v.abs(), s),
+                        other => other,
+                    })
+                }),
+                ty,
+            })
+        }
+        "MOD" => {
+            arity(2)?;
+            arithmetic(
+                BinaryOperator::Modulo,
+                compiled[0].clone(),
+                compiled[1].clone(),
+                at,
+            )
+        }
+        other => Err(SqlError::unsupported(format!("the function {other}"), at)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlparser::dialect::GenericDialect;
+    use sqlparser::parser::Parser;
+
+    fn eval(sql: &str, row: &[Value]) -> Result<Value, String> {
+        let scope = Scope {
+            columns: vec![
+                ("a".into(), SqlType::Int),
+                ("s".into(), SqlType::String),
+                ("d".into(), SqlType::Decimal(10, 2)),
+                ("ts".into(), SqlType::Timestamp),
+            ],
+        };
+        let e = Parser::new(&GenericDialect {})
+            .try_with_sql(sql)
+            .unwrap()
+            .parse_expr()
+            .unwrap();
+        let c = compile(&e, &scope).map_err(|e| e.to_string())?;
+        (c.eval)(row)
+    }
+
+    #[test]
+    fn expressions_follow_sql() {
+        let row = [
+            Value::Int(7),
+            Value::string("Weir"),
+            Value::Decimal(1050, 2),
+            Value::Timestamp(10_000),
+        ];
+        let ok = |sql: &str| eval(sql, &row).unwrap().to_string();
+        assert_eq!(ok("a * 2 + 1"), "15");
+        assert_eq!(ok("a / 2"), "3");
+        assert_eq!(ok("d * 2"), "21.00");
+        assert_eq!(ok("d + 1"), "11.50");
+        assert_eq!(ok("a > 5 AND s = 'Weir'"), "TRUE");
+        assert_eq!(ok("a BETWEEN 8 AND 9"), "FALSE");
+        assert_eq!(ok("a IN (1, 7)"), "TRUE");
+        assert_eq!(ok("UPPER(s) || '!'"), "WEIR!");
+        assert_eq!(ok("CHAR_LENGTH(s)"), "4");
+        assert_eq!(ok("s LIKE 'W%r'"), "TRUE");
+        assert_eq!(ok("CASE WHEN a > 10 THEN 'big' ELSE 'small' END"), "small");
+        assert_eq!(ok("CASE a WHEN 7 THEN 1 END"), "1");
+        assert_eq!(ok("CAST(a AS STRING) || s"), "7Weir");
+        assert_eq!(ok("CAST('12' AS INT) + a"), "19");
+        assert_eq!(ok("ts - INTERVAL '2' SECOND"), "1970-01-01 00:00:08.000");
+        assert_eq!(ok("COALESCE(NULL, s)"), "Weir");
+        assert_eq!(ok("IF(a = 7, 'seven', 'other')"), "seven");
+        assert_eq!(ok("SUBSTRING(s FROM 2 FOR 2)"), "ei");
+        assert_eq!(ok("NULL = 1 OR TRUE"), "TRUE");
+        assert_eq!(ok("NULL = 1 AND TRUE"), "NULL");
+        assert_eq!(ok("1.5 + 1"), "2.5");
+    }
+
+    #[test]
+    fn errors_fail_loudly() {
+        let row = [Value::Int(7), Value::string("x"), Value::Null, Value::Null];
+        assert_eq!(eval("a / 0", &row).unwrap_err(), "division by zero: 7 / 0");
+        assert!(eval("CAST(s AS INT)", &row)
+            .unwrap_err()
+            .contains("cannot cast x"));
+        let e = eval("nope + 1", &row).unwrap_err();
+        assert!(
+            e.contains("column 'nope' not found; the input has a, s, d, ts"),
+            "{e}"
+        );
+        let e = eval("a = 'x'", &row).unwrap_err();
+        assert!(e.contains("cannot compare INT with STRING"), "{e}");
+        let e = eval("MD5(s)", &row).unwrap_err();
+        assert!(e.contains("not supported: the function MD5"), "{e}");
+    }
+}

@@ -1,0 +1,37 @@
+//! Flink's streaming SQL on the Weir engine.
+//!
+//! A script of Flink SQL statements (`CREATE TABLE … WITH (…)`, `SET`,
+//! `INSERT INTO … SELECT …`, `SELECT …`) is parsed with `sqlparser`
+//! (Flink's DDL extensions — computed columns, `WATERMARK FOR`, `PRIMARY KEY
+//! … NOT ENFORCED` — by this crate on top of its tokens), planned into the
+//! same operators a DataStream program uses, and run as a Weir job. Rows are
+//! [`Row`]s of typed [`Value`]s; expressions are compiled once per query
+//! into closures.
+//!
+//! ```no_run
+//! let mut session = weir_sql::Session::new();
+//! session.execute_script(
+//!     "CREATE TABLE orders (id BIGINT, amount DOUBLE) WITH (
+//!        'connector' = 'filesystem', 'path' = 'orders.csv', 'format' = 'csv');
+//!      CREATE TABLE out (id BIGINT, amount DOUBLE) WITH ('connector' = 'print');
+//!      INSERT INTO out SELECT id, amount FROM orders WHERE amount > 10;",
+//! )?;
+//! # Ok::<(), weir_sql::SqlError>(())
+//! ```
+
+mod catalog;
+mod connector;
+mod ddl;
+mod error;
+mod expr;
+mod plan;
+mod script;
+mod session;
+mod time;
+mod types;
+mod value;
+
+pub use error::{Position, SqlError};
+pub use session::Session;
+pub use types::SqlType;
+pub use value::{Row, RowKind, Value};

@@ -1,0 +1,247 @@
+//! A script of statements separated by `;`: Flink's DDL and `SET` parsed
+//! here, everything else by sqlparser.
+
+use sqlparser::ast::{Query, Statement as Ast};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use crate::catalog::TableDef;
+use crate::ddl::{expected, here, parse_create_table, parse_word};
+use crate::error::{Position, SqlError};
+
+/// One statement of a script.
+#[derive(Debug)]
+pub(crate) enum Statement {
+    CreateTable(Box<TableDef>),
+    CreateView {
+        name: String,
+        query: Box<Query>,
+        at: Position,
+    },
+    /// `SET 'key' = 'value'`.
+    Set {
+        key: String,
+        value: String,
+    },
+    /// `RESET 'key'`.
+    Reset {
+        key: String,
+    },
+    /// `INSERT INTO table SELECT …`.
+    Insert {
+        table: String,
+        query: Box<Query>,
+        at: Position,
+    },
+    /// A `SELECT` (or other query) whose rows the client shows.
+    Query {
+        query: Box<Query>,
+    },
+    /// `EXPLAIN` of an `INSERT` or a query.
+    Explain(Box<Statement>),
+}
+
+/// The statements of `sql`, in order.
+pub(crate) fn parse_script(sql: &str) -> Result<Vec<Statement>, SqlError> {
+    let dialect = GenericDialect {};
+    let mut parser = Parser::new(&dialect).try_with_sql(sql)?;
+    let mut out = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        if parser.peek_token_ref().token == Token::EOF {
+            break;
+        }
+        // sqlparser says where an unexpected token is, but not where the
+        // input ended.
+        let statement = parse_statement(&mut parser).map_err(|e| match e {
+            SqlError::Parse(m) if m.ends_with("EOF") => SqlError::Parse(format!(
+                "{m} (the script ended in the middle of a statement)"
+            )),
+            other => other,
+        })?;
+        out.push(statement);
+        if !parser.consume_token(&Token::SemiColon) && parser.peek_token_ref().token != Token::EOF {
+            return Err(expected(&parser, "';' after the statement"));
+        }
+    }
+    Ok(out)
+}
+
+fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
+    let at = here(parser);
+    if parser.parse_keyword(Keyword::EXPLAIN) {
+        // Flink's EXPLAIN [PLAN FOR] …
+        let _ = parser.parse_keywords(&[Keyword::PLAN, Keyword::FOR]);
+        let inner = parse_statement(parser)?;
+        return match inner {
+            Statement::Insert { .. } | Statement::Query { .. } => {
+                Ok(Statement::Explain(Box::new(inner)))
+            }
+            _ => Err(SqlError::unsupported(
+                "EXPLAIN of anything but INSERT or a query",
+                at,
+            )),
+        };
+    }
+    if parser.parse_keyword(Keyword::SET) {
+        if matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
+            return Err(SqlError::unsupported(
+                "SET without a key (listing the settings)",
+                at,
+            ));
+        }
+        let key = parser.parse_literal_string()?;
+        parser.expect_token(&Token::Eq)?;
+        let value = parser.parse_literal_string()?;
+        return Ok(Statement::Set { key, value });
+    }
+    if parse_word(parser, "RESET") {
+        let key = parser.parse_literal_string()?;
+        return Ok(Statement::Reset { key });
+    }
+    if parser.parse_keyword(Keyword::CREATE) {
+        let temporary = parser.parse_keyword(Keyword::TEMPORARY);
+        if parser.parse_keyword(Keyword::TABLE) {
+            return parse_create_table(parser, at).map(|t| Statement::CreateTable(Box::new(t)));
+        }
+        // Anything else (views) is sqlparser's: back to CREATE.
+        if temporary {
+            parser.prev_token();
+        }
+        parser.prev_token();
+    }
+    match parser.parse_statement()? {
+        Ast::Query(query) => Ok(Statement::Query { query }),
+        Ast::Insert(insert) => {
+            let table = insert.table.to_string();
+            if !insert.columns.is_empty() {
+                return Err(SqlError::unsupported("INSERT INTO with a column list", at));
+            }
+            if insert.overwrite {
+                return Err(SqlError::unsupported("INSERT OVERWRITE", at));
+            }
+            match insert.source {
+                Some(query) => Ok(Statement::Insert { table, query, at }),
+                None => Err(SqlError::unsupported("INSERT without a query", at)),
+            }
+        }
+        Ast::CreateView(view) => {
+            if view.materialized {
+                return Err(SqlError::unsupported("CREATE MATERIALIZED VIEW", at));
+            }
+            Ok(Statement::CreateView {
+                name: view.name.to_string(),
+                query: view.query,
+                at,
+            })
+        }
+        other => {
+            let text = other.to_string();
+            let first: String = text
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ");
+            Err(SqlError::unsupported(
+                format!("the statement {first} …"),
+                at,
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::ColumnKind;
+    use crate::types::SqlType;
+
+    #[test]
+    fn a_flink_create_table_parses_whole() {
+        let stmts = parse_script(
+            "CREATE TEMPORARY TABLE orders (
+               order_id BIGINT NOT NULL,
+               `price` DECIMAL(10, 2),
+               buyer STRING,
+               ts TIMESTAMP(3),
+               cost AS price * 2,
+               WATERMARK FOR ts AS ts - INTERVAL '2' SECOND,
+               PRIMARY KEY (order_id) NOT ENFORCED
+             ) WITH ('connector' = 'filesystem', 'path' = '/tmp/o.csv', 'format' = 'csv');
+             SET 'parallelism.default' = '2';",
+        )
+        .unwrap();
+        let Statement::CreateTable(t) = &stmts[0] else {
+            panic!("{stmts:?}")
+        };
+        assert_eq!(t.name, "orders");
+        let physical: Vec<_> = t.physical().collect();
+        assert_eq!(
+            physical,
+            vec![
+                ("order_id", SqlType::BigInt),
+                ("price", SqlType::Decimal(10, 2)),
+                ("buyer", SqlType::String),
+                ("ts", SqlType::Timestamp)
+            ]
+        );
+        assert!(matches!(t.columns[4].kind, ColumnKind::Computed(_)));
+        let w = t.watermark.as_ref().unwrap();
+        assert_eq!(w.column, "ts");
+        assert_eq!(w.expr.to_string(), "ts - INTERVAL '2' SECOND");
+        assert_eq!(t.primary_key, vec!["order_id"]);
+        assert_eq!(t.option("path"), Some("/tmp/o.csv"));
+        assert!(
+            matches!(&stmts[1], Statement::Set { key, value } if key == "parallelism.default" && value == "2")
+        );
+    }
+
+    #[test]
+    fn errors_say_where_and_what() {
+        let e = parse_script("CREATE TABLE t (a INT,\n  b BIGINT\n  c INT) WITH ()").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "SQL parse error: expected ',' or ')' in the table's columns, found c at line 3, column 3"
+        );
+        let e = parse_script("CREATE TABLE t (a INT, WATERMARK FOR b AS b)").unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "the watermark's column 'b' is not a column of table 't' (at line 1, column 24)"
+            ),
+            "{e}"
+        );
+        let e = parse_script("CREATE TABLE t (a INT, PRIMARY KEY (a))").unwrap_err();
+        assert!(e.to_string().contains("NOT ENFORCED"), "{e}");
+        let e = parse_script("CREATE TABLE t (a INT, ts INT, WATERMARK FOR ts AS ts)").unwrap_err();
+        assert!(e.to_string().contains("must be a TIMESTAMP(3)"), "{e}");
+        let e = parse_script("SELECT a FROM t WHERE").unwrap_err();
+        assert!(
+            e.to_string().contains("ended in the middle of a statement"),
+            "{e}"
+        );
+        let e = parse_script("SELECT a\nFROM t WHERE a = = 1").unwrap_err();
+        assert!(e.to_string().contains("Line: 2, Column: 18"), "{e}");
+        let e = parse_script("DROP TABLE t").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "not supported: the statement DROP TABLE … (at line 1, column 1)"
+        );
+    }
+
+    #[test]
+    fn views_inserts_queries_and_explain() {
+        let stmts = parse_script(
+            "CREATE VIEW big AS SELECT * FROM orders WHERE price > 10;
+             INSERT INTO out SELECT * FROM big;
+             SELECT 1;
+             EXPLAIN SELECT * FROM big",
+        )
+        .unwrap();
+        assert!(matches!(&stmts[0], Statement::CreateView { name, .. } if name == "big"));
+        assert!(matches!(&stmts[1], Statement::Insert { table, .. } if table == "out"));
+        assert!(matches!(&stmts[2], Statement::Query { .. }));
+        assert!(matches!(&stmts[3], Statement::Explain(_)));
+    }
+}

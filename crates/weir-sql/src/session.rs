@@ -1,0 +1,208 @@
+//! A SQL session: the catalog and settings a script builds up, and the
+//! jobs its `INSERT` and `SELECT` statements run.
+
+use std::io::Write;
+
+use weir::prelude::*;
+
+use crate::catalog::{Catalog, Relation};
+use crate::connector;
+use crate::error::SqlError;
+use crate::plan::{plan_query, Planned};
+use crate::script::{parse_script, Statement};
+use crate::value::Row;
+
+/// Runs SQL statements: DDL and `SET` change the session, `INSERT INTO`
+/// runs a job writing into a table, `SELECT` runs a job and prints its rows
+/// as a changelog table (Flink's tableau mode), `EXPLAIN` prints a plan.
+pub struct Session {
+    catalog: Catalog,
+    config: Configuration,
+    out: Box<dyn Write + Send>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::new()
+    }
+}
+
+impl Session {
+    /// A session printing to standard output.
+    pub fn new() -> Self {
+        Session::with_output(Box::new(std::io::stdout()))
+    }
+
+    /// A session printing query results and plans to `out`.
+    pub fn with_output(out: Box<dyn Write + Send>) -> Self {
+        Session {
+            catalog: Catalog::default(),
+            config: Configuration::new(),
+            out,
+        }
+    }
+
+    /// Sets a configuration key for the jobs that follow (as `SET`).
+    pub fn set(&mut self, key: &str, value: &str) {
+        self.config.set(key, value);
+    }
+
+    /// Runs every statement of `sql` in order; stops at the first error.
+    pub fn execute_script(&mut self, sql: &str) -> Result<(), SqlError> {
+        for statement in parse_script(sql)? {
+            self.execute(statement)?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, text: &str) -> Result<(), SqlError> {
+        self.out
+            .write_all(text.as_bytes())
+            .and_then(|()| self.out.flush())
+            .map_err(|source| SqlError::Io {
+                path: "output".into(),
+                source,
+            })
+    }
+
+    fn env(&self) -> Result<StreamExecutionEnvironment, SqlError> {
+        let env = StreamExecutionEnvironment::new();
+        env.configure(&self.config)?;
+        Ok(env)
+    }
+
+    fn execute(&mut self, statement: Statement) -> Result<(), SqlError> {
+        match statement {
+            Statement::CreateTable(table) => {
+                let (name, at) = (table.name.clone(), table.at);
+                if !self.catalog.add(&name, Relation::Table(table)) {
+                    return Err(SqlError::validation(
+                        format!("a table or view '{name}' exists already"),
+                        at,
+                    ));
+                }
+                self.write("[INFO] Execute statement succeeded.\n")
+            }
+            Statement::CreateView { name, query, at } => {
+                // Validate the view's query now, as Flink does.
+                plan_query(&self.env()?, &self.catalog, &query)?;
+                if !self.catalog.add(&name, Relation::View(query)) {
+                    return Err(SqlError::validation(
+                        format!("a table or view '{name}' exists already"),
+                        at,
+                    ));
+                }
+                self.write("[INFO] Execute statement succeeded.\n")
+            }
+            Statement::Set { key, value } => {
+                let mut probe = Configuration::new();
+                probe.set(key.as_str(), value.as_str());
+                for warning in probe.unknown_key_warnings() {
+                    self.write(&format!("[WARNING] {warning}\n"))?;
+                }
+                self.config.set(key, value);
+                self.write("[INFO] Execute statement succeeded.\n")
+            }
+            Statement::Reset { key } => {
+                let mut kept = Configuration::new();
+                for (k, v) in self.config.iter() {
+                    if k != key {
+                        kept.set(k, v);
+                    }
+                }
+                self.config = kept;
+                self.write("[INFO] Execute statement succeeded.\n")
+            }
+            Statement::Insert { table, query, at } => {
+                let env = self.env()?;
+                let Some(Relation::Table(target)) = self.catalog.get(&table).cloned() else {
+                    return Err(SqlError::validation(
+                        format!("table '{table}' not found (INSERT INTO needs a table)"),
+                        at,
+                    ));
+                };
+                let planned = plan_query(&env, &self.catalog, &query)?;
+                connector::sink(planned.stream, &planned.scope, &target)?;
+                env.execute(&format!("insert-into_{}", target.name))?;
+                Ok(())
+            }
+            Statement::Query { query } => {
+                let env = self.env()?;
+                let planned = plan_query(&env, &self.catalog, &query)?;
+                let names: Vec<String> = planned
+                    .scope
+                    .columns
+                    .iter()
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                let rows = planned.stream.execute_and_collect()?;
+                let table = tableau(&names, &rows);
+                self.write(&table)
+            }
+            Statement::Explain(inner) => {
+                let env = self.env()?;
+                let (planned, sink): (Planned, Option<String>) = match *inner {
+                    Statement::Insert { table, query, .. } => {
+                        (plan_query(&env, &self.catalog, &query)?, Some(table))
+                    }
+                    Statement::Query { query } => (plan_query(&env, &self.catalog, &query)?, None),
+                    _ => unreachable!("parse_script only explains INSERT and queries"),
+                };
+                let mut text = String::from("== Weir Plan ==\n");
+                for step in &planned.steps {
+                    text.push_str(step);
+                    text.push('\n');
+                }
+                if let Some(sink) = sink {
+                    text.push_str(&format!("Sink: {sink}\n"));
+                }
+                self.write(&text)
+            }
+        }
+    }
+}
+
+/// Rows as Flink's SQL client prints them in tableau mode: an `op` column
+/// with the row kind, values right-aligned, and the row count.
+pub(crate) fn tableau(names: &[String], rows: &[Row]) -> String {
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.values.iter().map(ToString::to_string).collect())
+        .collect();
+    let mut widths: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = {
+        let mut l = String::from("+----+");
+        for w in &widths {
+            l.push_str(&"-".repeat(w + 2));
+            l.push('+');
+        }
+        l.push('\n');
+        l
+    };
+    let mut out = line.clone();
+    out.push_str("| op |");
+    for (n, w) in names.iter().zip(&widths) {
+        out.push_str(&format!(" {n:>w$} |"));
+    }
+    out.push('\n');
+    out.push_str(&line);
+    for (row, r) in cells.iter().zip(rows) {
+        out.push_str(&format!("| {} |", r.kind.short()));
+        for (c, w) in row.iter().zip(&widths) {
+            out.push_str(&format!(" {c:>w$} |"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&line);
+    out.push_str(&format!(
+        "Received a total of {} row{}\n",
+        rows.len(),
+        if rows.len() == 1 { "" } else { "s" }
+    ));
+    out
+}

@@ -1,0 +1,123 @@
+//! Dates and timestamps as SQL writes them (`2020-04-15`,
+//! `2020-04-15 08:05:00.000`), to and from days and milliseconds since the
+//! epoch (UTC; the session time zone is UTC).
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day since 1970-01-01: (year, month, day).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn digits(s: &str) -> Option<i64> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+/// `YYYY-MM-DD` as days since the epoch.
+pub(crate) fn parse_date(s: &str) -> Option<i32> {
+    let mut parts = s.trim().splitn(3, '-');
+    let y = digits(parts.next()?)?;
+    let m = digits(parts.next()?)?;
+    let d = digits(parts.next()?)?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let days = days_from_civil(y, m as u32, d as u32);
+    // Rejects 2021-02-30 and the like.
+    (civil_from_days(days) == (y, m as u32, d as u32)).then_some(days as i32)
+}
+
+/// `YYYY-MM-DD HH:MM[:SS[.fff]]` (or with `T`) as milliseconds since the
+/// epoch.
+pub(crate) fn parse_timestamp(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (date, time) = s.split_once([' ', 'T']).unwrap_or((s, "00:00:00"));
+    let days = i64::from(parse_date(date)?);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+    let mut parts = hms.splitn(3, ':');
+    let h = digits(parts.next()?)?;
+    let mi = digits(parts.next()?)?;
+    let sec = parts.next().map_or(Some(0), digits)?;
+    if h > 23 || mi > 59 || sec > 59 {
+        return None;
+    }
+    let ms = if frac.is_empty() {
+        0
+    } else {
+        if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        // Milliseconds: the first three digits, zero-padded.
+        let mut f = frac.to_string();
+        f.truncate(3);
+        while f.len() < 3 {
+            f.push('0');
+        }
+        f.parse::<i64>().ok()?
+    };
+    Some(((days * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms)
+}
+
+/// A date as `YYYY-MM-DD`.
+pub(crate) fn format_date(days: i32) -> String {
+    let (y, m, d) = civil_from_days(i64::from(days));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// A timestamp as `YYYY-MM-DD HH:MM:SS.fff` (Flink's cast of a
+/// `TIMESTAMP(3)` to a string).
+pub(crate) fn format_timestamp(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    let (h, mi, s, f) = (
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000,
+    );
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02}.{f:03}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_timestamps_round_trip() {
+        assert_eq!(parse_date("1970-01-01"), Some(0));
+        assert_eq!(parse_date("2020-04-15"), Some(18_367));
+        assert_eq!(parse_date("2021-02-30"), None);
+        assert_eq!(parse_date("1969-12-31"), Some(-1));
+        assert_eq!(format_date(18_367), "2020-04-15");
+        let ts = parse_timestamp("2020-04-15 08:05:00").unwrap();
+        assert_eq!(ts, 1_586_937_900_000);
+        assert_eq!(format_timestamp(ts), "2020-04-15 08:05:00.000");
+        assert_eq!(parse_timestamp("2020-04-15T08:05:01.5"), Some(ts + 1_500));
+        assert_eq!(format_timestamp(-1), "1969-12-31 23:59:59.999");
+        assert_eq!(parse_timestamp("2020-04-15 24:00:00"), None);
+        for days in [-800_000, -1, 0, 59, 60, 365, 11_016, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! Values and rows: a compact dynamic row of typed columns, serialisable
+//! for state and checkpoints, shown as Flink shows them.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use weir::sink::PrintFormat;
+
+use crate::time::{format_date, format_timestamp, parse_date, parse_timestamp};
+use crate::types::SqlType;
+
+/// One value of a column.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Value {
+    Null,
+    Boolean(bool),
+    Int(i32),
+    BigInt(i64),
+    Double(f64),
+    /// Unscaled value and scale: `Decimal(1234, 2)` is 12.34.
+    Decimal(i128, u8),
+    String(Arc<str>),
+    Bytes(Arc<[u8]>),
+    /// Days since 1970-01-01.
+    Date(i32),
+    /// Milliseconds since 1970-01-01 00:00:00 (no time zone).
+    Timestamp(i64),
+    /// An instant, milliseconds since the epoch.
+    TimestampLtz(i64),
+    /// A duration in milliseconds.
+    Interval(i64),
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// A string value.
+    pub fn string(s: &str) -> Value {
+        Value::String(Arc::from(s))
+    }
+
+    /// The value as an `f64`, for numbers.
+    pub(crate) fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(v) => Some(f64::from(*v)),
+            Value::BigInt(v) => Some(*v as f64),
+            Value::Double(v) => Some(*v),
+            Value::Decimal(v, s) => Some(*v as f64 / 10f64.powi(i32::from(*s))),
+            _ => None,
+        }
+    }
+
+    /// The value as an `i64`, for integers and time values.
+    pub(crate) fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(v) => Some(i64::from(*v)),
+            Value::BigInt(v)
+            | Value::Timestamp(v)
+            | Value::TimestampLtz(v)
+            | Value::Interval(v) => Some(*v),
+            Value::Date(v) => Some(i64::from(*v)),
+            _ => None,
+        }
+    }
+
+    /// Parses `text` (as a CSV field holds it) as a value of type `t`;
+    /// an empty field is NULL for every type but STRING.
+    pub(crate) fn parse(text: &str, t: SqlType) -> Result<Value, String> {
+        if text.is_empty() && t != SqlType::String {
+            return Ok(Value::Null);
+        }
+        let bad = || format!("'{text}' is not a valid {t}");
+        let trimmed = text.trim();
+        Ok(match t {
+            SqlType::Boolean => match trimmed.to_ascii_lowercase().as_str() {
+                "true" => Value::Boolean(true),
+                "false" => Value::Boolean(false),
+                _ => return Err(bad()),
+            },
+            SqlType::Int => Value::Int(trimmed.parse().map_err(|_| bad())?),
+            SqlType::BigInt => Value::BigInt(trimmed.parse().map_err(|_| bad())?),
+            SqlType::Double => Value::Double(trimmed.parse().map_err(|_| bad())?),
+            SqlType::Decimal(p, s) => parse_decimal(trimmed, p, s).ok_or_else(bad)?,
+            SqlType::String => Value::string(text),
+            SqlType::Bytes => Value::Bytes(Arc::from(text.as_bytes())),
+            SqlType::Date => Value::Date(parse_date(trimmed).ok_or_else(bad)?),
+            SqlType::Timestamp => Value::Timestamp(parse_timestamp(trimmed).ok_or_else(bad)?),
+            SqlType::TimestampLtz => Value::TimestampLtz(parse_timestamp(trimmed).ok_or_else(bad)?),
+            SqlType::Interval => Value::Interval(trimmed.parse().map_err(|_| bad())?),
+            SqlType::Null => return Err(bad()),
+        })
+    }
+
+    /// Compares two values of comparable types; `None` if either is NULL
+    /// or they do not compare.
+    pub(crate) fn compare(&self, other: &Value) -> Option<Ordering> {
+        use Value::*;
+        match (self, other) {
+            (Null, _) | (_, Null) => None,
+            (Boolean(a), Boolean(b)) => Some(a.cmp(b)),
+            (String(a), String(b)) => Some(a.cmp(b)),
+            (Bytes(a), Bytes(b)) => Some(a.cmp(b)),
+            (Decimal(a, sa), Decimal(b, sb)) => {
+                let s = (*sa).max(*sb);
+                Some(rescale(*a, *sa, s)?.cmp(&rescale(*b, *sb, s)?))
+            }
+            (Date(a), Date(b)) => Some(a.cmp(b)),
+            (Timestamp(a), Timestamp(b))
+            | (TimestampLtz(a), TimestampLtz(b))
+            | (Interval(a), Interval(b)) => Some(a.cmp(b)),
+            (Int(_) | BigInt(_), Int(_) | BigInt(_)) => Some(self.as_i64()?.cmp(&other.as_i64()?)),
+            _ if self.as_f64().is_some() && other.as_f64().is_some() => {
+                self.as_f64()?.partial_cmp(&other.as_f64()?)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `v` at scale `from`, rescaled to scale `to` (≥ `from`).
+pub(crate) fn rescale(v: i128, from: u8, to: u8) -> Option<i128> {
+    v.checked_mul(10i128.checked_pow(u32::from(to.checked_sub(from)?))?)
+}
+
+fn parse_decimal(text: &str, precision: u8, scale: u8) -> Option<Value> {
+    let (neg, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let mut unscaled: i128 = 0;
+    for b in int.bytes() {
+        unscaled = unscaled
+            .checked_mul(10)?
+            .checked_add(i128::from(b - b'0'))?;
+    }
+    let mut frac_digits = frac.bytes();
+    for _ in 0..scale {
+        let d = frac_digits.next().map_or(0, |b| b - b'0');
+        unscaled = unscaled.checked_mul(10)?.checked_add(i128::from(d))?;
+    }
+    // Flink rounds half up when a value has more fractional digits.
+    if frac_digits.next().is_some_and(|b| b >= b'5') {
+        unscaled += 1;
+    }
+    if unscaled >= 10i128.pow(u32::from(precision)) {
+        return None;
+    }
+    Some(Value::Decimal(
+        if neg { -unscaled } else { unscaled },
+        scale,
+    ))
+}
+
+/// A double as Java's `Double.toString` writes it (as Flink shows it):
+/// `1.0`, `0.001`, `1.0E7`, `1.0E-4`.
+pub(crate) fn format_double(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let abs = v.abs();
+    if (1e-3..1e7).contains(&abs) {
+        let s = format!("{v}");
+        if s.contains('.') {
+            s
+        } else {
+            format!("{s}.0")
+        }
+    } else {
+        // Shortest digits that round-trip, in scientific notation.
+        let s = format!("{v:e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = if mantissa.contains('.') {
+            mantissa.to_string()
+        } else {
+            format!("{mantissa}.0")
+        };
+        format!("{mantissa}E{exp}")
+    }
+}
+
+impl fmt::Display for Value {
+    /// As Flink casts the value to a string (and prints it in rows).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::Boolean(b) => f.write_str(if *b { "TRUE" } else { "FALSE" }),
+            Value::Int(v) => write!(f, "{v}"),
+            Value::BigInt(v) => write!(f, "{v}"),
+            Value::Double(v) => f.write_str(&format_double(*v)),
+            Value::Decimal(v, s) => {
+                let s = usize::from(*s);
+                let digits = v.unsigned_abs().to_string();
+                let digits = format!("{digits:0>width$}", width = s + 1);
+                let (int, frac) = digits.split_at(digits.len() - s);
+                let sign = if *v < 0 { "-" } else { "" };
+                if s == 0 {
+                    write!(f, "{sign}{int}")
+                } else {
+                    write!(f, "{sign}{int}.{frac}")
+                }
+            }
+            Value::String(s) => f.write_str(s),
+            Value::Bytes(b) => {
+                f.write_str("x'")?;
+                for byte in b.iter() {
+                    write!(f, "{byte:02x}")?;
+                }
+                f.write_str("'")
+            }
+            Value::Date(d) => f.write_str(&format_date(*d)),
+            Value::Timestamp(ms) | Value::TimestampLtz(ms) => f.write_str(&format_timestamp(*ms)),
+            Value::Interval(ms) => {
+                let sign = if *ms < 0 { "-" } else { "+" };
+                let a = ms.unsigned_abs();
+                write!(
+                    f,
+                    "{sign}{} {:02}:{:02}:{:02}.{:03}",
+                    a / 86_400_000,
+                    a / 3_600_000 % 24,
+                    a / 60_000 % 60,
+                    a / 1000 % 60,
+                    a % 1000
+                )
+            }
+        }
+    }
+}
+
+/// Equality as grouping and joining see it: NULL equals NULL, numbers of
+/// one type by value, doubles by their bits (so that `Eq` and `Hash`
+/// agree).
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => true,
+            (Boolean(a), Boolean(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (BigInt(a), BigInt(b)) => a == b,
+            (Double(a), Double(b)) => a.to_bits() == b.to_bits(),
+            (Decimal(a, sa), Decimal(b, sb)) => a == b && sa == sb,
+            (String(a), String(b)) => a == b,
+            (Bytes(a), Bytes(b)) => a == b,
+            (Date(a), Date(b)) => a == b,
+            (Timestamp(a), Timestamp(b))
+            | (TimestampLtz(a), TimestampLtz(b))
+            | (Interval(a), Interval(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Value {}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Value::Null => {}
+            Value::Boolean(b) => b.hash(state),
+            Value::Int(v) => v.hash(state),
+            Value::BigInt(v)
+            | Value::Timestamp(v)
+            | Value::TimestampLtz(v)
+            | Value::Interval(v) => v.hash(state),
+            Value::Double(v) => v.to_bits().hash(state),
+            Value::Decimal(v, s) => (v, s).hash(state),
+            Value::String(s) => s.hash(state),
+            Value::Bytes(b) => b.hash(state),
+            Value::Date(d) => d.hash(state),
+        }
+    }
+}
+
+/// What a row means in a changelog (Flink's `RowKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RowKind {
+    Insert,
+    UpdateBefore,
+    UpdateAfter,
+    Delete,
+}
+
+impl RowKind {
+    /// `+I`, `-U`, `+U`, `-D`.
+    pub fn short(self) -> &'static str {
+        match self {
+            RowKind::Insert => "+I",
+            RowKind::UpdateBefore => "-U",
+            RowKind::UpdateAfter => "+U",
+            RowKind::Delete => "-D",
+        }
+    }
+}
+
+/// A row of a table or query result, with its changelog kind.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Row {
+    pub kind: RowKind,
+    pub values: Box<[Value]>,
+}
+
+impl Row {
+    /// An insert-only row.
+    pub fn insert(values: impl Into<Box<[Value]>>) -> Row {
+        Row {
+            kind: RowKind::Insert,
+            values: values.into(),
+        }
+    }
+}
+
+impl fmt::Display for Row {
+    /// As Flink's print connector writes it: `+I[1, abc, NULL]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[", self.kind.short())?;
+        for (i, v) in self.values.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{v}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+impl PrintFormat for Row {
+    fn fmt_print(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_print_as_flink_casts_them_to_strings() {
+        assert_eq!(format_double(11.0), "11.0");
+        assert_eq!(format_double(0.5), "0.5");
+        assert_eq!(format_double(1e7), "1.0E7");
+        assert_eq!(format_double(1.5e-4), "1.5E-4");
+        assert_eq!(format_double(-2.25), "-2.25");
+        assert_eq!(Value::Decimal(1234, 2).to_string(), "12.34");
+        assert_eq!(Value::Decimal(-5, 2).to_string(), "-0.05");
+        assert_eq!(Value::Decimal(7, 0).to_string(), "7");
+        let row = Row::insert(vec![
+            Value::BigInt(1),
+            Value::string("a b"),
+            Value::Null,
+            Value::Boolean(true),
+            Value::Timestamp(1_586_937_900_000),
+        ]);
+        assert_eq!(
+            row.to_string(),
+            "+I[1, a b, NULL, TRUE, 2020-04-15 08:05:00.000]"
+        );
+    }
+
+    #[test]
+    fn fields_parse_by_type() {
+        assert_eq!(Value::parse("42", SqlType::Int), Ok(Value::Int(42)));
+        assert_eq!(Value::parse("", SqlType::BigInt), Ok(Value::Null));
+        assert_eq!(Value::parse("", SqlType::String), Ok(Value::string("")));
+        assert_eq!(
+            Value::parse("12.345", SqlType::Decimal(10, 2)),
+            Ok(Value::Decimal(1235, 2))
+        );
+        assert!(Value::parse("123456", SqlType::Decimal(5, 2)).is_err());
+        assert!(Value::parse("x", SqlType::Int)
+            .unwrap_err()
+            .contains("'x' is not a valid INT"));
+        assert_eq!(
+            Value::parse("2020-04-15 08:05:00", SqlType::Timestamp),
+            Ok(Value::Timestamp(1_586_937_900_000))
+        );
+    }
+
+    #[test]
+    fn values_compare_across_numeric_types() {
+        assert_eq!(
+            Value::Int(2).compare(&Value::BigInt(3)),
+            Some(Ordering::Less)
+        );
+        assert_eq!(
+            Value::Int(2).compare(&Value::Double(1.5)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            Value::Decimal(150, 2).compare(&Value::Decimal(15, 1)),
+            Some(Ordering::Equal)
+        );
+        assert_eq!(Value::Null.compare(&Value::Int(1)), None);
+    }
+}
