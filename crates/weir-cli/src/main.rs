@@ -1,10 +1,12 @@
 //! The `weir` command: run a job program, and list, savepoint, stop and
 //! cancel running jobs through their REST API, as Flink's `bin/flink`;
-//! inspect and dispose of checkpoints and savepoints on disk.
+//! run Flink SQL scripts, as its `sql-client.sh`; inspect and dispose of
+//! checkpoints and savepoints on disk.
 
 mod checkpoints;
 mod jobs;
 mod new_project;
+mod sql;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -141,6 +143,18 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Runs Flink SQL: a script of CREATE TABLE, SET, INSERT INTO and SELECT
+    /// statements (-f), or an interactive shell.
+    ///
+    /// SELECT prints its rows as a changelog table (the op column: +I, -U,
+    /// +U, -D); INSERT INTO runs a job writing into a table; EXPLAIN prints
+    /// the plan.
+    ///
+    /// Examples:
+    ///   weir sql -f examples/sql/order_report.sql
+    ///   weir sql -p 2 -D execution.checkpointing.interval=10s -f job.sql
+    #[command(verbatim_doc_comment)]
+    Sql(sql::SqlOptions),
     /// Checkpoints and savepoints.
     #[command(subcommand)]
     Checkpoint(CheckpointCommand),
@@ -205,6 +219,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(options) => jobs::run(options),
+        Command::Sql(options) => sql::run(options),
         Command::List {
             all,
             archive_dir,

@@ -86,6 +86,10 @@ pub(crate) enum Relation {
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {
     relations: BTreeMap<String, Relation>,
+    /// Whether sources emit a watermark after every row that advances it
+    /// (`pipeline.auto-watermark-interval` = 0, as Flink SQL does then)
+    /// instead of periodically.
+    pub watermark_per_row: bool,
 }
 
 impl Catalog {

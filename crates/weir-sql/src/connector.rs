@@ -127,13 +127,19 @@ fn split_csv(line: &str, delimiter: char) -> Vec<String> {
 struct SqlWatermarks {
     expr: Eval,
     max: i64,
+    per_row: bool,
 }
 
 impl WatermarkGenerator<Row> for SqlWatermarks {
-    fn on_event(&mut self, row: &Row, _timestamp: i64, _output: &mut WatermarkOutput) {
+    fn on_event(&mut self, row: &Row, _timestamp: i64, output: &mut WatermarkOutput) {
         if let Ok(v) = (self.expr)(&row.values) {
             if let Some(ms) = v.as_i64() {
-                self.max = self.max.max(ms);
+                if ms > self.max {
+                    self.max = ms;
+                    if self.per_row {
+                        output.emit_watermark(ms);
+                    }
+                }
             }
         }
     }
@@ -150,6 +156,7 @@ impl WatermarkGenerator<Row> for SqlWatermarks {
 pub(crate) fn source(
     env: &StreamExecutionEnvironment,
     table: &TableDef,
+    watermark_per_row: bool,
 ) -> Result<(DataStream<Row>, Scope, Option<usize>), SqlError> {
     let rows = table_rows(table)?;
     let stream = match connector(table)? {
@@ -184,6 +191,7 @@ pub(crate) fn source(
     let generator = SqlWatermarks {
         expr: compiled.eval,
         max: i64::MIN,
+        per_row: watermark_per_row,
     };
     let stream = stream.assign_timestamps_and_watermarks(
         WatermarkStrategy::for_generator(move |_| generator.clone()).with_timestamp_assigner(

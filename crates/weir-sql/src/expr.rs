@@ -553,7 +553,12 @@ fn arithmetic(
     })
 }
 
-fn apply(op: &BinaryOperator, a: &Value, b: &Value, ty: SqlType) -> Result<Value, String> {
+pub(crate) fn apply(
+    op: &BinaryOperator,
+    a: &Value,
+    b: &Value,
+    ty: SqlType,
+) -> Result<Value, String> {
     let overflow = || format!("arithmetic overflow: {a} {op} {b}");
     match ty {
         SqlType::Double => {

@@ -19,6 +19,7 @@
 //! # Ok::<(), weir_sql::SqlError>(())
 //! ```
 
+mod aggregate;
 mod catalog;
 mod connector;
 mod ddl;
@@ -30,6 +31,7 @@ mod session;
 mod time;
 mod types;
 mod value;
+mod window;
 
 pub use error::{Position, SqlError};
 pub use session::Session;

@@ -15,6 +15,9 @@ use crate::value::{Row, Value};
 pub(crate) struct Planned {
     pub stream: DataStream<Row>,
     pub scope: Scope,
+    /// The column that is the rows' event time (their time attribute), if
+    /// any: a table's watermark column, kept by projections that select it.
+    pub rowtime: Option<usize>,
     pub steps: Vec<String>,
 }
 
@@ -65,20 +68,27 @@ fn plan_select(
     if select.distinct.is_some() {
         return Err(SqlError::unsupported("SELECT DISTINCT", at));
     }
-    match &select.group_by {
-        GroupByExpr::Expressions(exprs, _) if exprs.is_empty() => {}
-        _ => return Err(SqlError::unsupported("GROUP BY", at)),
-    }
-    if select.having.is_some() {
-        return Err(SqlError::unsupported("HAVING", at));
-    }
-    let input = match select.from.as_slice() {
+    let grouped = match &select.group_by {
+        GroupByExpr::Expressions(exprs, modifiers) => {
+            if !modifiers.is_empty() {
+                return Err(SqlError::unsupported("GROUP BY modifiers", at));
+            }
+            !exprs.is_empty()
+        }
+        GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL", at)),
+    } || select.projection.iter().any(|item| match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+            crate::window::contains_aggregate(e)
+        }
+        _ => false,
+    });
+    let from = match select.from.as_slice() {
         [] => return Err(SqlError::unsupported("SELECT without FROM", at)),
         [from] => {
             if !from.joins.is_empty() {
                 return Err(SqlError::unsupported("JOIN", pos(&from.joins[0])));
             }
-            plan_relation(env, catalog, &from.relation)?
+            &from.relation
         }
         [_, second, ..] => {
             return Err(SqlError::unsupported(
@@ -87,6 +97,31 @@ fn plan_select(
             ))
         }
     };
+    if let TableFactor::TableFunction { expr, .. } = from {
+        let tvf = crate::window::WindowTvf::parse(expr)?;
+        let input = plan_table_name(env, catalog, &tvf.table, tvf.at)?;
+        return if grouped {
+            crate::window::plan_window_aggregate(input, &tvf, select)
+        } else {
+            let windowed = crate::window::plan_window_tvf(input, &tvf)?;
+            calc(windowed, select)
+        };
+    }
+    if grouped {
+        return Err(SqlError::unsupported(
+            "GROUP BY and aggregates outside a window TVF (unbounded aggregation with retractions)",
+            at,
+        ));
+    }
+    if select.having.is_some() {
+        return Err(SqlError::unsupported("HAVING without GROUP BY", at));
+    }
+    let input = plan_relation(env, catalog, from)?;
+    calc(input, select)
+}
+
+/// `WHERE` and the `SELECT` list over `input`, in one operator.
+pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError> {
     let mut steps = input.steps;
     let filter: Option<Eval> = match &select.selection {
         Some(e) => {
@@ -102,7 +137,8 @@ fn plan_select(
         }
         None => None,
     };
-    let (projections, scope) = projection(&select.projection, &input.scope)?;
+    let (projections, scope, rowtime) =
+        projection(&select.projection, &input.scope, input.rowtime)?;
     let names: Vec<&str> = scope.columns.iter().map(|(n, _)| n.as_str()).collect();
     steps.push(format!("Calc: select {}", names.join(", ")));
     let identity = projections.is_none();
@@ -136,21 +172,34 @@ fn plan_select(
     Ok(Planned {
         stream,
         scope,
+        rowtime,
         steps,
     })
 }
 
-/// The `SELECT` list compiled (`None`: the input's columns as they are) and
-/// the output columns.
-fn projection(items: &[SelectItem], input: &Scope) -> Result<(Option<Vec<Eval>>, Scope), SqlError> {
+/// A compiled `SELECT` list: the expressions (`None`: the input's columns
+/// as they are), the output columns, and where the input's time attribute
+/// went.
+pub(crate) type Projection = (Option<Vec<Eval>>, Scope, Option<usize>);
+
+/// The `SELECT` list compiled over `input`.
+pub(crate) fn projection(
+    items: &[SelectItem],
+    input: &Scope,
+    rowtime: Option<usize>,
+) -> Result<Projection, SqlError> {
     let mut evals = Vec::new();
     let mut scope = Scope::default();
     let mut identity = true;
+    let mut out_rowtime = None;
     for item in items {
         match item {
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                 for (i, (name, ty)) in input.columns.iter().enumerate() {
                     identity &= scope.columns.len() == i;
+                    if rowtime == Some(i) {
+                        out_rowtime = Some(scope.columns.len());
+                    }
                     let e: Eval = std::sync::Arc::new(move |r: &[Value]| Ok(r[i].clone()));
                     evals.push(e);
                     scope.columns.push((name.clone(), *ty));
@@ -158,6 +207,11 @@ fn projection(items: &[SelectItem], input: &Scope) -> Result<(Option<Vec<Eval>>,
             }
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
                 let c = compile(e, input)?;
+                if let Expr::Identifier(id) = e {
+                    if rowtime.is_some() && rowtime == input.index(&id.value, pos(e)).ok() {
+                        out_rowtime = Some(scope.columns.len());
+                    }
+                }
                 let name = match item {
                     SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
                     _ => match e {
@@ -177,7 +231,11 @@ fn projection(items: &[SelectItem], input: &Scope) -> Result<(Option<Vec<Eval>>,
         }
     }
     let identity = identity && scope.columns.len() == input.columns.len();
-    Ok((if identity { None } else { Some(evals) }, scope))
+    Ok((
+        if identity { None } else { Some(evals) },
+        scope,
+        out_rowtime,
+    ))
 }
 
 fn plan_relation(
@@ -189,46 +247,55 @@ fn plan_relation(
     match relation {
         TableFactor::Table {
             name, args: None, ..
-        } => {
-            let table_name = name.to_string();
-            match catalog.get(&table_name) {
-                Some(Relation::Table(table)) => {
-                    let (stream, scope, rowtime) = connector::source(env, table)?;
-                    let mut steps = vec![format!(
-                        "TableSourceScan: {} [{}]",
-                        table.name,
-                        table.option("connector").unwrap_or_default()
-                    )];
-                    if let (Some(w), Some(_)) = (&table.watermark, rowtime) {
-                        steps.push(format!(
-                            "WatermarkAssigner: rowtime={}, watermark={}",
-                            w.column, w.expr
-                        ));
-                    }
-                    Ok(Planned {
-                        stream,
-                        scope,
-                        steps,
-                    })
-                }
-                Some(Relation::View(query)) => plan_query(env, catalog, query),
-                None => {
-                    let known: Vec<&str> = catalog.names().collect();
-                    Err(SqlError::validation(
-                        format!(
-                            "table or view '{table_name}' not found{}",
-                            if known.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" (known: {})", known.join(", "))
-                            }
-                        ),
-                        at,
-                    ))
-                }
-            }
-        }
+        } => plan_table_name(env, catalog, &name.to_string(), at),
         TableFactor::Derived { subquery, .. } => plan_query(env, catalog, subquery),
         other => Err(SqlError::unsupported(format!("FROM {other}"), at)),
+    }
+}
+
+/// The rows of the table or view `table_name`.
+pub(crate) fn plan_table_name(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    table_name: &str,
+    at: Position,
+) -> Result<Planned, SqlError> {
+    match catalog.get(table_name) {
+        Some(Relation::Table(table)) => {
+            let (stream, scope, rowtime) =
+                connector::source(env, table, catalog.watermark_per_row)?;
+            let mut steps = vec![format!(
+                "TableSourceScan: {} [{}]",
+                table.name,
+                table.option("connector").unwrap_or_default()
+            )];
+            if let (Some(w), Some(_)) = (&table.watermark, rowtime) {
+                steps.push(format!(
+                    "WatermarkAssigner: rowtime={}, watermark={}",
+                    w.column, w.expr
+                ));
+            }
+            Ok(Planned {
+                stream,
+                scope,
+                rowtime,
+                steps,
+            })
+        }
+        Some(Relation::View(query)) => plan_query(env, catalog, query),
+        None => {
+            let known: Vec<&str> = catalog.names().collect();
+            Err(SqlError::validation(
+                format!(
+                    "table or view '{table_name}' not found{}",
+                    if known.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (known: {})", known.join(", "))
+                    }
+                ),
+                at,
+            ))
+        }
     }
 }

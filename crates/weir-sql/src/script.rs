@@ -43,10 +43,51 @@ pub(crate) enum Statement {
     Explain(Box<Statement>),
 }
 
+/// `sql` with the word `TABLE` of table arguments (`TUMBLE(TABLE t, …)`,
+/// `DATA => TABLE t`) blanked out: sqlparser does not parse a table as a
+/// function argument, but parses the bare name. Blanking (not removing)
+/// keeps every position in error messages where it was.
+fn blank_table_arguments(sql: &str) -> Result<String, SqlError> {
+    use sqlparser::tokenizer::Tokenizer;
+    let dialect = GenericDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| SqlError::Parse(e.to_string()))?;
+    let significant: Vec<_> = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .collect();
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let mut out = sql.to_string();
+    for w in significant.windows(3) {
+        let (before, this, after) = (&w[0].token, &w[1].token, &w[2].token);
+        let is_table = matches!(this, Token::Word(word) if word.keyword == Keyword::TABLE && word.quote_style.is_none());
+        let in_arguments = matches!(before, Token::LParen | Token::Comma | Token::RArrow);
+        if is_table && in_arguments && matches!(after, Token::Word(_)) {
+            let loc = w[1].span.start;
+            let Some(line_start) = line_starts.get(loc.line.saturating_sub(1) as usize) else {
+                continue;
+            };
+            // Columns count characters; find the byte offset.
+            let byte = sql[*line_start..]
+                .char_indices()
+                .nth(loc.column.saturating_sub(1) as usize)
+                .map(|(b, _)| line_start + b);
+            if let Some(b) = byte {
+                out.replace_range(b..b + 5, "     ");
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The statements of `sql`, in order.
 pub(crate) fn parse_script(sql: &str) -> Result<Vec<Statement>, SqlError> {
     let dialect = GenericDialect {};
-    let mut parser = Parser::new(&dialect).try_with_sql(sql)?;
+    let sql = blank_table_arguments(sql)?;
+    let mut parser = Parser::new(&dialect).try_with_sql(&sql)?;
     let mut out = Vec::new();
     loop {
         while parser.consume_token(&Token::SemiColon) {}

@@ -65,9 +65,13 @@ impl Session {
             })
     }
 
-    fn env(&self) -> Result<StreamExecutionEnvironment, SqlError> {
+    fn env(&mut self) -> Result<StreamExecutionEnvironment, SqlError> {
         let env = StreamExecutionEnvironment::new();
         env.configure(&self.config)?;
+        self.catalog.watermark_per_row = self
+            .config
+            .get_duration("pipeline.auto-watermark-interval")?
+            .is_some_and(|d| d.is_zero());
         Ok(env)
     }
 

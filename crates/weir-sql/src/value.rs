@@ -289,6 +289,27 @@ impl Hash for Value {
     }
 }
 
+/// The key group of a grouping key follows from its values alone, stable
+/// across runs and versions (savepoints depend on it).
+impl weir::prelude::StableHash for Value {
+    fn stable_hash(&self) -> u64 {
+        match self {
+            Value::Null => 0,
+            Value::Boolean(b) => b.stable_hash(),
+            Value::Int(v) => v.stable_hash(),
+            Value::BigInt(v)
+            | Value::Timestamp(v)
+            | Value::TimestampLtz(v)
+            | Value::Interval(v) => v.stable_hash(),
+            Value::Double(v) => v.to_bits().stable_hash(),
+            Value::Decimal(v, s) => (*v as i64, (v >> 64) as i64, *s).stable_hash(),
+            Value::String(s) => s.stable_hash(),
+            Value::Bytes(b) => b[..].stable_hash(),
+            Value::Date(d) => d.stable_hash(),
+        }
+    }
+}
+
 /// What a row means in a changelog (Flink's `RowKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RowKind {

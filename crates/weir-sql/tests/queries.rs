@@ -129,3 +129,95 @@ fn a_bad_line_fails_the_job_and_says_which() {
     assert!(e.contains("'lots' is not a valid DECIMAL(10, 2)"), "{e}");
     assert!(e.contains("2,bob,lots"), "{e}");
 }
+
+/// Orders with one late row: after 08:00:12 the watermark is 08:00:10, so
+/// the row of 08:00:05 is late for the window [08:00:00, 08:00:10), which
+/// fired when the watermark passed 08:00:09.999.
+const WINDOWED: &str = "1,alice,12.50,2020-04-15 08:00:01\n\
+                        2,bob,3.00,2020-04-15 08:00:04\n\
+                        3,alice,40.25,2020-04-15 08:00:07\n\
+                        4,carol,,2020-04-15 08:00:09\n\
+                        5,alice,1.00,2020-04-15 08:00:12\n\
+                        6,bob,2.00,2020-04-15 08:00:05\n\
+                        7,bob,5.00,2020-04-15 08:00:21\n";
+
+#[test]
+fn tumbling_window_aggregation_drops_late_rows() -> Result<(), SqlError> {
+    let path = csv("tumble", WINDOWED);
+    let out = run(&format!(
+        "SET 'pipeline.auto-watermark-interval' = '0';
+         {}
+         SELECT window_start, window_end, buyer, SUM(amount) AS total, COUNT(*) AS n,
+                COUNT(amount) AS priced, MAX(id) + 1 AS next_id
+         FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+         GROUP BY window_start, window_end, buyer;",
+        orders_ddl(&path)
+    ))?;
+    let mut rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| +I")).collect();
+    rows.sort_unstable();
+    let mut expected = vec![
+            "| +I | 2020-04-15 08:00:00.000 | 2020-04-15 08:00:10.000 | alice | 52.75 | 2 |      2 |       4 |",
+            "| +I | 2020-04-15 08:00:00.000 | 2020-04-15 08:00:10.000 |   bob |  3.00 | 1 |      1 |       3 |",
+            "| +I | 2020-04-15 08:00:00.000 | 2020-04-15 08:00:10.000 | carol |  NULL | 1 |      0 |       5 |",
+            "| +I | 2020-04-15 08:00:10.000 | 2020-04-15 08:00:20.000 | alice |  1.00 | 1 |      1 |       6 |",
+            "| +I | 2020-04-15 08:00:20.000 | 2020-04-15 08:00:30.000 |   bob |  5.00 | 1 |      1 |       8 |",
+    ];
+    expected.sort_unstable();
+    assert_eq!(rows, expected, "{out}");
+    Ok(())
+}
+
+#[test]
+fn hopping_windows_and_having() -> Result<(), SqlError> {
+    let path = csv("hop", WINDOWED);
+    let out = run(&format!(
+        "SET 'pipeline.auto-watermark-interval' = '0';
+         {}
+         SELECT window_end, COUNT(DISTINCT buyer) AS buyers
+         FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))
+         WHERE id <> 3
+         GROUP BY window_start, window_end
+         HAVING COUNT(*) > 1;",
+        orders_ddl(&path)
+    ))?;
+    let mut rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| +I")).collect();
+    rows.sort_unstable();
+    // Windows of 10 s every 5 s; id 3 filtered; bob's late 08:00:05 row
+    // is late for [08:00:00, 08:00:10) but in time for [08:00:05, 08:00:15).
+    assert_eq!(
+        rows,
+        vec![
+            "| +I | 2020-04-15 08:00:05.000 |      2 |",
+            "| +I | 2020-04-15 08:00:10.000 |      3 |",
+            "| +I | 2020-04-15 08:00:15.000 |      3 |",
+        ],
+        "{out}"
+    );
+    Ok(())
+}
+
+#[test]
+fn window_mistakes_are_named() {
+    let path = csv("window-mistakes", WINDOWED);
+    let ddl = orders_ddl(&path);
+    let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
+    let e = err("SELECT buyer, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;");
+    assert!(
+        e.contains("column 'buyer' is neither grouped nor aggregated"),
+        "{e}"
+    );
+    let e = err("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY buyer;");
+    assert!(
+        e.contains("must GROUP BY window_start and window_end"),
+        "{e}"
+    );
+    let e = err("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(id), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;");
+    assert!(e.contains("'id' is not a time attribute"), "{e}");
+    let e = err("SELECT * FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '10' SECOND));");
+    assert!(e.contains("not supported: the window TVF CUMULATE"), "{e}");
+    let e = err("SELECT buyer, COUNT(*) FROM orders GROUP BY buyer;");
+    assert!(
+        e.contains("not supported: GROUP BY and aggregates outside a window TVF"),
+        "{e}"
+    );
+}

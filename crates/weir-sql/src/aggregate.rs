@@ -1,0 +1,275 @@
+//! SQL aggregate functions (`COUNT`, `COUNT(DISTINCT …)`, `SUM`, `MIN`,
+//! `MAX`, `AVG`) as one Weir [`AggregateFunction`] over a row of
+//! pre-computed arguments, with Flink's result types and NULL handling.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use sqlparser::ast::BinaryOperator;
+use weir::window::AggregateFunction;
+
+use crate::expr::apply;
+use crate::types::SqlType;
+use crate::value::{Row, Value};
+
+/// Which aggregate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AggKind {
+    /// `COUNT(*)`.
+    CountStar,
+    /// `COUNT(x)`: non-NULL values.
+    Count,
+    CountDistinct,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+/// One aggregate call: its kind, the index of its argument in the input
+/// row, and the argument's type.
+#[derive(Debug, Clone)]
+pub(crate) struct AggCall {
+    pub kind: AggKind,
+    pub arg: usize,
+    pub arg_type: SqlType,
+}
+
+impl AggCall {
+    /// Flink's result type.
+    pub fn result_type(&self) -> SqlType {
+        match (self.kind, self.arg_type) {
+            (AggKind::CountStar | AggKind::Count | AggKind::CountDistinct, _) => SqlType::BigInt,
+            (AggKind::Sum, SqlType::Decimal(_, s)) => SqlType::Decimal(38, s),
+            (AggKind::Avg, SqlType::Decimal(_, s)) => SqlType::Decimal(38, s.max(6)),
+            (_, t) => t,
+        }
+    }
+}
+
+/// The state of one aggregate in one group and window.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Acc {
+    Count(i64),
+    Distinct(HashSet<Value>),
+    /// Sum, minimum or maximum so far (NULL before the first value).
+    Value(Value),
+    Avg {
+        sum: Value,
+        count: i64,
+    },
+}
+
+/// The aggregates of a query, fed rows whose columns are their arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct SqlAggregates {
+    pub calls: Vec<AggCall>,
+}
+
+fn add_values(a: &Value, b: &Value, t: SqlType) -> Value {
+    if a.is_null() {
+        return b.clone();
+    }
+    // Overflow of an integer sum wraps (Java's long), of a decimal sum is
+    // NULL, as in Flink.
+    match (a, b) {
+        (Value::BigInt(x), Value::BigInt(y)) => Value::BigInt(x.wrapping_add(*y)),
+        (Value::Int(x), Value::Int(y)) => Value::Int(x.wrapping_add(*y)),
+        _ => apply(&BinaryOperator::Plus, a, b, t).unwrap_or(Value::Null),
+    }
+}
+
+impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
+    fn create_accumulator(&mut self) -> Vec<Acc> {
+        self.calls
+            .iter()
+            .map(|c| match c.kind {
+                AggKind::CountStar | AggKind::Count => Acc::Count(0),
+                AggKind::CountDistinct => Acc::Distinct(HashSet::new()),
+                AggKind::Sum | AggKind::Min | AggKind::Max => Acc::Value(Value::Null),
+                AggKind::Avg => Acc::Avg {
+                    sum: Value::Null,
+                    count: 0,
+                },
+            })
+            .collect()
+    }
+
+    fn add(&mut self, row: Row, acc: &mut Vec<Acc>) {
+        for (call, a) in self.calls.iter().zip(acc.iter_mut()) {
+            let v = &row.values[call.arg];
+            if call.kind != AggKind::CountStar && v.is_null() {
+                continue;
+            }
+            match (call.kind, a) {
+                (AggKind::CountStar | AggKind::Count, Acc::Count(n)) => *n += 1,
+                (AggKind::CountDistinct, Acc::Distinct(set)) => {
+                    set.insert(v.clone());
+                }
+                (AggKind::Sum, Acc::Value(sum)) => *sum = add_values(sum, v, call.result_type()),
+                (AggKind::Min, Acc::Value(m))
+                    if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Less) =>
+                {
+                    *m = v.clone();
+                }
+                (AggKind::Max, Acc::Value(m))
+                    if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Greater) =>
+                {
+                    *m = v.clone();
+                }
+                (AggKind::Avg, Acc::Avg { sum, count }) => {
+                    *sum = add_values(sum, v, sum_type(call.arg_type));
+                    *count += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn get_result(&mut self, acc: &Vec<Acc>) -> Vec<Value> {
+        self.calls
+            .iter()
+            .zip(acc)
+            .map(|(call, a)| match a {
+                Acc::Count(n) => Value::BigInt(*n),
+                Acc::Distinct(set) => Value::BigInt(set.len() as i64),
+                Acc::Value(v) => v.clone(),
+                Acc::Avg { sum, count } => average(sum, *count, call.result_type()),
+            })
+            .collect()
+    }
+
+    fn merge(&mut self, a: Vec<Acc>, b: Vec<Acc>) -> Vec<Acc> {
+        self.calls
+            .iter()
+            .zip(a.into_iter().zip(b))
+            .map(|(call, pair)| match pair {
+                (Acc::Count(x), Acc::Count(y)) => Acc::Count(x + y),
+                (Acc::Distinct(mut x), Acc::Distinct(y)) => {
+                    x.extend(y);
+                    Acc::Distinct(x)
+                }
+                (Acc::Value(x), Acc::Value(y)) => Acc::Value(match call.kind {
+                    AggKind::Sum => {
+                        if y.is_null() {
+                            x
+                        } else {
+                            add_values(&x, &y, call.result_type())
+                        }
+                    }
+                    AggKind::Min
+                        if x.is_null() || y.compare(&x) == Some(std::cmp::Ordering::Less) =>
+                    {
+                        y
+                    }
+                    AggKind::Max
+                        if x.is_null() || y.compare(&x) == Some(std::cmp::Ordering::Greater) =>
+                    {
+                        y
+                    }
+                    _ if x.is_null() => y,
+                    _ => x,
+                }),
+                (Acc::Avg { sum: s1, count: c1 }, Acc::Avg { sum: s2, count: c2 }) => Acc::Avg {
+                    sum: if s2.is_null() {
+                        s1
+                    } else {
+                        add_values(&s1, &s2, sum_type(call.arg_type))
+                    },
+                    count: c1 + c2,
+                },
+                (x, _) => x,
+            })
+            .collect()
+    }
+}
+
+/// The type an average's running sum is kept in.
+fn sum_type(t: SqlType) -> SqlType {
+    match t {
+        SqlType::Int | SqlType::BigInt => SqlType::BigInt,
+        SqlType::Decimal(_, s) => SqlType::Decimal(38, s),
+        other => other,
+    }
+}
+
+/// `sum / count` in the result type (integer averages truncate, as
+/// Flink's `AVG` of an integer column does).
+fn average(sum: &Value, count: i64, t: SqlType) -> Value {
+    if count == 0 || sum.is_null() {
+        return Value::Null;
+    }
+    match t {
+        SqlType::Int => Value::Int((sum.as_i64().unwrap_or(0) / count) as i32),
+        SqlType::BigInt => Value::BigInt(sum.as_i64().unwrap_or(0) / count),
+        SqlType::Double => Value::Double(sum.as_f64().unwrap_or(0.0) / count as f64),
+        SqlType::Decimal(..) => {
+            apply(&BinaryOperator::Divide, sum, &Value::BigInt(count), t).unwrap_or(Value::Null)
+        }
+        _ => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(calls: Vec<AggCall>, rows: &[Vec<Value>]) -> Vec<Value> {
+        let mut agg = SqlAggregates { calls };
+        let mut acc = agg.create_accumulator();
+        for r in rows {
+            agg.add(Row::insert(r.clone()), &mut acc);
+        }
+        agg.get_result(&acc)
+    }
+
+    #[test]
+    fn aggregates_skip_nulls_and_keep_flink_types() {
+        let call = |kind, t| AggCall {
+            kind,
+            arg: 0,
+            arg_type: t,
+        };
+        let ints = [
+            vec![Value::Int(3)],
+            vec![Value::Null],
+            vec![Value::Int(4)],
+            vec![Value::Int(3)],
+        ];
+        assert_eq!(
+            run(
+                vec![
+                    call(AggKind::CountStar, SqlType::Int),
+                    call(AggKind::Count, SqlType::Int),
+                    call(AggKind::CountDistinct, SqlType::Int),
+                    call(AggKind::Sum, SqlType::Int),
+                    call(AggKind::Min, SqlType::Int),
+                    call(AggKind::Max, SqlType::Int),
+                    call(AggKind::Avg, SqlType::Int),
+                ],
+                &ints
+            ),
+            vec![
+                Value::BigInt(4),
+                Value::BigInt(3),
+                Value::BigInt(2),
+                Value::Int(10),
+                Value::Int(3),
+                Value::Int(4),
+                Value::Int(3),
+            ]
+        );
+        let decs = [vec![Value::Decimal(1250, 2)], vec![Value::Decimal(300, 2)]];
+        let r = run(
+            vec![
+                call(AggKind::Sum, SqlType::Decimal(10, 2)),
+                call(AggKind::Avg, SqlType::Decimal(10, 2)),
+            ],
+            &decs,
+        );
+        assert_eq!(r[0].to_string(), "15.50");
+        assert_eq!(r[1].to_string(), "7.750000");
+        let nothing = run(vec![call(AggKind::Sum, SqlType::Int)], &[vec![Value::Null]]);
+        assert_eq!(nothing, vec![Value::Null]);
+    }
+}

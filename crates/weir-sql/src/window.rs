@@ -1,0 +1,694 @@
+//! Window table-valued functions — `TUMBLE`, `HOP` — and the window
+//! aggregations over them (`GROUP BY window_start, window_end, …`),
+//! planned into Weir's event-time window operator.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlparser::ast::{
+    DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArgOperator, FunctionArguments,
+    GroupByExpr, Ident, Select, SelectItem, Spanned,
+};
+use weir::prelude::*;
+use weir::window::{SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowAssigner};
+
+use crate::aggregate::{AggCall, AggKind, SqlAggregates};
+use crate::error::{position, Position, SqlError};
+use crate::expr::{compile, is_aggregate, Eval, Scope};
+use crate::plan::{projection, Planned};
+use crate::types::SqlType;
+use crate::value::{Row, Value};
+
+fn pos(e: &impl Spanned) -> Position {
+    position(e.span())
+}
+
+/// Which window TVF, with its sizes in milliseconds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum WindowKind {
+    Tumble { size: i64, offset: i64 },
+    Hop { slide: i64, size: i64, offset: i64 },
+}
+
+/// A parsed window TVF call: `TUMBLE(TABLE t, DESCRIPTOR(ts), size)`.
+#[derive(Debug, Clone)]
+pub(crate) struct WindowTvf {
+    pub table: String,
+    pub time_column: String,
+    pub kind: WindowKind,
+    pub at: Position,
+}
+
+/// An `INTERVAL` argument in milliseconds.
+fn interval_arg(e: &Expr, what: &str) -> Result<i64, SqlError> {
+    let c = compile(e, &Scope::default())?;
+    match (c.ty, (c.eval)(&[])) {
+        (SqlType::Interval, Ok(Value::Interval(ms))) if ms > 0 || what == "offset" => Ok(ms),
+        _ => Err(SqlError::validation(
+            format!("the window's {what} must be a positive INTERVAL, not {e}"),
+            pos(e),
+        )),
+    }
+}
+
+impl WindowTvf {
+    /// Parses the function call inside `FROM TABLE(…)`.
+    pub fn parse(call: &Expr) -> Result<WindowTvf, SqlError> {
+        let at = pos(call);
+        let Expr::Function(f) = call else {
+            return Err(SqlError::unsupported(format!("FROM TABLE({call})"), at));
+        };
+        let name = f.name.to_string().to_ascii_uppercase();
+        let FunctionArguments::List(list) = &f.args else {
+            return Err(SqlError::validation(format!("{name} needs arguments"), at));
+        };
+        // Positional or named (DATA =>, TIMECOL =>, SIZE =>, …) arguments.
+        let mut positional: Vec<&Expr> = Vec::new();
+        let mut named: Vec<(String, &Expr)> = Vec::new();
+        for a in &list.args {
+            match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => positional.push(e),
+                FunctionArg::Named {
+                    name,
+                    arg: FunctionArgExpr::Expr(e),
+                    operator: FunctionArgOperator::RightArrow,
+                } => named.push((name.value.to_ascii_uppercase(), e)),
+                other => return Err(SqlError::unsupported(format!("the argument {other}"), at)),
+            }
+        }
+        let params: &[&str] = match name.as_str() {
+            "TUMBLE" => &["DATA", "TIMECOL", "SIZE", "OFFSET"],
+            "HOP" => &["DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"],
+            "CUMULATE" | "SESSION" => {
+                return Err(SqlError::unsupported(format!("the window TVF {name}"), at))
+            }
+            other => {
+                return Err(SqlError::unsupported(
+                    format!("the table function {other}"),
+                    at,
+                ))
+            }
+        };
+        let arg = |i: usize| -> Option<&Expr> {
+            positional
+                .get(i)
+                .copied()
+                .or_else(|| named.iter().find(|(n, _)| n == params[i]).map(|(_, e)| *e))
+        };
+        let required = params.len() - 1;
+        if positional.len() + named.len() < required
+            || positional.len() + named.len() > params.len()
+        {
+            return Err(SqlError::validation(
+                format!("{name} takes ({})", params.join(", ")),
+                at,
+            ));
+        }
+        let table = match arg(0) {
+            Some(Expr::Identifier(id)) => id.value.clone(),
+            Some(Expr::CompoundIdentifier(parts)) => parts
+                .iter()
+                .map(|p| p.value.as_str())
+                .collect::<Vec<_>>()
+                .join("."),
+            other => {
+                return Err(SqlError::validation(
+                    format!("{name}'s first argument must be TABLE name, not {other:?}"),
+                    at,
+                ))
+            }
+        };
+        let time_column = match arg(1) {
+            Some(Expr::Function(d)) if d.name.to_string().eq_ignore_ascii_case("DESCRIPTOR") => {
+                match &d.args {
+                    FunctionArguments::List(l) => match l.args.as_slice() {
+                        [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(Ident {
+                            value,
+                            ..
+                        })))] => value.clone(),
+                        _ => return Err(SqlError::validation("DESCRIPTOR takes one column", at)),
+                    },
+                    _ => return Err(SqlError::validation("DESCRIPTOR takes one column", at)),
+                }
+            }
+            _ => {
+                return Err(SqlError::validation(
+                    format!("{name}'s second argument must be DESCRIPTOR(time column)"),
+                    at,
+                ))
+            }
+        };
+        let missing = |i: usize| SqlError::validation(format!("{name} needs {}", params[i]), at);
+        let kind = match name.as_str() {
+            "TUMBLE" => WindowKind::Tumble {
+                size: interval_arg(arg(2).ok_or_else(|| missing(2))?, "size")?,
+                offset: arg(3)
+                    .map(|e| interval_arg(e, "offset"))
+                    .transpose()?
+                    .unwrap_or(0),
+            },
+            _ => WindowKind::Hop {
+                slide: interval_arg(arg(2).ok_or_else(|| missing(2))?, "slide")?,
+                size: interval_arg(arg(3).ok_or_else(|| missing(3))?, "size")?,
+                offset: arg(4)
+                    .map(|e| interval_arg(e, "offset"))
+                    .transpose()?
+                    .unwrap_or(0),
+            },
+        };
+        Ok(WindowTvf {
+            table,
+            time_column,
+            kind,
+            at,
+        })
+    }
+
+    /// The windows a row of event time `ts` belongs to, as Flink assigns
+    /// them (start aligned to the epoch plus the offset).
+    fn windows(&self, ts: i64) -> Vec<(i64, i64)> {
+        let start_of = |size: i64, offset: i64| ts - (ts - offset).rem_euclid(size);
+        match self.kind {
+            WindowKind::Tumble { size, offset } => {
+                let s = start_of(size, offset);
+                vec![(s, s + size)]
+            }
+            WindowKind::Hop {
+                slide,
+                size,
+                offset,
+            } => {
+                let mut out = Vec::new();
+                let mut s = start_of(slide, offset);
+                while s > ts - size {
+                    out.push((s, s + size));
+                    s -= slide;
+                }
+                out.reverse();
+                out
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self.kind {
+            WindowKind::Tumble { size, .. } => format!("TUMBLE(size={size} ms)"),
+            WindowKind::Hop { slide, size, .. } => format!("HOP(slide={slide} ms, size={size} ms)"),
+        }
+    }
+}
+
+/// The input's time attribute, checked to be the DESCRIPTOR's column.
+fn time_attribute(input: &Planned, tvf: &WindowTvf) -> Result<(usize, SqlType), SqlError> {
+    let i = input.scope.index(&tvf.time_column, tvf.at)?;
+    if input.rowtime != Some(i) {
+        return Err(SqlError::validation(
+            format!(
+                "the DESCRIPTOR column '{}' is not a time attribute: declare WATERMARK FOR {} in the table",
+                tvf.time_column, tvf.time_column
+            ),
+            tvf.at,
+        ));
+    }
+    Ok((i, input.scope.columns[i].1))
+}
+
+fn time_value(ty: SqlType, ms: i64) -> Value {
+    if ty == SqlType::TimestampLtz {
+        Value::TimestampLtz(ms)
+    } else {
+        Value::Timestamp(ms)
+    }
+}
+
+/// The window TVF's rows themselves: each input row once per window it is
+/// in, with `window_start`, `window_end` and `window_time` appended.
+pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned, SqlError> {
+    let (rowtime, ty) = time_attribute(&input, tvf)?;
+    let mut scope = input.scope.clone();
+    scope
+        .columns
+        .push(("window_start".into(), SqlType::Timestamp));
+    scope
+        .columns
+        .push(("window_end".into(), SqlType::Timestamp));
+    scope.columns.push(("window_time".into(), ty));
+    let window_time = scope.columns.len() - 1;
+    let tvf2 = tvf.clone();
+    let stream = input.stream.process(
+        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            let Some(ts) = row.values[rowtime].as_i64() else {
+                return Ok(());
+            };
+            for (start, end) in tvf2.windows(ts) {
+                let mut values = row.values.to_vec();
+                values.push(Value::Timestamp(start));
+                values.push(Value::Timestamp(end));
+                values.push(time_value(ty, end - 1));
+                out.collect(Row {
+                    kind: row.kind,
+                    values: values.into(),
+                });
+            }
+            Ok(())
+        },
+    );
+    let mut steps = input.steps;
+    steps.push(format!("WindowTableFunction: {}", tvf.describe()));
+    Ok(Planned {
+        stream,
+        scope,
+        rowtime: Some(window_time),
+        steps,
+    })
+}
+
+/// Whether `e` contains an aggregate call.
+pub(crate) fn contains_aggregate(e: &Expr) -> bool {
+    match e {
+        Expr::Function(f) => {
+            is_aggregate(&f.name.to_string())
+                || match &f.args {
+                    FunctionArguments::List(l) => l.args.iter().any(|a| match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => contains_aggregate(x),
+                        _ => false,
+                    }),
+                    _ => false,
+                }
+        }
+        Expr::BinaryOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        Expr::UnaryOp { expr, .. } | Expr::Nested(expr) | Expr::Cast { expr, .. } => {
+            contains_aggregate(expr)
+        }
+        Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(contains_aggregate)
+                || conditions
+                    .iter()
+                    .any(|c| contains_aggregate(&c.condition) || contains_aggregate(&c.result))
+                || else_result.as_deref().is_some_and(contains_aggregate)
+        }
+        _ => false,
+    }
+}
+
+/// Collects a query's aggregate calls and grouping expressions, and
+/// rewrites expressions over them into expressions over the aggregation's
+/// output columns (`$group0`, …, `$agg0`, …).
+struct Rewriter<'a> {
+    groups: &'a [Expr],
+    /// Each aggregate: kind and argument (`None` for `COUNT(*)`).
+    aggs: Vec<(AggKind, Option<Expr>, Position)>,
+}
+
+impl Rewriter<'_> {
+    fn rewrite(&mut self, e: &Expr) -> Result<Expr, SqlError> {
+        if let Some(i) = self.groups.iter().position(|g| g == e) {
+            return Ok(Expr::Identifier(Ident::new(format!("$group{i}"))));
+        }
+        Ok(match e {
+            Expr::Function(f) if is_aggregate(&f.name.to_string()) => {
+                let name = f.name.to_string().to_ascii_uppercase();
+                let at = pos(e);
+                if f.over.is_some() || f.filter.is_some() {
+                    return Err(SqlError::unsupported(
+                        format!("{name} with OVER or FILTER"),
+                        at,
+                    ));
+                }
+                let FunctionArguments::List(list) = &f.args else {
+                    return Err(SqlError::validation(
+                        format!("{name} needs an argument"),
+                        at,
+                    ));
+                };
+                let distinct =
+                    matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+                let (kind, arg) = match (name.as_str(), list.args.as_slice(), distinct) {
+                    ("COUNT", [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)], false) => {
+                        (AggKind::CountStar, None)
+                    }
+                    (_, [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))], _) => {
+                        if contains_aggregate(x) {
+                            return Err(SqlError::validation("aggregates cannot be nested", at));
+                        }
+                        let kind = match (name.as_str(), distinct) {
+                            ("COUNT", false) => AggKind::Count,
+                            ("COUNT", true) => AggKind::CountDistinct,
+                            (_, true) => {
+                                return Err(SqlError::unsupported(
+                                    format!("{name}(DISTINCT …)"),
+                                    at,
+                                ))
+                            }
+                            ("SUM", _) => AggKind::Sum,
+                            ("MIN", _) => AggKind::Min,
+                            ("MAX", _) => AggKind::Max,
+                            _ => AggKind::Avg,
+                        };
+                        (kind, Some(x.clone()))
+                    }
+                    _ => {
+                        return Err(SqlError::validation(
+                            format!("{name} takes one argument"),
+                            at,
+                        ))
+                    }
+                };
+                self.aggs.push((kind, arg, at));
+                Expr::Identifier(Ident::new(format!("$agg{}", self.aggs.len() - 1)))
+            }
+            Expr::Function(f) => {
+                let mut f = f.clone();
+                if let FunctionArguments::List(list) = &mut f.args {
+                    for a in &mut list.args {
+                        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) = a {
+                            *x = self.rewrite(x)?;
+                        }
+                    }
+                }
+                Expr::Function(f)
+            }
+            Expr::BinaryOp { left, op, right } => Expr::BinaryOp {
+                left: Box::new(self.rewrite(left)?),
+                op: op.clone(),
+                right: Box::new(self.rewrite(right)?),
+            },
+            Expr::UnaryOp { op, expr } => Expr::UnaryOp {
+                op: *op,
+                expr: Box::new(self.rewrite(expr)?),
+            },
+            Expr::Nested(x) => Expr::Nested(Box::new(self.rewrite(x)?)),
+            Expr::Cast {
+                kind,
+                expr,
+                data_type,
+                array,
+                format,
+            } => Expr::Cast {
+                kind: kind.clone(),
+                expr: Box::new(self.rewrite(expr)?),
+                data_type: data_type.clone(),
+                array: *array,
+                format: format.clone(),
+            },
+            Expr::Case {
+                case_token,
+                end_token,
+                operand,
+                conditions,
+                else_result,
+            } => Expr::Case {
+                case_token: case_token.clone(),
+                end_token: end_token.clone(),
+                operand: operand
+                    .as_deref()
+                    .map(|o| self.rewrite(o))
+                    .transpose()?
+                    .map(Box::new),
+                conditions: conditions
+                    .iter()
+                    .map(|c| {
+                        Ok(sqlparser::ast::CaseWhen {
+                            condition: self.rewrite(&c.condition)?,
+                            result: self.rewrite(&c.result)?,
+                        })
+                    })
+                    .collect::<Result<_, SqlError>>()?,
+                else_result: else_result
+                    .as_deref()
+                    .map(|x| self.rewrite(x))
+                    .transpose()?
+                    .map(Box::new),
+            },
+            Expr::Identifier(id) => {
+                // A column that is neither grouped nor aggregated.
+                let window_col = ["window_start", "window_end", "window_time"]
+                    .iter()
+                    .any(|w| id.value.eq_ignore_ascii_case(w));
+                if !window_col {
+                    return Err(SqlError::validation(
+                        format!(
+                            "column '{}' is neither grouped nor aggregated: add it to GROUP BY or use it in an aggregate",
+                            id.value
+                        ),
+                        pos(e),
+                    ));
+                }
+                e.clone()
+            }
+            other => other.clone(),
+        })
+    }
+}
+
+/// `SELECT …, agg(…) FROM TABLE(window TVF) GROUP BY window_start,
+/// window_end, keys…`: one result row per window and group, when the
+/// watermark passes the window's end; late rows are dropped (counted in
+/// the operator's `numLateRecordsDropped`), as Flink's window aggregation
+/// does.
+pub(crate) fn plan_window_aggregate(
+    input: Planned,
+    tvf: &WindowTvf,
+    select: &Select,
+) -> Result<Planned, SqlError> {
+    let at = pos(select);
+    let (_, time_type) = time_attribute(&input, tvf)?;
+    let GroupByExpr::Expressions(group_by, _) = &select.group_by else {
+        return Err(SqlError::unsupported("GROUP BY ALL", at));
+    };
+    let is_window = |e: &Expr, name: &str| matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(name));
+    if !group_by.iter().any(|e| is_window(e, "window_start"))
+        || !group_by.iter().any(|e| is_window(e, "window_end"))
+    {
+        return Err(SqlError::validation(
+            "a window aggregation must GROUP BY window_start and window_end",
+            at,
+        ));
+    }
+    let keys: Vec<Expr> = group_by
+        .iter()
+        .filter(|e| {
+            !["window_start", "window_end", "window_time"]
+                .iter()
+                .any(|w| is_window(e, w))
+        })
+        .cloned()
+        .collect();
+    // WHERE runs before the windows, on the input's columns.
+    let filter: Option<Eval> = match &select.selection {
+        Some(e) => {
+            let c = compile(e, &input.scope)?;
+            if c.ty != SqlType::Boolean {
+                return Err(SqlError::validation(
+                    format!("WHERE {e} is {}, not BOOLEAN", c.ty),
+                    pos(e),
+                ));
+            }
+            Some(c.eval)
+        }
+        None => None,
+    };
+    let key_evals: Vec<crate::expr::Compiled> = keys
+        .iter()
+        .map(|k| compile(k, &input.scope))
+        .collect::<Result<_, _>>()?;
+    // Rewrite the SELECT list and HAVING over the aggregation's output.
+    let mut rewriter = Rewriter {
+        groups: &keys,
+        aggs: Vec::new(),
+    };
+    let mut items = Vec::new();
+    for item in &select.projection {
+        items.push(match item {
+            SelectItem::UnnamedExpr(e) => {
+                let name = match e {
+                    Expr::Identifier(id) => id.value.clone(),
+                    _ => format!("EXPR${}", items.len()),
+                };
+                SelectItem::ExprWithAlias {
+                    expr: rewriter.rewrite(e)?,
+                    alias: Ident::new(name),
+                }
+            }
+            SelectItem::ExprWithAlias { expr, alias } => SelectItem::ExprWithAlias {
+                expr: rewriter.rewrite(expr)?,
+                alias: alias.clone(),
+            },
+            other => {
+                return Err(SqlError::unsupported(
+                    format!("{other} in a window aggregation"),
+                    pos(other),
+                ))
+            }
+        });
+    }
+    let having = select
+        .having
+        .as_ref()
+        .map(|h| rewriter.rewrite(h))
+        .transpose()?;
+    // The aggregates' arguments, computed before the window.
+    let mut arg_evals: Vec<Eval> = Vec::new();
+    let mut calls = Vec::new();
+    for (kind, arg, _) in &rewriter.aggs {
+        let (eval, ty) = match arg {
+            Some(x) => {
+                let c = compile(x, &input.scope)?;
+                if matches!(kind, AggKind::Sum | AggKind::Avg) && !c.ty.is_numeric() {
+                    return Err(SqlError::validation(
+                        format!("SUM and AVG need numbers, not {} ({x})", c.ty),
+                        pos(x),
+                    ));
+                }
+                (c.eval, c.ty)
+            }
+            None => {
+                let e: Eval = Arc::new(|_: &[Value]| Ok(Value::Null));
+                (e, SqlType::BigInt)
+            }
+        };
+        calls.push(AggCall {
+            kind: *kind,
+            arg: keys.len() + arg_evals.len(),
+            arg_type: ty,
+        });
+        arg_evals.push(eval);
+    }
+    let nkeys = keys.len();
+    let key_fns: Vec<Eval> = key_evals.iter().map(|c| c.eval.clone()).collect();
+    let pre = input.stream.process(
+        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            if let Some(f) = &filter {
+                if !matches!(f(&row.values)?, Value::Boolean(true)) {
+                    return Ok(());
+                }
+            }
+            let mut values = Vec::with_capacity(key_fns.len() + arg_evals.len());
+            for f in key_fns.iter().chain(&arg_evals) {
+                values.push(f(&row.values)?);
+            }
+            out.collect(Row::insert(values));
+            Ok(())
+        },
+    );
+    let keyed = pre.key_by(move |r: &Row| r.values[..nkeys].to_vec());
+    let aggregates = SqlAggregates {
+        calls: calls.clone(),
+    };
+    let emit = move |key: &Vec<Value>,
+                     ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+                     results: Elements<'_, Vec<Value>>,
+                     out: &mut Collector<'_, Row>|
+          -> FunctionResult {
+        let w = *ctx.window();
+        for aggs in results {
+            let mut values = key.clone();
+            values.push(Value::Timestamp(w.start));
+            values.push(Value::Timestamp(w.end));
+            values.push(time_value(time_type, w.end - 1));
+            values.extend(aggs.iter().cloned());
+            out.collect(Row::insert(values));
+        }
+        Ok(())
+    };
+    let stream = match tvf.kind {
+        WindowKind::Tumble { size, offset } => windowed(
+            &keyed,
+            TumblingEventTimeWindows::of_with_offset_ms(Duration::from_millis(size as u64), offset),
+            aggregates,
+            emit,
+        ),
+        WindowKind::Hop {
+            slide,
+            size,
+            offset,
+        } => windowed(
+            &keyed,
+            SlidingEventTimeWindows::of_with_offset(
+                Duration::from_millis(size as u64),
+                Duration::from_millis(slide as u64),
+                Duration::from_millis(offset.rem_euclid(slide) as u64),
+            ),
+            aggregates,
+            emit,
+        ),
+    };
+    // The aggregation's output columns, then the SELECT list over them.
+    let mut scope = Scope::default();
+    for (i, k) in key_evals.iter().enumerate() {
+        scope.columns.push((format!("$group{i}"), k.ty));
+    }
+    scope
+        .columns
+        .push(("window_start".into(), SqlType::Timestamp));
+    scope
+        .columns
+        .push(("window_end".into(), SqlType::Timestamp));
+    scope.columns.push(("window_time".into(), time_type));
+    for (i, c) in calls.iter().enumerate() {
+        scope.columns.push((format!("$agg{i}"), c.result_type()));
+    }
+    let window_time = nkeys + 2;
+    let having = having.map(|h| compile(&h, &scope)).transpose()?;
+    let (projections, out_scope, rowtime) = projection(&items, &scope, Some(window_time))?;
+    let projections = projections.unwrap_or_default();
+    let having = having.map(|h| h.eval);
+    let stream = stream.process(
+        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            if let Some(h) = &having {
+                if !matches!(h(&row.values)?, Value::Boolean(true)) {
+                    return Ok(());
+                }
+            }
+            let values = projections
+                .iter()
+                .map(|p| p(&row.values))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.collect(Row::insert(values));
+            Ok(())
+        },
+    );
+    let mut steps = input.steps;
+    steps.push(format!(
+        "WindowAggregate: {}, group by [{}], {} aggregate(s)",
+        tvf.describe(),
+        keys.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        calls.len()
+    ));
+    steps.push(format!(
+        "Calc: select {}",
+        out_scope
+            .columns
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(Planned {
+        stream,
+        scope: out_scope,
+        rowtime,
+        steps,
+    })
+}
+
+fn windowed<A, P>(
+    keyed: &KeyedStream<Row, Vec<Value>>,
+    assigner: A,
+    aggregates: SqlAggregates,
+    emit: P,
+) -> DataStream<Row>
+where
+    A: WindowAssigner<Row, W = TimeWindow>,
+    P: ProcessWindowFunction<Vec<Value>, Row, Vec<Value>, TimeWindow> + Clone + Sync,
+{
+    keyed.window(assigner).aggregate_with(aggregates, emit)
+}
