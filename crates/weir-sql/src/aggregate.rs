@@ -24,6 +24,8 @@ pub(crate) enum AggKind {
     Min,
     Max,
     Avg,
+    /// `LISTAGG(x [, separator])`: the values joined, in arrival order.
+    ListAgg,
 }
 
 /// One aggregate call: its kind, the index of its argument in the input
@@ -33,6 +35,8 @@ pub(crate) struct AggCall {
     pub kind: AggKind,
     pub arg: usize,
     pub arg_type: SqlType,
+    /// `LISTAGG`'s separator.
+    pub separator: String,
 }
 
 impl AggCall {
@@ -40,6 +44,7 @@ impl AggCall {
     pub fn result_type(&self) -> SqlType {
         match (self.kind, self.arg_type) {
             (AggKind::CountStar | AggKind::Count | AggKind::CountDistinct, _) => SqlType::BigInt,
+            (AggKind::ListAgg, _) => SqlType::String,
             (AggKind::Sum, SqlType::Decimal(_, s)) => SqlType::Decimal(38, s),
             (AggKind::Avg, SqlType::Decimal(_, s)) => SqlType::Decimal(38, s.max(6)),
             (_, t) => t,
@@ -86,7 +91,9 @@ impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
             .map(|c| match c.kind {
                 AggKind::CountStar | AggKind::Count => Acc::Count(0),
                 AggKind::CountDistinct => Acc::Distinct(HashSet::new()),
-                AggKind::Sum | AggKind::Min | AggKind::Max => Acc::Value(Value::Null),
+                AggKind::Sum | AggKind::Min | AggKind::Max | AggKind::ListAgg => {
+                    Acc::Value(Value::Null)
+                }
                 AggKind::Avg => Acc::Avg {
                     sum: Value::Null,
                     count: 0,
@@ -116,6 +123,9 @@ impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
                     if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Greater) =>
                 {
                     *m = v.clone();
+                }
+                (AggKind::ListAgg, Acc::Value(list)) => {
+                    *list = join(list, v, &call.separator);
                 }
                 (AggKind::Avg, Acc::Avg { sum, count }) => {
                     *sum = add_values(sum, v, sum_type(call.arg_type));
@@ -184,6 +194,14 @@ impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
     }
 }
 
+/// `list` with `v` appended after `separator` (`v` alone if `list` is NULL).
+fn join(list: &Value, v: &Value, separator: &str) -> Value {
+    if list.is_null() {
+        return Value::string(&v.to_string());
+    }
+    Value::string(&format!("{list}{separator}{v}"))
+}
+
 /// The type an average's running sum is kept in.
 fn sum_type(t: SqlType) -> SqlType {
     match t {
@@ -229,6 +247,7 @@ mod tests {
             kind,
             arg: 0,
             arg_type: t,
+            separator: ",".into(),
         };
         let ints = [
             vec![Value::Int(3)],
@@ -269,6 +288,8 @@ mod tests {
         );
         assert_eq!(r[0].to_string(), "15.50");
         assert_eq!(r[1].to_string(), "7.750000");
+        let listed = run(vec![call(AggKind::ListAgg, SqlType::Int)], &ints);
+        assert_eq!(listed, vec![Value::string("3,4,3")]);
         let nothing = run(vec![call(AggKind::Sum, SqlType::Int)], &[vec![Value::Null]]);
         assert_eq!(nothing, vec![Value::Null]);
     }

@@ -28,6 +28,19 @@ fn connector(table: &TableDef) -> Result<&str, SqlError> {
         .ok_or_else(|| connector_error(table, "the option 'connector' is missing"))
 }
 
+/// A boolean option (false when absent).
+fn flag(table: &TableDef, key: &str) -> Result<bool, SqlError> {
+    match table.option(key) {
+        None => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+        Some(other) => Err(connector_error(
+            table,
+            format!("'{key}' must be true or false, not '{other}'"),
+        )),
+    }
+}
+
 /// Fails on options `known` does not list (Flink: "Unsupported options").
 fn check_options(table: &TableDef, known: &[&str]) -> Result<(), SqlError> {
     let unknown: BTreeSet<&str> = table
@@ -214,6 +227,7 @@ fn filesystem_source(
             "format",
             "csv.field-delimiter",
             "csv.ignore-parse-errors",
+            "csv.allow-comments",
         ],
     )?;
     let path = table
@@ -239,16 +253,8 @@ fn filesystem_source(
             ))
         }
     };
-    let ignore_errors = match table.option("csv.ignore-parse-errors") {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(other) => {
-            return Err(connector_error(
-                table,
-                format!("'csv.ignore-parse-errors' must be true or false, not '{other}'"),
-            ))
-        }
-    };
+    let ignore_errors = flag(table, "csv.ignore-parse-errors")?;
+    let allow_comments = flag(table, "csv.allow-comments")?;
     let types: Vec<SqlType> = table.physical().map(|(_, t)| t).collect();
     let nullable = table.nullable();
     let computed = rows.computed.clone();
@@ -258,7 +264,7 @@ fn filesystem_source(
         .read_text_file(path)
         .process(
             move |line: String, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-                if line.is_empty() {
+                if line.is_empty() || allow_comments && line.starts_with('#') {
                     return Ok(());
                 }
                 let parsed = parse_line(&line, delimiter, &types, &nullable, &computed, &order);
@@ -371,16 +377,7 @@ pub(crate) fn sink(
     match connector(table)? {
         "print" => {
             check_options(table, &["connector", "print-identifier", "standard-error"])?;
-            let to_err = match table.option("standard-error") {
-                None | Some("false") => false,
-                Some("true") => true,
-                Some(other) => {
-                    return Err(connector_error(
-                        table,
-                        format!("'standard-error' must be true or false, not '{other}'"),
-                    ))
-                }
-            };
+            let to_err = flag(table, "standard-error")?;
             let sink = match (table.option("print-identifier"), to_err) {
                 (Some(id), false) => stream.print_with_prefix(id),
                 (Some(id), true) => stream.print_to_err_with_prefix(id),

@@ -853,7 +853,7 @@ fn args(func: &sqlparser::ast::Function, at: Position) -> Result<Vec<&Expr>, Sql
 pub(crate) fn is_aggregate(name: &str) -> bool {
     matches!(
         name.to_ascii_uppercase().as_str(),
-        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG"
+        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" | "LISTAGG"
     )
 }
 

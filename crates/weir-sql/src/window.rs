@@ -301,8 +301,9 @@ pub(crate) fn contains_aggregate(e: &Expr) -> bool {
 /// output columns (`$group0`, …, `$agg0`, …).
 struct Rewriter<'a> {
     groups: &'a [Expr],
-    /// Each aggregate: kind and argument (`None` for `COUNT(*)`).
-    aggs: Vec<(AggKind, Option<Expr>, Position)>,
+    /// Each aggregate: kind, argument (`None` for `COUNT(*)`) and
+    /// `LISTAGG`'s separator.
+    aggs: Vec<(AggKind, Option<Expr>, String)>,
 }
 
 impl Rewriter<'_> {
@@ -328,9 +329,24 @@ impl Rewriter<'_> {
                 };
                 let distinct =
                     matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+                let mut separator = ",".to_string();
                 let (kind, arg) = match (name.as_str(), list.args.as_slice(), distinct) {
                     ("COUNT", [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)], false) => {
                         (AggKind::CountStar, None)
+                    }
+                    (
+                        "LISTAGG",
+                        [FunctionArg::Unnamed(FunctionArgExpr::Expr(x)), FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(sep)))],
+                        false,
+                    ) => {
+                        let sqlparser::ast::Value::SingleQuotedString(text) = &sep.value else {
+                            return Err(SqlError::validation(
+                                "LISTAGG's separator must be a string literal",
+                                at,
+                            ));
+                        };
+                        separator = text.clone();
+                        (AggKind::ListAgg, Some(x.clone()))
                     }
                     (_, [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))], _) => {
                         if contains_aggregate(x) {
@@ -348,6 +364,7 @@ impl Rewriter<'_> {
                             ("SUM", _) => AggKind::Sum,
                             ("MIN", _) => AggKind::Min,
                             ("MAX", _) => AggKind::Max,
+                            ("LISTAGG", _) => AggKind::ListAgg,
                             _ => AggKind::Avg,
                         };
                         (kind, Some(x.clone()))
@@ -359,7 +376,7 @@ impl Rewriter<'_> {
                         ))
                     }
                 };
-                self.aggs.push((kind, arg, at));
+                self.aggs.push((kind, arg, separator));
                 Expr::Identifier(Ident::new(format!("$agg{}", self.aggs.len() - 1)))
             }
             Expr::Function(f) => {
@@ -535,7 +552,7 @@ pub(crate) fn plan_window_aggregate(
     // The aggregates' arguments, computed before the window.
     let mut arg_evals: Vec<Eval> = Vec::new();
     let mut calls = Vec::new();
-    for (kind, arg, _) in &rewriter.aggs {
+    for (kind, arg, separator) in &rewriter.aggs {
         let (eval, ty) = match arg {
             Some(x) => {
                 let c = compile(x, &input.scope)?;
@@ -556,6 +573,7 @@ pub(crate) fn plan_window_aggregate(
             kind: *kind,
             arg: keys.len() + arg_evals.len(),
             arg_type: ty,
+            separator: separator.clone(),
         });
         arg_evals.push(eval);
     }
