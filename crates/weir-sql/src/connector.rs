@@ -228,6 +228,7 @@ fn filesystem_source(
             "csv.field-delimiter",
             "csv.ignore-parse-errors",
             "csv.allow-comments",
+            "csv.null-literal",
         ],
     )?;
     let path = table
@@ -255,6 +256,7 @@ fn filesystem_source(
     };
     let ignore_errors = flag(table, "csv.ignore-parse-errors")?;
     let allow_comments = flag(table, "csv.allow-comments")?;
+    let null_literal = table.option("csv.null-literal").map(str::to_string);
     let types: Vec<SqlType> = table.physical().map(|(_, t)| t).collect();
     let nullable = table.nullable();
     let computed = rows.computed.clone();
@@ -267,7 +269,11 @@ fn filesystem_source(
                 if line.is_empty() || allow_comments && line.starts_with('#') {
                     return Ok(());
                 }
-                let parsed = parse_line(&line, delimiter, &types, &nullable, &computed, &order);
+                let format = CsvFormat {
+                    delimiter,
+                    null_literal: null_literal.as_deref(),
+                };
+                let parsed = parse_line(&line, &format, &types, &nullable, &computed, &order);
                 match parsed {
                     Ok(row) => out.collect(row),
                     Err(_) if ignore_errors => {}
@@ -281,15 +287,22 @@ fn filesystem_source(
         .name(&format!("Source: {}[csv]", table.name)))
 }
 
+/// How a CSV line is read.
+struct CsvFormat<'a> {
+    delimiter: char,
+    /// The field text that stands for NULL (Flink's `csv.null-literal`).
+    null_literal: Option<&'a str>,
+}
+
 fn parse_line(
     line: &str,
-    delimiter: char,
+    format: &CsvFormat<'_>,
     types: &[SqlType],
     nullable: &[bool],
     computed: &[Eval],
     order: &[usize],
 ) -> Result<Row, String> {
-    let fields = split_csv(line, delimiter);
+    let fields = split_csv(line, format.delimiter);
     if fields.len() != types.len() {
         return Err(format!(
             "{} fields where the table has {} physical columns",
@@ -300,7 +313,13 @@ fn parse_line(
     let mut values: Vec<Value> = fields
         .iter()
         .zip(types)
-        .map(|(f, t)| Value::parse(f, *t))
+        .map(|(f, t)| {
+            if format.null_literal == Some(f.as_str()) {
+                Ok(Value::Null)
+            } else {
+                Value::parse(f, *t)
+            }
+        })
         .collect::<Result<_, _>>()?;
     if let Some(i) = (0..values.len()).find(|&i| values[i].is_null() && !nullable[i]) {
         return Err(format!("NULL in the NOT NULL column #{}", i + 1));

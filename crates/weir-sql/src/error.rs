@@ -31,6 +31,9 @@ pub enum SqlError {
     /// A table's `WITH` options are missing or wrong.
     #[error("table '{table}': {message}")]
     Connector { table: String, message: String },
+    /// A `SET` key has a value it cannot take.
+    #[error("'{key}': {message}")]
+    Setting { key: String, message: String },
     /// Reading a script file.
     #[error("reading '{path}': {source}")]
     Io {

@@ -12,6 +12,19 @@ use crate::plan::{plan_query, Planned};
 use crate::script::{parse_script, Statement};
 use crate::value::Row;
 
+/// The keys `SET` takes that the SQL layer reads (all others configure
+/// the jobs, as in `weir run -D`).
+const SQL_KEYS: &[&str] = &[RESULT_MODE];
+
+/// How `SELECT` prints: `tableau` (a table with an `op` column, the
+/// default) or `changelog` (one `+I[…]` line per row, as Flink's print
+/// connector writes them).
+const RESULT_MODE: &str = "sql-client.execution.result-mode";
+
+fn is_sql_key(key: &str) -> bool {
+    key.starts_with("sql-client.") || key.starts_with("table.")
+}
+
 /// Runs SQL statements: DDL and `SET` change the session, `INSERT INTO`
 /// runs a job writing into a table, `SELECT` runs a job and prints its rows
 /// as a changelog table (Flink's tableau mode), `EXPLAIN` prints a plan.
@@ -67,7 +80,11 @@ impl Session {
 
     fn env(&mut self) -> Result<StreamExecutionEnvironment, SqlError> {
         let env = StreamExecutionEnvironment::new();
-        env.configure(&self.config)?;
+        let mut engine = Configuration::new();
+        for (k, v) in self.config.iter().filter(|(k, _)| !is_sql_key(k)) {
+            engine.set(k, v);
+        }
+        env.configure(&engine)?;
         self.catalog.watermark_per_row = self
             .config
             .get_duration("pipeline.auto-watermark-interval")?
@@ -99,10 +116,19 @@ impl Session {
                 self.write("[INFO] Execute statement succeeded.\n")
             }
             Statement::Set { key, value } => {
-                let mut probe = Configuration::new();
-                probe.set(key.as_str(), value.as_str());
-                for warning in probe.unknown_key_warnings() {
-                    self.write(&format!("[WARNING] {warning}\n"))?;
+                if is_sql_key(&key) {
+                    if !SQL_KEYS.contains(&key.as_str()) {
+                        self.write(&format!(
+                            "[WARNING] '{key}' is not a SQL option Weir knows (known: {}); it is ignored\n",
+                            SQL_KEYS.join(", ")
+                        ))?;
+                    }
+                } else {
+                    let mut probe = Configuration::new();
+                    probe.set(key.as_str(), value.as_str());
+                    for warning in probe.unknown_key_warnings() {
+                        self.write(&format!("[WARNING] {warning}\n"))?;
+                    }
                 }
                 self.config.set(key, value);
                 self.write("[INFO] Execute statement succeeded.\n")
@@ -139,9 +165,23 @@ impl Session {
                     .iter()
                     .map(|(n, _)| n.clone())
                     .collect();
+                let changelog = match self.config.get(RESULT_MODE) {
+                    None | Some("tableau") => false,
+                    Some("changelog") => true,
+                    Some(other) => {
+                        return Err(SqlError::Setting {
+                            key: RESULT_MODE.into(),
+                            message: format!("'{other}' is not a result mode (tableau, changelog)"),
+                        })
+                    }
+                };
                 let rows = planned.stream.execute_and_collect()?;
-                let table = tableau(&names, &rows);
-                self.write(&table)
+                let text = if changelog {
+                    rows.iter().map(|r| format!("{r}\n")).collect()
+                } else {
+                    tableau(&names, &rows)
+                };
+                self.write(&text)
             }
             Statement::Explain(inner) => {
                 let env = self.env()?;

@@ -68,12 +68,8 @@ impl Value {
         }
     }
 
-    /// Parses `text` (as a CSV field holds it) as a value of type `t`;
-    /// an empty field is NULL for every type but STRING.
+    /// Parses `text` (as a CSV field holds it) as a value of type `t`.
     pub(crate) fn parse(text: &str, t: SqlType) -> Result<Value, String> {
-        if text.is_empty() && t != SqlType::String {
-            return Ok(Value::Null);
-        }
         let bad = || format!("'{text}' is not a valid {t}");
         let trimmed = text.trim();
         Ok(match t {
@@ -398,7 +394,7 @@ mod tests {
     #[test]
     fn fields_parse_by_type() {
         assert_eq!(Value::parse("42", SqlType::Int), Ok(Value::Int(42)));
-        assert_eq!(Value::parse("", SqlType::BigInt), Ok(Value::Null));
+        assert!(Value::parse("", SqlType::BigInt).is_err());
         assert_eq!(Value::parse("", SqlType::String), Ok(Value::string("")));
         assert_eq!(
             Value::parse("12.345", SqlType::Decimal(10, 2)),

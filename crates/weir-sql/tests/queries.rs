@@ -52,7 +52,8 @@ fn orders_ddl(path: &std::path::Path) -> String {
            id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3),
            big AS amount > 10,
            WATERMARK FOR ts AS ts - INTERVAL '2' SECOND
-         ) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');",
+         ) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                 'csv.null-literal' = '');",
         path.display()
     )
 }

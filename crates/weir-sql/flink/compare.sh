@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs SQL cases on Flink 2.3 and on Weir over the same CSV files and diffs
+# their changelogs (order-insensitive: both sides sorted).
+#
+#   crates/weir-sql/flink/compare.sh [--update] [CASE.sql ...]
+#
+# Default cases: crates/weir-sql/tests/golden/*.sql. In a case, '${DIR}'
+# stands for the case's directory (for the CSV paths). --update writes
+# Flink's changelog to CASE.flink.out, which `cargo test -p weir-sql`
+# compares Weir's against (so CI needs no Flink).
+#
+# Needs Java 17 and Flink's jars from PyPI:
+#   pip install --no-deps apache-flink-libraries==2.3.0
+# Env: FLINK_LIB (a directory with flink-dist-*.jar; found from the pyflink
+# package otherwise).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+update=0
+if [[ "${1:-}" == "--update" ]]; then update=1; shift; fi
+cases=("$@")
+[[ ${#cases[@]} -gt 0 ]] || cases=("$root"/crates/weir-sql/tests/golden/*.sql)
+
+if [[ -z "${FLINK_LIB:-}" ]]; then
+  FLINK_LIB="$(python3 -c 'import pyflink; print(list(pyflink.__path__)[0])' 2>/dev/null || true)/lib"
+fi
+if ! ls "$FLINK_LIB"/flink-dist-*.jar >/dev/null 2>&1; then
+  echo "Flink's jars not found (FLINK_LIB=$FLINK_LIB)." >&2
+  echo "Install them with: pip install --no-deps apache-flink-libraries==2.3.0" >&2
+  exit 1
+fi
+command -v javac >/dev/null || { echo "javac not found: install a JDK 17 (apt-get install -y openjdk-17-jdk-headless)" >&2; exit 1; }
+cp=""
+for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/flink-csv-*.jar "$FLINK_LIB"/flink-cep-*.jar \
+  "$FLINK_LIB"/flink-connector-files-*.jar "$FLINK_LIB"/log4j-*.jar; do
+  cp="${cp:+$cp:}$j"
+done
+build="$root/target/flink-sql-peer"
+mkdir -p "$build"
+javac -nowarn --release 17 -cp "$cp" -d "$build" "$here/SqlPeer.java"
+jvm=(-Xmx1g -Dlog4j.configurationFile="$root/crates/weir-bench/flink/log4j2.properties"
+  --add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED
+  --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED)
+for p in java.lang java.net java.io java.nio sun.nio.ch java.lang.reflect java.text java.time \
+  java.util java.util.concurrent java.util.concurrent.atomic java.util.concurrent.locks; do
+  jvm+=(--add-opens=java.base/$p=ALL-UNNAMED)
+done
+
+cargo build -q -p weir-cli --manifest-path "$root/Cargo.toml"
+weir="$root/target/debug/weir"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+for case in "${cases[@]}"; do
+  name="$(basename "$case" .sql)"
+  dir="$(cd "$(dirname "$case")" && pwd)"
+  sed "s|\${DIR}|$dir|g" "$case" > "$work/$name.sql"
+  java "${jvm[@]}" -cp "$build:$cp" weirpeer.SqlPeer "$work/$name.sql" 2> "$work/$name.flink.err" \
+    | sort > "$work/$name.flink" || { echo "FAIL $name: Flink failed:"; grep -m3 -E "Exception|Error" "$work/$name.flink.err"; failed=$((failed + 1)); continue; }
+  "$weir" sql -D sql-client.execution.result-mode=changelog -f "$work/$name.sql" 2> "$work/$name.weir.err" \
+    | grep -E '^[+-][IUD]\[' | sort > "$work/$name.weir" || true
+  if diff -u "$work/$name.flink" "$work/$name.weir" > "$work/$name.diff"; then
+    echo "PASS $name ($(wc -l < "$work/$name.flink") rows)"
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name (--- Flink, +++ Weir):"
+    cat "$work/$name.diff"
+    cat "$work/$name.weir.err"
+    failed=$((failed + 1))
+  fi
+  if [[ $update == 1 ]]; then cp "$work/$name.flink" "$dir/$name.flink.out"; fi
+done
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]
