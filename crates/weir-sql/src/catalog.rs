@@ -90,6 +90,9 @@ pub(crate) struct Catalog {
     /// (`pipeline.auto-watermark-interval` = 0, as Flink SQL does then)
     /// instead of periodically.
     pub watermark_per_row: bool,
+    /// How long an unbounded aggregation keeps a group's state after its
+    /// last update (`table.exec.state.ttl`; forever when unset).
+    pub state_ttl: Option<std::time::Duration>,
 }
 
 impl Catalog {

@@ -25,6 +25,7 @@ mod connector;
 mod ddl;
 mod error;
 mod expr;
+mod group;
 mod plan;
 mod script;
 mod session;

@@ -108,10 +108,8 @@ fn plan_select(
         };
     }
     if grouped {
-        return Err(SqlError::unsupported(
-            "GROUP BY and aggregates outside a window TVF (unbounded aggregation with retractions)",
-            at,
-        ));
+        let input = plan_relation(env, catalog, from)?;
+        return crate::group::plan_group_aggregate(input, select, catalog.state_ttl);
     }
     if select.having.is_some() {
         return Err(SqlError::unsupported("HAVING without GROUP BY", at));

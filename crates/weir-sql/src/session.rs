@@ -14,7 +14,10 @@ use crate::value::Row;
 
 /// The keys `SET` takes that the SQL layer reads (all others configure
 /// the jobs, as in `weir run -D`).
-const SQL_KEYS: &[&str] = &[RESULT_MODE];
+const SQL_KEYS: &[&str] = &[RESULT_MODE, STATE_TTL];
+
+/// Flink's time-to-live of the state of unbounded aggregations.
+const STATE_TTL: &str = "table.exec.state.ttl";
 
 /// How `SELECT` prints: `tableau` (a table with an `op` column, the
 /// default) or `changelog` (one `+I[…]` line per row, as Flink's print
@@ -89,6 +92,18 @@ impl Session {
             .config
             .get_duration("pipeline.auto-watermark-interval")?
             .is_some_and(|d| d.is_zero());
+        self.catalog.state_ttl = match self.config.get(STATE_TTL) {
+            None => None,
+            Some(text) => {
+                let ttl =
+                    weir::config::parse_duration(text).map_err(|message| SqlError::Setting {
+                        key: STATE_TTL.into(),
+                        message,
+                    })?;
+                // 0 means forever, as in Flink.
+                (!ttl.is_zero()).then_some(ttl)
+            }
+        };
         Ok(env)
     }
 

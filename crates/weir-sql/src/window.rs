@@ -299,8 +299,10 @@ pub(crate) fn contains_aggregate(e: &Expr) -> bool {
 /// Collects a query's aggregate calls and grouping expressions, and
 /// rewrites expressions over them into expressions over the aggregation's
 /// output columns (`$group0`, …, `$agg0`, …).
-struct Rewriter<'a> {
+pub(crate) struct Rewriter<'a> {
     groups: &'a [Expr],
+    /// Columns the output has besides the groups (the window's).
+    passthrough: &'a [&'a str],
     /// Each aggregate: kind, argument (`None` for `COUNT(*)`) and
     /// `LISTAGG`'s separator.
     aggs: Vec<(AggKind, Option<Expr>, String)>,
@@ -444,10 +446,11 @@ impl Rewriter<'_> {
             },
             Expr::Identifier(id) => {
                 // A column that is neither grouped nor aggregated.
-                let window_col = ["window_start", "window_end", "window_time"]
+                let passes = self
+                    .passthrough
                     .iter()
                     .any(|w| id.value.eq_ignore_ascii_case(w));
-                if !window_col {
+                if !passes {
                     return Err(SqlError::validation(
                         format!(
                             "column '{}' is neither grouped nor aggregated: add it to GROUP BY or use it in an aggregate",
@@ -463,60 +466,36 @@ impl Rewriter<'_> {
     }
 }
 
-/// `SELECT …, agg(…) FROM TABLE(window TVF) GROUP BY window_start,
-/// window_end, keys…`: one result row per window and group, when the
-/// watermark passes the window's end; late rows are dropped (counted in
-/// the operator's `numLateRecordsDropped`), as Flink's window aggregation
-/// does.
-pub(crate) fn plan_window_aggregate(
-    input: Planned,
-    tvf: &WindowTvf,
+/// The window columns a window aggregation's output has.
+const WINDOW_COLUMNS: &[&str] = &["window_start", "window_end", "window_time"];
+
+/// What a grouped query computes: its keys and the aggregates' arguments
+/// (both over the input row), the aggregate calls, and the SELECT list and
+/// HAVING rewritten over the aggregation's output (`$group0`, …, then the
+/// `passthrough` columns, then `$agg0`, …).
+pub(crate) struct Aggregation {
+    pub key_evals: Vec<crate::expr::Compiled>,
+    pub arg_evals: Vec<Eval>,
+    pub calls: Vec<AggCall>,
+    pub items: Vec<SelectItem>,
+    pub having: Option<Expr>,
+}
+
+/// Prepares the aggregation of `select` grouped by `keys` over `input`.
+pub(crate) fn aggregation(
+    input: &Scope,
+    keys: &[Expr],
     select: &Select,
-) -> Result<Planned, SqlError> {
-    let at = pos(select);
-    let (_, time_type) = time_attribute(&input, tvf)?;
-    let GroupByExpr::Expressions(group_by, _) = &select.group_by else {
-        return Err(SqlError::unsupported("GROUP BY ALL", at));
-    };
-    let is_window = |e: &Expr, name: &str| matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(name));
-    if !group_by.iter().any(|e| is_window(e, "window_start"))
-        || !group_by.iter().any(|e| is_window(e, "window_end"))
-    {
-        return Err(SqlError::validation(
-            "a window aggregation must GROUP BY window_start and window_end",
-            at,
-        ));
-    }
-    let keys: Vec<Expr> = group_by
-        .iter()
-        .filter(|e| {
-            !["window_start", "window_end", "window_time"]
-                .iter()
-                .any(|w| is_window(e, w))
-        })
-        .cloned()
-        .collect();
-    // WHERE runs before the windows, on the input's columns.
-    let filter: Option<Eval> = match &select.selection {
-        Some(e) => {
-            let c = compile(e, &input.scope)?;
-            if c.ty != SqlType::Boolean {
-                return Err(SqlError::validation(
-                    format!("WHERE {e} is {}, not BOOLEAN", c.ty),
-                    pos(e),
-                ));
-            }
-            Some(c.eval)
-        }
-        None => None,
-    };
+    passthrough: &[&str],
+) -> Result<Aggregation, SqlError> {
     let key_evals: Vec<crate::expr::Compiled> = keys
         .iter()
-        .map(|k| compile(k, &input.scope))
+        .map(|k| compile(k, input))
         .collect::<Result<_, _>>()?;
     // Rewrite the SELECT list and HAVING over the aggregation's output.
     let mut rewriter = Rewriter {
-        groups: &keys,
+        groups: keys,
+        passthrough,
         aggs: Vec::new(),
     };
     let mut items = Vec::new();
@@ -555,7 +534,7 @@ pub(crate) fn plan_window_aggregate(
     for (kind, arg, separator) in &rewriter.aggs {
         let (eval, ty) = match arg {
             Some(x) => {
-                let c = compile(x, &input.scope)?;
+                let c = compile(x, input)?;
                 if matches!(kind, AggKind::Sum | AggKind::Avg) && !c.ty.is_numeric() {
                     return Err(SqlError::validation(
                         format!("SUM and AVG need numbers, not {} ({x})", c.ty),
@@ -577,9 +556,41 @@ pub(crate) fn plan_window_aggregate(
         });
         arg_evals.push(eval);
     }
-    let nkeys = keys.len();
-    let key_fns: Vec<Eval> = key_evals.iter().map(|c| c.eval.clone()).collect();
-    let pre = input.stream.process(
+    Ok(Aggregation {
+        key_evals,
+        arg_evals,
+        calls,
+        items,
+        having,
+    })
+}
+
+/// The `WHERE` of `select` compiled over `scope`.
+pub(crate) fn where_filter(select: &Select, scope: &Scope) -> Result<Option<Eval>, SqlError> {
+    match &select.selection {
+        Some(e) => {
+            let c = compile(e, scope)?;
+            if c.ty != SqlType::Boolean {
+                return Err(SqlError::validation(
+                    format!("WHERE {e} is {}, not BOOLEAN", c.ty),
+                    pos(e),
+                ));
+            }
+            Ok(Some(c.eval))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Filters with `filter` and computes `[keys…, aggregate arguments…]` per
+/// row, before the rows are keyed.
+pub(crate) fn pre_aggregate(
+    stream: DataStream<Row>,
+    filter: Option<Eval>,
+    key_fns: Vec<Eval>,
+    arg_evals: Vec<Eval>,
+) -> DataStream<Row> {
+    stream.process(
         move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
             if let Some(f) = &filter {
                 if !matches!(f(&row.values)?, Value::Boolean(true)) {
@@ -590,10 +601,87 @@ pub(crate) fn plan_window_aggregate(
             for f in key_fns.iter().chain(&arg_evals) {
                 values.push(f(&row.values)?);
             }
-            out.collect(Row::insert(values));
+            out.collect(Row {
+                kind: row.kind,
+                values: values.into(),
+            });
             Ok(())
         },
-    );
+    )
+}
+
+/// HAVING and the SELECT list over an aggregation's output, keeping each
+/// row's changelog kind.
+pub(crate) fn post_aggregate(
+    stream: DataStream<Row>,
+    having: Option<Eval>,
+    projections: Vec<Eval>,
+) -> DataStream<Row> {
+    stream.process(
+        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            if let Some(h) = &having {
+                if !matches!(h(&row.values)?, Value::Boolean(true)) {
+                    return Ok(());
+                }
+            }
+            let values = projections
+                .iter()
+                .map(|p| p(&row.values))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.collect(Row {
+                kind: row.kind,
+                values: values.into(),
+            });
+            Ok(())
+        },
+    )
+}
+
+/// `SELECT …, agg(…) FROM TABLE(window TVF) GROUP BY window_start,
+/// window_end, keys…`: one result row per window and group, when the
+/// watermark passes the window's end; late rows are dropped (counted in
+/// the operator's `numLateRecordsDropped`), as Flink's window aggregation
+/// does.
+pub(crate) fn plan_window_aggregate(
+    input: Planned,
+    tvf: &WindowTvf,
+    select: &Select,
+) -> Result<Planned, SqlError> {
+    let at = pos(select);
+    let (_, time_type) = time_attribute(&input, tvf)?;
+    let GroupByExpr::Expressions(group_by, _) = &select.group_by else {
+        return Err(SqlError::unsupported("GROUP BY ALL", at));
+    };
+    let is_window = |e: &Expr, name: &str| matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(name));
+    if !group_by.iter().any(|e| is_window(e, "window_start"))
+        || !group_by.iter().any(|e| is_window(e, "window_end"))
+    {
+        return Err(SqlError::validation(
+            "a window aggregation must GROUP BY window_start and window_end",
+            at,
+        ));
+    }
+    let keys: Vec<Expr> = group_by
+        .iter()
+        .filter(|e| {
+            !["window_start", "window_end", "window_time"]
+                .iter()
+                .any(|w| is_window(e, w))
+        })
+        .cloned()
+        .collect();
+    // WHERE runs before the windows, on the input's columns.
+    let filter = where_filter(select, &input.scope)?;
+    let Aggregation {
+        key_evals,
+        arg_evals,
+        calls,
+        items,
+        having,
+    } = aggregation(&input.scope, &keys, select, WINDOW_COLUMNS)?;
+    let nkeys = keys.len();
+    let key_fns: Vec<Eval> = key_evals.iter().map(|c| c.eval.clone()).collect();
+    let pre = pre_aggregate(input.stream, filter, key_fns, arg_evals);
     let keyed = pre.key_by(move |r: &Row| r.values[..nkeys].to_vec());
     let aggregates = SqlAggregates {
         calls: calls.clone(),
@@ -656,21 +744,7 @@ pub(crate) fn plan_window_aggregate(
     let (projections, out_scope, rowtime) = projection(&items, &scope, Some(window_time))?;
     let projections = projections.unwrap_or_default();
     let having = having.map(|h| h.eval);
-    let stream = stream.process(
-        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-            if let Some(h) = &having {
-                if !matches!(h(&row.values)?, Value::Boolean(true)) {
-                    return Ok(());
-                }
-            }
-            let values = projections
-                .iter()
-                .map(|p| p(&row.values))
-                .collect::<Result<Vec<_>, _>>()?;
-            out.collect(Row::insert(values));
-            Ok(())
-        },
-    );
+    let stream = post_aggregate(stream, having, projections);
     let mut steps = input.steps;
     steps.push(format!(
         "WindowAggregate: {}, group by [{}], {} aggregate(s)",

@@ -216,9 +216,11 @@ fn window_mistakes_are_named() {
     assert!(e.contains("'id' is not a time attribute"), "{e}");
     let e = err("SELECT * FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '10' SECOND));");
     assert!(e.contains("not supported: the window TVF CUMULATE"), "{e}");
-    let e = err("SELECT buyer, COUNT(*) FROM orders GROUP BY buyer;");
+    let e = err("SELECT o.id FROM orders o JOIN orders p ON o.id = p.id;");
+    assert!(e.contains("not supported: JOIN"), "{e}");
+    let e = err("SELECT buyer, id, COUNT(*) FROM orders GROUP BY buyer;");
     assert!(
-        e.contains("not supported: GROUP BY and aggregates outside a window TVF"),
+        e.contains("column 'id' is neither grouped nor aggregated"),
         "{e}"
     );
 }
@@ -256,5 +258,31 @@ fn the_order_report_in_sql_matches_the_datastream_report() -> Result<(), SqlErro
     ];
     expected.sort_unstable();
     assert_eq!(rows, expected, "{out}");
+    Ok(())
+}
+
+#[test]
+fn settings_are_checked() -> Result<(), SqlError> {
+    let path = csv("settings", ORDERS);
+    let ddl = orders_ddl(&path);
+    let out = run(&format!(
+        "SET 'table.exec.state.tll' = '1 h';\n{ddl}\nSET 'table.exec.state.ttl' = '1 h';
+         EXPLAIN SELECT buyer, COUNT(*) FROM orders GROUP BY buyer;"
+    ))?;
+    assert!(
+        out.contains("[WARNING] 'table.exec.state.tll' is not a SQL option Weir knows"),
+        "{out}"
+    );
+    assert!(out.contains("GroupAggregate: group by [buyer], 1 aggregate(s), changelog +I/-U/+U, state TTL 3600000 ms"), "{out}");
+    let e = run(&format!("SET 'table.exec.state.ttl' = 'soon';\n{ddl}\nSELECT buyer, COUNT(*) FROM orders GROUP BY buyer;"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'table.exec.state.ttl'"), "{e}");
+    let e = run(&format!(
+        "SET 'sql-client.execution.result-mode' = 'table';\n{ddl}\nSELECT id FROM orders;"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("'table' is not a result mode"), "{e}");
     Ok(())
 }

@@ -1,0 +1,155 @@
+//! `GROUP BY` without a window: an unbounded aggregation whose result rows
+//! change as rows arrive, emitted as a changelog (`+I` for a group's first
+//! result, then `-U` of the old and `+U` of the new result on each change),
+//! with the accumulators in keyed state (expiring after
+//! `table.exec.state.ttl`, as in Flink).
+
+use std::time::Duration;
+
+use sqlparser::ast::{Expr, GroupByExpr, Select, Spanned};
+use weir::prelude::*;
+
+use crate::aggregate::{Acc, SqlAggregates};
+use crate::error::{position, SqlError};
+use crate::expr::Scope;
+use crate::plan::{projection, Planned};
+use crate::value::{Row, RowKind, Value};
+use crate::window::{aggregation, post_aggregate, pre_aggregate, where_filter, Aggregation};
+
+/// The keyed function that keeps each group's accumulators and emits its
+/// result's changes.
+#[derive(Clone)]
+struct GroupAggregate {
+    aggregates: SqlAggregates,
+    keys: usize,
+    ttl: Option<Duration>,
+    state: Option<ValueState<Vec<Acc>>>,
+}
+
+impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        let mut descriptor = ValueStateDescriptor::new("accumulators");
+        if let Some(ttl) = self.ttl {
+            descriptor = descriptor.enable_time_to_live(StateTtlConfig::new_builder(ttl).build());
+        }
+        self.state = Some(ctx.get_state(&descriptor)?);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        row: Row,
+        _ctx: &mut ProcessContext<'_, Vec<Value>>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        if matches!(row.kind, RowKind::UpdateBefore | RowKind::Delete) {
+            return Err(
+                "not supported: aggregating a changelog with retractions (-U/-D rows)".into(),
+            );
+        }
+        let state = self.state.as_ref().ok_or("the aggregation is not open")?;
+        let previous = state.value()?;
+        let before = previous.as_ref().map(|acc| self.aggregates.get_result(acc));
+        let mut acc = previous.unwrap_or_else(|| self.aggregates.create_accumulator());
+        let key = row.values[..self.keys].to_vec();
+        self.aggregates.add(row, &mut acc);
+        let after = self.aggregates.get_result(&acc);
+        state.update(acc)?;
+        let result = |kind, aggs: Vec<Value>| {
+            let mut values = key.clone();
+            values.extend(aggs);
+            Row {
+                kind,
+                values: values.into(),
+            }
+        };
+        match before {
+            None => out.collect(result(RowKind::Insert, after)),
+            // An unchanged result is not emitted again (as Flink does
+            // without a state time-to-live).
+            Some(before) if before == after && self.ttl.is_none() => {}
+            Some(before) => {
+                out.collect(result(RowKind::UpdateBefore, before));
+                out.collect(result(RowKind::UpdateAfter, after));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `SELECT keys…, aggregates… FROM … GROUP BY keys…` over an
+/// insert-only input.
+pub(crate) fn plan_group_aggregate(
+    input: Planned,
+    select: &Select,
+    ttl: Option<Duration>,
+) -> Result<Planned, SqlError> {
+    let at = position(select.span());
+    let keys: Vec<Expr> = match &select.group_by {
+        GroupByExpr::Expressions(exprs, _) => exprs.clone(),
+        GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL", at)),
+    };
+    let filter = where_filter(select, &input.scope)?;
+    let Aggregation {
+        key_evals,
+        arg_evals,
+        calls,
+        items,
+        having,
+    } = aggregation(&input.scope, &keys, select, &[])?;
+    let nkeys = keys.len();
+    let key_fns = key_evals.iter().map(|c| c.eval.clone()).collect();
+    let pre = pre_aggregate(input.stream, filter, key_fns, arg_evals);
+    let function = GroupAggregate {
+        aggregates: SqlAggregates {
+            calls: calls.clone(),
+        },
+        keys: nkeys,
+        ttl,
+        state: None,
+    };
+    let aggregated = pre
+        .key_by(move |r: &Row| r.values[..nkeys].to_vec())
+        .process(function);
+    let mut scope = Scope::default();
+    for (i, k) in key_evals.iter().enumerate() {
+        scope.columns.push((format!("$group{i}"), k.ty));
+    }
+    for (i, c) in calls.iter().enumerate() {
+        scope.columns.push((format!("$agg{i}"), c.result_type()));
+    }
+    let having = having
+        .map(|h| crate::expr::compile(&h, &scope))
+        .transpose()?
+        .map(|c| c.eval);
+    let (projections, out_scope, _) = projection(&items, &scope, None)?;
+    let stream = post_aggregate(aggregated, having, projections.unwrap_or_default());
+    let mut steps = input.steps;
+    steps.push(format!(
+        "GroupAggregate: group by [{}], {} aggregate(s), changelog +I/-U/+U{}",
+        keys.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        calls.len(),
+        ttl.map_or(String::new(), |t| format!(
+            ", state TTL {} ms",
+            t.as_millis()
+        ))
+    ));
+    steps.push(format!(
+        "Calc: select {}",
+        out_scope
+            .columns
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(Planned {
+        stream,
+        scope: out_scope,
+        rowtime: None,
+        steps,
+    })
+}
