@@ -14,7 +14,7 @@ use crate::expr::{cast, compile, Eval, Scope};
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
-fn connector_error(table: &TableDef, message: impl Into<String>) -> SqlError {
+pub(crate) fn connector_error(table: &TableDef, message: impl Into<String>) -> SqlError {
     SqlError::Connector {
         table: table.name.clone(),
         message: message.into(),
@@ -42,7 +42,7 @@ fn flag(table: &TableDef, key: &str) -> Result<bool, SqlError> {
 }
 
 /// Fails on options `known` does not list (Flink: "Unsupported options").
-fn check_options(table: &TableDef, known: &[&str]) -> Result<(), SqlError> {
+pub(crate) fn check_options(table: &TableDef, known: &[&str]) -> Result<(), SqlError> {
     let unknown: BTreeSet<&str> = table
         .options
         .keys()
@@ -174,6 +174,7 @@ pub(crate) fn source(
     let rows = table_rows(table)?;
     let stream = match connector(table)? {
         "filesystem" => filesystem_source(env, table, &rows)?,
+        "nexmark" => crate::nexmark::nexmark_source(env, table, &rows)?,
         other @ ("kafka" | "upsert-kafka" | "jdbc" | "postgres" | "datagen") => {
             return Err(connector_error(
                 table,

@@ -34,6 +34,9 @@ pub enum SqlError {
     /// A `SET` key has a value it cannot take.
     #[error("'{key}': {message}")]
     Setting { key: String, message: String },
+    /// Writing results or plans.
+    #[error("writing the results: {0}")]
+    Output(std::io::Error),
     /// Reading a script file.
     #[error("reading '{path}': {source}")]
     Io {

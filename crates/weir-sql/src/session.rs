@@ -75,10 +75,7 @@ impl Session {
         self.out
             .write_all(text.as_bytes())
             .and_then(|()| self.out.flush())
-            .map_err(|source| SqlError::Io {
-                path: "output".into(),
-                source,
-            })
+            .map_err(SqlError::Output)
     }
 
     fn env(&mut self) -> Result<StreamExecutionEnvironment, SqlError> {

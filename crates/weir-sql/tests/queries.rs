@@ -106,7 +106,7 @@ fn mistakes_are_named_before_any_job_runs() {
         .contains("column 'nope' not found; the input has id, buyer, amount, ts, big"));
     assert!(err("SELECT id FROM missing;")
         .contains("table or view 'missing' not found (known: orders)"));
-    assert!(err("SELECT id FROM orders GROUP BY id;").contains("not supported: GROUP BY"));
+    assert!(err("SELECT DISTINCT id FROM orders;").contains("not supported: SELECT DISTINCT"));
     let e = err("CREATE TABLE o2 (a INT) WITH ('connector' = 'filesystem', 'path' = 'x', 'format' = 'csv', 'pth' = 'y');\nSELECT * FROM o2;");
     assert!(
         e.contains("unsupported options for connector 'filesystem': pth"),
