@@ -37,6 +37,7 @@ fn event(i: u64) -> Event {
 #[cfg(feature = "connectors")]
 mod connectors;
 mod nexmark;
+mod sql;
 
 /// Every job `weir-bench job --name` runs.
 const JOBS: &[&str] = &[
@@ -75,6 +76,7 @@ usage: weir-bench stateless|windows|state|checkpoints|exchange [--events N]
        weir-bench job --name JOB [--parallelism P] [--events N] [--checkpoint-interval D] [--checkpoint-dir DIR|s3://…]
        weir-bench nexmark (--query qN | --all) [--events N] [--parallelism P] [--pool N] [--input FILE]
        weir-bench nexmark --write-events FILE [--events N]
+       weir-bench sql [--query q0,q1,q2] [--events N] [--pool N]   (Nexmark in SQL against the DataStream queries)
        weir-bench baseline [--events N]
        weir-bench connectors [--records N] [--rows N]   (feature connectors: Kafka, PostgreSQL)
 
@@ -141,6 +143,7 @@ fn main() -> anyhow::Result<()> {
             run_job(name, p, events, interval.as_deref(), dir.as_deref())
         }
         Some("nexmark") => nexmark::main(&params, events),
+        Some("sql") => sql::main(&params, events),
         #[cfg(feature = "connectors")]
         Some("connectors") => connectors::main(&params),
         #[cfg(not(feature = "connectors"))]

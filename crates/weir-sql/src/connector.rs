@@ -76,9 +76,7 @@ pub(crate) struct TableRows {
 
 /// How a table's rows are laid out, with its computed columns compiled.
 pub(crate) fn table_rows(table: &TableDef) -> Result<TableRows, SqlError> {
-    let physical = Scope {
-        columns: table.physical().map(|(n, t)| (n.to_string(), t)).collect(),
-    };
+    let physical = Scope::of(table.physical().map(|(n, t)| (n.to_string(), t)).collect());
     let mut scope = physical.clone();
     let mut computed = Vec::new();
     let mut order = Vec::new();
@@ -100,14 +98,48 @@ pub(crate) fn table_rows(table: &TableDef) -> Result<TableRows, SqlError> {
         }
     }
     // Declared order for the query: reorder the scope.
-    let declared = Scope {
-        columns: order.iter().map(|&i| scope.columns[i].clone()).collect(),
-    };
+    let declared = Scope::of(order.iter().map(|&i| scope.columns[i].clone()).collect());
     Ok(TableRows {
         scope: declared,
         computed,
         order,
     })
+}
+
+/// Which physical columns the query reads, given which declared columns it
+/// names (`None`: all): those, the watermark's, and all of them when a
+/// computed column is read. The others are left NULL by the source.
+fn physical_needed(
+    table: &TableDef,
+    rows: &TableRows,
+    needed: Option<&[bool]>,
+) -> Result<Vec<bool>, SqlError> {
+    let n = table.physical().count();
+    let Some(needed) = needed else {
+        return Ok(vec![true; n]);
+    };
+    let mut declared = needed.to_vec();
+    if let Some(w) = &table.watermark {
+        let tracking = rows.scope.tracking();
+        tracking.index(&w.column, w.at)?;
+        compile(&w.expr, &tracking)?;
+        for (d, u) in declared.iter_mut().zip(tracking.used_columns()) {
+            *d |= u;
+        }
+    }
+    let mut physical = vec![false; n];
+    let mut p = 0;
+    for (c, used) in table.columns.iter().zip(&declared) {
+        match c.kind {
+            ColumnKind::Physical { .. } => {
+                physical[p] = *used;
+                p += 1;
+            }
+            ColumnKind::Computed(_) if *used => return Ok(vec![true; n]),
+            ColumnKind::Computed(_) => {}
+        }
+    }
+    Ok(physical)
 }
 
 /// Splits a CSV line into fields (RFC 4180 quoting: `"a,b"`, `""` for a
@@ -170,11 +202,13 @@ pub(crate) fn source(
     env: &StreamExecutionEnvironment,
     table: &TableDef,
     watermark_per_row: bool,
+    needed: Option<&[bool]>,
 ) -> Result<(DataStream<Row>, Scope, Option<usize>), SqlError> {
     let rows = table_rows(table)?;
+    let physical = physical_needed(table, &rows, needed)?;
     let stream = match connector(table)? {
-        "filesystem" => filesystem_source(env, table, &rows)?,
-        "nexmark" => crate::nexmark::nexmark_source(env, table, &rows)?,
+        "filesystem" => filesystem_source(env, table, &rows, &physical)?,
+        "nexmark" => crate::nexmark::nexmark_source(env, table, &rows, &physical)?,
         other @ ("kafka" | "upsert-kafka" | "jdbc" | "postgres" | "datagen") => {
             return Err(connector_error(
                 table,
@@ -219,6 +253,7 @@ fn filesystem_source(
     env: &StreamExecutionEnvironment,
     table: &TableDef,
     rows: &TableRows,
+    physical: &[bool],
 ) -> Result<DataStream<Row>, SqlError> {
     check_options(
         table,
@@ -260,6 +295,7 @@ fn filesystem_source(
     let null_literal = table.option("csv.null-literal").map(str::to_string);
     let types: Vec<SqlType> = table.physical().map(|(_, t)| t).collect();
     let nullable = table.nullable();
+    let read = physical.to_vec();
     let computed = rows.computed.clone();
     let order = rows.order.clone();
     let name = table.name.clone();
@@ -273,6 +309,7 @@ fn filesystem_source(
                 let format = CsvFormat {
                     delimiter,
                     null_literal: null_literal.as_deref(),
+                    read: &read,
                 };
                 let parsed = parse_line(&line, &format, &types, &nullable, &computed, &order);
                 match parsed {
@@ -293,6 +330,8 @@ struct CsvFormat<'a> {
     delimiter: char,
     /// The field text that stands for NULL (Flink's `csv.null-literal`).
     null_literal: Option<&'a str>,
+    /// Which fields the query reads; the others are not parsed.
+    read: &'a [bool],
 }
 
 fn parse_line(
@@ -314,15 +353,18 @@ fn parse_line(
     let mut values: Vec<Value> = fields
         .iter()
         .zip(types)
-        .map(|(f, t)| {
-            if format.null_literal == Some(f.as_str()) {
+        .zip(format.read)
+        .map(|((f, t), read)| {
+            if !read || format.null_literal == Some(f.as_str()) {
                 Ok(Value::Null)
             } else {
                 Value::parse(f, *t)
             }
         })
         .collect::<Result<_, _>>()?;
-    if let Some(i) = (0..values.len()).find(|&i| values[i].is_null() && !nullable[i]) {
+    if let Some(i) =
+        (0..values.len()).find(|&i| format.read[i] && values[i].is_null() && !nullable[i])
+    {
         return Err(format!("NULL in the NOT NULL column #{}", i + 1));
     }
     let physical = values.len();

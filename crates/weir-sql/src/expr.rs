@@ -29,16 +29,46 @@ pub(crate) struct Compiled {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scope {
     pub columns: Vec<(String, SqlType)>,
+    /// When set, which columns expressions compiled over this scope name
+    /// (for reading only those from a source).
+    pub used: Option<std::rc::Rc<std::cell::RefCell<Vec<bool>>>>,
 }
 
 impl Scope {
+    /// A scope of `columns`.
+    pub fn of(columns: Vec<(String, SqlType)>) -> Scope {
+        Scope {
+            columns,
+            used: None,
+        }
+    }
+
+    /// The same columns, recording which are named.
+    pub fn tracking(&self) -> Scope {
+        Scope {
+            columns: self.columns.clone(),
+            used: Some(std::rc::Rc::new(std::cell::RefCell::new(vec![false; self.columns.len()]))),
+        }
+    }
+
+    /// Which columns were named (all, when not tracking).
+    pub fn used_columns(&self) -> Vec<bool> {
+        match &self.used {
+            Some(u) => u.borrow().clone(),
+            None => vec![true; self.columns.len()],
+        }
+    }
+
     /// The index of column `name` (case-insensitive), or an error naming
     /// the columns there are.
     pub fn index(&self, name: &str, at: Position) -> Result<usize, SqlError> {
-        self.columns
+        let i = self.columns
             .iter()
-            .position(|(c, _)| c.eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
+            .position(|(c, _)| c.eq_ignore_ascii_case(name));
+        if let (Some(i), Some(used)) = (i, &self.used) {
+            used.borrow_mut()[i] = true;
+        }
+        i.ok_or_else(|| {
                 let known: Vec<&str> = self.columns.iter().map(|(c, _)| c.as_str()).collect();
                 SqlError::validation(
                     format!(
@@ -789,7 +819,18 @@ pub(crate) fn cast(v: Value, from: SqlType, to: SqlType) -> Result<Value, String
                 } else {
                     round_div(*u, 10i128.pow(u32::from(from_s - s)))
                 };
-                Value::parse(&Value::Decimal(u, s).to_string(), to).map_err(|_| fail())?
+                // Too many digits for the precision: Flink's cast fails.
+                if u.unsigned_abs() >= 10u128.pow(u32::from(p)) {
+                    return Err(fail());
+                }
+                Value::Decimal(u, s)
+            }
+            Value::Int(_) | Value::BigInt(_) => {
+                let u = rescale(i128::from(v.as_i64().unwrap_or(0)), 0, s).ok_or_else(fail)?;
+                if u.unsigned_abs() >= 10u128.pow(u32::from(p)) {
+                    return Err(fail());
+                }
+                Value::Decimal(u, s)
             }
             Value::String(text) => Value::parse(text, to).map_err(|_| fail())?,
             other => {
@@ -1004,14 +1045,12 @@ mod tests {
     use sqlparser::parser::Parser;
 
     fn eval(sql: &str, row: &[Value]) -> Result<Value, String> {
-        let scope = Scope {
-            columns: vec![
+        let scope = Scope::of(vec![
                 ("a".into(), SqlType::Int),
                 ("s".into(), SqlType::String),
                 ("d".into(), SqlType::Decimal(10, 2)),
                 ("ts".into(), SqlType::Timestamp),
-            ],
-        };
+        ]);
         let e = Parser::new(&GenericDialect {})
             .try_with_sql(sql)
             .unwrap()
@@ -1051,6 +1090,8 @@ mod tests {
         assert_eq!(ok("NULL = 1 OR TRUE"), "TRUE");
         assert_eq!(ok("NULL = 1 AND TRUE"), "NULL");
         assert_eq!(ok("1.5 + 1"), "2.5");
+        assert_eq!(ok("CAST(d AS DECIMAL(5, 1))"), "10.5");
+        assert_eq!(ok("CAST(a AS DECIMAL(4, 2))"), "7.00");
     }
 
     #[test]

@@ -38,4 +38,4 @@ mod window;
 pub use error::{Position, SqlError};
 pub use session::Session;
 pub use types::SqlType;
-pub use value::{Row, RowKind, Value};
+pub use value::{Row, RowKind, Str, Value};

@@ -107,15 +107,48 @@ fn plan_select(
             calc(windowed, select)
         };
     }
-    if grouped {
-        let input = plan_relation(env, catalog, from)?;
-        return crate::group::plan_group_aggregate(input, select, catalog.state_ttl);
-    }
-    if select.having.is_some() {
+    if !grouped && select.having.is_some() {
         return Err(SqlError::unsupported("HAVING without GROUP BY", at));
     }
-    let input = plan_relation(env, catalog, from)?;
+    let needed = needed_columns(catalog, from, select, grouped)?;
+    let input = match (from, &needed) {
+        (TableFactor::Table { name, args: None, .. }, Some(needed)) => {
+            plan_table_reading(env, catalog, &name.to_string(), at, Some(needed))?
+        }
+        _ => plan_relation(env, catalog, from)?,
+    };
+    if grouped {
+        return crate::group::plan_group_aggregate(input, select, catalog.state_ttl);
+    }
     calc(input, select)
+}
+
+/// For a query straight over a table: which of its columns the query
+/// names (compiling its expressions once more, recording the columns).
+fn needed_columns(
+    catalog: &Catalog,
+    from: &TableFactor,
+    select: &Select,
+    grouped: bool,
+) -> Result<Option<Vec<bool>>, SqlError> {
+    let TableFactor::Table { name, args: None, .. } = from else {
+        return Ok(None);
+    };
+    let Some(Relation::Table(table)) = catalog.get(&name.to_string()) else {
+        return Ok(None);
+    };
+    let scope = connector::table_rows(table)?.scope.tracking();
+    crate::window::where_filter(select, &scope)?;
+    if grouped {
+        let keys = match &select.group_by {
+            GroupByExpr::Expressions(exprs, _) => exprs.clone(),
+            GroupByExpr::All(_) => return Ok(None),
+        };
+        crate::window::aggregation(&scope, &keys, select, &[])?;
+    } else {
+        projection(&select.projection, &scope, None)?;
+    }
+    Ok(Some(scope.used_columns()))
 }
 
 /// `WHERE` and the `SELECT` list over `input`, in one operator.
@@ -258,10 +291,22 @@ pub(crate) fn plan_table_name(
     table_name: &str,
     at: Position,
 ) -> Result<Planned, SqlError> {
+    plan_table_reading(env, catalog, table_name, at, None)
+}
+
+/// The rows of the table or view `table_name`; of a table, only the
+/// columns `needed` marks are read (the others are NULL).
+fn plan_table_reading(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    table_name: &str,
+    at: Position,
+    needed: Option<&[bool]>,
+) -> Result<Planned, SqlError> {
     match catalog.get(table_name) {
         Some(Relation::Table(table)) => {
             let (stream, scope, rowtime) =
-                connector::source(env, table, catalog.watermark_per_row)?;
+                connector::source(env, table, catalog.watermark_per_row, needed)?;
             let mut steps = vec![format!(
                 "TableSourceScan: {} [{}]",
                 table.name,

@@ -12,6 +12,69 @@ use weir::sink::PrintFormat;
 use crate::time::{format_date, format_timestamp, parse_date, parse_timestamp};
 use crate::types::SqlType;
 
+/// A string value: borrowed from static text (a generator's, at no cost)
+/// or shared.
+#[derive(Clone)]
+pub enum Str {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl std::ops::Deref for Str {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Str::Static(s) => s,
+            Str::Shared(s) => s,
+        }
+    }
+}
+
+impl fmt::Debug for Str {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl PartialEq for Str {
+    fn eq(&self, other: &Str) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Str {}
+
+impl PartialOrd for Str {
+    fn partial_cmp(&self, other: &Str) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Str {
+    fn cmp(&self, other: &Str) -> Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+impl Hash for Str {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self).hash(state)
+    }
+}
+
+impl Serialize for Str {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Str {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Str, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(Str::Shared(Arc::from(s)))
+    }
+}
+
 /// One value of a column.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Value {
@@ -22,7 +85,7 @@ pub enum Value {
     Double(f64),
     /// Unscaled value and scale: `Decimal(1234, 2)` is 12.34.
     Decimal(i128, u8),
-    String(Arc<str>),
+    String(Str),
     Bytes(Arc<[u8]>),
     /// Days since 1970-01-01.
     Date(i32),
@@ -41,7 +104,12 @@ impl Value {
 
     /// A string value.
     pub fn string(s: &str) -> Value {
-        Value::String(Arc::from(s))
+        Value::String(Str::Shared(Arc::from(s)))
+    }
+
+    /// A string value of static text (no copy).
+    pub fn static_str(s: &'static str) -> Value {
+        Value::String(Str::Static(s))
     }
 
     /// The value as an `f64`, for numbers.
@@ -299,7 +367,7 @@ impl weir::prelude::StableHash for Value {
             | Value::Interval(v) => v.stable_hash(),
             Value::Double(v) => v.to_bits().stable_hash(),
             Value::Decimal(v, s) => (*v as i64, (v >> 64) as i64, *s).stable_hash(),
-            Value::String(s) => s.stable_hash(),
+            Value::String(s) => (**s).stable_hash(),
             Value::Bytes(b) => b[..].stable_hash(),
             Value::Date(d) => d.stable_hash(),
         }

@@ -1,0 +1,133 @@
+//! `weir-bench sql`: the Nexmark queries in SQL (`examples/sql/nexmark/`)
+//! against the same queries written as DataStream jobs (`weir-nexmark`),
+//! over the same events (replayed from a pre-generated pool, so that the
+//! generator is not what is measured), each into a discarding sink, each
+//! run in its own process (for its peak RSS).
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use weir::prelude::*;
+use weir_nexmark::{queries, EventPool, GeneratorConfig, NexmarkGenerator};
+
+/// The queries with a SQL version, and the blackhole table each writes to.
+const QUERIES: &[(&str, &str)] = &[
+    (
+        "q0",
+        "auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP(3), extra STRING",
+    ),
+    (
+        "q1",
+        "auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), dateTime TIMESTAMP(3), extra STRING",
+    ),
+    ("q2", "auction BIGINT, price BIGINT"),
+];
+
+const POOL: u64 = 100_000;
+
+pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
+    let pool: u64 = params.get_parsed("pool")?.unwrap_or(POOL);
+    if let Some(kind) = params.get("run") {
+        let query = params.required("query")?;
+        return run_one(kind, query, events, pool);
+    }
+    let wanted: Vec<&str> = match params.get("query") {
+        Some(list) => list.split(',').collect(),
+        None => QUERIES.iter().map(|(q, _)| *q).collect(),
+    };
+    println!("events: {events}, pool: {pool} events, parallelism 1, discarding sinks");
+    println!(
+        "{:<5} {:>16} {:>14} {:>8} {:>18} {:>16} {:>12} {:>10}",
+        "query", "DataStream ev/s", "SQL ev/s", "SQL/DS", "DataStream ev/CPU-s", "SQL ev/CPU-s", "DS RSS MiB", "SQL RSS MiB"
+    );
+    let exe = std::env::current_exe().context("locating the bench binary")?;
+    for q in wanted {
+        let run = |kind: &str| -> anyhow::Result<Vec<f64>> {
+            let out = Command::new(&exe)
+                .args(["sql", "--run", kind, "--query", q])
+                .args(["--events", &events.to_string(), "--pool", &pool.to_string()])
+                .output()
+                .with_context(|| format!("running {kind} {q}"))?;
+            if !out.status.success() {
+                bail!("{kind} {q} failed: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            Ok(String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect())
+        };
+        let ds = run("datastream")?;
+        let sql = run("sql")?;
+        let f = |v: &[f64], i: usize| v.get(i).copied().unwrap_or(0.0);
+        println!(
+            "{:<5} {:>16.0} {:>14.0} {:>7.0}% {:>18.0} {:>16.0} {:>12.1} {:>10.1}",
+            q,
+            f(&ds, 0),
+            f(&sql, 0),
+            100.0 * f(&sql, 0) / f(&ds, 0).max(1.0),
+            f(&ds, 1),
+            f(&sql, 1),
+            f(&ds, 2) / 1024.0,
+            f(&sql, 2) / 1024.0
+        );
+    }
+    Ok(())
+}
+
+/// Runs one query one way and prints `events/s events-per-CPU-s rss-KiB`.
+fn run_one(kind: &str, query: &str, events: u64, pool_size: u64) -> anyhow::Result<()> {
+    let cpu0 = crate::cpu_seconds();
+    let start = Instant::now();
+    match kind {
+        "datastream" => {
+            let generator = NexmarkGenerator::new(GeneratorConfig::default());
+            let pool = Arc::new(EventPool::new(&generator, pool_size));
+            let env = StreamExecutionEnvironment::new();
+            let stream = queries::events_from(&env, move |n| pool.event(n), events, 1);
+            match query {
+                "q0" => queries::q0(&stream).add_sink(DiscardingSink),
+                "q1" => queries::q1(&stream).add_sink(DiscardingSink),
+                "q2" => queries::q2(&stream).add_sink(DiscardingSink),
+                other => bail!("no DataStream query {other} here"),
+            };
+            env.execute(query)?;
+        }
+        "sql" => {
+            let Some((_, sink)) = QUERIES.iter().find(|(q, _)| *q == query) else {
+                bail!("no SQL query {query} (known: q0, q1, q2)");
+            };
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../examples/sql/nexmark")
+                .join(format!("{query}.sql"));
+            let script = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .replace(
+                    "'events.num' = '100000'",
+                    &format!("'events.num' = '{events}', 'pool.size' = '{pool_size}'"),
+                );
+            // The query's SELECT goes into a blackhole table.
+            let select = script
+                .rfind("\nSELECT")
+                .context("the query file ends with its SELECT")?;
+            let script = format!(
+                "{}\nCREATE TABLE sink ({sink}) WITH ('connector' = 'blackhole');\nINSERT INTO sink{}",
+                &script[..select],
+                &script[select..]
+            );
+            let mut session = weir_sql::Session::with_output(Box::new(std::io::sink()));
+            session.execute_script(&script)?;
+        }
+        other => bail!("--run datastream or sql, not {other}"),
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let cpu = (crate::cpu_seconds() - cpu0).max(1e-9);
+    println!(
+        "{:.0} {:.0} {}",
+        events as f64 / secs,
+        events as f64 / cpu,
+        crate::peak_rss_kib()
+    );
+    Ok(())
+}
