@@ -40,7 +40,14 @@ pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
     println!("events: {events}, pool: {pool} events, parallelism 1, discarding sinks");
     println!(
         "{:<5} {:>16} {:>14} {:>8} {:>18} {:>16} {:>12} {:>10}",
-        "query", "DataStream ev/s", "SQL ev/s", "SQL/DS", "DataStream ev/CPU-s", "SQL ev/CPU-s", "DS RSS MiB", "SQL RSS MiB"
+        "query",
+        "DataStream ev/s",
+        "SQL ev/s",
+        "SQL/DS",
+        "DataStream ev/CPU-s",
+        "SQL ev/CPU-s",
+        "DS RSS MiB",
+        "SQL RSS MiB"
     );
     let exe = std::env::current_exe().context("locating the bench binary")?;
     for q in wanted {
@@ -51,7 +58,10 @@ pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
                 .output()
                 .with_context(|| format!("running {kind} {q}"))?;
             if !out.status.success() {
-                bail!("{kind} {q} failed: {}", String::from_utf8_lossy(&out.stderr));
+                bail!(
+                    "{kind} {q} failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
             }
             Ok(String::from_utf8_lossy(&out.stdout)
                 .split_whitespace()

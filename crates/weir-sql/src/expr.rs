@@ -47,7 +47,11 @@ impl Scope {
     pub fn tracking(&self) -> Scope {
         Scope {
             columns: self.columns.clone(),
-            used: Some(std::rc::Rc::new(std::cell::RefCell::new(vec![false; self.columns.len()]))),
+            used: Some(std::rc::Rc::new(std::cell::RefCell::new(vec![
+                false;
+                self.columns
+                    .len()
+            ]))),
         }
     }
 
@@ -62,22 +66,23 @@ impl Scope {
     /// The index of column `name` (case-insensitive), or an error naming
     /// the columns there are.
     pub fn index(&self, name: &str, at: Position) -> Result<usize, SqlError> {
-        let i = self.columns
+        let i = self
+            .columns
             .iter()
             .position(|(c, _)| c.eq_ignore_ascii_case(name));
         if let (Some(i), Some(used)) = (i, &self.used) {
             used.borrow_mut()[i] = true;
         }
         i.ok_or_else(|| {
-                let known: Vec<&str> = self.columns.iter().map(|(c, _)| c.as_str()).collect();
-                SqlError::validation(
-                    format!(
-                        "column '{name}' not found; the input has {}",
-                        known.join(", ")
-                    ),
-                    at,
-                )
-            })
+            let known: Vec<&str> = self.columns.iter().map(|(c, _)| c.as_str()).collect();
+            SqlError::validation(
+                format!(
+                    "column '{name}' not found; the input has {}",
+                    known.join(", ")
+                ),
+                at,
+            )
+        })
     }
 }
 
@@ -92,8 +97,28 @@ fn constant(v: Value, ty: SqlType) -> Compiled {
     }
 }
 
-/// Compiles `e` for rows of `scope`.
+/// Compiles `e` for rows of `scope`. An expression that names no column
+/// is evaluated once, here (constant folding), unless evaluating it fails:
+/// then it fails for every row, as written.
 pub(crate) fn compile(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
+    if !matches!(
+        e,
+        Expr::Value(_) | Expr::Identifier(_) | Expr::CompoundIdentifier(_)
+    ) {
+        if let Some((v, ty)) = constant_value(e) {
+            return Ok(constant(v, ty));
+        }
+    }
+    compile_node(e, scope)
+}
+
+/// The value of `e` if it names no column and evaluates without error.
+fn constant_value(e: &Expr) -> Option<(Value, SqlType)> {
+    let c = compile_node(e, &Scope::default()).ok()?;
+    (c.eval)(&[]).ok().map(|v| (v, c.ty))
+}
+
+fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
     match e {
         Expr::Identifier(id) => column(scope, &id.value, at(e)),
         Expr::CompoundIdentifier(parts) => {
@@ -491,6 +516,36 @@ fn binary(
                 BinaryOperator::Gt => |o| o == Ordering::Greater,
                 _ => |o| o != Ordering::Less,
             };
+            let integers = |t: SqlType| matches!(t, SqlType::Int | SqlType::BigInt);
+            if integers(l.ty) && integers(r.ty) {
+                // The common case of filters: integers, often against a
+                // constant, compared without the general comparison.
+                let fl = l.eval;
+                if let Some((c, _)) = constant_value(right) {
+                    let Some(y) = c.as_i64() else {
+                        return Ok(constant(Value::Null, SqlType::Boolean));
+                    };
+                    return Ok(Compiled {
+                        eval: Arc::new(move |row| {
+                            Ok(match fl(row)?.as_i64() {
+                                Some(x) => Value::Boolean(test(x.cmp(&y))),
+                                None => Value::Null,
+                            })
+                        }),
+                        ty: SqlType::Boolean,
+                    });
+                }
+                let fr = r.eval;
+                return Ok(Compiled {
+                    eval: Arc::new(move |row| {
+                        Ok(match (fl(row)?.as_i64(), fr(row)?.as_i64()) {
+                            (Some(x), Some(y)) => Value::Boolean(test(x.cmp(&y))),
+                            _ => Value::Null,
+                        })
+                    }),
+                    ty: SqlType::Boolean,
+                });
+            }
             let (fl, fr) = (l.eval, r.eval);
             Ok(Compiled {
                 eval: Arc::new(move |row| {
@@ -571,6 +626,58 @@ fn arithmetic(
         SqlError::validation(format!("cannot apply {op} to {} and {}", l.ty, r.ty), at)
     })?;
     let (fl, fr) = (l.eval, r.eval);
+    if matches!(ty, SqlType::Int | SqlType::BigInt) {
+        // Integers: the operation chosen once, here, not per row.
+        let int_op: fn(i64, i64) -> Option<i64> = match op {
+            BinaryOperator::Plus => i64::checked_add,
+            BinaryOperator::Minus => i64::checked_sub,
+            BinaryOperator::Multiply => i64::checked_mul,
+            BinaryOperator::Divide => |x, y| if y == 0 { None } else { x.checked_div(y) },
+            _ => |x, y| if y == 0 { None } else { x.checked_rem(y) },
+        };
+        let int = ty == SqlType::Int;
+        return Ok(Compiled {
+            eval: Arc::new(move |row| {
+                let (a, b) = (fl(row)?, fr(row)?);
+                let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) else {
+                    return Ok(Value::Null);
+                };
+                match int_op(x, y) {
+                    Some(v) if int => Ok(Value::Int(v as i32)),
+                    Some(v) => Ok(Value::BigInt(v)),
+                    // Division by zero or overflow: the general path says
+                    // which.
+                    None => apply(&op, &a, &b, ty),
+                }
+            }),
+            ty,
+        });
+    }
+    if matches!(
+        ty,
+        SqlType::Timestamp | SqlType::TimestampLtz | SqlType::Interval
+    ) {
+        // Time ± interval (watermark expressions: evaluated per row).
+        let sign = if matches!(op, BinaryOperator::Minus) {
+            -1
+        } else {
+            1
+        };
+        let make: fn(i64) -> Value = match ty {
+            SqlType::Timestamp => Value::Timestamp,
+            SqlType::TimestampLtz => Value::TimestampLtz,
+            _ => Value::Interval,
+        };
+        return Ok(Compiled {
+            eval: Arc::new(move |row| {
+                Ok(match (fl(row)?.as_i64(), fr(row)?.as_i64()) {
+                    (Some(x), Some(y)) => make(x.saturating_add(sign * y)),
+                    _ => Value::Null,
+                })
+            }),
+            ty,
+        });
+    }
     Ok(Compiled {
         eval: Arc::new(move |row| {
             let (a, b) = (fl(row)?, fr(row)?);
@@ -1046,10 +1153,10 @@ mod tests {
 
     fn eval(sql: &str, row: &[Value]) -> Result<Value, String> {
         let scope = Scope::of(vec![
-                ("a".into(), SqlType::Int),
-                ("s".into(), SqlType::String),
-                ("d".into(), SqlType::Decimal(10, 2)),
-                ("ts".into(), SqlType::Timestamp),
+            ("a".into(), SqlType::Int),
+            ("s".into(), SqlType::String),
+            ("d".into(), SqlType::Decimal(10, 2)),
+            ("ts".into(), SqlType::Timestamp),
         ]);
         let e = Parser::new(&GenericDialect {})
             .try_with_sql(sql)
@@ -1098,6 +1205,10 @@ mod tests {
     fn errors_fail_loudly() {
         let row = [Value::Int(7), Value::string("x"), Value::Null, Value::Null];
         assert_eq!(eval("a / 0", &row).unwrap_err(), "division by zero: 7 / 0");
+        // A constant that fails is not folded away: it fails each row.
+        assert_eq!(eval("1 / 0", &row).unwrap_err(), "division by zero: 1 / 0");
+        assert_eq!(eval("a + 2147483647", &row).unwrap(), Value::Int(-2147483642));
+        assert_eq!(eval("a < NULL", &row).unwrap(), Value::Null);
         assert!(eval("CAST(s AS INT)", &row)
             .unwrap_err()
             .contains("cannot cast x"));

@@ -110,7 +110,13 @@ pub(crate) fn nexmark_source(
 ) -> Result<DataStream<Row>, SqlError> {
     check_options(
         table,
-        &["connector", "table", "events.num", "first-event.rate", "pool.size"],
+        &[
+            "connector",
+            "table",
+            "events.num",
+            "first-event.rate",
+            "pool.size",
+        ],
     )?;
     let (which, schema) = match table.option("table") {
         Some("bid") => (0, BID),
@@ -182,11 +188,9 @@ pub(crate) fn nexmark_source(
     let pool = match table.option("pool.size") {
         None => None,
         Some(text) => {
-            let size: u64 = text
-                .parse()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| connector_error(table, "'pool.size' must be a positive number of events"))?;
+            let size: u64 = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                connector_error(table, "'pool.size' must be a positive number of events")
+            })?;
             Some(std::sync::Arc::new(EventPool::new(&generator, size)))
         }
     };

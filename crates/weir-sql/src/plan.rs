@@ -112,9 +112,12 @@ fn plan_select(
     }
     let needed = needed_columns(catalog, from, select, grouped)?;
     let input = match (from, &needed) {
-        (TableFactor::Table { name, args: None, .. }, Some(needed)) => {
-            plan_table_reading(env, catalog, &name.to_string(), at, Some(needed))?
-        }
+        (
+            TableFactor::Table {
+                name, args: None, ..
+            },
+            Some(needed),
+        ) => plan_table_reading(env, catalog, &name.to_string(), at, Some(needed))?,
         _ => plan_relation(env, catalog, from)?,
     };
     if grouped {
@@ -131,7 +134,10 @@ fn needed_columns(
     select: &Select,
     grouped: bool,
 ) -> Result<Option<Vec<bool>>, SqlError> {
-    let TableFactor::Table { name, args: None, .. } = from else {
+    let TableFactor::Table {
+        name, args: None, ..
+    } = from
+    else {
         return Ok(None);
     };
     let Some(Relation::Table(table)) = catalog.get(&name.to_string()) else {

@@ -126,14 +126,20 @@ fn a_bad_line_fails_the_job_and_says_which() {
     );
     // Only the columns a query reads are parsed (as Flink reads CSV with
     // projection pushdown): this query reads the bad one.
-    let e = run(&format!("{}\nSELECT id, amount FROM orders;", orders_ddl(&path)))
-        .unwrap_err()
-        .to_string();
+    let e = run(&format!(
+        "{}\nSELECT id, amount FROM orders;",
+        orders_ddl(&path)
+    ))
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("'lots' is not a valid DECIMAL(10, 2)"), "{e}");
     assert!(e.contains("2,bob,lots"), "{e}");
     // This one does not read it.
-    let out = run(&format!("{}\nSELECT id, buyer FROM orders;", orders_ddl(&path)))
-        .expect("the bad column is not read");
+    let out = run(&format!(
+        "{}\nSELECT id, buyer FROM orders;",
+        orders_ddl(&path)
+    ))
+    .expect("the bad column is not read");
     assert!(out.contains("| +I |  2 |   bob |"), "{out}");
 }
 
