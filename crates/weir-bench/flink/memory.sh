@@ -13,15 +13,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-if [[ -z "${FLINK_LIB:-}" ]]; then
-  FLINK_LIB="$(python3 -c 'import pyflink; print(list(pyflink.__path__)[0])' 2>/dev/null || true)/lib"
-fi
-if ! ls "$FLINK_LIB"/flink-dist-*.jar >/dev/null 2>&1; then
-  echo "Flink's jars not found (FLINK_LIB=$FLINK_LIB)." >&2
-  echo "Install them with: pip install --no-deps apache-flink-libraries==2.3.0" >&2
-  exit 1
-fi
-command -v javac >/dev/null || { echo "javac not found: install a JDK 17 (apt-get install -y openjdk-17-jdk-headless)" >&2; exit 1; }
+source "$root/scripts/flink-env.sh"
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time not found: apt-get install -y time" >&2; exit 1; }
 cp=""
 for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/log4j-*.jar; do cp="${cp:+$cp:}$j"; done
@@ -30,14 +22,7 @@ mkdir -p "$build"
 javac -nowarn --release 17 -cp "$cp" -d "$build" "$here/MemoryPeer.java"
 
 heap="${FLINK_HEAP:-4g}"
-# The module flags Flink's own launcher passes on Java 17.
-jvm=(-Xms"$heap" -Xmx"$heap" -Dlog4j.configurationFile="$here/log4j2.properties"
-  --add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED
-  --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED)
-for p in java.lang java.net java.io java.nio sun.nio.ch java.lang.reflect java.text java.time \
-  java.util java.util.concurrent java.util.concurrent.atomic java.util.concurrent.locks; do
-  jvm+=(--add-opens=java.base/$p=ALL-UNNAMED)
-done
+jvm=(-Xms"$heap" -Xmx"$heap" "${FLINK_JVM[@]}")
 
 # Prints "peak_rss_bytes live_heap_bytes" of one run.
 run() {

@@ -21,15 +21,7 @@ if [[ "${1:-}" == "--update" ]]; then update=1; shift; fi
 cases=("$@")
 [[ ${#cases[@]} -gt 0 ]] || cases=("$root"/crates/weir-sql/tests/golden/*.sql)
 
-if [[ -z "${FLINK_LIB:-}" ]]; then
-  FLINK_LIB="$(python3 -c 'import pyflink; print(list(pyflink.__path__)[0])' 2>/dev/null || true)/lib"
-fi
-if ! ls "$FLINK_LIB"/flink-dist-*.jar >/dev/null 2>&1; then
-  echo "Flink's jars not found (FLINK_LIB=$FLINK_LIB)." >&2
-  echo "Install them with: pip install --no-deps apache-flink-libraries==2.3.0" >&2
-  exit 1
-fi
-command -v javac >/dev/null || { echo "javac not found: install a JDK 17 (apt-get install -y openjdk-17-jdk-headless)" >&2; exit 1; }
+source "$root/scripts/flink-env.sh"
 cp=""
 for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/flink-csv-*.jar "$FLINK_LIB"/flink-cep-*.jar \
   "$FLINK_LIB"/flink-connector-files-*.jar "$FLINK_LIB"/log4j-*.jar; do
@@ -38,13 +30,7 @@ done
 build="$root/target/flink-sql-peer"
 mkdir -p "$build"
 javac -nowarn --release 17 -cp "$cp" -d "$build" "$here/SqlPeer.java"
-jvm=(-Xmx1g -Dlog4j.configurationFile="$root/crates/weir-bench/flink/log4j2.properties"
-  --add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED
-  --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED)
-for p in java.lang java.net java.io java.nio sun.nio.ch java.lang.reflect java.text java.time \
-  java.util java.util.concurrent java.util.concurrent.atomic java.util.concurrent.locks; do
-  jvm+=(--add-opens=java.base/$p=ALL-UNNAMED)
-done
+jvm=(-Xmx1g "${FLINK_JVM[@]}")
 
 cargo build -q -p weir-cli --manifest-path "$root/Cargo.toml"
 weir="$root/target/debug/weir"

@@ -1207,7 +1207,10 @@ mod tests {
         assert_eq!(eval("a / 0", &row).unwrap_err(), "division by zero: 7 / 0");
         // A constant that fails is not folded away: it fails each row.
         assert_eq!(eval("1 / 0", &row).unwrap_err(), "division by zero: 1 / 0");
-        assert_eq!(eval("a + 2147483647", &row).unwrap(), Value::Int(-2147483642));
+        assert_eq!(
+            eval("a + 2147483647", &row).unwrap(),
+            Value::Int(-2147483642)
+        );
         assert_eq!(eval("a < NULL", &row).unwrap(), Value::Null);
         assert!(eval("CAST(s AS INT)", &row)
             .unwrap_err()

@@ -12,9 +12,9 @@ use weir::prelude::*;
 use crate::aggregate::{Acc, SqlAggregates};
 use crate::error::{position, SqlError};
 use crate::expr::Scope;
-use crate::plan::{projection, Planned};
+use crate::plan::{calc_step, filter_project, projection, Planned};
 use crate::value::{Row, RowKind, Value};
-use crate::window::{aggregation, post_aggregate, pre_aggregate, where_filter, Aggregation};
+use crate::window::{aggregation, pre_aggregate, where_filter, Aggregation};
 
 /// The keyed function that keeps each group's accumulators and emits its
 /// result's changes.
@@ -123,7 +123,7 @@ pub(crate) fn plan_group_aggregate(
         .transpose()?
         .map(|c| c.eval);
     let (projections, out_scope, _) = projection(&items, &scope, None)?;
-    let stream = post_aggregate(aggregated, having, projections.unwrap_or_default());
+    let stream = filter_project(aggregated, having, projections);
     let mut steps = input.steps;
     steps.push(format!(
         "GroupAggregate: group by [{}], {} aggregate(s), changelog +I/-U/+U{}",
@@ -137,15 +137,7 @@ pub(crate) fn plan_group_aggregate(
             t.as_millis()
         ))
     ));
-    steps.push(format!(
-        "Calc: select {}",
-        out_scope
-            .columns
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
+    steps.push(calc_step(&out_scope));
     Ok(Planned {
         stream,
         scope: out_scope,

@@ -160,51 +160,17 @@ fn needed_columns(
 /// `WHERE` and the `SELECT` list over `input`, in one operator.
 pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError> {
     let mut steps = input.steps;
-    let filter: Option<Eval> = match &select.selection {
-        Some(e) => {
-            let c = compile(e, &input.scope)?;
-            if c.ty != crate::types::SqlType::Boolean {
-                return Err(SqlError::validation(
-                    format!("WHERE {e} is {}, not BOOLEAN", c.ty),
-                    pos(e),
-                ));
-            }
-            steps.push(format!("Calc: where {e}"));
-            Some(c.eval)
-        }
-        None => None,
-    };
+    let filter = crate::window::where_filter(select, &input.scope)?;
+    if let Some(e) = &select.selection {
+        steps.push(format!("Calc: where {e}"));
+    }
     let (projections, scope, rowtime) =
         projection(&select.projection, &input.scope, input.rowtime)?;
-    let names: Vec<&str> = scope.columns.iter().map(|(n, _)| n.as_str()).collect();
-    steps.push(format!("Calc: select {}", names.join(", ")));
-    let identity = projections.is_none();
-    let stream = if filter.is_none() && identity {
+    steps.push(calc_step(&scope));
+    let stream = if filter.is_none() && projections.is_none() {
         input.stream
     } else {
-        input.stream.process(
-            move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-                if let Some(f) = &filter {
-                    if !matches!(f(&row.values)?, Value::Boolean(true)) {
-                        return Ok(());
-                    }
-                }
-                match &projections {
-                    None => out.collect(row),
-                    Some(ps) => {
-                        let values = ps
-                            .iter()
-                            .map(|p| p(&row.values))
-                            .collect::<Result<Vec<_>, _>>()?;
-                        out.collect(Row {
-                            kind: row.kind,
-                            values: values.into(),
-                        });
-                    }
-                }
-                Ok(())
-            },
-        )
+        filter_project(input.stream, filter, projections)
     };
     Ok(Planned {
         stream,
@@ -212,6 +178,44 @@ pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError>
         rowtime,
         steps,
     })
+}
+
+/// The `EXPLAIN` line of a projection to `scope`'s columns.
+pub(crate) fn calc_step(scope: &Scope) -> String {
+    let names: Vec<&str> = scope.columns.iter().map(|(n, _)| n.as_str()).collect();
+    format!("Calc: select {}", names.join(", "))
+}
+
+/// Keeps the rows `filter` is TRUE for and computes `projections` of them
+/// (`None`: the row as it is), keeping each row's changelog kind.
+pub(crate) fn filter_project(
+    stream: DataStream<Row>,
+    filter: Option<Eval>,
+    projections: Option<Vec<Eval>>,
+) -> DataStream<Row> {
+    stream.process(
+        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            if let Some(f) = &filter {
+                if !matches!(f(&row.values)?, Value::Boolean(true)) {
+                    return Ok(());
+                }
+            }
+            match &projections {
+                None => out.collect(row),
+                Some(ps) => {
+                    let values = ps
+                        .iter()
+                        .map(|p| p(&row.values))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    out.collect(Row {
+                        kind: row.kind,
+                        values: values.into(),
+                    });
+                }
+            }
+            Ok(())
+        },
+    )
 }
 
 /// A compiled `SELECT` list: the expressions (`None`: the input's columns

@@ -15,7 +15,7 @@ use weir::window::{SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows
 use crate::aggregate::{AggCall, AggKind, SqlAggregates};
 use crate::error::{position, Position, SqlError};
 use crate::expr::{compile, is_aggregate, Eval, Scope};
-use crate::plan::{projection, Planned};
+use crate::plan::{calc_step, filter_project, projection, Planned};
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
@@ -610,33 +610,6 @@ pub(crate) fn pre_aggregate(
     )
 }
 
-/// HAVING and the SELECT list over an aggregation's output, keeping each
-/// row's changelog kind.
-pub(crate) fn post_aggregate(
-    stream: DataStream<Row>,
-    having: Option<Eval>,
-    projections: Vec<Eval>,
-) -> DataStream<Row> {
-    stream.process(
-        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-            if let Some(h) = &having {
-                if !matches!(h(&row.values)?, Value::Boolean(true)) {
-                    return Ok(());
-                }
-            }
-            let values = projections
-                .iter()
-                .map(|p| p(&row.values))
-                .collect::<Result<Vec<_>, _>>()?;
-            out.collect(Row {
-                kind: row.kind,
-                values: values.into(),
-            });
-            Ok(())
-        },
-    )
-}
-
 /// `SELECT …, agg(…) FROM TABLE(window TVF) GROUP BY window_start,
 /// window_end, keys…`: one result row per window and group, when the
 /// watermark passes the window's end; late rows are dropped (counted in
@@ -742,9 +715,8 @@ pub(crate) fn plan_window_aggregate(
     let window_time = nkeys + 2;
     let having = having.map(|h| compile(&h, &scope)).transpose()?;
     let (projections, out_scope, rowtime) = projection(&items, &scope, Some(window_time))?;
-    let projections = projections.unwrap_or_default();
     let having = having.map(|h| h.eval);
-    let stream = post_aggregate(stream, having, projections);
+    let stream = filter_project(stream, having, projections);
     let mut steps = input.steps;
     steps.push(format!(
         "WindowAggregate: {}, group by [{}], {} aggregate(s)",
@@ -755,15 +727,7 @@ pub(crate) fn plan_window_aggregate(
             .join(", "),
         calls.len()
     ));
-    steps.push(format!(
-        "Calc: select {}",
-        out_scope
-            .columns
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
+    steps.push(calc_step(&out_scope));
     Ok(Planned {
         stream,
         scope: out_scope,

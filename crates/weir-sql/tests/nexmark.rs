@@ -2,29 +2,15 @@
 //! DataStream versions of `weir-nexmark`, over the same generated events.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use weir::prelude::*;
 use weir_nexmark::queries;
 use weir_nexmark::{GeneratorConfig, NexmarkGenerator};
-use weir_sql::Session;
+
+mod support;
 
 const EVENTS: u64 = 20_000;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// The rows the SQL query prints, as their values (`+I[a, b]` → `[a, b]`).
 fn sql_rows(query: &str) -> Vec<Vec<String>> {
@@ -37,12 +23,9 @@ fn sql_rows(query: &str) -> Vec<Vec<String>> {
             "'events.num' = '100000'",
             &format!("'events.num' = '{EVENTS}'"),
         );
-    let out = Captured::default();
-    let mut session = Session::with_output(Box::new(out.clone()));
-    session.set("sql-client.execution.result-mode", "changelog");
-    session.execute_script(&script).expect("the query runs");
-    let text = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
-    text.lines()
+    support::changelog(&script)
+        .expect("the query runs")
+        .iter()
         .filter_map(|l| l.strip_prefix("+I["))
         .map(|l| {
             l.trim_end_matches(']')

@@ -1,30 +1,10 @@
 //! Scripts run end to end: CSV files in, changelog tables out.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
-use weir_sql::{Session, SqlError};
+use weir_sql::SqlError;
 
-/// A writer the test reads back.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("lock")).into_owned()
-    }
-}
+mod support;
 
 fn csv(name: &str, content: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("weir-sql-{}-{name}", std::process::id()));
@@ -35,10 +15,7 @@ fn csv(name: &str, content: &str) -> PathBuf {
 }
 
 fn run(script: &str) -> Result<String, SqlError> {
-    let out = Captured::default();
-    let mut session = Session::with_output(Box::new(out.clone()));
-    session.execute_script(script)?;
-    Ok(out.text())
+    support::run_with(script, &[])
 }
 
 const ORDERS: &str = "1,alice,12.50,2020-04-15 08:00:01\n\
