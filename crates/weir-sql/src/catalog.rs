@@ -83,7 +83,7 @@ pub(crate) enum Relation {
 /// The tables and views of a session, by lower-cased name (Flink's
 /// identifiers are case-sensitive; lower-casing here lets `Orders` and
 /// `orders` name the same table, and a second `CREATE` of either fail).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Catalog {
     relations: BTreeMap<String, Relation>,
     /// Whether sources emit a watermark after every row that advances it
@@ -93,6 +93,25 @@ pub(crate) struct Catalog {
     /// How long an unbounded aggregation keeps a group's state after its
     /// last update (`table.exec.state.ttl`; forever when unset).
     pub state_ttl: Option<std::time::Duration>,
+    /// The tables scanned by the job being planned, by name and the
+    /// columns read: a table read twice with the same columns is read once
+    /// and its stream shared (Flink reuses sources the same way), so that
+    /// both readers see one sequence of rows and watermarks.
+    pub scans: std::cell::RefCell<BTreeMap<(String, Vec<bool>), Scan>>,
+}
+
+/// A planned table scan: its rows, columns and time attribute.
+pub(crate) type Scan = (
+    weir::DataStream<crate::value::Row>,
+    crate::expr::Scope,
+    Option<usize>,
+);
+
+impl Catalog {
+    /// Forgets the scans of the previous job.
+    pub fn start_job(&self) {
+        self.scans.borrow_mut().clear();
+    }
 }
 
 impl Catalog {

@@ -1,7 +1,10 @@
 //! Queries planned into Weir operators: a table or view scan, then `WHERE`
 //! and the `SELECT` list in one operator (Flink's `Calc`).
 
-use sqlparser::ast::{Expr, GroupByExpr, Query, Select, SelectItem, SetExpr, Spanned, TableFactor};
+use sqlparser::ast::{
+    Expr, GroupByExpr, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Spanned,
+    TableFactor,
+};
 use weir::prelude::*;
 
 use crate::catalog::{Catalog, Relation};
@@ -44,9 +47,36 @@ pub(crate) fn plan_query(
     if query.limit_clause.is_some() || query.fetch.is_some() {
         return Err(SqlError::unsupported("LIMIT", at));
     }
-    match query.body.as_ref() {
+    plan_set_expr(env, catalog, &query.body, at)
+}
+
+fn plan_set_expr(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    body: &SetExpr,
+    at: Position,
+) -> Result<Planned, SqlError> {
+    match body {
         SetExpr::Select(select) => plan_select(env, catalog, select),
         SetExpr::Query(inner) => plan_query(env, catalog, inner),
+        SetExpr::SetOperation {
+            left,
+            op: SetOperator::Union,
+            set_quantifier: SetQuantifier::All,
+            right,
+        } => union_all(
+            plan_set_expr(env, catalog, left, at)?,
+            plan_set_expr(env, catalog, right, at)?,
+            at,
+        ),
+        SetExpr::SetOperation {
+            op, set_quantifier, ..
+        } => Err(SqlError::unsupported(
+            format!("{op} {set_quantifier} (only UNION ALL)")
+                .trim_end()
+                .replace("  ", " "),
+            at,
+        )),
         other => Err(SqlError::unsupported(
             other
                 .to_string()
@@ -155,6 +185,39 @@ fn needed_columns(
         projection(&select.projection, &scope, None)?;
     }
     Ok(Some(scope.used_columns()))
+}
+
+/// `UNION ALL`: both inputs' rows, which must have the same number of
+/// columns with the same types; the names are the left input's (as in
+/// Flink). The time attribute stays only where both inputs have it.
+fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, SqlError> {
+    let types = |p: &Planned| p.scope.columns.iter().map(|(_, t)| *t).collect::<Vec<_>>();
+    if types(&left) != types(&right) {
+        let show = |p: &Planned| {
+            types(p)
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(SqlError::validation(
+            format!(
+                "UNION ALL of different columns: ({}) and ({})",
+                show(&left),
+                show(&right)
+            ),
+            at,
+        ));
+    }
+    let mut steps = left.steps;
+    steps.extend(right.steps);
+    steps.push("Union: all".into());
+    Ok(Planned {
+        stream: left.stream.union(&[right.stream]),
+        rowtime: left.rowtime.filter(|r| right.rowtime == Some(*r)),
+        scope: left.scope,
+        steps,
+    })
 }
 
 /// `WHERE` and the `SELECT` list over `input`, in one operator.
@@ -315,8 +378,19 @@ fn plan_table_reading(
 ) -> Result<Planned, SqlError> {
     match catalog.get(table_name) {
         Some(Relation::Table(table)) => {
-            let (stream, scope, rowtime) =
-                connector::source(env, table, catalog.watermark_per_row, needed)?;
+            let key = (
+                table.name.to_lowercase(),
+                needed.map_or_else(Vec::new, <[bool]>::to_vec),
+            );
+            let cached = catalog.scans.borrow().get(&key).cloned();
+            let (stream, scope, rowtime) = match cached {
+                Some(scan) => scan,
+                None => {
+                    let scan = connector::source(env, table, catalog.watermark_per_row, needed)?;
+                    catalog.scans.borrow_mut().insert(key, scan.clone());
+                    scan
+                }
+            };
             let mut steps = vec![format!(
                 "TableSourceScan: {} [{}]",
                 table.name,

@@ -85,6 +85,7 @@ impl Session {
             engine.set(k, v);
         }
         env.configure(&engine)?;
+        self.catalog.start_job();
         self.catalog.watermark_per_row = self
             .config
             .get_duration("pipeline.auto-watermark-interval")?

@@ -275,3 +275,24 @@ fn settings_are_checked() -> Result<(), SqlError> {
     assert!(e.contains("'table' is not a result mode"), "{e}");
     Ok(())
 }
+
+#[test]
+fn union_all_needs_the_same_columns() {
+    let path = csv("union", ORDERS);
+    let ddl = orders_ddl(&path);
+    let e = run(&format!(
+        "{ddl}\nSELECT id FROM orders UNION ALL SELECT buyer FROM orders;"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("UNION ALL of different columns: (BIGINT) and (STRING)"),
+        "{e}"
+    );
+    let e = run(&format!(
+        "{ddl}\nSELECT id FROM orders UNION SELECT id FROM orders;"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("not supported: UNION (only UNION ALL)"), "{e}");
+}
