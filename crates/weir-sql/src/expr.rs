@@ -29,6 +29,9 @@ pub(crate) struct Compiled {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Scope {
     pub columns: Vec<(String, SqlType)>,
+    /// Each column's table (alias or name) when the scope joins tables;
+    /// empty otherwise (then `t.col` means `col`).
+    pub qualifiers: Vec<String>,
     /// When set, which columns expressions compiled over this scope name
     /// (for reading only those from a source).
     pub used: Option<std::rc::Rc<std::cell::RefCell<Vec<bool>>>>,
@@ -39,6 +42,7 @@ impl Scope {
     pub fn of(columns: Vec<(String, SqlType)>) -> Scope {
         Scope {
             columns,
+            qualifiers: Vec::new(),
             used: None,
         }
     }
@@ -47,6 +51,7 @@ impl Scope {
     pub fn tracking(&self) -> Scope {
         Scope {
             columns: self.columns.clone(),
+            qualifiers: self.qualifiers.clone(),
             used: Some(std::rc::Rc::new(std::cell::RefCell::new(vec![
                 false;
                 self.columns
@@ -66,10 +71,47 @@ impl Scope {
     /// The index of column `name` (case-insensitive), or an error naming
     /// the columns there are.
     pub fn index(&self, name: &str, at: Position) -> Result<usize, SqlError> {
-        let i = self
-            .columns
-            .iter()
-            .position(|(c, _)| c.eq_ignore_ascii_case(name));
+        self.find(None, name, at)
+    }
+
+    /// The index of `qualifier.name`.
+    pub fn index_qualified(
+        &self,
+        qualifier: &str,
+        name: &str,
+        at: Position,
+    ) -> Result<usize, SqlError> {
+        if self.qualifiers.is_empty() {
+            return self.index(name, at);
+        }
+        self.find(Some(qualifier), name, at)
+    }
+
+    fn find(&self, qualifier: Option<&str>, name: &str, at: Position) -> Result<usize, SqlError> {
+        let matches: Vec<usize> = (0..self.columns.len())
+            .filter(|&i| {
+                self.columns[i].0.eq_ignore_ascii_case(name)
+                    && qualifier.is_none_or(|q| {
+                        self.qualifiers
+                            .get(i)
+                            .is_some_and(|c| c.eq_ignore_ascii_case(q))
+                    })
+            })
+            .collect();
+        if matches.len() > 1 {
+            let tables: Vec<&str> = matches
+                .iter()
+                .filter_map(|&i| self.qualifiers.get(i).map(String::as_str))
+                .collect();
+            return Err(SqlError::validation(
+                format!(
+                    "column '{name}' is ambiguous (in {}): qualify it",
+                    tables.join(" and ")
+                ),
+                at,
+            ));
+        }
+        let i = matches.first().copied();
         if let (Some(i), Some(used)) = (i, &self.used) {
             used.borrow_mut()[i] = true;
         }
@@ -121,11 +163,13 @@ fn constant_value(e: &Expr) -> Option<(Value, SqlType)> {
 fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
     match e {
         Expr::Identifier(id) => column(scope, &id.value, at(e)),
-        Expr::CompoundIdentifier(parts) => {
-            // `t.col`: the last part names the column.
-            let last = parts.last().map(|i| i.value.as_str()).unwrap_or_default();
-            column(scope, last, at(e))
-        }
+        Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+            [table, col] => {
+                let i = scope.index_qualified(&table.value, &col.value, at(e))?;
+                Ok(column_at(scope, i))
+            }
+            _ => Err(SqlError::unsupported(format!("the name {e}"), at(e))),
+        },
         Expr::Nested(inner) => compile(inner, scope),
         Expr::Value(v) => literal(&v.value, at(e)),
         Expr::Interval(interval) => {
@@ -363,10 +407,14 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
 
 fn column(scope: &Scope, name: &str, at: Position) -> Result<Compiled, SqlError> {
     let i = scope.index(name, at)?;
-    Ok(Compiled {
+    Ok(column_at(scope, i))
+}
+
+fn column_at(scope: &Scope, i: usize) -> Compiled {
+    Compiled {
         eval: Arc::new(move |r| Ok(r[i].clone())),
         ty: scope.columns[i].1,
-    })
+    }
 }
 
 fn literal(v: &Lit, at: Position) -> Result<Compiled, SqlError> {

@@ -26,6 +26,7 @@ mod ddl;
 mod error;
 mod expr;
 mod group;
+mod join;
 mod nexmark;
 mod plan;
 mod script;

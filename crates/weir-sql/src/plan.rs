@@ -115,8 +115,26 @@ fn plan_select(
     let from = match select.from.as_slice() {
         [] => return Err(SqlError::unsupported("SELECT without FROM", at)),
         [from] => {
-            if !from.joins.is_empty() {
-                return Err(SqlError::unsupported("JOIN", pos(&from.joins[0])));
+            if let Some(join) = from.joins.first() {
+                if from.joins.len() > 1 {
+                    return Err(SqlError::unsupported(
+                        "more than one JOIN in a FROM",
+                        pos(&from.joins[1]),
+                    ));
+                }
+                let left = plan_relation(env, catalog, &from.relation)?;
+                let right = plan_relation(env, catalog, &join.relation)?;
+                let joined = crate::join::plan_join(
+                    left,
+                    crate::join::qualifier(&from.relation),
+                    right,
+                    join,
+                    catalog.state_ttl,
+                )?;
+                if grouped {
+                    return crate::group::plan_group_aggregate(joined, select, catalog.state_ttl);
+                }
+                return calc(joined, select);
             }
             &from.relation
         }

@@ -205,8 +205,11 @@ fn window_mistakes_are_named() {
     assert!(e.contains("'id' is not a time attribute"), "{e}");
     let e = err("SELECT * FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '10' SECOND));");
     assert!(e.contains("not supported: the window TVF CUMULATE"), "{e}");
-    let e = err("SELECT o.id FROM orders o JOIN orders p ON o.id = p.id;");
-    assert!(e.contains("not supported: JOIN"), "{e}");
+    let e = err("SELECT o.id FROM orders o FULL OUTER JOIN orders p ON o.id = p.id;");
+    assert!(
+        e.contains("not supported: FULLOUTER JOIN (only inner joins)"),
+        "{e}"
+    );
     let e = err("SELECT buyer, id, COUNT(*) FROM orders GROUP BY buyer;");
     assert!(
         e.contains("column 'id' is neither grouped nor aggregated"),
@@ -295,4 +298,28 @@ fn union_all_needs_the_same_columns() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("not supported: UNION (only UNION ALL)"), "{e}");
+}
+
+#[test]
+fn join_mistakes_are_named() {
+    let path = csv("join", ORDERS);
+    let ddl = orders_ddl(&path);
+    let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
+    let e = err("SELECT id FROM orders a JOIN orders b ON a.id = b.id;");
+    assert!(
+        e.contains("column 'id' is ambiguous (in a and b): qualify it"),
+        "{e}"
+    );
+    let e = err("SELECT a.id FROM orders a JOIN orders b ON a.id < b.id;");
+    assert!(
+        e.contains("not supported: a join without an equality"),
+        "{e}"
+    );
+    let e = err("SELECT a.id FROM orders a LEFT JOIN orders b ON a.id = b.id;");
+    assert!(
+        e.contains("not supported: LEFT JOIN (only inner joins)"),
+        "{e}"
+    );
+    let e = err("SELECT a.id FROM orders a JOIN orders b ON a.id = b.nope;");
+    assert!(e.contains("column 'nope' not found"), "{e}");
 }
