@@ -127,8 +127,15 @@ pub(crate) fn plan_join(
             ))
         }
         other => {
-            let kind = format!("{other:?}");
-            let kind = kind.split('(').next().unwrap_or("this").to_uppercase();
+            let kind = match other {
+                JoinOperator::Left(_) => "LEFT",
+                JoinOperator::LeftOuter(_) => "LEFT OUTER",
+                JoinOperator::Right(_) => "RIGHT",
+                JoinOperator::RightOuter(_) => "RIGHT OUTER",
+                JoinOperator::FullOuter(_) => "FULL OUTER",
+                JoinOperator::CrossJoin(_) => "CROSS",
+                _ => "this kind of",
+            };
             return Err(SqlError::unsupported(
                 format!("{kind} JOIN (only inner joins)"),
                 at,

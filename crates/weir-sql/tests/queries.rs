@@ -207,7 +207,7 @@ fn window_mistakes_are_named() {
     assert!(e.contains("not supported: the window TVF CUMULATE"), "{e}");
     let e = err("SELECT o.id FROM orders o FULL OUTER JOIN orders p ON o.id = p.id;");
     assert!(
-        e.contains("not supported: FULLOUTER JOIN (only inner joins)"),
+        e.contains("not supported: FULL OUTER JOIN (only inner joins)"),
         "{e}"
     );
     let e = err("SELECT buyer, id, COUNT(*) FROM orders GROUP BY buyer;");
