@@ -14,6 +14,10 @@ const EVENTS: u64 = 20_000;
 
 /// The rows the SQL query prints, as their values (`+I[a, b]` → `[a, b]`).
 fn sql_rows(query: &str) -> Vec<Vec<String>> {
+    sql_rows_of(query, EVENTS)
+}
+
+fn sql_rows_of(query: &str, events: u64) -> Vec<Vec<String>> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/sql/nexmark")
         .join(format!("{query}.sql"));
@@ -21,7 +25,7 @@ fn sql_rows(query: &str) -> Vec<Vec<String>> {
         .expect("the query file")
         .replace(
             "'events.num' = '100000'",
-            &format!("'events.num' = '{EVENTS}'"),
+            &format!("'events.num' = '{events}'"),
         );
     support::changelog(&script)
         .expect("the query runs")
@@ -128,4 +132,32 @@ fn q2_selects_the_same_bids() {
         .collect();
     assert!(!expected.is_empty());
     assert_eq!(counted(sql_rows("q2")), counted(expected));
+}
+
+#[test]
+fn q3_joins_auctions_and_people_as_the_datastream_query() {
+    // More events: sellers in those states with category 10 are rare.
+    let events = 200_000;
+    let env = StreamExecutionEnvironment::new();
+    let stream = queries::events(
+        &env,
+        NexmarkGenerator::new(GeneratorConfig::default()),
+        events,
+        1,
+    );
+    let expected: Vec<Vec<String>> = queries::q3(&stream)
+        .execute_and_collect()
+        .expect("q3")
+        .into_iter()
+        .map(|(name, city, state, id)| {
+            vec![
+                name.to_string(),
+                city.to_string(),
+                state.to_string(),
+                id.to_string(),
+            ]
+        })
+        .collect();
+    assert!(!expected.is_empty(), "q3 found nothing to compare");
+    assert_eq!(counted(sql_rows_of("q3", events)), counted(expected));
 }
