@@ -20,7 +20,7 @@ const QUERIES: &[(&str, &str)] = &[
     ),
     (
         "q1",
-        "auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), dateTime TIMESTAMP(3), extra STRING",
+        "auction BIGINT, bidder BIGINT, price DECIMAL(22, 3), dateTime TIMESTAMP(3), extra STRING",
     ),
     ("q2", "auction BIGINT, price BIGINT"),
 ];

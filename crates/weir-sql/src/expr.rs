@@ -430,10 +430,13 @@ fn literal(v: &Lit, at: Position) -> Result<Compiled, SqlError> {
                     .map_err(|_| SqlError::validation(format!("bad number {text}"), at))?;
                 constant(Value::Double(d), SqlType::Double)
             } else {
-                // Flink types `1.5` as DECIMAL(2, 1).
+                // Flink types `1.5` as DECIMAL(2, 1) and `0.908` as
+                // DECIMAL(3, 3): the unscaled value's digits, at least
+                // the scale.
                 let scale = text.split_once('.').map_or(0, |(_, f)| f.len()) as u8;
-                let digits = text.chars().filter(char::is_ascii_digit).count().max(1) as u8;
-                let ty = SqlType::Decimal(digits.max(scale + 1).min(38), scale);
+                let unscaled: String = text.chars().filter(char::is_ascii_digit).collect();
+                let digits = unscaled.trim_start_matches('0').len().max(1) as u8;
+                let ty = SqlType::Decimal(digits.max(scale).min(38), scale);
                 let v = Value::parse(text, ty).map_err(|m| SqlError::validation(m, at))?;
                 constant(v, ty)
             }
@@ -627,6 +630,43 @@ fn binary(
     }
 }
 
+/// An integer type as the DECIMAL Flink widens it to.
+fn as_decimal(t: SqlType) -> (u8, u8) {
+    match t {
+        SqlType::Decimal(p, s) => (p, s),
+        SqlType::BigInt => (19, 0),
+        _ => (10, 0),
+    }
+}
+
+/// The DECIMAL type of `a op b`, by Flink's rules (as SQL Server's): the
+/// digits needed, capped at 38 while keeping at least 6 of scale.
+fn decimal_result(op: &BinaryOperator, (p1, s1): (u8, u8), (p2, s2): (u8, u8)) -> SqlType {
+    let (p1, s1, p2, s2) = (i32::from(p1), i32::from(s1), i32::from(p2), i32::from(s2));
+    let (precision, scale) = match op {
+        BinaryOperator::Multiply => (p1 + p2, s1 + s2),
+        BinaryOperator::Divide => {
+            let scale = 6.max(s1 + p2 + 1);
+            (p1 - s1 + s2 + scale, scale)
+        }
+        BinaryOperator::Modulo => {
+            let scale = s1.max(s2);
+            ((p1 - s1).min(p2 - s2) + scale, scale)
+        }
+        _ => {
+            let scale = s1.max(s2);
+            ((p1 - s1).max(p2 - s2) + scale + 1, scale)
+        }
+    };
+    let (precision, scale) = if precision <= 38 {
+        (precision, scale)
+    } else {
+        let digits = precision - scale;
+        (38, (38 - digits).max(scale.min(6)))
+    };
+    SqlType::Decimal(precision as u8, scale as u8)
+}
+
 /// The type arithmetic on `a` and `b` yields, if any.
 fn numeric_result(op: &BinaryOperator, a: SqlType, b: SqlType) -> Option<SqlType> {
     use SqlType::*;
@@ -642,21 +682,8 @@ fn numeric_result(op: &BinaryOperator, a: SqlType, b: SqlType) -> Option<SqlType
             Interval
         }
         (Double, x) | (x, Double) if x.is_numeric() => Double,
-        (Decimal(p1, s1), Decimal(p2, s2)) => {
-            let s = match op {
-                BinaryOperator::Multiply => (s1 + s2).min(18),
-                BinaryOperator::Divide => s1.max(6),
-                _ => s1.max(s2),
-            };
-            Decimal(p1.max(p2).saturating_add(1).clamp(s + 1, 38), s)
-        }
-        (Decimal(p, s), Int | BigInt) | (Int | BigInt, Decimal(p, s)) => {
-            let s = if matches!(op, BinaryOperator::Divide) {
-                s.max(6)
-            } else {
-                s
-            };
-            Decimal(p.saturating_add(10).clamp(s + 1, 38), s)
+        (Decimal(..), Int | BigInt | Decimal(..)) | (Int | BigInt, Decimal(..)) => {
+            decimal_result(op, as_decimal(a), as_decimal(b))
         }
         (BigInt, Int | BigInt) | (Int, BigInt) => BigInt,
         (Int, Int) => Int,
@@ -1245,6 +1272,9 @@ mod tests {
         assert_eq!(ok("NULL = 1 OR TRUE"), "TRUE");
         assert_eq!(ok("NULL = 1 AND TRUE"), "NULL");
         assert_eq!(ok("1.5 + 1"), "2.5");
+        // Flink's decimal division: scale max(6, s1 + p2 + 1).
+        assert_eq!(ok("d / 4"), "2.6250000000000");
+        assert_eq!(ok("0.908 * a"), "6.356");
         assert_eq!(ok("CAST(d AS DECIMAL(5, 1))"), "10.5");
         assert_eq!(ok("CAST(a AS DECIMAL(4, 2))"), "7.00");
     }
