@@ -2,8 +2,8 @@
 //! and the `SELECT` list in one operator (Flink's `Calc`).
 
 use sqlparser::ast::{
-    Expr, GroupByExpr, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier, Spanned,
-    TableFactor,
+    Distinct, Expr, GroupByExpr, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier,
+    Spanned, TableFactor,
 };
 use weir::prelude::*;
 
@@ -95,8 +95,41 @@ fn plan_select(
     select: &Select,
 ) -> Result<Planned, SqlError> {
     let at = pos(select);
-    if select.distinct.is_some() {
-        return Err(SqlError::unsupported("SELECT DISTINCT", at));
+    match &select.distinct {
+        None | Some(Distinct::All) => {}
+        // SELECT DISTINCT a, b is SELECT a, b … GROUP BY a, b: a row is
+        // emitted the first time its values are seen.
+        Some(Distinct::Distinct) => {
+            let has_groups =
+                !matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty());
+            let mut keys = Vec::new();
+            for item in &select.projection {
+                match item {
+                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }
+                        if !crate::window::contains_aggregate(e) && !has_groups =>
+                    {
+                        keys.push(e.clone())
+                    }
+                    SelectItem::UnnamedExpr(_) | SelectItem::ExprWithAlias { .. } => {
+                        return Err(SqlError::unsupported(
+                            "SELECT DISTINCT with GROUP BY or aggregates",
+                            at,
+                        ))
+                    }
+                    other => {
+                        return Err(SqlError::unsupported(
+                            format!("SELECT DISTINCT {other} (name the columns)"),
+                            at,
+                        ))
+                    }
+                }
+            }
+            let mut grouped = select.clone();
+            grouped.distinct = None;
+            grouped.group_by = GroupByExpr::Expressions(keys, Vec::new());
+            return plan_select(env, catalog, &grouped);
+        }
+        Some(Distinct::On(_)) => return Err(SqlError::unsupported("SELECT DISTINCT ON", at)),
     }
     let grouped = match &select.group_by {
         GroupByExpr::Expressions(exprs, modifiers) => {

@@ -83,7 +83,10 @@ fn mistakes_are_named_before_any_job_runs() {
         .contains("column 'nope' not found; the input has id, buyer, amount, ts, big"));
     assert!(err("SELECT id FROM missing;")
         .contains("table or view 'missing' not found (known: orders)"));
-    assert!(err("SELECT DISTINCT id FROM orders;").contains("not supported: SELECT DISTINCT"));
+    assert!(err("SELECT DISTINCT * FROM orders;")
+        .contains("not supported: SELECT DISTINCT * (name the columns)"));
+    assert!(err("SELECT DISTINCT COUNT(*) FROM orders;")
+        .contains("not supported: SELECT DISTINCT with GROUP BY or aggregates"));
     let e = err("CREATE TABLE o2 (a INT) WITH ('connector' = 'filesystem', 'path' = 'x', 'format' = 'csv', 'pth' = 'y');\nSELECT * FROM o2;");
     assert!(
         e.contains("unsupported options for connector 'filesystem': pth"),
