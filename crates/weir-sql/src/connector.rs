@@ -424,9 +424,10 @@ pub(crate) fn sink(
             move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
                 let values = row
                     .values
-                    .iter()
+                    .into_vec()
+                    .into_iter()
                     .zip(&casts)
-                    .map(|(v, (f, t))| cast(v.clone(), *f, *t))
+                    .map(|(v, (f, t))| cast(v, *f, *t))
                     .collect::<Result<Vec<_>, _>>()?;
                 out.collect(Row {
                     kind: row.kind,

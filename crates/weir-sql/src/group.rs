@@ -11,7 +11,6 @@ use weir::prelude::*;
 
 use crate::aggregate::{Acc, SqlAggregates};
 use crate::error::{position, SqlError};
-use crate::expr::Scope;
 use crate::plan::{calc_step, filter_project, projection, Planned};
 use crate::value::{Row, RowKind, Value};
 use crate::window::{aggregation, pre_aggregate, where_filter, Aggregation};
@@ -42,19 +41,19 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
         _ctx: &mut ProcessContext<'_, Vec<Value>>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        if matches!(row.kind, RowKind::UpdateBefore | RowKind::Delete) {
-            return Err(
-                "not supported: aggregating a changelog with retractions (-U/-D rows)".into(),
-            );
-        }
+        row.kind.insert_only("aggregating")?;
         let state = self.state.as_ref().ok_or("the aggregation is not open")?;
-        let previous = state.value()?;
-        let before = previous.as_ref().map(|acc| self.aggregates.get_result(acc));
-        let mut acc = previous.unwrap_or_else(|| self.aggregates.create_accumulator());
         let key = row.values[..self.keys].to_vec();
-        self.aggregates.add(row, &mut acc);
-        let after = self.aggregates.get_result(&acc);
-        state.update(acc)?;
+        let aggregates = &mut self.aggregates;
+        let (mut before, mut after) = (None, Vec::new());
+        // One state access, the accumulators updated in place.
+        state.update_with(|previous| {
+            before = previous.as_ref().map(|acc| aggregates.get_result(acc));
+            let mut acc = previous.unwrap_or_else(|| aggregates.create_accumulator());
+            aggregates.add(row, &mut acc);
+            after = aggregates.get_result(&acc);
+            Some(acc)
+        })?;
         let result = |kind, aggs: Vec<Value>| {
             let mut values = key.clone();
             values.extend(aggs);
@@ -90,13 +89,15 @@ pub(crate) fn plan_group_aggregate(
         GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL", at)),
     };
     let filter = where_filter(select, &input.scope)?;
+    let aggregation = aggregation(&input.scope, &keys, select, &[])?;
+    let scope = aggregation.output_scope(&[]);
     let Aggregation {
         key_evals,
         arg_evals,
         calls,
         items,
         having,
-    } = aggregation(&input.scope, &keys, select, &[])?;
+    } = aggregation;
     let nkeys = keys.len();
     let key_fns = key_evals.iter().map(|c| c.eval.clone()).collect();
     let pre = pre_aggregate(input.stream, filter, key_fns, arg_evals);
@@ -111,13 +112,6 @@ pub(crate) fn plan_group_aggregate(
     let aggregated = pre
         .key_by(move |r: &Row| r.values[..nkeys].to_vec())
         .process(function);
-    let mut scope = Scope::default();
-    for (i, k) in key_evals.iter().enumerate() {
-        scope.columns.push((format!("$group{i}"), k.ty));
-    }
-    for (i, c) in calls.iter().enumerate() {
-        scope.columns.push((format!("$agg{i}"), c.result_type()));
-    }
     let having = having
         .map(|h| crate::expr::compile(&h, &scope))
         .transpose()?

@@ -14,7 +14,7 @@ use weir::prelude::*;
 use crate::error::{position, SqlError};
 use crate::expr::{compile, Eval, Scope};
 use crate::plan::Planned;
-use crate::value::{Row, RowKind, Value};
+use crate::value::{Row, Value};
 
 /// The name a relation's columns are qualified with: its alias, else its
 /// table name.
@@ -79,9 +79,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
         _ctx: &mut ProcessContext<'_, Vec<Value>>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        if matches!(row.kind, RowKind::UpdateBefore | RowKind::Delete) {
-            return Err("not supported: joining a changelog with retractions (-U/-D rows)".into());
-        }
+        row.kind.insert_only("joining")?;
         // [side, keys…, values…]
         let from_right = matches!(row.values[0], Value::Boolean(true));
         let values: Vec<Value> = row.values[1 + self.keys..].to_vec();

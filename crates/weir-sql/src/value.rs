@@ -385,6 +385,17 @@ pub enum RowKind {
 
 impl RowKind {
     /// `+I`, `-U`, `+U`, `-D`.
+    /// An error for an operator (`doing` it) that takes only inserts and
+    /// updates, when this kind retracts.
+    pub(crate) fn insert_only(self, doing: &str) -> Result<(), String> {
+        match self {
+            RowKind::UpdateBefore | RowKind::Delete => Err(format!(
+                "not supported: {doing} a changelog with retractions (-U/-D rows)"
+            )),
+            RowKind::Insert | RowKind::UpdateAfter => Ok(()),
+        }
+    }
+
     pub fn short(self) -> &'static str {
         match self {
             RowKind::Insert => "+I",

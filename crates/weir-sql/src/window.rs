@@ -481,6 +481,24 @@ pub(crate) struct Aggregation {
     pub having: Option<Expr>,
 }
 
+impl Aggregation {
+    /// The aggregation's output columns: `$group0`, …, then `between`,
+    /// then `$agg0`, … (what `items` and `having` are written over).
+    pub fn output_scope(&self, between: &[(&str, SqlType)]) -> Scope {
+        let mut scope = Scope::default();
+        for (i, k) in self.key_evals.iter().enumerate() {
+            scope.columns.push((format!("$group{i}"), k.ty));
+        }
+        for (name, ty) in between {
+            scope.columns.push((name.to_string(), *ty));
+        }
+        for (i, c) in self.calls.iter().enumerate() {
+            scope.columns.push((format!("$agg{i}"), c.result_type()));
+        }
+        scope
+    }
+}
+
 /// Prepares the aggregation of `select` grouped by `keys` over `input`.
 pub(crate) fn aggregation(
     input: &Scope,
@@ -636,25 +654,22 @@ pub(crate) fn plan_window_aggregate(
     }
     let keys: Vec<Expr> = group_by
         .iter()
-        .filter(|e| {
-            !["window_start", "window_end", "window_time"]
-                .iter()
-                .any(|w| is_window(e, w))
-        })
+        .filter(|e| !WINDOW_COLUMNS.iter().any(|w| is_window(e, w)))
         .cloned()
         .collect();
     // WHERE runs before the windows, on the input's columns.
     let filter = where_filter(select, &input.scope)?;
+    let aggregation = aggregation(&input.scope, &keys, select, WINDOW_COLUMNS)?;
     let Aggregation {
         key_evals,
         arg_evals,
         calls,
         items,
         having,
-    } = aggregation(&input.scope, &keys, select, WINDOW_COLUMNS)?;
+    } = &aggregation;
     let nkeys = keys.len();
     let key_fns: Vec<Eval> = key_evals.iter().map(|c| c.eval.clone()).collect();
-    let pre = pre_aggregate(input.stream, filter, key_fns, arg_evals);
+    let pre = pre_aggregate(input.stream, filter, key_fns, arg_evals.clone());
     let keyed = pre.key_by(move |r: &Row| r.values[..nkeys].to_vec());
     let aggregates = SqlAggregates {
         calls: calls.clone(),
@@ -698,23 +713,14 @@ pub(crate) fn plan_window_aggregate(
         ),
     };
     // The aggregation's output columns, then the SELECT list over them.
-    let mut scope = Scope::default();
-    for (i, k) in key_evals.iter().enumerate() {
-        scope.columns.push((format!("$group{i}"), k.ty));
-    }
-    scope
-        .columns
-        .push(("window_start".into(), SqlType::Timestamp));
-    scope
-        .columns
-        .push(("window_end".into(), SqlType::Timestamp));
-    scope.columns.push(("window_time".into(), time_type));
-    for (i, c) in calls.iter().enumerate() {
-        scope.columns.push((format!("$agg{i}"), c.result_type()));
-    }
+    let scope = aggregation.output_scope(&[
+        ("window_start", SqlType::Timestamp),
+        ("window_end", SqlType::Timestamp),
+        ("window_time", time_type),
+    ]);
     let window_time = nkeys + 2;
-    let having = having.map(|h| compile(&h, &scope)).transpose()?;
-    let (projections, out_scope, rowtime) = projection(&items, &scope, Some(window_time))?;
+    let having = having.as_ref().map(|h| compile(h, &scope)).transpose()?;
+    let (projections, out_scope, rowtime) = projection(items, &scope, Some(window_time))?;
     let having = having.map(|h| h.eval);
     let stream = filter_project(stream, having, projections);
     let mut steps = input.steps;
