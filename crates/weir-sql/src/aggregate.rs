@@ -1,8 +1,14 @@
 //! SQL aggregate functions (`COUNT`, `COUNT(DISTINCT …)`, `SUM`, `MIN`,
-//! `MAX`, `AVG`) as one Weir [`AggregateFunction`] over a row of
+//! `MAX`, `AVG`, `LISTAGG`) as one Weir [`AggregateFunction`] over a row of
 //! pre-computed arguments, with Flink's result types and NULL handling.
+//!
+//! Over an updating input (a changelog with `-U`/`-D` rows) the
+//! accumulators can also retract: they then keep what retracting needs, as
+//! Flink's `…WithRetract` functions do (a count beside a sum, a multiset of
+//! values for `MIN`/`MAX`/`COUNT(DISTINCT)`, the list for `LISTAGG`).
 
-use std::collections::HashSet;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use sqlparser::ast::BinaryOperator;
@@ -59,16 +65,97 @@ pub(crate) enum Acc {
     Distinct(HashSet<Value>),
     /// Sum, minimum or maximum so far (NULL before the first value).
     Value(Value),
+    /// An average's (or a retracting sum's) running sum and how many
+    /// values it holds.
     Avg {
         sum: Value,
         count: i64,
     },
+    /// A retracting `MIN`/`MAX`: each value and how often it is held.
+    Sorted(BTreeMap<Ordered, i64>),
+    /// A retracting `COUNT(DISTINCT)`: each value and how often it is held.
+    Counted(HashMap<Value, i64>),
+    /// A retracting `LISTAGG`: the values, in arrival order.
+    List(Vec<Value>),
+}
+
+/// A value ordered as SQL compares it (the values of one column have one
+/// type, so every pair compares).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Ordered(pub Value);
+
+impl PartialOrd for Ordered {
+    fn partial_cmp(&self, other: &Ordered) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ordered {
+    fn cmp(&self, other: &Ordered) -> Ordering {
+        self.0.compare(&other.0).unwrap_or(Ordering::Equal)
+    }
 }
 
 /// The aggregates of a query, fed rows whose columns are their arguments.
 #[derive(Debug, Clone)]
 pub(crate) struct SqlAggregates {
     pub calls: Vec<AggCall>,
+    /// Whether the accumulators must be able to retract (the input is a
+    /// changelog with retractions).
+    pub retracting: bool,
+}
+
+impl SqlAggregates {
+    /// Takes `row`'s arguments out of `acc` again (a `-U` or `-D` row of
+    /// an updating input). Needs accumulators made with `retracting`.
+    pub fn retract(&self, row: &Row, acc: &mut [Acc]) {
+        for (call, a) in self.calls.iter().zip(acc.iter_mut()) {
+            let v = &row.values[call.arg];
+            if call.kind != AggKind::CountStar && v.is_null() {
+                continue;
+            }
+            match a {
+                Acc::Count(n) => *n -= 1,
+                Acc::Avg { sum, count } => {
+                    *sum = subtract_values(sum, v, sum_type(call.arg_type));
+                    *count -= 1;
+                }
+                Acc::Sorted(values) => {
+                    let key = Ordered(v.clone());
+                    if let Some(n) = values.get_mut(&key) {
+                        *n -= 1;
+                        if *n <= 0 {
+                            values.remove(&key);
+                        }
+                    }
+                }
+                Acc::Counted(values) => {
+                    if let Some(n) = values.get_mut(v) {
+                        *n -= 1;
+                        if *n <= 0 {
+                            values.remove(v);
+                        }
+                    }
+                }
+                Acc::List(list) => {
+                    if let Some(i) = list.iter().position(|x| x == v) {
+                        list.remove(i);
+                    }
+                }
+                // Append-only accumulators cannot retract; the planner
+                // makes retracting ones for updating inputs.
+                Acc::Distinct(_) | Acc::Value(_) => {}
+            }
+        }
+    }
+}
+
+fn subtract_values(a: &Value, b: &Value, t: SqlType) -> Value {
+    match (a, b) {
+        (Value::BigInt(x), Value::BigInt(y)) => Value::BigInt(x.wrapping_sub(*y)),
+        (Value::Int(x), Value::Int(y)) => Value::Int(x.wrapping_sub(*y)),
+        _ => apply(&BinaryOperator::Minus, a, b, t).unwrap_or(Value::Null),
+    }
 }
 
 fn add_values(a: &Value, b: &Value, t: SqlType) -> Value {
@@ -90,6 +177,13 @@ impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
             .iter()
             .map(|c| match c.kind {
                 AggKind::CountStar | AggKind::Count => Acc::Count(0),
+                AggKind::CountDistinct if self.retracting => Acc::Counted(HashMap::new()),
+                AggKind::Min | AggKind::Max if self.retracting => Acc::Sorted(BTreeMap::new()),
+                AggKind::ListAgg if self.retracting => Acc::List(Vec::new()),
+                AggKind::Sum if self.retracting => Acc::Avg {
+                    sum: Value::Null,
+                    count: 0,
+                },
                 AggKind::CountDistinct => Acc::Distinct(HashSet::new()),
                 AggKind::Sum | AggKind::Min | AggKind::Max | AggKind::ListAgg => {
                     Acc::Value(Value::Null)
@@ -127,10 +221,13 @@ impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
                 (AggKind::ListAgg, Acc::Value(list)) => {
                     *list = join(list, v, &call.separator);
                 }
-                (AggKind::Avg, Acc::Avg { sum, count }) => {
+                (AggKind::Avg | AggKind::Sum, Acc::Avg { sum, count }) => {
                     *sum = add_values(sum, v, sum_type(call.arg_type));
                     *count += 1;
                 }
+                (_, Acc::Sorted(values)) => *values.entry(Ordered(v.clone())).or_insert(0) += 1,
+                (_, Acc::Counted(values)) => *values.entry(v.clone()).or_insert(0) += 1,
+                (_, Acc::List(list)) => list.push(v.clone()),
                 _ => {}
             }
         }
@@ -143,8 +240,27 @@ impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
             .map(|(call, a)| match a {
                 Acc::Count(n) => Value::BigInt(*n),
                 Acc::Distinct(set) => Value::BigInt(set.len() as i64),
+                Acc::Counted(values) => Value::BigInt(values.len() as i64),
                 Acc::Value(v) => v.clone(),
+                Acc::Avg { sum, count } if call.kind == AggKind::Sum => {
+                    if *count > 0 {
+                        sum.clone()
+                    } else {
+                        Value::Null
+                    }
+                }
                 Acc::Avg { sum, count } => average(sum, *count, call.result_type()),
+                Acc::Sorted(values) => {
+                    let extreme = if call.kind == AggKind::Min {
+                        values.keys().next()
+                    } else {
+                        values.keys().next_back()
+                    };
+                    extreme.map_or(Value::Null, |v| v.0.clone())
+                }
+                Acc::List(list) => list
+                    .iter()
+                    .fold(Value::Null, |joined, v| join(&joined, v, &call.separator)),
             })
             .collect()
     }
@@ -188,6 +304,22 @@ impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
                     },
                     count: c1 + c2,
                 },
+                (Acc::Sorted(mut x), Acc::Sorted(y)) => {
+                    for (v, n) in y {
+                        *x.entry(v).or_insert(0) += n;
+                    }
+                    Acc::Sorted(x)
+                }
+                (Acc::Counted(mut x), Acc::Counted(y)) => {
+                    for (v, n) in y {
+                        *x.entry(v).or_insert(0) += n;
+                    }
+                    Acc::Counted(x)
+                }
+                (Acc::List(mut x), Acc::List(y)) => {
+                    x.extend(y);
+                    Acc::List(x)
+                }
                 (x, _) => x,
             })
             .collect()
@@ -233,7 +365,10 @@ mod tests {
     use super::*;
 
     fn run(calls: Vec<AggCall>, rows: &[Vec<Value>]) -> Vec<Value> {
-        let mut agg = SqlAggregates { calls };
+        let mut agg = SqlAggregates {
+            calls,
+            retracting: false,
+        };
         let mut acc = agg.create_accumulator();
         for r in rows {
             agg.add(Row::insert(r.clone()), &mut acc);

@@ -1,11 +1,14 @@
 //! `GROUP BY` without a window: an unbounded aggregation whose result rows
 //! change as rows arrive, emitted as a changelog (`+I` for a group's first
-//! result, then `-U` of the old and `+U` of the new result on each change),
-//! with the accumulators in keyed state (expiring after
-//! `table.exec.state.ttl`, as in Flink).
+//! result, then `-U` of the old and `+U` of the new result on each change,
+//! `-D` when retractions leave a group without rows), with the
+//! accumulators in keyed state (expiring after `table.exec.state.ttl`, as
+//! in Flink). An updating input (`-U`/`-D` rows) is retracted from the
+//! accumulators.
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use sqlparser::ast::{Expr, GroupByExpr, Select, Spanned};
 use weir::prelude::*;
 
@@ -15,6 +18,14 @@ use crate::plan::{calc_step, filter_project, projection, Planned};
 use crate::value::{Row, RowKind, Value};
 use crate::window::{aggregation, pre_aggregate, where_filter, Aggregation};
 
+/// One group's state: how many rows it holds (inserts less retractions)
+/// and its accumulators.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Group {
+    rows: i64,
+    accumulators: Vec<Acc>,
+}
+
 /// The keyed function that keeps each group's accumulators and emits its
 /// result's changes.
 #[derive(Clone)]
@@ -22,12 +33,12 @@ struct GroupAggregate {
     aggregates: SqlAggregates,
     keys: usize,
     ttl: Option<Duration>,
-    state: Option<ValueState<Vec<Acc>>>,
+    state: Option<ValueState<Group>>,
 }
 
 impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        let mut descriptor = ValueStateDescriptor::new("accumulators");
+        let mut descriptor = ValueStateDescriptor::new("group");
         if let Some(ttl) = self.ttl {
             descriptor = descriptor.enable_time_to_live(StateTtlConfig::new_builder(ttl).build());
         }
@@ -41,18 +52,38 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
         _ctx: &mut ProcessContext<'_, Vec<Value>>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        row.kind.insert_only("aggregating")?;
         let state = self.state.as_ref().ok_or("the aggregation is not open")?;
+        let retraction = row.kind.is_retraction();
         let key = row.values[..self.keys].to_vec();
         let aggregates = &mut self.aggregates;
-        let (mut before, mut after) = (None, Vec::new());
+        let (mut before, mut after) = (None, None);
         // One state access, the accumulators updated in place.
         state.update_with(|previous| {
-            before = previous.as_ref().map(|acc| aggregates.get_result(acc));
-            let mut acc = previous.unwrap_or_else(|| aggregates.create_accumulator());
-            aggregates.add(row, &mut acc);
-            after = aggregates.get_result(&acc);
-            Some(acc)
+            // A retraction of a group never seen (its state expired, or
+            // the input retracts what it never inserted) changes nothing,
+            // as in Flink.
+            if previous.is_none() && retraction {
+                return None;
+            }
+            before = previous
+                .as_ref()
+                .map(|g| aggregates.get_result(&g.accumulators));
+            let mut group = previous.unwrap_or_else(|| Group {
+                rows: 0,
+                accumulators: aggregates.create_accumulator(),
+            });
+            if retraction {
+                group.rows -= 1;
+                aggregates.retract(&row, &mut group.accumulators);
+            } else {
+                group.rows += 1;
+                aggregates.add(row, &mut group.accumulators);
+            }
+            if group.rows <= 0 {
+                return None;
+            }
+            after = Some(aggregates.get_result(&group.accumulators));
+            Some(group)
         })?;
         let result = |kind, aggs: Vec<Value>| {
             let mut values = key.clone();
@@ -62,22 +93,23 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
                 values: values.into(),
             }
         };
-        match before {
-            None => out.collect(result(RowKind::Insert, after)),
+        match (before, after) {
+            (None, Some(after)) => out.collect(result(RowKind::Insert, after)),
+            (Some(before), None) => out.collect(result(RowKind::Delete, before)),
             // An unchanged result is not emitted again (as Flink does
             // without a state time-to-live).
-            Some(before) if before == after && self.ttl.is_none() => {}
-            Some(before) => {
+            (Some(before), Some(after)) if before == after && self.ttl.is_none() => {}
+            (Some(before), Some(after)) => {
                 out.collect(result(RowKind::UpdateBefore, before));
                 out.collect(result(RowKind::UpdateAfter, after));
             }
+            (None, None) => {}
         }
         Ok(())
     }
 }
 
-/// `SELECT keys…, aggregates… FROM … GROUP BY keys…` over an
-/// insert-only input.
+/// `SELECT keys…, aggregates… FROM … GROUP BY keys…`.
 pub(crate) fn plan_group_aggregate(
     input: Planned,
     select: &Select,
@@ -104,6 +136,7 @@ pub(crate) fn plan_group_aggregate(
     let function = GroupAggregate {
         aggregates: SqlAggregates {
             calls: calls.clone(),
+            retracting: input.updating,
         },
         keys: nkeys,
         ttl,
@@ -120,12 +153,13 @@ pub(crate) fn plan_group_aggregate(
     let stream = filter_project(aggregated, having, projections);
     let mut steps = input.steps;
     steps.push(format!(
-        "GroupAggregate: group by [{}], {} aggregate(s), changelog +I/-U/+U{}",
+        "GroupAggregate: group by [{}], {} aggregate(s){}, changelog +I/-U/+U/-D{}",
         keys.iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", "),
         calls.len(),
+        if input.updating { ", retracting" } else { "" },
         ttl.map_or(String::new(), |t| format!(
             ", state TTL {} ms",
             t.as_millis()
@@ -136,6 +170,7 @@ pub(crate) fn plan_group_aggregate(
         stream,
         scope: out_scope,
         rowtime: None,
+        updating: true,
         steps,
     })
 }

@@ -1,8 +1,9 @@
-//! Regular joins: `a [INNER] JOIN b ON a.x = b.y [AND …]` over insert-only
-//! inputs. Both sides' rows are kept in keyed state (list state per join
-//! key and side, expiring after `table.exec.state.ttl`); each arriving row
-//! is joined with the other side's rows of its key. The output is
-//! insert-only, as Flink's inner join of insert-only inputs.
+//! Regular joins: `a [INNER] JOIN b ON a.x = b.y [AND …]`. Both sides'
+//! rows are kept in keyed state (list state per join key and side,
+//! expiring after `table.exec.state.ttl`); each arriving row is joined with
+//! the other side's rows of its key; the joined rows have the arriving
+//! row's kind, and a retracted (`-U`/`-D`) row leaves its side's state, as
+//! in Flink's inner join.
 
 use std::time::Duration;
 
@@ -79,7 +80,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
         _ctx: &mut ProcessContext<'_, Vec<Value>>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        row.kind.insert_only("joining")?;
+        let (kind, retraction) = (row.kind, row.kind.is_retraction());
         // [side, keys…, values…]
         let from_right = matches!(row.values[0], Value::Boolean(true));
         let values: Vec<Value> = row.values[1 + self.keys..].to_vec();
@@ -99,9 +100,20 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
                     continue;
                 }
             }
-            out.collect(Row::insert(joined));
+            out.collect(Row {
+                kind,
+                values: joined.into(),
+            });
         }
-        mine.add(values)?;
+        if retraction {
+            let mut rows = mine.get()?;
+            if let Some(i) = rows.iter().position(|r| *r == values) {
+                rows.swap_remove(i);
+                mine.update(rows)?;
+            }
+        } else {
+            mine.add(values)?;
+        }
         Ok(())
     }
 }
@@ -260,6 +272,7 @@ pub(crate) fn plan_join(
         scope: joined,
         // A regular join's output has no time attribute (as in Flink).
         rowtime: None,
+        updating: left.updating || right.updating,
         steps,
     })
 }

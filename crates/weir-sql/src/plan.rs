@@ -21,6 +21,9 @@ pub(crate) struct Planned {
     /// The column that is the rows' event time (their time attribute), if
     /// any: a table's watermark column, kept by projections that select it.
     pub rowtime: Option<usize>,
+    /// Whether the rows are a changelog with retractions (`-U`/`-D`), as
+    /// a `GROUP BY`'s results are; else they are inserts only.
+    pub updating: bool,
     pub steps: Vec<String>,
 }
 
@@ -266,6 +269,7 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, Sql
     Ok(Planned {
         stream: left.stream.union(&[right.stream]),
         rowtime: left.rowtime.filter(|r| right.rowtime == Some(*r)),
+        updating: left.updating || right.updating,
         scope: left.scope,
         steps,
     })
@@ -290,6 +294,7 @@ pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError>
         stream,
         scope,
         rowtime,
+        updating: input.updating,
         steps,
     })
 }
@@ -457,6 +462,7 @@ fn plan_table_reading(
                 stream,
                 scope,
                 rowtime,
+                updating: false,
                 steps,
             })
         }

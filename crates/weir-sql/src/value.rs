@@ -384,18 +384,12 @@ pub enum RowKind {
 }
 
 impl RowKind {
-    /// `+I`, `-U`, `+U`, `-D`.
-    /// An error for an operator (`doing` it) that takes only inserts and
-    /// updates, when this kind retracts.
-    pub(crate) fn insert_only(self, doing: &str) -> Result<(), String> {
-        match self {
-            RowKind::UpdateBefore | RowKind::Delete => Err(format!(
-                "not supported: {doing} a changelog with retractions (-U/-D rows)"
-            )),
-            RowKind::Insert | RowKind::UpdateAfter => Ok(()),
-        }
+    /// Whether the row takes back an earlier one (`-U`, `-D`).
+    pub fn is_retraction(self) -> bool {
+        matches!(self, RowKind::UpdateBefore | RowKind::Delete)
     }
 
+    /// `+I`, `-U`, `+U`, `-D`.
     pub fn short(self) -> &'static str {
         match self {
             RowKind::Insert => "+I",

@@ -200,6 +200,13 @@ impl WindowTvf {
 
 /// The input's time attribute, checked to be the DESCRIPTOR's column.
 fn time_attribute(input: &Planned, tvf: &WindowTvf) -> Result<(usize, SqlType), SqlError> {
+    if input.updating {
+        // Flink's window TVFs take insert-only input too.
+        return Err(SqlError::unsupported(
+            "a window TVF over an updating table (one with -U/-D rows, e.g. a GROUP BY's result)",
+            tvf.at,
+        ));
+    }
     let i = input.scope.index(&tvf.time_column, tvf.at)?;
     if input.rowtime != Some(i) {
         return Err(SqlError::validation(
@@ -259,6 +266,7 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
         stream,
         scope,
         rowtime: Some(window_time),
+        updating: false,
         steps,
     })
 }
@@ -673,6 +681,7 @@ pub(crate) fn plan_window_aggregate(
     let keyed = pre.key_by(move |r: &Row| r.values[..nkeys].to_vec());
     let aggregates = SqlAggregates {
         calls: calls.clone(),
+        retracting: false,
     };
     let emit = move |key: &Vec<Value>,
                      ctx: &mut ProcessWindowContext<'_, TimeWindow>,
@@ -738,6 +747,7 @@ pub(crate) fn plan_window_aggregate(
         stream,
         scope: out_scope,
         rowtime,
+        updating: false,
         steps,
     })
 }

@@ -54,3 +54,26 @@ pub fn changelog(script: &str) -> Result<Vec<String>, SqlError> {
     lines.sort_unstable();
     Ok(lines)
 }
+
+/// The rows a changelog leaves in a table (`+I`/`+U` add a row, `-U`/`-D`
+/// take one back), as `[…]` sorted; a retraction of a row not there is a
+/// failure.
+pub fn materialize(changelog: &[String]) -> Vec<String> {
+    let mut rows: Vec<String> = Vec::new();
+    for line in changelog {
+        let (kind, row) = line.split_at(2);
+        match kind {
+            "+I" | "+U" => rows.push(row.to_string()),
+            "-U" | "-D" => {
+                let i = rows
+                    .iter()
+                    .position(|r| r == row)
+                    .unwrap_or_else(|| panic!("{line} retracts a row never inserted"));
+                rows.swap_remove(i);
+            }
+            other => panic!("not a changelog kind: {other}"),
+        }
+    }
+    rows.sort_unstable();
+    rows
+}
