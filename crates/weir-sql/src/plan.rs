@@ -2,8 +2,8 @@
 //! and the `SELECT` list in one operator (Flink's `Calc`).
 
 use sqlparser::ast::{
-    Distinct, Expr, GroupByExpr, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier,
-    Spanned, TableFactor,
+    Distinct, Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, Query, Select, SelectItem,
+    SetExpr, SetOperator, SetQuantifier, Spanned, TableFactor, TableWithJoins,
 };
 use weir::prelude::*;
 
@@ -174,9 +174,30 @@ fn plan_select(
             }
             &from.relation
         }
+        // `FROM a, b WHERE …` is `a JOIN b ON …` (the join takes the
+        // equalities between the sides as its key, the rest per pair).
+        [first, second] if first.joins.is_empty() && second.joins.is_empty() => {
+            let Some(on) = select.selection.clone() else {
+                return Err(SqlError::unsupported(
+                    "a cross join (FROM a, b without WHERE)",
+                    pos(second),
+                ));
+            };
+            let mut joined = select.clone();
+            joined.selection = None;
+            joined.from = vec![TableWithJoins {
+                relation: first.relation.clone(),
+                joins: vec![Join {
+                    relation: second.relation.clone(),
+                    global: false,
+                    join_operator: JoinOperator::Inner(JoinConstraint::On(on)),
+                }],
+            }];
+            return plan_select(env, catalog, &joined);
+        }
         [_, second, ..] => {
             return Err(SqlError::unsupported(
-                "FROM with several tables (joins)",
+                "FROM with more than two tables or with joins after a comma",
                 pos(second),
             ))
         }
@@ -342,6 +363,18 @@ pub(crate) fn filter_project(
 /// went.
 pub(crate) type Projection = (Option<Vec<Eval>>, Scope, Option<usize>);
 
+/// The name of an unaliased `SELECT` item at `index`: a column's name
+/// (`a.b` is `b`), else Flink's `EXPR$index`.
+pub(crate) fn column_name(e: &Expr, index: usize) -> String {
+    match e {
+        Expr::Identifier(id) => id.value.clone(),
+        Expr::CompoundIdentifier(parts) => {
+            parts.last().map(|p| p.value.clone()).unwrap_or_default()
+        }
+        _ => format!("EXPR${index}"),
+    }
+}
+
 /// The `SELECT` list compiled over `input`.
 pub(crate) fn projection(
     items: &[SelectItem],
@@ -374,14 +407,7 @@ pub(crate) fn projection(
                 }
                 let name = match item {
                     SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
-                    _ => match e {
-                        Expr::Identifier(id) => id.value.clone(),
-                        Expr::CompoundIdentifier(parts) => {
-                            parts.last().map(|p| p.value.clone()).unwrap_or_default()
-                        }
-                        // Flink's name for an unnamed expression.
-                        _ => format!("EXPR${}", scope.columns.len()),
-                    },
+                    _ => column_name(e, scope.columns.len()),
                 };
                 identity = false;
                 evals.push(c.eval);

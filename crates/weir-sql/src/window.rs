@@ -528,10 +528,7 @@ pub(crate) fn aggregation(
     for item in &select.projection {
         items.push(match item {
             SelectItem::UnnamedExpr(e) => {
-                let name = match e {
-                    Expr::Identifier(id) => id.value.clone(),
-                    _ => format!("EXPR${}", items.len()),
-                };
+                let name = crate::plan::column_name(e, items.len());
                 SelectItem::ExprWithAlias {
                     expr: rewriter.rewrite(e)?,
                     alias: Ident::new(name),
