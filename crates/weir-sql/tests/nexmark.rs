@@ -204,3 +204,53 @@ fn q4_ends_with_the_datastream_query_averages() {
     sql.sort();
     assert_eq!(sql, expected);
 }
+
+/// The query's events, `events` of them.
+fn many_events(env: &StreamExecutionEnvironment, events: u64) -> DataStream<weir_nexmark::Event> {
+    queries::events(
+        env,
+        NexmarkGenerator::new(GeneratorConfig::default()),
+        events,
+        1,
+    )
+}
+
+#[test]
+fn q7_finds_the_highest_bids_of_the_datastream_query() {
+    // 35 s of events: four windows.
+    let events = 350_000;
+    let env = StreamExecutionEnvironment::new();
+    let expected: Vec<Vec<String>> = queries::q7(&many_events(&env, events))
+        .execute_and_collect()
+        .expect("q7")
+        .into_iter()
+        .map(|(auction, price, bidder, time)| {
+            vec![
+                auction.to_string(),
+                price.to_string(),
+                bidder.to_string(),
+                timestamp(time),
+            ]
+        })
+        .collect();
+    assert!(expected.len() >= 4, "{expected:?}");
+    let sql: Vec<Vec<String>> = sql_rows_of("q7", events)
+        .into_iter()
+        .map(|r| r[..4].to_vec())
+        .collect();
+    assert_eq!(counted(sql), counted(expected));
+}
+
+#[test]
+fn q8_finds_the_new_sellers_of_the_datastream_query() {
+    let events = 350_000;
+    let env = StreamExecutionEnvironment::new();
+    let expected: Vec<Vec<String>> = queries::q8(&many_events(&env, events))
+        .execute_and_collect()
+        .expect("q8")
+        .into_iter()
+        .map(|(id, name, start)| vec![id.to_string(), name.to_string(), timestamp(start)])
+        .collect();
+    assert!(expected.len() >= 10, "{expected:?}");
+    assert_eq!(counted(sql_rows_of("q8", events)), counted(expected));
+}
