@@ -45,10 +45,12 @@ pub(crate) enum Statement {
 
 /// `sql` with the word `TABLE` of table arguments (`TUMBLE(TABLE t, …)`,
 /// `DATA => TABLE t`) blanked out: sqlparser does not parse a table as a
-/// function argument, but parses the bare name. Blanking (not removing)
-/// keeps every position in error messages where it was.
+/// function argument, but parses the bare name. A partitioned table
+/// argument (`TABLE t PARTITION BY k`, as `SESSION` takes) becomes the
+/// named argument `t,PARTITION=> k`. Blanking (not removing) keeps every
+/// position in error messages where it was.
 fn blank_table_arguments(sql: &str) -> Result<String, SqlError> {
-    use sqlparser::tokenizer::Tokenizer;
+    use sqlparser::tokenizer::{Location, Tokenizer};
     let dialect = GenericDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
@@ -60,23 +62,47 @@ fn blank_table_arguments(sql: &str) -> Result<String, SqlError> {
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
+    // Columns count characters; the byte offset of a location.
+    let byte_at = |loc: Location| -> Option<usize> {
+        let line_start = *line_starts.get(loc.line.saturating_sub(1) as usize)?;
+        sql[line_start..]
+            .char_indices()
+            .map(|(b, _)| line_start + b)
+            .chain(std::iter::once(sql.len()))
+            .nth(loc.column.saturating_sub(1) as usize)
+    };
+    let word = |i: usize, keyword: Keyword| matches!(significant.get(i).map(|t| &t.token), Some(Token::Word(w)) if w.keyword == keyword && w.quote_style.is_none());
     let mut out = sql.to_string();
-    for w in significant.windows(3) {
-        let (before, this, after) = (&w[0].token, &w[1].token, &w[2].token);
-        let is_table = matches!(this, Token::Word(word) if word.keyword == Keyword::TABLE && word.quote_style.is_none());
-        let in_arguments = matches!(before, Token::LParen | Token::Comma | Token::RArrow);
-        if is_table && in_arguments && matches!(after, Token::Word(_)) {
-            let loc = w[1].span.start;
-            let Some(line_start) = line_starts.get(loc.line.saturating_sub(1) as usize) else {
+    for i in 1..significant.len().saturating_sub(1) {
+        let in_arguments = matches!(
+            significant[i - 1].token,
+            Token::LParen | Token::Comma | Token::RArrow
+        );
+        if !(word(i, Keyword::TABLE)
+            && in_arguments
+            && matches!(significant[i + 1].token, Token::Word(_)))
+        {
+            continue;
+        }
+        if let Some(b) = byte_at(significant[i].span.start) {
+            out.replace_range(b..b + 5, "     ");
+        }
+        if word(i + 2, Keyword::PARTITION) && word(i + 3, Keyword::BY) {
+            let (Some(from), Some(to)) = (
+                byte_at(significant[i + 1].span.end),
+                significant.get(i + 4).and_then(|t| byte_at(t.span.start)),
+            ) else {
                 continue;
             };
-            // Columns count characters; find the byte offset.
-            let byte = sql[*line_start..]
-                .char_indices()
-                .nth(loc.column.saturating_sub(1) as usize)
-                .map(|(b, _)| line_start + b);
-            if let Some(b) = byte {
-                out.replace_range(b..b + 5, "     ");
+            // Same length, same line breaks.
+            let span = &sql[from..to];
+            let breaks = span.matches('\n').count();
+            let named = ",PARTITION=>";
+            if span.len() >= named.len() + breaks {
+                let mut replacement = named.to_string();
+                replacement.extend(std::iter::repeat_n(' ', span.len() - named.len() - breaks));
+                replacement.extend(std::iter::repeat_n('\n', breaks));
+                out.replace_range(from..to, &replacement);
             }
         }
     }

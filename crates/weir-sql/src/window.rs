@@ -28,6 +28,8 @@ fn pos(e: &impl Spanned) -> Position {
 pub(crate) enum WindowKind {
     Tumble { size: i64, offset: i64 },
     Hop { slide: i64, size: i64, offset: i64 },
+    Cumulate { step: i64, size: i64, offset: i64 },
+    Session { gap: i64 },
 }
 
 /// A parsed window TVF call: `TUMBLE(TABLE t, DESCRIPTOR(ts), size)`.
@@ -36,6 +38,9 @@ pub(crate) struct WindowTvf {
     pub table: String,
     pub time_column: String,
     pub kind: WindowKind,
+    /// `SESSION(TABLE t PARTITION BY k, …)`: the columns sessions are
+    /// kept apart by.
+    pub partition: Vec<String>,
     pub at: Position,
 }
 
@@ -65,9 +70,15 @@ impl WindowTvf {
         // Positional or named (DATA =>, TIMECOL =>, SIZE =>, …) arguments.
         let mut positional: Vec<&Expr> = Vec::new();
         let mut named: Vec<(String, &Expr)> = Vec::new();
+        let mut partition = None;
         for a in &list.args {
             match a {
                 FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => positional.push(e),
+                FunctionArg::Named {
+                    name,
+                    arg: FunctionArgExpr::Expr(e),
+                    operator: FunctionArgOperator::RightArrow,
+                } if name.value.eq_ignore_ascii_case("PARTITION") => partition = Some(e),
                 FunctionArg::Named {
                     name,
                     arg: FunctionArgExpr::Expr(e),
@@ -79,9 +90,8 @@ impl WindowTvf {
         let params: &[&str] = match name.as_str() {
             "TUMBLE" => &["DATA", "TIMECOL", "SIZE", "OFFSET"],
             "HOP" => &["DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"],
-            "CUMULATE" | "SESSION" => {
-                return Err(SqlError::unsupported(format!("the window TVF {name}"), at))
-            }
+            "CUMULATE" => &["DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"],
+            "SESSION" => &["DATA", "TIMECOL", "GAP"],
             other => {
                 return Err(SqlError::unsupported(
                     format!("the table function {other}"),
@@ -95,7 +105,32 @@ impl WindowTvf {
                 .copied()
                 .or_else(|| named.iter().find(|(n, _)| n == params[i]).map(|(_, e)| *e))
         };
-        let required = params.len() - 1;
+        if partition.is_some() && name != "SESSION" {
+            return Err(SqlError::validation(
+                format!("{name} takes no PARTITION BY (only SESSION does)"),
+                at,
+            ));
+        }
+        let partition = match partition {
+            None => Vec::new(),
+            Some(Expr::Tuple(keys)) => keys.iter().collect(),
+            Some(Expr::Nested(key)) => vec![&**key],
+            Some(key) => vec![key],
+        }
+        .into_iter()
+        .map(|k| match k {
+            Expr::Identifier(id) => Ok(id.value.clone()),
+            other => Err(SqlError::validation(
+                format!("PARTITION BY takes columns, not {other}"),
+                pos(other),
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+        let required = if name == "SESSION" {
+            params.len()
+        } else {
+            params.len() - 1
+        };
         if positional.len() + named.len() < required
             || positional.len() + named.len() > params.len()
         {
@@ -147,7 +182,7 @@ impl WindowTvf {
                     .transpose()?
                     .unwrap_or(0),
             },
-            _ => WindowKind::Hop {
+            "HOP" => WindowKind::Hop {
                 slide: interval_arg(arg(2).ok_or_else(|| missing(2))?, "slide")?,
                 size: interval_arg(arg(3).ok_or_else(|| missing(3))?, "size")?,
                 offset: arg(4)
@@ -155,11 +190,33 @@ impl WindowTvf {
                     .transpose()?
                     .unwrap_or(0),
             },
+            "CUMULATE" => {
+                let step = interval_arg(arg(2).ok_or_else(|| missing(2))?, "step")?;
+                let size = interval_arg(arg(3).ok_or_else(|| missing(3))?, "size")?;
+                if size % step != 0 {
+                    return Err(SqlError::validation(
+                        format!("CUMULATE's size ({size} ms) must be a multiple of its step ({step} ms)"),
+                        at,
+                    ));
+                }
+                WindowKind::Cumulate {
+                    step,
+                    size,
+                    offset: arg(4)
+                        .map(|e| interval_arg(e, "offset"))
+                        .transpose()?
+                        .unwrap_or(0),
+                }
+            }
+            _ => WindowKind::Session {
+                gap: interval_arg(arg(2).ok_or_else(|| missing(2))?, "gap")?,
+            },
         };
         Ok(WindowTvf {
             table,
             time_column,
             kind,
+            partition,
             at,
         })
     }
@@ -187,6 +244,16 @@ impl WindowTvf {
                 out.reverse();
                 out
             }
+            WindowKind::Cumulate { step, size, offset } => {
+                let s = start_of(size, offset);
+                let first = s + ((ts - s) / step + 1) * step;
+                (first..=s + size)
+                    .step_by(step as usize)
+                    .map(|end| (s, end))
+                    .collect()
+            }
+            // Sessions exist only in an aggregation (the planner says so).
+            WindowKind::Session { .. } => Vec::new(),
         }
     }
 
@@ -194,6 +261,16 @@ impl WindowTvf {
         match self.kind {
             WindowKind::Tumble { size, .. } => format!("TUMBLE(size={size} ms)"),
             WindowKind::Hop { slide, size, .. } => format!("HOP(slide={slide} ms, size={size} ms)"),
+            WindowKind::Cumulate { step, size, .. } => {
+                format!("CUMULATE(step={step} ms, size={size} ms)")
+            }
+            WindowKind::Session { gap } if self.partition.is_empty() => {
+                format!("SESSION(gap={gap} ms)")
+            }
+            WindowKind::Session { gap } => format!(
+                "SESSION(partition by [{}], gap={gap} ms)",
+                self.partition.join(", ")
+            ),
         }
     }
 }
@@ -231,6 +308,12 @@ fn time_value(ty: SqlType, ms: i64) -> Value {
 /// The window TVF's rows themselves: each input row once per window it is
 /// in, with `window_start`, `window_end` and `window_time` appended.
 pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned, SqlError> {
+    if let WindowKind::Session { .. } = tvf.kind {
+        return Err(SqlError::unsupported(
+            "SESSION windows outside a window aggregation (GROUP BY window_start, window_end)",
+            tvf.at,
+        ));
+    }
     let (rowtime, ty) = time_attribute(&input, tvf)?;
     let mut scope = input.scope.clone();
     scope
@@ -662,6 +745,33 @@ pub(crate) fn plan_window_aggregate(
         .filter(|e| !WINDOW_COLUMNS.iter().any(|w| is_window(e, w)))
         .cloned()
         .collect();
+    if let WindowKind::Session { .. } = tvf.kind {
+        // Weir's session windows are kept per key: the sessions' partition
+        // must be the groups.
+        let mut grouped: Vec<String> = keys
+            .iter()
+            .map(|k| match k {
+                Expr::Identifier(id) => id.value.to_lowercase(),
+                other => other.to_string().to_lowercase(),
+            })
+            .collect();
+        let mut partition: Vec<String> = tvf.partition.iter().map(|p| p.to_lowercase()).collect();
+        grouped.sort();
+        partition.sort();
+        if grouped != partition {
+            return Err(SqlError::unsupported(
+                format!(
+                    "SESSION windows whose PARTITION BY ({}) differs from the GROUP BY keys ({})",
+                    tvf.partition.join(", "),
+                    keys.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                at,
+            ));
+        }
+    }
     // WHERE runs before the windows, on the input's columns.
     let filter = where_filter(select, &input.scope)?;
     let aggregation = aggregation(&input.scope, &keys, select, WINDOW_COLUMNS)?;
@@ -714,6 +824,22 @@ pub(crate) fn plan_window_aggregate(
                 Duration::from_millis(slide as u64),
                 Duration::from_millis(offset.rem_euclid(slide) as u64),
             ),
+            aggregates,
+            emit,
+        ),
+        WindowKind::Cumulate { step, size, offset } => windowed(
+            &keyed,
+            CumulativeEventTimeWindows::of_with_offset(
+                Duration::from_millis(size as u64),
+                Duration::from_millis(step as u64),
+                Duration::from_millis(offset.rem_euclid(size) as u64),
+            ),
+            aggregates,
+            emit,
+        ),
+        WindowKind::Session { gap } => windowed(
+            &keyed,
+            EventTimeSessionWindows::with_gap(Duration::from_millis(gap as u64)),
             aggregates,
             emit,
         ),

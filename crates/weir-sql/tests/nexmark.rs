@@ -254,3 +254,27 @@ fn q8_finds_the_new_sellers_of_the_datastream_query() {
     assert!(expected.len() >= 10, "{expected:?}");
     assert_eq!(counted(sql_rows_of("q8", events)), counted(expected));
 }
+
+#[test]
+fn q11_counts_the_sessions_of_the_datastream_query() {
+    let events = 200_000;
+    let env = StreamExecutionEnvironment::new();
+    let expected: Vec<Vec<String>> = queries::q11(&many_events(&env, events))
+        .execute_and_collect()
+        .expect("q11")
+        .into_iter()
+        .map(|(bidder, n, start, end)| {
+            vec![
+                bidder.to_string(),
+                n.to_string(),
+                timestamp(start),
+                timestamp(end),
+            ]
+        })
+        .collect();
+    assert!(
+        expected.iter().any(|r| r[1] != "1"),
+        "some session has several bids"
+    );
+    assert_eq!(counted(sql_rows_of("q11", events)), counted(expected));
+}

@@ -206,8 +206,36 @@ fn window_mistakes_are_named() {
     );
     let e = err("SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(id), INTERVAL '10' SECOND)) GROUP BY window_start, window_end;");
     assert!(e.contains("'id' is not a time attribute"), "{e}");
-    let e = err("SELECT * FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '10' SECOND));");
-    assert!(e.contains("not supported: the window TVF CUMULATE"), "{e}");
+    let e = err("SELECT * FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '10' SECOND));");
+    assert!(
+        e.contains("CUMULATE's size (10000 ms) must be a multiple of its step (3000 ms)"),
+        "{e}"
+    );
+    let e = err("SELECT * FROM TABLE(SESSION(TABLE orders PARTITION BY buyer, DESCRIPTOR(ts), INTERVAL '1' SECOND));");
+    assert!(
+        e.contains("not supported: SESSION windows outside a window aggregation"),
+        "{e}"
+    );
+    let e = err("SELECT id, COUNT(*) FROM TABLE(SESSION(TABLE orders PARTITION BY buyer, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY id, window_start, window_end;");
+    assert!(
+        e.contains(
+            "SESSION windows whose PARTITION BY (buyer) differs from the GROUP BY keys (id)"
+        ),
+        "{e}"
+    );
+    let e = err("SELECT * FROM TABLE(TUMBLE(TABLE orders PARTITION BY buyer, DESCRIPTOR(ts), INTERVAL '1' SECOND));");
+    assert!(e.contains("TUMBLE takes no PARTITION BY"), "{e}");
+    // A mistake after a PARTITION BY is still placed where it is.
+    let query = "SELECT buyer, COUNT(*) FROM TABLE(SESSION(TABLE orders PARTITION BY buyer, DESCRIPTOR(ts), INTERVAL '1' SECOND)) WHERE nope GROUP BY buyer, window_start, window_end;";
+    let e = err(query);
+    let column = query.find("nope").expect("nope") + 1;
+    let line = ddl.lines().count() + 1;
+    assert!(
+        e.contains(&format!(
+            "column 'nope' not found; the input has id, buyer, amount, ts, big (at line {line}, column {column})"
+        )),
+        "{e}"
+    );
     let e = err("SELECT o.id FROM orders o FULL OUTER JOIN orders p ON o.id = p.id;");
     assert!(
         e.contains("not supported: FULL OUTER JOIN (only inner joins)"),

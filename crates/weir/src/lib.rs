@@ -103,13 +103,13 @@ pub mod prelude {
     };
     pub use crate::window::{
         AggregateFunction, AllWindowedStream, AssignerContext, ContinuousEventTimeTrigger,
-        ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger, DeltaEvictor, Elements,
-        EventTimeSessionWindows, EventTimeTrigger, GlobalWindow, GlobalWindows,
-        ProcessWindowContext, ProcessWindowFunction, ProcessingTimeSessionWindows,
-        ProcessingTimeTrigger, PurgingTrigger, SlidingEventTimeWindows,
-        SlidingProcessingTimeWindows, TimeEvictor, TimeWindow, Trigger, TriggerContext,
-        TriggerResult, TumblingEventTimeWindows, TumblingProcessingTimeWindows, Window,
-        WindowAssigner, WindowFunction, WindowedStream,
+        ContinuousProcessingTimeTrigger, CountEvictor, CountTrigger, CumulativeEventTimeWindows,
+        CumulativeProcessingTimeWindows, DeltaEvictor, Elements, EventTimeSessionWindows,
+        EventTimeTrigger, GlobalWindow, GlobalWindows, ProcessWindowContext, ProcessWindowFunction,
+        ProcessingTimeSessionWindows, ProcessingTimeTrigger, PurgingTrigger,
+        SlidingEventTimeWindows, SlidingProcessingTimeWindows, TimeEvictor, TimeWindow, Trigger,
+        TriggerContext, TriggerResult, TumblingEventTimeWindows, TumblingProcessingTimeWindows,
+        Window, WindowAssigner, WindowFunction, WindowedStream,
     };
     pub use crate::{
         CheckpointConfig, CheckpointRetention, CheckpointStorageConfig, CheckpointingMode,

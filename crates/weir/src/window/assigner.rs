@@ -251,6 +251,89 @@ sliding!(
     "Fixed-size processing-time windows that start every `slide`."
 );
 
+macro_rules! cumulative {
+    ($name:ident, $event_time:expr, $trigger:ident, $doc:literal) => {
+        #[doc = $doc]
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name {
+            max_size: i64,
+            step: i64,
+            offset: i64,
+        }
+
+        impl $name {
+            /// Windows that all start where a window of `max_size` starts
+            /// and end every `step` after it (`max_size` is rounded down to
+            /// a multiple of `step`).
+            pub fn of(max_size: Duration, step: Duration) -> Self {
+                Self::of_with_offset(max_size, step, Duration::ZERO)
+            }
+
+            /// As [`of`](Self::of), the starts shifted by `offset`.
+            pub fn of_with_offset(max_size: Duration, step: Duration, offset: Duration) -> Self {
+                let step = ms(step).max(1);
+                let max_size = (ms(max_size) / step).max(1) * step;
+                $name {
+                    max_size,
+                    step,
+                    offset: ms(offset) % max_size,
+                }
+            }
+        }
+
+        impl<T: 'static> WindowAssigner<T> for $name {
+            type W = TimeWindow;
+
+            fn assign_windows(
+                &self,
+                _e: &T,
+                ts: i64,
+                ctx: &AssignerContext,
+                out: &mut Vec<TimeWindow>,
+            ) {
+                let time = if $event_time {
+                    ts
+                } else {
+                    ctx.current_processing_time
+                };
+                // Every window of the element's cycle that ends after it,
+                // the smallest first.
+                let start = TimeWindow::window_start(time, self.offset, self.max_size);
+                let first_end = start + ((time - start) / self.step + 1) * self.step;
+                let mut end = first_end;
+                while end <= start + self.max_size {
+                    out.push(TimeWindow::new(start, end));
+                    end += self.step;
+                }
+            }
+
+            fn default_trigger(&self) -> Box<dyn Trigger<T, TimeWindow>> {
+                Box::new($trigger)
+            }
+
+            fn is_event_time(&self) -> bool {
+                $event_time
+            }
+        }
+    };
+}
+
+cumulative!(
+    CumulativeEventTimeWindows,
+    true,
+    EventTimeTrigger,
+    "Event-time windows that grow by `step` from a common start up to \
+     `max_size` (Flink SQL's `CUMULATE`): an element is in every window of \
+     its cycle that ends after it."
+);
+cumulative!(
+    CumulativeProcessingTimeWindows,
+    false,
+    ProcessingTimeTrigger,
+    "Processing-time windows that grow by `step` from a common start up \
+     to `max_size`."
+);
+
 macro_rules! session {
     ($name:ident, $dynamic:ident, $event_time:expr, $trigger:ident, $doc:literal) => {
         #[doc = $doc]
@@ -462,6 +545,26 @@ mod tests {
         assert_eq!(windows(&a, -1), vec![(-5_000, 5_000), (-10_000, 0)]);
         let a = SlidingEventTimeWindows::of(Duration::from_secs(60), Duration::from_secs(1));
         assert_eq!(windows(&a, 0).len(), 60);
+    }
+
+    #[test]
+    fn cumulative_windows_share_a_start_and_grow_by_step() {
+        let a = CumulativeEventTimeWindows::of(Duration::from_secs(10), Duration::from_secs(2));
+        assert_eq!(
+            windows(&a, 3_000),
+            vec![(0, 4_000), (0, 6_000), (0, 8_000), (0, 10_000)]
+        );
+        // The last millisecond of a step is in that step's window.
+        assert_eq!(windows(&a, 3_999)[0], (0, 4_000));
+        assert_eq!(windows(&a, 9_999), vec![(0, 10_000)]);
+        assert_eq!(windows(&a, 10_000)[0], (10_000, 12_000));
+        assert_eq!(windows(&a, -1), vec![(-10_000, 0)]);
+        let shifted = CumulativeEventTimeWindows::of_with_offset(
+            Duration::from_secs(10),
+            Duration::from_secs(5),
+            Duration::from_secs(1),
+        );
+        assert_eq!(windows(&shifted, 0), vec![(-9_000, 1_000)]);
     }
 
     #[test]

@@ -30,8 +30,9 @@ mod window_map;
 
 pub use crate::state_slot::StateSlot;
 pub use assigner::{
-    AssignerContext, DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows,
-    EventTimeSessionWindows, GlobalWindows, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
+    AssignerContext, CumulativeEventTimeWindows, CumulativeProcessingTimeWindows,
+    DynamicEventTimeSessionWindows, DynamicProcessingTimeSessionWindows, EventTimeSessionWindows,
+    GlobalWindows, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
     SlidingProcessingTimeWindows, TumblingEventTimeWindows, TumblingProcessingTimeWindows,
     WindowAssigner,
 };
