@@ -98,6 +98,8 @@ pub(crate) struct Catalog {
     /// and its stream shared (Flink reuses sources the same way), so that
     /// both readers see one sequence of rows and watermarks.
     pub scans: std::cell::RefCell<BTreeMap<(String, Vec<bool>), Scan>>,
+    /// The functions queries can call, by name.
+    pub functions: crate::function::Functions,
 }
 
 /// A planned table scan: its rows, columns and time attribute.

@@ -339,6 +339,7 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
             })
         }
         Expr::Function(func) => function(func, scope, at(e)),
+        Expr::Extract { field, expr, .. } => extract(field, compile(expr, scope)?, expr),
         Expr::Substring {
             expr,
             substring_from,
@@ -1092,6 +1093,49 @@ pub(crate) fn is_aggregate(name: &str) -> bool {
     )
 }
 
+/// `EXTRACT(field FROM x)` (and `HOUR(x)`, …) of a date or timestamp, in
+/// UTC: a BIGINT, as in Flink.
+fn extract(field: &DateTimeField, x: Compiled, e: &Expr) -> Result<Compiled, SqlError> {
+    let days = match x.ty {
+        SqlType::Date => true,
+        SqlType::Timestamp | SqlType::TimestampLtz => false,
+        other => {
+            return Err(SqlError::validation(
+                format!("cannot extract {field} from {other}"),
+                at(e),
+            ))
+        }
+    };
+    let pick: fn(crate::time::Fields) -> i64 = match field {
+        DateTimeField::Year => |f| f.year,
+        DateTimeField::Month => |f| i64::from(f.month),
+        DateTimeField::Day => |f| i64::from(f.day),
+        DateTimeField::Hour if !days => |f| f.hour,
+        DateTimeField::Minute if !days => |f| f.minute,
+        DateTimeField::Second if !days => |f| f.second,
+        other => {
+            return Err(SqlError::unsupported(
+                format!("extracting {other} from {}", x.ty),
+                at(e),
+            ))
+        }
+    };
+    let f = x.eval;
+    Ok(Compiled {
+        eval: Arc::new(move |r| {
+            let ms = match f(r)? {
+                Value::Date(d) => i64::from(d) * 86_400_000,
+                v => match v.as_i64() {
+                    Some(ms) => ms,
+                    None => return Ok(Value::Null),
+                },
+            };
+            Ok(Value::BigInt(pick(crate::time::fields(ms))))
+        }),
+        ty: SqlType::BigInt,
+    })
+}
+
 fn function(
     func: &sqlparser::ast::Function,
     scope: &Scope,
@@ -1228,7 +1272,69 @@ fn function(
                 at,
             )
         }
-        other => Err(SqlError::unsupported(format!("the function {other}"), at)),
+        "YEAR" | "MONTH" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" => {
+            arity(1)?;
+            let field = match name.as_str() {
+                "YEAR" => DateTimeField::Year,
+                "MONTH" => DateTimeField::Month,
+                "DAYOFMONTH" => DateTimeField::Day,
+                "HOUR" => DateTimeField::Hour,
+                "MINUTE" => DateTimeField::Minute,
+                _ => DateTimeField::Second,
+            };
+            extract(&field, compiled[0].clone(), exprs[0])
+        }
+        "DATE_FORMAT" => {
+            arity(2)?;
+            let (ts, pattern) = (compiled[0].clone(), compiled[1].clone());
+            if !matches!(ts.ty, SqlType::Timestamp | SqlType::TimestampLtz) {
+                return Err(SqlError::validation(
+                    format!("DATE_FORMAT formats a TIMESTAMP, not {}", ts.ty),
+                    position(exprs[0].span()),
+                ));
+            }
+            expect_type(&pattern, SqlType::String, exprs[1])?;
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    let (Some(ms), Value::String(p)) = ((ts.eval)(r)?.as_i64(), (pattern.eval)(r)?)
+                    else {
+                        return Ok(Value::Null);
+                    };
+                    crate::time::date_format(ms, &p).map(|s| Value::string(&s))
+                }),
+                ty: SqlType::String,
+            })
+        }
+        "REPLACE" => {
+            arity(3)?;
+            for (c, e) in compiled.iter().zip(&exprs) {
+                expect_type(c, SqlType::String, e)?;
+            }
+            let fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
+            Ok(Compiled {
+                eval: Arc::new(move |r| match (fs[0](r)?, fs[1](r)?, fs[2](r)?) {
+                    (Value::String(s), Value::String(from), Value::String(to)) => {
+                        Ok(Value::string(&s.replace(&*from, &to)))
+                    }
+                    _ => Ok(Value::Null),
+                }),
+                ty: SqlType::String,
+            })
+        }
+        other => match crate::function::lookup(other) {
+            Some(udf) => {
+                let fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
+                let body = udf.body;
+                Ok(Compiled {
+                    eval: Arc::new(move |r| {
+                        let args = fs.iter().map(|f| f(r)).collect::<Result<Vec<_>, _>>()?;
+                        body(&args)
+                    }),
+                    ty: udf.result,
+                })
+            }
+            None => Err(SqlError::unsupported(format!("the function {other}"), at)),
+        },
     }
 }
 
@@ -1289,6 +1395,14 @@ mod tests {
         assert_eq!(ok("0.908 * a"), "6.356");
         assert_eq!(ok("CAST(d AS DECIMAL(5, 1))"), "10.5");
         assert_eq!(ok("CAST(a AS DECIMAL(4, 2))"), "7.00");
+        assert_eq!(ok("HOUR(ts + INTERVAL '5' HOUR)"), "5");
+        assert_eq!(ok("EXTRACT(SECOND FROM ts)"), "10");
+        assert_eq!(ok("YEAR(ts) + MONTH(ts) + DAYOFMONTH(ts)"), "1972");
+        assert_eq!(
+            ok("DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm')"),
+            "1970-01-01 00:00"
+        );
+        assert_eq!(ok("REPLACE(s, 'ei', 'a')"), "War");
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod connector;
 mod ddl;
 mod error;
 mod expr;
+mod function;
 mod group;
 mod join;
 mod nexmark;
@@ -37,6 +38,7 @@ mod value;
 mod window;
 
 pub use error::{Position, SqlError};
+pub use function::FunctionBody;
 pub use session::Session;
 pub use types::SqlType;
 pub use value::{Row, RowKind, Str, Value};

@@ -227,3 +227,29 @@ pub(crate) fn nexmark_source(
         .name(&format!("Source: {}[nexmark]", table.name));
     Ok(stream)
 }
+
+/// The identifier Nexmark's queries create their user function with
+/// (`CREATE FUNCTION count_char AS '…CountChar'`, q14).
+pub(crate) const COUNT_CHAR: &str = "com.github.nexmark.flink.udf.CountChar";
+
+/// Nexmark's user functions: `CountChar(s, c)`, how often the character
+/// `c` occurs in `s` (BIGINT).
+pub(crate) fn register_functions(functions: &mut crate::function::Functions) {
+    functions.add(
+        COUNT_CHAR,
+        crate::function::ScalarFunction {
+            result: SqlType::BigInt,
+            body: std::sync::Arc::new(|args: &[Value]| match args {
+                [Value::String(s), Value::String(c)] => {
+                    let n = c
+                        .chars()
+                        .next()
+                        .map_or(0, |c| weir_nexmark::queries::count_char(s, c));
+                    Ok(Value::BigInt(n as i64))
+                }
+                [_, _] => Ok(Value::Null),
+                _ => Err(format!("{COUNT_CHAR} takes (STRING, STRING)")),
+            }),
+        },
+    );
+}

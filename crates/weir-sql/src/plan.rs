@@ -31,6 +31,15 @@ fn pos(e: &impl Spanned) -> Position {
     position(e.span())
 }
 
+/// Plans a statement's `query` in `env`, with the session's functions.
+pub(crate) fn plan(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    query: &Query,
+) -> Result<Planned, SqlError> {
+    crate::function::with_functions(&catalog.functions, || plan_query(env, catalog, query))
+}
+
 /// Plans `query` in `env`.
 pub(crate) fn plan_query(
     env: &StreamExecutionEnvironment,

@@ -20,6 +20,14 @@ pub(crate) enum Statement {
         query: Box<Query>,
         at: Position,
     },
+    /// `CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] name AS
+    /// 'identifier' [LANGUAGE …]`.
+    CreateFunction {
+        name: String,
+        identifier: String,
+        if_not_exists: bool,
+        at: Position,
+    },
     /// `SET 'key' = 'value'`.
     Set {
         key: String,
@@ -172,6 +180,29 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
         let temporary = parser.parse_keyword(Keyword::TEMPORARY);
         if parser.parse_keyword(Keyword::TABLE) {
             return parse_create_table(parser, at).map(|t| Statement::CreateTable(Box::new(t)));
+        }
+        let system = temporary && parser.parse_keyword(Keyword::SYSTEM);
+        if parser.parse_keyword(Keyword::FUNCTION) {
+            let if_not_exists =
+                parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+            let name = parser.parse_object_name(false)?.to_string();
+            parser.expect_keyword_is(Keyword::AS)?;
+            let identifier = parser.parse_literal_string()?;
+            if parse_word(parser, "LANGUAGE") {
+                parser.parse_identifier()?;
+            }
+            if parse_word(parser, "USING") {
+                return Err(SqlError::unsupported("CREATE FUNCTION … USING JAR", at));
+            }
+            return Ok(Statement::CreateFunction {
+                name,
+                identifier,
+                if_not_exists,
+                at,
+            });
+        }
+        if system {
+            parser.prev_token();
         }
         // Anything else (views) is sqlparser's: back to CREATE.
         if temporary {

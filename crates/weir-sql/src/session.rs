@@ -8,8 +8,10 @@ use weir::prelude::*;
 use crate::catalog::{Catalog, Relation};
 use crate::connector;
 use crate::error::SqlError;
-use crate::plan::{plan_query, Planned};
+use crate::function::{FunctionBody, Functions, ScalarFunction};
+use crate::plan::{plan, Planned};
 use crate::script::{parse_script, Statement};
+use crate::types::SqlType;
 use crate::value::Row;
 
 /// The keys `SET` takes that the SQL layer reads (all others configure
@@ -33,6 +35,9 @@ fn is_sql_key(key: &str) -> bool {
 /// as a changelog table (Flink's tableau mode), `EXPLAIN` prints a plan.
 pub struct Session {
     catalog: Catalog,
+    /// The functions `CREATE FUNCTION name AS 'identifier'` can bind: the
+    /// built-in ones and those the program registered.
+    implementations: Functions,
     config: Configuration,
     out: Box<dyn Write + Send>,
 }
@@ -49,10 +54,36 @@ impl Session {
         Session::with_output(Box::new(std::io::stdout()))
     }
 
+    /// Registers a scalar function, callable as `name(…)` in this
+    /// session's queries (and bound to other names by `CREATE FUNCTION f
+    /// AS 'name'`): `body` gets the arguments' values and returns a value
+    /// of type `result`, or an error that fails the job.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use weir_sql::{Session, SqlType, Value};
+    ///
+    /// let mut session = Session::new();
+    /// session.register_function(
+    ///     "twice",
+    ///     SqlType::BigInt,
+    ///     Arc::new(|args: &[Value]| Ok(match args {
+    ///         [Value::BigInt(n)] => Value::BigInt(n * 2),
+    ///         _ => Value::Null,
+    ///     })),
+    /// );
+    /// ```
+    pub fn register_function(&mut self, name: &str, result: SqlType, body: FunctionBody) {
+        let function = ScalarFunction { result, body };
+        self.implementations.add(name, function.clone());
+        self.catalog.functions.add(name, function);
+    }
+
     /// A session printing query results and plans to `out`.
     pub fn with_output(out: Box<dyn Write + Send>) -> Self {
         Session {
             catalog: Catalog::default(),
+            implementations: Functions::builtin(),
             config: Configuration::new(),
             out,
         }
@@ -119,13 +150,42 @@ impl Session {
             }
             Statement::CreateView { name, query, at } => {
                 // Validate the view's query now, as Flink does.
-                plan_query(&self.env()?, &self.catalog, &query)?;
+                plan(&self.env()?, &self.catalog, &query)?;
                 if !self.catalog.add(&name, Relation::View(query)) {
                     return Err(SqlError::validation(
                         format!("a table or view '{name}' exists already"),
                         at,
                     ));
                 }
+                self.write("[INFO] Execute statement succeeded.\n")
+            }
+            Statement::CreateFunction {
+                name,
+                identifier,
+                if_not_exists,
+                at,
+            } => {
+                if self.catalog.functions.get(&name).is_some() {
+                    if if_not_exists {
+                        return self.write("[INFO] Execute statement succeeded.\n");
+                    }
+                    return Err(SqlError::validation(
+                        format!("a function '{name}' exists already"),
+                        at,
+                    ));
+                }
+                let Some(function) = self.implementations.get(&identifier).cloned() else {
+                    let known: Vec<&str> = self.implementations.names().collect();
+                    return Err(SqlError::validation(
+                        format!(
+                            "no function '{identifier}' to create '{name}' from: Weir runs no Java classes; \
+                             a program registers Rust functions with Session::register_function (known: {})",
+                            known.join(", ")
+                        ),
+                        at,
+                    ));
+                };
+                self.catalog.functions.add(&name, function);
                 self.write("[INFO] Execute statement succeeded.\n")
             }
             Statement::Set { key, value } => {
@@ -164,14 +224,14 @@ impl Session {
                         at,
                     ));
                 };
-                let planned = plan_query(&env, &self.catalog, &query)?;
+                let planned = plan(&env, &self.catalog, &query)?;
                 connector::sink(planned.stream, &planned.scope, &target)?;
                 env.execute(&format!("insert-into_{}", target.name))?;
                 Ok(())
             }
             Statement::Query { query } => {
                 let env = self.env()?;
-                let planned = plan_query(&env, &self.catalog, &query)?;
+                let planned = plan(&env, &self.catalog, &query)?;
                 let names: Vec<String> = planned
                     .scope
                     .columns
@@ -200,9 +260,9 @@ impl Session {
                 let env = self.env()?;
                 let (planned, sink): (Planned, Option<String>) = match *inner {
                     Statement::Insert { table, query, .. } => {
-                        (plan_query(&env, &self.catalog, &query)?, Some(table))
+                        (plan(&env, &self.catalog, &query)?, Some(table))
                     }
-                    Statement::Query { query } => (plan_query(&env, &self.catalog, &query)?, None),
+                    Statement::Query { query } => (plan(&env, &self.catalog, &query)?, None),
                     _ => unreachable!("parse_script only explains INSERT and queries"),
                 };
                 let mut text = String::from("== Weir Plan ==\n");

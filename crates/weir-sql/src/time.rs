@@ -98,6 +98,89 @@ pub(crate) fn format_timestamp(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02}.{f:03}")
 }
 
+/// The calendar fields of a timestamp (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fields {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: i64,
+    pub minute: i64,
+    pub second: i64,
+    pub milli: i64,
+}
+
+/// The calendar fields of the timestamp `ms` (UTC).
+pub(crate) fn fields(ms: i64) -> Fields {
+    let rem = ms.rem_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(ms.div_euclid(86_400_000));
+    Fields {
+        year,
+        month,
+        day,
+        hour: rem / 3_600_000,
+        minute: rem / 60_000 % 60,
+        second: rem / 1000 % 60,
+        milli: rem % 1000,
+    }
+}
+
+/// A timestamp formatted with a Java `SimpleDateFormat` pattern, as
+/// Flink's `DATE_FORMAT` does: `yyyy`, `yy`, `MM`, `dd`, `HH`, `mm`, `ss`,
+/// `SSS` (a run of a letter pads to its length), text in single quotes
+/// (`''` outside them is a quote) and other characters as they are. Other letters are an error.
+pub(crate) fn date_format(ms: i64, pattern: &str) -> Result<String, String> {
+    let Fields {
+        year: y,
+        month: mo,
+        day: d,
+        hour: h,
+        minute: mi,
+        second: s,
+        milli: f,
+    } = fields(ms);
+    let mut out = String::new();
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let run = chars[i..].iter().take_while(|&&x| x == c).count();
+        match c {
+            '\'' => {
+                // Quoted text; '' is a quote.
+                let close = chars[i + 1..].iter().position(|&x| x == '\'');
+                match close {
+                    Some(0) => out.push('\''),
+                    Some(n) => out.extend(&chars[i + 1..i + 1 + n]),
+                    None => return Err(format!("an unclosed quote in the pattern '{pattern}'")),
+                }
+                i += close.map_or(chars.len(), |n| n + 2);
+                continue;
+            }
+            'y' if run == 2 => out.push_str(&format!("{:02}", y.rem_euclid(100))),
+            'y' => out.push_str(&format!("{y:0run$}")),
+            'M' => out.push_str(&format!("{mo:0run$}")),
+            'd' => out.push_str(&format!("{d:0run$}")),
+            'H' => out.push_str(&format!("{h:0run$}")),
+            'm' => out.push_str(&format!("{mi:0run$}")),
+            's' => out.push_str(&format!("{s:0run$}")),
+            'S' => out.push_str(&format!("{f:03}")[..run.min(3)]),
+            c if c.is_ascii_alphabetic() => {
+                return Err(format!(
+                    "the pattern letter '{c}' (in '{pattern}') is not supported: yyyy, yy, MM, dd, HH, mm, ss, SSS are"
+                ))
+            }
+            c => {
+                for _ in 0..run {
+                    out.push(c);
+                }
+            }
+        }
+        i += run;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +202,23 @@ mod tests {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days);
         }
+    }
+
+    #[test]
+    fn date_format_follows_java_patterns() {
+        let ms = parse_timestamp("2023-11-04 07:05:09.042").unwrap();
+        assert_eq!(date_format(ms, "yyyy-MM-dd").unwrap(), "2023-11-04");
+        assert_eq!(date_format(ms, "HH:mm").unwrap(), "07:05");
+        assert_eq!(
+            date_format(ms, "yy/M/d H:m:s.SSS").unwrap(),
+            "23/11/4 7:5:9.042"
+        );
+        assert_eq!(date_format(ms, "yyyy'T'HH''").unwrap(), "2023T07'");
+        assert!(date_format(ms, "EEE").unwrap_err().contains("'E'"));
+        let f = fields(-1);
+        assert_eq!(
+            (f.year, f.month, f.day, f.hour, f.minute, f.second, f.milli),
+            (1969, 12, 31, 23, 59, 59, 999)
+        );
     }
 }

@@ -407,3 +407,59 @@ fn windows_over_an_updating_table_are_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn functions_registered_by_the_program_are_called_and_bound() -> Result<(), SqlError> {
+    use std::sync::Arc;
+    use weir_sql::{Session, SqlType, Value};
+    let path = csv("functions", ORDERS);
+    let out = support::Captured::default();
+    let mut session = Session::with_output(Box::new(out.clone()));
+    session.register_function(
+        "initial",
+        SqlType::String,
+        Arc::new(|args: &[Value]| match args {
+            [Value::String(s)] => Ok(Value::string(&s[..1])),
+            [Value::Null] => Ok(Value::Null),
+            other => Err(format!("initial takes one STRING, not {other:?}")),
+        }),
+    );
+    session.set("sql-client.execution.result-mode", "changelog");
+    session.execute_script(&format!(
+        "{}
+         CREATE TEMPORARY SYSTEM FUNCTION first_letter AS 'initial' LANGUAGE JAVA;
+         CREATE FUNCTION IF NOT EXISTS first_letter AS 'initial';
+         SELECT id, initial(buyer), first_letter(UPPER(buyer)) FROM orders WHERE id < 3;",
+        orders_ddl(&path)
+    ))?;
+    let text = out.text();
+    assert!(text.contains("+I[1, a, A]"), "{text}");
+    assert!(text.contains("+I[2, b, B]"), "{text}");
+    // A bad argument fails the job with the function's message.
+    let e = session
+        .execute_script("SELECT initial(id) FROM orders;")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("initial takes one STRING, not [BigInt(1)]"),
+        "{e}"
+    );
+    Ok(())
+}
+
+#[test]
+fn create_function_mistakes_are_named() {
+    let path = csv("function-mistakes", ORDERS);
+    let ddl = orders_ddl(&path);
+    let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
+    let e = err("CREATE FUNCTION f AS 'com.example.Upper';");
+    assert!(
+        e.contains("no function 'com.example.Upper' to create 'f' from: Weir runs no Java classes")
+            && e.contains("known: com.github.nexmark.flink.udf.CountChar"),
+        "{e}"
+    );
+    let e = err("CREATE FUNCTION f AS 'com.github.nexmark.flink.udf.CountChar';\nCREATE FUNCTION f AS 'com.github.nexmark.flink.udf.CountChar';");
+    assert!(e.contains("a function 'f' exists already"), "{e}");
+    let e = err("SELECT count_char(buyer, 'a') FROM orders;");
+    assert!(e.contains("not supported: the function COUNT_CHAR"), "{e}");
+}
