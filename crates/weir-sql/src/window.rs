@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
-    DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArgOperator, FunctionArguments,
-    GroupByExpr, Ident, Select, SelectItem, Spanned,
+    CaseWhen, DuplicateTreatment, Expr, FunctionArg, FunctionArgExpr, FunctionArgOperator,
+    FunctionArguments, GroupByExpr, Ident, Select, SelectItem, Spanned,
 };
 use weir::prelude::*;
 use weir::window::{SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowAssigner};
@@ -408,11 +409,8 @@ impl Rewriter<'_> {
             Expr::Function(f) if is_aggregate(&f.name.to_string()) => {
                 let name = f.name.to_string().to_ascii_uppercase();
                 let at = pos(e);
-                if f.over.is_some() || f.filter.is_some() {
-                    return Err(SqlError::unsupported(
-                        format!("{name} with OVER or FILTER"),
-                        at,
-                    ));
+                if f.over.is_some() {
+                    return Err(SqlError::unsupported(format!("{name} … OVER"), at));
                 }
                 let FunctionArguments::List(list) = &f.args else {
                     return Err(SqlError::validation(
@@ -467,6 +465,39 @@ impl Rewriter<'_> {
                             format!("{name} takes one argument"),
                             at,
                         ))
+                    }
+                };
+                // `agg(x) FILTER (WHERE c)` is `agg(CASE WHEN c THEN x END)`:
+                // every aggregate but COUNT(*) skips NULLs, and COUNT(*)
+                // becomes COUNT of a non-NULL constant.
+                let (kind, arg) = match &f.filter {
+                    None => (kind, arg),
+                    Some(condition) => {
+                        if contains_aggregate(condition) {
+                            return Err(SqlError::validation(
+                                "aggregates cannot be nested (in FILTER)",
+                                at,
+                            ));
+                        }
+                        let value = arg.unwrap_or(Expr::value(sqlparser::ast::Value::Number(
+                            "1".into(),
+                            false,
+                        )));
+                        let kind = match kind {
+                            AggKind::CountStar => AggKind::Count,
+                            other => other,
+                        };
+                        let case = Expr::Case {
+                            case_token: AttachedToken::empty(),
+                            end_token: AttachedToken::empty(),
+                            operand: None,
+                            conditions: vec![CaseWhen {
+                                condition: (**condition).clone(),
+                                result: value,
+                            }],
+                            else_result: None,
+                        };
+                        (kind, Some(case))
                     }
                 };
                 self.aggs.push((kind, arg, separator));

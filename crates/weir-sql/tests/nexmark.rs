@@ -1,7 +1,7 @@
 //! The Nexmark queries in SQL (`examples/sql/nexmark/`) against the
 //! DataStream versions of `weir-nexmark`, over the same generated events.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use weir::prelude::*;
@@ -316,4 +316,63 @@ fn q14_computes_what_the_datastream_query_computes() {
         })
         .collect();
     assert_eq!(counted(sql), counted(expected));
+}
+
+#[test]
+fn q15_ends_with_the_datastream_query_statistics() {
+    let env = StreamExecutionEnvironment::new();
+    let expected: Vec<Vec<String>> = queries::q15(&events(&env))
+        .execute_and_collect()
+        .expect("q15")
+        .into_iter()
+        .map(|d| {
+            let mut row = vec![timestamp(d.day)[..10].to_string()];
+            for counts in [d.bids, d.bidders, d.auctions] {
+                row.extend(counts.iter().map(u64::to_string));
+            }
+            row
+        })
+        .collect();
+    assert_eq!(expected.len(), 1, "{expected:?}");
+    assert!(
+        expected[0][1..5].iter().all(|n| n != "0"),
+        "{expected:?}: every rank has bids"
+    );
+    assert_eq!(sql_table("q15", EVENTS), expected);
+}
+
+#[test]
+fn q16_counts_each_channel_as_the_events_say() {
+    // No DataStream q16: the statistics computed from the events here.
+    let generator = NexmarkGenerator::new(GeneratorConfig::default());
+    type Stats = (i64, [u64; 4], [HashSet<u64>; 4], [HashSet<u64>; 4]);
+    let mut per_channel: HashMap<String, Stats> = HashMap::new();
+    for n in 0..EVENTS {
+        let weir_nexmark::Event::Bid(b) = generator.event(n) else {
+            continue;
+        };
+        let s = per_channel.entry(b.channel.to_string()).or_default();
+        s.0 = s.0.max(b.date_time);
+        for i in [0, queries::price_rank(b.price)] {
+            s.1[i] += 1;
+            s.2[i].insert(b.bidder);
+            s.3[i].insert(b.auction);
+        }
+    }
+    let mut expected: Vec<Vec<String>> = per_channel
+        .into_iter()
+        .map(|(channel, (last, bids, bidders, auctions))| {
+            let at = timestamp(last);
+            let mut row = vec![channel, at[..10].to_string(), at[11..16].to_string()];
+            row.extend(bids.iter().map(u64::to_string));
+            row.extend(bidders.iter().map(|s| s.len().to_string()));
+            row.extend(auctions.iter().map(|s| s.len().to_string()));
+            row
+        })
+        .collect();
+    expected.sort();
+    assert!(expected.len() >= 4, "{expected:?}");
+    let mut sql = sql_table("q16", EVENTS);
+    sql.sort();
+    assert_eq!(sql, expected);
 }

@@ -1,0 +1,25 @@
+-- Nexmark q15, bidding statistics per day: bids, distinct bidders and
+-- distinct auctions, in total and by price rank (FILTER clauses). An
+-- unbounded aggregation: each day's row is updated with every bid.
+CREATE TABLE bid (
+  auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING,
+  dateTime TIMESTAMP(3), extra STRING,
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH ('connector' = 'nexmark', 'table' = 'bid', 'events.num' = '100000');
+
+SELECT
+  DATE_FORMAT(dateTime, 'yyyy-MM-dd') AS `day`,
+  COUNT(*) AS total_bids,
+  COUNT(*) FILTER (WHERE price < 10000) AS rank1_bids,
+  COUNT(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
+  COUNT(*) FILTER (WHERE price >= 1000000) AS rank3_bids,
+  COUNT(DISTINCT bidder) AS total_bidders,
+  COUNT(DISTINCT bidder) FILTER (WHERE price < 10000) AS rank1_bidders,
+  COUNT(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bidders,
+  COUNT(DISTINCT bidder) FILTER (WHERE price >= 1000000) AS rank3_bidders,
+  COUNT(DISTINCT auction) AS total_auctions,
+  COUNT(DISTINCT auction) FILTER (WHERE price < 10000) AS rank1_auctions,
+  COUNT(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_auctions,
+  COUNT(DISTINCT auction) FILTER (WHERE price >= 1000000) AS rank3_auctions
+FROM bid
+GROUP BY DATE_FORMAT(dateTime, 'yyyy-MM-dd');
