@@ -107,6 +107,7 @@ pub(crate) type Scan = (
     weir::DataStream<crate::value::Row>,
     crate::expr::Scope,
     Option<usize>,
+    bool,
 );
 
 impl Catalog {

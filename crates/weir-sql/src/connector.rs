@@ -203,7 +203,7 @@ pub(crate) fn source(
     table: &TableDef,
     watermark_per_row: bool,
     needed: Option<&[bool]>,
-) -> Result<(DataStream<Row>, Scope, Option<usize>), SqlError> {
+) -> Result<crate::catalog::Scan, SqlError> {
     let rows = table_rows(table)?;
     let physical = physical_needed(table, &rows, needed)?;
     let stream = match connector(table)? {
@@ -223,7 +223,14 @@ pub(crate) fn source(
         }
     };
     let Some(w) = &table.watermark else {
-        return Ok((stream, rows.scope, None));
+        // A `name AS PROCTIME()` column is the processing-time attribute.
+        let proctime = table.columns.iter().find_map(|c| match &c.kind {
+            crate::catalog::ColumnKind::Computed(e) if crate::expr::is_proctime(e) => {
+                rows.scope.index(&c.name, c.at).ok()
+            }
+            _ => None,
+        });
+        return Ok((stream, rows.scope, proctime, proctime.is_some()));
     };
     let rowtime = rows.scope.index(&w.column, w.at)?;
     let compiled = compile(&w.expr, &rows.scope)?;
@@ -246,7 +253,7 @@ pub(crate) fn source(
             move |row: &Row, _| row.values[rowtime].as_i64().unwrap_or(i64::MIN),
         ),
     );
-    Ok((stream, rows.scope, Some(rowtime)))
+    Ok((stream, rows.scope, Some(rowtime), false))
 }
 
 fn filesystem_source(

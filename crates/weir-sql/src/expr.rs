@@ -60,6 +60,13 @@ impl Scope {
         }
     }
 
+    /// Records that column `i` is named (by a `*`).
+    pub fn mark_used(&self, i: usize) {
+        if let Some(used) = &self.used {
+            used.borrow_mut()[i] = true;
+        }
+    }
+
     /// Which columns were named (all, when not tracking).
     pub fn used_columns(&self) -> Vec<bool> {
         match &self.used {
@@ -1086,6 +1093,11 @@ fn args(func: &sqlparser::ast::Function, at: Position) -> Result<Vec<&Expr>, Sql
 
 /// Whether `name` is an aggregate function (planned by the aggregation,
 /// not here).
+/// Whether `e` is a call of `PROCTIME()`.
+pub(crate) fn is_proctime(e: &Expr) -> bool {
+    matches!(e, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("PROCTIME"))
+}
+
 pub(crate) fn is_aggregate(name: &str) -> bool {
     matches!(
         name.to_ascii_uppercase().as_str(),
@@ -1271,6 +1283,20 @@ fn function(
                 compiled[1].clone(),
                 at,
             )
+        }
+        // The wall-clock time a row is processed at: never a constant.
+        "PROCTIME" if FOLDING.get() => Err(SqlError::validation("not a constant", at)),
+        "PROCTIME" => {
+            arity(0)?;
+            Ok(Compiled {
+                eval: Arc::new(|_| {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as i64);
+                    Ok(Value::TimestampLtz(now))
+                }),
+                ty: SqlType::TimestampLtz,
+            })
         }
         "YEAR" | "MONTH" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" => {
             arity(1)?;

@@ -149,7 +149,7 @@ pub(crate) fn plan_group_aggregate(
         .map(|h| crate::expr::compile(&h, &scope))
         .transpose()?
         .map(|c| c.eval);
-    let (projections, out_scope, _) = projection(&items, &scope, None)?;
+    let (projections, out_scope, ..) = projection(&items, &scope, None, false)?;
     let stream = filter_project(aggregated, having, projections);
     let mut steps = input.steps;
     steps.push(format!(
@@ -170,6 +170,7 @@ pub(crate) fn plan_group_aggregate(
         stream,
         scope: out_scope,
         rowtime: None,
+        proctime: false,
         updating: true,
         steps,
     })

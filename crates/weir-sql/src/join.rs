@@ -272,6 +272,7 @@ pub(crate) fn plan_join(
         scope: joined,
         // A regular join's output has no time attribute (as in Flink).
         rowtime: None,
+        proctime: false,
         updating: left.updating || right.updating,
         steps,
     })

@@ -21,6 +21,9 @@ pub(crate) struct Planned {
     /// The column that is the rows' event time (their time attribute), if
     /// any: a table's watermark column, kept by projections that select it.
     pub rowtime: Option<usize>,
+    /// Whether that time attribute is processing time (a `PROCTIME()`
+    /// column) rather than event time.
+    pub proctime: bool,
     /// Whether the rows are a changelog with retractions (`-U`/`-D`), as
     /// a `GROUP BY`'s results are; else they are inserts only.
     pub updating: bool,
@@ -266,7 +269,7 @@ fn needed_columns(
         };
         crate::window::aggregation(&scope, &keys, select, &[])?;
     } else {
-        projection(&select.projection, &scope, None)?;
+        projection(&select.projection, &scope, None, false)?;
     }
     Ok(Some(scope.used_columns()))
 }
@@ -298,7 +301,10 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, Sql
     steps.push("Union: all".into());
     Ok(Planned {
         stream: left.stream.union(&[right.stream]),
-        rowtime: left.rowtime.filter(|r| right.rowtime == Some(*r)),
+        rowtime: left
+            .rowtime
+            .filter(|r| right.rowtime == Some(*r) && left.proctime == right.proctime),
+        proctime: left.proctime,
         updating: left.updating || right.updating,
         scope: left.scope,
         steps,
@@ -312,8 +318,12 @@ pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError>
     if let Some(e) = &select.selection {
         steps.push(format!("Calc: where {e}"));
     }
-    let (projections, scope, rowtime) =
-        projection(&select.projection, &input.scope, input.rowtime)?;
+    let (projections, scope, rowtime, proctime) = projection(
+        &select.projection,
+        &input.scope,
+        input.rowtime,
+        input.proctime,
+    )?;
     steps.push(calc_step(&scope));
     let stream = if filter.is_none() && projections.is_none() {
         input.stream
@@ -324,6 +334,7 @@ pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError>
         stream,
         scope,
         rowtime,
+        proctime,
         updating: input.updating,
         steps,
     })
@@ -368,9 +379,9 @@ pub(crate) fn filter_project(
 }
 
 /// A compiled `SELECT` list: the expressions (`None`: the input's columns
-/// as they are), the output columns, and where the input's time attribute
-/// went.
-pub(crate) type Projection = (Option<Vec<Eval>>, Scope, Option<usize>);
+/// as they are), the output columns, where the time attribute is (the
+/// input's, or a `PROCTIME()` item) and whether it is processing time.
+pub(crate) type Projection = (Option<Vec<Eval>>, Scope, Option<usize>, bool);
 
 /// The name of an unaliased `SELECT` item at `index`: a column's name
 /// (`a.b` is `b`), else Flink's `EXPR$index`.
@@ -389,15 +400,17 @@ pub(crate) fn projection(
     items: &[SelectItem],
     input: &Scope,
     rowtime: Option<usize>,
+    proctime: bool,
 ) -> Result<Projection, SqlError> {
     let mut evals = Vec::new();
     let mut scope = Scope::default();
     let mut identity = true;
-    let mut out_rowtime = None;
+    let (mut out_rowtime, mut out_proctime) = (None, proctime);
     for item in items {
         match item {
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                 for (i, (name, ty)) in input.columns.iter().enumerate() {
+                    input.mark_used(i);
                     identity &= scope.columns.len() == i;
                     if rowtime == Some(i) {
                         out_rowtime = Some(scope.columns.len());
@@ -413,6 +426,10 @@ pub(crate) fn projection(
                     if rowtime.is_some() && rowtime == input.index(&id.value, pos(e)).ok() {
                         out_rowtime = Some(scope.columns.len());
                     }
+                }
+                // `PROCTIME() AS t` makes t the (processing) time attribute.
+                if crate::expr::is_proctime(e) {
+                    (out_rowtime, out_proctime) = (Some(scope.columns.len()), true);
                 }
                 let name = match item {
                     SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
@@ -430,6 +447,7 @@ pub(crate) fn projection(
         if identity { None } else { Some(evals) },
         scope,
         out_rowtime,
+        out_proctime && out_rowtime.is_some(),
     ))
 }
 
@@ -474,7 +492,7 @@ fn plan_table_reading(
                 needed.map_or_else(Vec::new, <[bool]>::to_vec),
             );
             let cached = catalog.scans.borrow().get(&key).cloned();
-            let (stream, scope, rowtime) = match cached {
+            let (stream, scope, rowtime, proctime) = match cached {
                 Some(scan) => scan,
                 None => {
                     let scan = connector::source(env, table, catalog.watermark_per_row, needed)?;
@@ -497,6 +515,7 @@ fn plan_table_reading(
                 stream,
                 scope,
                 rowtime,
+                proctime,
                 updating: false,
                 steps,
             })

@@ -289,8 +289,9 @@ fn time_attribute(input: &Planned, tvf: &WindowTvf) -> Result<(usize, SqlType), 
     if input.rowtime != Some(i) {
         return Err(SqlError::validation(
             format!(
-                "the DESCRIPTOR column '{}' is not a time attribute: declare WATERMARK FOR {} in the table",
-                tvf.time_column, tvf.time_column
+                "the DESCRIPTOR column '{}' is not a time attribute: declare WATERMARK FOR {} in the table, \
+                 or make it processing time with {} AS PROCTIME()",
+                tvf.time_column, tvf.time_column, tvf.time_column
             ),
             tvf.at,
         ));
@@ -350,6 +351,7 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
         stream,
         scope,
         rowtime: Some(window_time),
+        proctime: input.proctime,
         updating: false,
         steps,
     })
@@ -837,40 +839,84 @@ pub(crate) fn plan_window_aggregate(
         }
         Ok(())
     };
-    let stream = match tvf.kind {
-        WindowKind::Tumble { size, offset } => windowed(
+    let ms = |ms: i64| Duration::from_millis(ms as u64);
+    // Processing-time windows when the time attribute is PROCTIME().
+    let stream = match (tvf.kind, input.proctime) {
+        (WindowKind::Tumble { size, offset }, false) => windowed(
             &keyed,
-            TumblingEventTimeWindows::of_with_offset_ms(Duration::from_millis(size as u64), offset),
+            TumblingEventTimeWindows::of_with_offset_ms(ms(size), offset),
             aggregates,
             emit,
         ),
-        WindowKind::Hop {
-            slide,
-            size,
-            offset,
-        } => windowed(
+        (WindowKind::Tumble { size, offset }, true) => windowed(
+            &keyed,
+            TumblingProcessingTimeWindows::of_with_offset_ms(ms(size), offset),
+            aggregates,
+            emit,
+        ),
+        (
+            WindowKind::Hop {
+                slide,
+                size,
+                offset,
+            },
+            false,
+        ) => windowed(
             &keyed,
             SlidingEventTimeWindows::of_with_offset(
-                Duration::from_millis(size as u64),
-                Duration::from_millis(slide as u64),
-                Duration::from_millis(offset.rem_euclid(slide) as u64),
+                ms(size),
+                ms(slide),
+                ms(offset.rem_euclid(slide)),
             ),
             aggregates,
             emit,
         ),
-        WindowKind::Cumulate { step, size, offset } => windowed(
+        (
+            WindowKind::Hop {
+                slide,
+                size,
+                offset,
+            },
+            true,
+        ) => windowed(
+            &keyed,
+            SlidingProcessingTimeWindows::of_with_offset(
+                ms(size),
+                ms(slide),
+                ms(offset.rem_euclid(slide)),
+            ),
+            aggregates,
+            emit,
+        ),
+        (WindowKind::Cumulate { step, size, offset }, false) => windowed(
             &keyed,
             CumulativeEventTimeWindows::of_with_offset(
-                Duration::from_millis(size as u64),
-                Duration::from_millis(step as u64),
-                Duration::from_millis(offset.rem_euclid(size) as u64),
+                ms(size),
+                ms(step),
+                ms(offset.rem_euclid(size)),
             ),
             aggregates,
             emit,
         ),
-        WindowKind::Session { gap } => windowed(
+        (WindowKind::Cumulate { step, size, offset }, true) => windowed(
             &keyed,
-            EventTimeSessionWindows::with_gap(Duration::from_millis(gap as u64)),
+            CumulativeProcessingTimeWindows::of_with_offset(
+                ms(size),
+                ms(step),
+                ms(offset.rem_euclid(size)),
+            ),
+            aggregates,
+            emit,
+        ),
+        (WindowKind::Session { gap }, false) => windowed(
+            &keyed,
+            EventTimeSessionWindows::with_gap(ms(gap)),
+            aggregates,
+            emit,
+        ),
+        (WindowKind::Session { gap }, true) => windowed(
+            &keyed,
+            ProcessingTimeSessionWindows::with_gap(ms(gap)),
             aggregates,
             emit,
         ),
@@ -883,13 +929,19 @@ pub(crate) fn plan_window_aggregate(
     ]);
     let window_time = nkeys + 2;
     let having = having.as_ref().map(|h| compile(h, &scope)).transpose()?;
-    let (projections, out_scope, rowtime) = projection(items, &scope, Some(window_time))?;
+    let (projections, out_scope, rowtime, proctime) =
+        projection(items, &scope, Some(window_time), input.proctime)?;
     let having = having.map(|h| h.eval);
     let stream = filter_project(stream, having, projections);
     let mut steps = input.steps;
     steps.push(format!(
-        "WindowAggregate: {}, group by [{}], {} aggregate(s)",
+        "WindowAggregate: {}{}, group by [{}], {} aggregate(s)",
         tvf.describe(),
+        if input.proctime {
+            " on processing time"
+        } else {
+            ""
+        },
         keys.iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
@@ -901,6 +953,7 @@ pub(crate) fn plan_window_aggregate(
         stream,
         scope: out_scope,
         rowtime,
+        proctime,
         updating: false,
         steps,
     })

@@ -376,3 +376,38 @@ fn q16_counts_each_channel_as_the_events_say() {
     sql.sort();
     assert_eq!(sql, expected);
 }
+
+#[test]
+fn q5_ends_with_the_hot_items_of_the_datastream_query() {
+    let events = 100_000;
+    let env = StreamExecutionEnvironment::new();
+    let expected: Vec<Vec<String>> = queries::q5(&many_events(&env, events))
+        .execute_and_collect()
+        .expect("q5")
+        .into_iter()
+        .map(|(auction, n, _end)| vec![auction.to_string(), n.to_string()])
+        .collect();
+    assert!(expected.len() >= 5, "{expected:?}");
+    assert_eq!(counted(sql_table("q5", events)), counted(expected));
+}
+
+#[test]
+fn q12_counts_every_bid_of_each_bidder_once() {
+    // Processing-time windows: which window a bid falls in depends on the
+    // clock; over all windows each bidder's bids count once.
+    let generator = NexmarkGenerator::new(GeneratorConfig::default());
+    let mut expected: HashMap<String, u64> = HashMap::new();
+    for n in 0..EVENTS {
+        if let weir_nexmark::Event::Bid(b) = generator.event(n) {
+            *expected.entry(b.bidder.to_string()).or_default() += 1;
+        }
+    }
+    let mut got: HashMap<String, u64> = HashMap::new();
+    for row in sql_rows("q12") {
+        *got.entry(row[0].clone()).or_default() += row[1].parse::<u64>().expect("a count");
+        // The windows are of the wall clock, not of the events' times
+        // (all on 2023-11-14).
+        assert!(!row[2].starts_with("2023-11-14"), "{row:?}");
+    }
+    assert_eq!(got, expected);
+}
