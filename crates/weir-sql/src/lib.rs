@@ -30,6 +30,7 @@ mod group;
 mod join;
 mod nexmark;
 mod plan;
+mod rank;
 mod script;
 mod session;
 mod time;

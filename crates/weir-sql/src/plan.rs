@@ -104,12 +104,15 @@ fn plan_set_expr(
     }
 }
 
-fn plan_select(
+pub(crate) fn plan_select(
     env: &StreamExecutionEnvironment,
     catalog: &Catalog,
     select: &Select,
 ) -> Result<Planned, SqlError> {
     let at = pos(select);
+    if let Some(ranked) = crate::rank::plan_ranked(env, catalog, select)? {
+        return Ok(ranked);
+    }
     match &select.distinct {
         None | Some(Distinct::All) => {}
         // SELECT DISTINCT a, b is SELECT a, b … GROUP BY a, b: a row is

@@ -463,3 +463,56 @@ fn create_function_mistakes_are_named() {
     let e = err("SELECT count_char(buyer, 'a') FROM orders;");
     assert!(e.contains("not supported: the function COUNT_CHAR"), "{e}");
 }
+
+#[test]
+fn deduplication_by_arrival_keeps_the_first_or_last_row() -> Result<(), SqlError> {
+    let path = csv("dedup-proctime", ORDERS);
+    let dedup = |order: &str| {
+        format!(
+            "{}
+             CREATE VIEW v AS SELECT *, PROCTIME() AS pt FROM orders;
+             SELECT buyer, id FROM (
+               SELECT buyer, id, ROW_NUMBER() OVER (PARTITION BY buyer ORDER BY pt {order}) AS rk
+               FROM v
+             ) WHERE rk = 1;",
+            orders_ddl(&path)
+        )
+    };
+    // The first row by arrival: inserts only.
+    let first = support::changelog(&dedup("ASC"))?;
+    assert_eq!(first, ["+I[alice, 1]", "+I[bob, 2]", "+I[carol, 4]"]);
+    // The last row by arrival: alice's second order replaces her first.
+    let last = support::changelog(&dedup("DESC"))?;
+    assert!(last.contains(&"-U[alice, 1]".to_string()), "{last:?}");
+    assert_eq!(
+        support::materialize(&last),
+        ["[alice, 3]", "[bob, 2]", "[carol, 4]"]
+    );
+    Ok(())
+}
+
+#[test]
+fn ranking_mistakes_are_named() {
+    let path = csv("rank-mistakes", ORDERS);
+    let ddl = orders_ddl(&path);
+    let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
+    let e = err("SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY buyer ORDER BY id) AS r FROM orders);");
+    assert!(
+        e.contains("not supported: ROW_NUMBER without a filter on its number in the outer query (WHERE r <= N)"),
+        "{e}"
+    );
+    let e = err("SELECT * FROM (SELECT id, RANK() OVER (PARTITION BY buyer ORDER BY id) AS r FROM orders) WHERE r <= 2;");
+    assert!(
+        e.contains("not supported: RANK … OVER (only ROW_NUMBER"),
+        "{e}"
+    );
+    let e = err("SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY buyer) AS r FROM orders) WHERE r <= 2;");
+    assert!(e.contains("ROW_NUMBER() OVER needs an ORDER BY"), "{e}");
+    let e = err("SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY buyer ORDER BY id) AS r FROM orders) WHERE r BETWEEN 2 AND 3;");
+    assert!(
+        e.contains("not supported: a Top-N whose ranks do not start at 1"),
+        "{e}"
+    );
+    let e = err("SELECT * FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY buyer ORDER BY id) AS r FROM orders) WHERE r < 1;");
+    assert!(e.contains("no row has a rank in 1..=0"), "{e}");
+}
