@@ -1,11 +1,16 @@
-//! Regular joins: `a [INNER] JOIN b ON a.x = b.y [AND …]`. Both sides'
-//! rows are kept in keyed state (list state per join key and side,
-//! expiring after `table.exec.state.ttl`); each arriving row is joined with
-//! the other side's rows of its key; the joined rows have the arriving
-//! row's kind, and a retracted (`-U`/`-D`) row leaves its side's state, as
-//! in Flink's inner join.
+//! Regular joins: `a [INNER | LEFT | RIGHT | FULL [OUTER]] JOIN b ON a.x =
+//! b.y [AND …]`. Both sides' rows are kept in keyed state (list state per
+//! join key and side, expiring after `table.exec.state.ttl`); each
+//! arriving row is joined with the other side's rows of its key; the
+//! joined rows have the arriving row's kind, and a retracted (`-U`/`-D`)
+//! row leaves its side's state, as in Flink. An outer side's row without
+//! a partner is emitted padded with NULLs (`+I`), taken back (`-D`) when
+//! its first partner arrives and emitted again when its last partner is
+//! retracted.
 
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use sqlparser::ast::{
     BinaryOperator, Expr, Join, JoinConstraint, JoinOperator, Spanned, TableFactor,
@@ -15,7 +20,7 @@ use weir::prelude::*;
 use crate::error::{position, SqlError};
 use crate::expr::{compile, Eval, Scope};
 use crate::plan::Planned;
-use crate::value::{Row, Value};
+use crate::value::{Row, RowKind, Value};
 
 /// The name a relation's columns are qualified with: its alias, else its
 /// table name.
@@ -50,14 +55,43 @@ fn conjuncts(e: &Expr) -> Vec<&Expr> {
     }
 }
 
+/// A row kept by the join: its values and, on a side whose unmatched
+/// rows are kept (an outer join's), how many rows of the other side it
+/// joins with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Kept {
+    values: Vec<Value>,
+    matches: u32,
+}
+
 /// The keyed function holding both sides' rows.
 #[derive(Clone)]
 struct JoinFunction {
     keys: usize,
     residual: Option<Eval>,
     ttl: Option<Duration>,
-    left: Option<ListState<Vec<Value>>>,
-    right: Option<ListState<Vec<Value>>>,
+    /// Whether unmatched left (right) rows are emitted, padded with NULLs.
+    outer: [bool; 2],
+    /// How many columns each side has (for the NULL padding).
+    widths: [usize; 2],
+    sides: Option<[ListState<Kept>; 2]>,
+}
+
+impl JoinFunction {
+    /// `mine` (of side `side`) next to `theirs`, in left-right order.
+    fn joined(side: usize, mine: &[Value], theirs: &[Value]) -> Vec<Value> {
+        if side == 1 {
+            theirs.iter().chain(mine).cloned().collect()
+        } else {
+            mine.iter().chain(theirs).cloned().collect()
+        }
+    }
+
+    /// `values` of side `side` with the other side's columns NULL.
+    fn padded(&self, side: usize, values: &[Value]) -> Vec<Value> {
+        let nulls = vec![Value::Null; self.widths[1 - side]];
+        Self::joined(side, values, &nulls)
+    }
 }
 
 impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
@@ -69,8 +103,10 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
                 None => d,
             }
         };
-        self.left = Some(ctx.get_list_state(&descriptor("left"))?);
-        self.right = Some(ctx.get_list_state(&descriptor("right"))?);
+        self.sides = Some([
+            ctx.get_list_state(&descriptor("left"))?,
+            ctx.get_list_state(&descriptor("right"))?,
+        ]);
         Ok(())
     }
 
@@ -82,37 +118,86 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
     ) -> FunctionResult {
         let (kind, retraction) = (row.kind, row.kind.is_retraction());
         // [side, keys…, values…]
-        let from_right = matches!(row.values[0], Value::Boolean(true));
+        let side = usize::from(matches!(row.values[0], Value::Boolean(true)));
         let values: Vec<Value> = row.values[1 + self.keys..].to_vec();
-        let (mine, other) = match (&self.left, &self.right) {
-            (Some(l), Some(r)) if from_right => (r, l),
-            (Some(l), Some(r)) => (l, r),
-            _ => return Err("the join is not open".into()),
+        if row.values[1..=self.keys].iter().any(Value::is_null) {
+            // Joins nothing; only an outer side's rows come this far.
+            if self.outer[side] {
+                out.collect(Row {
+                    kind: if retraction {
+                        RowKind::Delete
+                    } else {
+                        RowKind::Insert
+                    },
+                    values: self.padded(side, &values).into(),
+                });
+            }
+            return Ok(());
+        }
+        let sides = self.sides.as_ref().ok_or("the join is not open")?;
+        let (mine, other) = (&sides[side], &sides[1 - side]);
+        let mut theirs = other.get()?;
+        let mut matched = 0;
+        let mut changed = false;
+        let emit = |out: &mut Collector<'_, Row>, kind, values: Vec<Value>| {
+            out.collect(Row {
+                kind,
+                values: values.into(),
+            })
         };
-        for seen in other.get()? {
-            let joined: Vec<Value> = if from_right {
-                seen.iter().chain(&values).cloned().collect()
-            } else {
-                values.iter().chain(&seen).cloned().collect()
-            };
+        for t in &mut theirs {
+            let joined = Self::joined(side, &values, &t.values);
             if let Some(f) = &self.residual {
                 if !matches!(f(&joined)?, Value::Boolean(true)) {
                     continue;
                 }
             }
-            out.collect(Row {
-                kind,
-                values: joined.into(),
-            });
+            matched += 1;
+            let outer = self.outer[1 - side];
+            if retraction {
+                emit(out, kind, joined);
+                if outer {
+                    t.matches = t.matches.saturating_sub(1);
+                    changed = true;
+                    // Their row has no partner left: padded again.
+                    if t.matches == 0 {
+                        emit(out, RowKind::Insert, self.padded(1 - side, &t.values));
+                    }
+                }
+            } else {
+                if outer {
+                    // Their row had no partner: its padded row goes.
+                    if t.matches == 0 {
+                        emit(out, RowKind::Delete, self.padded(1 - side, &t.values));
+                    }
+                    t.matches += 1;
+                    changed = true;
+                }
+                emit(out, kind, joined);
+            }
+        }
+        if matched == 0 && self.outer[side] {
+            let kind = if retraction {
+                RowKind::Delete
+            } else {
+                RowKind::Insert
+            };
+            emit(out, kind, self.padded(side, &values));
+        }
+        if changed {
+            other.update(theirs)?;
         }
         if retraction {
             let mut rows = mine.get()?;
-            if let Some(i) = rows.iter().position(|r| *r == values) {
+            if let Some(i) = rows.iter().position(|r| r.values == values) {
                 rows.swap_remove(i);
                 mine.update(rows)?;
             }
         } else {
-            mine.add(values)?;
+            mine.add(Kept {
+                values,
+                matches: matched,
+            })?;
         }
         Ok(())
     }
@@ -127,30 +212,31 @@ pub(crate) fn plan_join(
     ttl: Option<Duration>,
 ) -> Result<Planned, SqlError> {
     let at = position(join.span());
-    let on = match &join.join_operator {
-        JoinOperator::Join(JoinConstraint::On(on))
-        | JoinOperator::Inner(JoinConstraint::On(on)) => on,
-        JoinOperator::Join(_) | JoinOperator::Inner(_) => {
-            return Err(SqlError::unsupported(
-                "JOIN without ON (USING, NATURAL)",
-                at,
-            ))
-        }
+    // Which sides keep their unmatched rows, and the join's name.
+    let (constraint, outer, name) = match &join.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, [false, false], "inner"),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, [true, false], "left outer"),
+        JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (c, [false, true], "right outer"),
+        JoinOperator::FullOuter(c) => (c, [true, true], "full outer"),
         other => {
             let kind = match other {
-                JoinOperator::Left(_) => "LEFT",
-                JoinOperator::LeftOuter(_) => "LEFT OUTER",
-                JoinOperator::Right(_) => "RIGHT",
-                JoinOperator::RightOuter(_) => "RIGHT OUTER",
-                JoinOperator::FullOuter(_) => "FULL OUTER",
-                JoinOperator::CrossJoin(_) => "CROSS",
-                _ => "this kind of",
+                JoinOperator::CrossJoin(_) => "CROSS JOIN",
+                JoinOperator::LeftSemi(_) | JoinOperator::Semi(_) => "SEMI JOIN",
+                JoinOperator::LeftAnti(_) | JoinOperator::Anti(_) => "ANTI JOIN",
+                JoinOperator::CrossApply | JoinOperator::OuterApply => "APPLY",
+                _ => "this kind of join",
             };
             return Err(SqlError::unsupported(
-                format!("{kind} JOIN (only inner joins)"),
+                format!("{kind} (inner and outer joins are)"),
                 at,
             ));
         }
+    };
+    let JoinConstraint::On(on) = constraint else {
+        return Err(SqlError::unsupported(
+            "JOIN without ON (USING, NATURAL)",
+            at,
+        ));
     };
     let right_name = qualifier(&join.relation);
     let side_scope = |p: &Planned, q: &str| Scope {
@@ -234,6 +320,7 @@ pub(crate) fn plan_join(
         .map(|(c, t)| normalise(c, *t))
         .collect();
     let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>| {
+        let keeps_unmatched = outer[usize::from(side)];
         stream.process(
             move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
                 let mut values = Vec::with_capacity(1 + fns.len() + row.values.len());
@@ -241,8 +328,9 @@ pub(crate) fn plan_join(
                 for f in &fns {
                     values.push(f(&row.values)?);
                 }
-                // SQL: a NULL key joins nothing.
-                if values[1..].iter().any(Value::is_null) {
+                // SQL: a NULL key joins nothing (an outer side's row is
+                // still emitted, unmatched).
+                if !keeps_unmatched && values[1..].iter().any(Value::is_null) {
                     return Ok(());
                 }
                 values.extend(row.values.iter().cloned());
@@ -254,6 +342,7 @@ pub(crate) fn plan_join(
             },
         )
     };
+    let widths = [left.scope.columns.len(), right.scope.columns.len()];
     let tagged = tag(left.stream, false, left_fns).union(&[tag(right.stream, true, right_fns)]);
     let stream = tagged
         .key_by(move |r: &Row| r.values[1..=keys].to_vec())
@@ -261,19 +350,22 @@ pub(crate) fn plan_join(
             keys,
             residual,
             ttl,
-            left: None,
-            right: None,
+            outer,
+            widths,
+            sides: None,
         });
     let mut steps = left.steps;
     steps.extend(right.steps);
-    steps.push(format!("Join: inner, on {on}"));
+    steps.push(format!("Join: {name}, on {on}"));
     Ok(Planned {
         stream,
         scope: joined,
         // A regular join's output has no time attribute (as in Flink).
         rowtime: None,
         proctime: false,
-        updating: left.updating || right.updating,
+        // An outer join takes back its NULL-padded rows when a partner
+        // comes.
+        updating: left.updating || right.updating || outer.contains(&true),
         steps,
     })
 }
