@@ -55,6 +55,101 @@ fn conjuncts(e: &Expr) -> Vec<&Expr> {
     }
 }
 
+/// A side of a time bound: which side's time column (0 left, 1 right),
+/// plus an offset in ms.
+fn time_term(e: &Expr, scope: &Scope, times: [usize; 2]) -> Option<(usize, i64)> {
+    match e {
+        Expr::Nested(inner) => time_term(inner, scope, times),
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+            let i = match e {
+                Expr::Identifier(id) => scope.index(&id.value, position(e.span())).ok()?,
+                Expr::CompoundIdentifier(parts) if parts.len() == 2 => scope
+                    .index_qualified(&parts[0].value, &parts[1].value, position(e.span()))
+                    .ok()?,
+                _ => return None,
+            };
+            times.iter().position(|t| *t == i).map(|side| (side, 0))
+        }
+        Expr::BinaryOp { left, op, right } => {
+            let (side, offset) = time_term(left, scope, times)?;
+            let c = compile(right, &Scope::default()).ok()?;
+            let Ok(Value::Interval(ms)) = (c.eval)(&[]) else {
+                return None;
+            };
+            match op {
+                BinaryOperator::Plus => Some((side, offset + ms)),
+                BinaryOperator::Minus => Some((side, offset - ms)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The bounds `low <= left time - right time <= high` the conditions put
+/// on the two sides' time columns (`times`, indices in `scope`), if both
+/// are bounded.
+fn interval_bounds(
+    conditions: &[Expr],
+    scope: &Scope,
+    left_time: usize,
+    right_time: usize,
+) -> Result<Option<(i64, i64)>, SqlError> {
+    let times = [left_time, right_time];
+    let (mut low, mut high) = (None::<i64>, None::<i64>);
+    let mut bound = |a: &Expr, op: &BinaryOperator, b: &Expr| {
+        let (Some((sa, oa)), Some((sb, ob))) =
+            (time_term(a, scope, times), time_term(b, scope, times))
+        else {
+            return;
+        };
+        if sa == sb {
+            return;
+        }
+        // a.t + oa op b.t + ob, as left - right op v.
+        let (op, v) = if sa == 0 {
+            (op.clone(), ob - oa)
+        } else {
+            let flipped = match op {
+                BinaryOperator::Lt => BinaryOperator::Gt,
+                BinaryOperator::LtEq => BinaryOperator::GtEq,
+                BinaryOperator::Gt => BinaryOperator::Lt,
+                BinaryOperator::GtEq => BinaryOperator::LtEq,
+                other => other.clone(),
+            };
+            (flipped, oa - ob)
+        };
+        let mut raise = |x: i64| low = Some(low.map_or(x, |l| l.max(x)));
+        match op {
+            BinaryOperator::GtEq => raise(v),
+            BinaryOperator::Gt => raise(v + 1),
+            BinaryOperator::Eq => {
+                raise(v);
+                high = Some(high.map_or(v, |h| h.min(v)));
+            }
+            BinaryOperator::LtEq => high = Some(high.map_or(v, |h| h.min(v))),
+            BinaryOperator::Lt => high = Some(high.map_or(v - 1, |h| h.min(v - 1))),
+            _ => {}
+        }
+    };
+    for c in conditions {
+        match c {
+            Expr::BinaryOp { left, op, right } => bound(left, op, right),
+            Expr::Between {
+                expr,
+                negated: false,
+                low: from,
+                high: to,
+            } => {
+                bound(expr, &BinaryOperator::GtEq, from);
+                bound(expr, &BinaryOperator::LtEq, to);
+            }
+            _ => {}
+        }
+    }
+    Ok(low.zip(high))
+}
+
 /// A row kept by the join: its values and, on a side whose unmatched
 /// rows are kept (an outer join's), how many rows of the other side it
 /// joins with.
@@ -281,6 +376,20 @@ pub(crate) fn plan_join(
             at,
         ));
     }
+    // Bounds between the sides' event times make an interval join (state
+    // cleaned up as the watermarks pass, output insert-only), as in Flink.
+    let interval = match (left.rowtime, right.rowtime) {
+        (Some(l), Some(r))
+            if outer == [false, false]
+                && !left.proctime
+                && !right.proctime
+                && !left.updating
+                && !right.updating =>
+        {
+            interval_bounds(&residual, &joined, l, left.scope.columns.len() + r)?
+        }
+        _ => None,
+    };
     let residual = residual
         .into_iter()
         .reduce(|a, b| Expr::BinaryOp {
@@ -343,6 +452,53 @@ pub(crate) fn plan_join(
         )
     };
     let widths = [left.scope.columns.len(), right.scope.columns.len()];
+    if let Some((low, high)) = interval {
+        let keyed = |stream: DataStream<Row>, fns: Vec<Eval>| {
+            let check = fns.clone();
+            stream
+                // A NULL key joins nothing.
+                .filter(move |r: &Row| {
+                    check
+                        .iter()
+                        .all(|f| f(&r.values).is_ok_and(|v| !v.is_null()))
+                })
+                .key_by(move |r: &Row| {
+                    fns.iter()
+                        .map(|f| f(&r.values).unwrap_or(Value::Null))
+                        .collect::<Vec<Value>>()
+                })
+        };
+        let (l, r) = (keyed(left.stream, left_fns), keyed(right.stream, right_fns));
+        // low <= left time - right time <= high, i.e. right time within
+        // [left time - high, left time - low].
+        let stream = l.interval_join(&r).between(-high, -low).process(
+            move |a: &Row, b: &Row, _ctx: &ProcessJoinContext, out: &mut Collector<'_, Row>| {
+                let joined: Vec<Value> = a.values.iter().chain(b.values.iter()).cloned().collect();
+                if let Some(f) = &residual {
+                    if !matches!(f(&joined)?, Value::Boolean(true)) {
+                        return Ok(());
+                    }
+                }
+                out.collect(Row::insert(joined));
+                Ok(())
+            },
+        );
+        let mut steps = left.steps;
+        steps.extend(right.steps);
+        steps.push(format!(
+            "IntervalJoin: inner, on {on}, left time - right time in [{low}, {high}] ms"
+        ));
+        return Ok(Planned {
+            stream,
+            scope: joined,
+            // The output's records carry the later of the two times, which
+            // neither time column holds: no time attribute.
+            rowtime: None,
+            proctime: false,
+            updating: false,
+            steps,
+        });
+    }
     let tagged = tag(left.stream, false, left_fns).union(&[tag(right.stream, true, right_fns)]);
     let stream = tagged
         .key_by(move |r: &Row| r.values[1..=keys].to_vec())

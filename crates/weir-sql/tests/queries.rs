@@ -546,3 +546,29 @@ fn an_outer_join_pads_a_row_again_when_its_partner_is_retracted() -> Result<(), 
     );
     Ok(())
 }
+
+#[test]
+fn time_bounds_between_the_sides_make_an_interval_join() -> Result<(), SqlError> {
+    let path = csv("interval-plan", ORDERS);
+    let ddl = orders_ddl(&path);
+    let plan = |on: &str| {
+        run(&format!(
+            "{ddl}\nEXPLAIN SELECT a.id FROM orders a JOIN orders b ON a.id = b.id AND {on};"
+        ))
+    };
+    let both = plan("b.ts >= a.ts - INTERVAL '1' SECOND AND b.ts < a.ts + INTERVAL '2' SECOND")?;
+    assert!(
+        both.contains("IntervalJoin: inner, on ") && both.contains("in [-1999, 1000] ms"),
+        "{both}"
+    );
+    // One bound is not an interval: a regular join.
+    let one = plan("b.ts >= a.ts")?;
+    assert!(
+        one.contains("Join: inner, on") && !one.contains("Interval"),
+        "{one}"
+    );
+    // A column that is not a time attribute bounds nothing.
+    let other = plan("b.id BETWEEN a.id AND a.id + 1")?;
+    assert!(!other.contains("Interval"), "{other}");
+    Ok(())
+}
