@@ -149,7 +149,8 @@ pub(crate) fn plan_group_aggregate(
         .map(|h| crate::expr::compile(&h, &scope))
         .transpose()?
         .map(|c| c.eval);
-    let (projections, out_scope, ..) = projection(&items, &scope, None, false)?;
+    let p = projection(&items, &scope)?;
+    let (projections, out_scope) = (p.evals, p.scope);
     let stream = filter_project(aggregated, having, projections);
     let mut steps = input.steps;
     steps.push(format!(
@@ -171,6 +172,7 @@ pub(crate) fn plan_group_aggregate(
         scope: out_scope,
         rowtime: None,
         proctime: false,
+        window: None,
         updating: true,
         steps,
     })

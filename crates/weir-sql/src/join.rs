@@ -495,6 +495,7 @@ pub(crate) fn plan_join(
             // neither time column holds: no time attribute.
             rowtime: None,
             proctime: false,
+            window: None,
             updating: false,
             steps,
         });
@@ -519,6 +520,7 @@ pub(crate) fn plan_join(
         // A regular join's output has no time attribute (as in Flink).
         rowtime: None,
         proctime: false,
+        window: None,
         // An outer join takes back its NULL-padded rows when a partner
         // comes.
         updating: left.updating || right.updating || outer.contains(&true),

@@ -24,6 +24,9 @@ pub(crate) struct Planned {
     /// Whether that time attribute is processing time (a `PROCTIME()`
     /// column) rather than event time.
     pub proctime: bool,
+    /// The `window_start` and `window_end` columns of a window TVF's or
+    /// window aggregation's rows, while a query keeps both.
+    pub window: Option<[usize; 2]>,
     /// Whether the rows are a changelog with retractions (`-U`/`-D`), as
     /// a `GROUP BY`'s results are; else they are inserts only.
     pub updating: bool,
@@ -272,7 +275,7 @@ fn needed_columns(
         };
         crate::window::aggregation(&scope, &keys, select, &[])?;
     } else {
-        projection(&select.projection, &scope, None, false)?;
+        projection(&select.projection, &scope)?;
     }
     Ok(Some(scope.used_columns()))
 }
@@ -308,6 +311,7 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, Sql
             .rowtime
             .filter(|r| right.rowtime == Some(*r) && left.proctime == right.proctime),
         proctime: left.proctime,
+        window: left.window.filter(|w| right.window == Some(*w)),
         updating: left.updating || right.updating,
         scope: left.scope,
         steps,
@@ -321,23 +325,22 @@ pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError>
     if let Some(e) = &select.selection {
         steps.push(format!("Calc: where {e}"));
     }
-    let (projections, scope, rowtime, proctime) = projection(
-        &select.projection,
-        &input.scope,
-        input.rowtime,
-        input.proctime,
-    )?;
+    let p = projection(&select.projection, &input.scope)?;
+    let (rowtime, proctime) = p.time(input.rowtime, input.proctime);
+    let window = p.window(input.window);
+    let scope = p.scope;
     steps.push(calc_step(&scope));
-    let stream = if filter.is_none() && projections.is_none() {
+    let stream = if filter.is_none() && p.evals.is_none() {
         input.stream
     } else {
-        filter_project(input.stream, filter, projections)
+        filter_project(input.stream, filter, p.evals)
     };
     Ok(Planned {
         stream,
         scope,
         rowtime,
         proctime,
+        window,
         updating: input.updating,
         steps,
     })
@@ -381,10 +384,43 @@ pub(crate) fn filter_project(
     )
 }
 
-/// A compiled `SELECT` list: the expressions (`None`: the input's columns
-/// as they are), the output columns, where the time attribute is (the
-/// input's, or a `PROCTIME()` item) and whether it is processing time.
-pub(crate) type Projection = (Option<Vec<Eval>>, Scope, Option<usize>, bool);
+/// A compiled `SELECT` list.
+pub(crate) struct Projection {
+    /// The expressions; `None`: the input's columns as they are.
+    pub evals: Option<Vec<Eval>>,
+    /// The output columns.
+    pub scope: Scope,
+    /// For each output column, the input column it copies, if it does.
+    pub sources: Vec<Option<usize>>,
+    /// The output column that is a `PROCTIME()` call, if one is.
+    pub proctime_item: Option<usize>,
+}
+
+impl Projection {
+    /// Where input column `i` went (its first copy).
+    pub fn carried(&self, i: usize) -> Option<usize> {
+        self.sources.iter().position(|s| *s == Some(i))
+    }
+
+    /// The time attribute after the projection, and whether it is
+    /// processing time, from the input's: kept where a column copies it; a
+    /// `PROCTIME()` item makes a new one.
+    pub fn time(&self, rowtime: Option<usize>, proctime: bool) -> (Option<usize>, bool) {
+        if let Some(p) = self.proctime_item {
+            return (Some(p), true);
+        }
+        match rowtime.and_then(|r| self.carried(r)) {
+            Some(r) => (Some(r), proctime),
+            None => (None, false),
+        }
+    }
+
+    /// The window columns after the projection (both kept, else none).
+    pub fn window(&self, window: Option<[usize; 2]>) -> Option<[usize; 2]> {
+        let [start, end] = window?;
+        Some([self.carried(start)?, self.carried(end)?])
+    }
+}
 
 /// The name of an unaliased `SELECT` item at `index`: a column's name
 /// (`a.b` is `b`), else Flink's `EXPR$index`.
@@ -399,25 +435,17 @@ pub(crate) fn column_name(e: &Expr, index: usize) -> String {
 }
 
 /// The `SELECT` list compiled over `input`.
-pub(crate) fn projection(
-    items: &[SelectItem],
-    input: &Scope,
-    rowtime: Option<usize>,
-    proctime: bool,
-) -> Result<Projection, SqlError> {
+pub(crate) fn projection(items: &[SelectItem], input: &Scope) -> Result<Projection, SqlError> {
     let mut evals = Vec::new();
     let mut scope = Scope::default();
-    let mut identity = true;
-    let (mut out_rowtime, mut out_proctime) = (None, proctime);
+    let mut sources = Vec::new();
+    let mut proctime_item = None;
     for item in items {
         match item {
             SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
                 for (i, (name, ty)) in input.columns.iter().enumerate() {
                     input.mark_used(i);
-                    identity &= scope.columns.len() == i;
-                    if rowtime == Some(i) {
-                        out_rowtime = Some(scope.columns.len());
-                    }
+                    sources.push(Some(i));
                     let e: Eval = std::sync::Arc::new(move |r: &[Value]| Ok(r[i].clone()));
                     evals.push(e);
                     scope.columns.push((name.clone(), *ty));
@@ -425,33 +453,41 @@ pub(crate) fn projection(
             }
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
                 let c = compile(e, input)?;
-                if let Expr::Identifier(id) = e {
-                    if rowtime.is_some() && rowtime == input.index(&id.value, pos(e)).ok() {
-                        out_rowtime = Some(scope.columns.len());
-                    }
-                }
+                sources.push(match e {
+                    Expr::Identifier(id) => input.index(&id.value, pos(e)).ok(),
+                    Expr::CompoundIdentifier(parts) if parts.len() == 2 => input
+                        .index_qualified(&parts[0].value, &parts[1].value, pos(e))
+                        .ok(),
+                    _ => None,
+                });
                 // `PROCTIME() AS t` makes t the (processing) time attribute.
                 if crate::expr::is_proctime(e) {
-                    (out_rowtime, out_proctime) = (Some(scope.columns.len()), true);
+                    proctime_item = Some(scope.columns.len());
                 }
                 let name = match item {
                     SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
                     _ => column_name(e, scope.columns.len()),
                 };
-                identity = false;
                 evals.push(c.eval);
                 scope.columns.push((name, c.ty));
             }
             other => return Err(SqlError::unsupported(format!("{other}"), pos(other))),
         }
     }
-    let identity = identity && scope.columns.len() == input.columns.len();
-    Ok((
-        if identity { None } else { Some(evals) },
+    // The input as it is (same columns, same names, same order): no work.
+    let identity = sources.len() == input.columns.len()
+        && sources.iter().enumerate().all(|(i, s)| *s == Some(i))
+        && scope
+            .columns
+            .iter()
+            .zip(&input.columns)
+            .all(|(a, b)| a.0 == b.0);
+    Ok(Projection {
+        evals: (!identity).then_some(evals),
         scope,
-        out_rowtime,
-        out_proctime && out_rowtime.is_some(),
-    ))
+        sources,
+        proctime_item,
+    })
 }
 
 fn plan_relation(
@@ -519,6 +555,7 @@ fn plan_table_reading(
                 scope,
                 rowtime,
                 proctime,
+                window: None,
                 updating: false,
                 steps,
             })

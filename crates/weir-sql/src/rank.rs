@@ -397,6 +397,7 @@ pub(crate) fn plan_ranked(
             None
         },
         proctime: false,
+        window: if windowed { input.window } else { None },
         updating,
         steps,
     };

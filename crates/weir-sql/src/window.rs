@@ -352,6 +352,7 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
         scope,
         rowtime: Some(window_time),
         proctime: input.proctime,
+        window: Some([window_time - 2, window_time - 1]),
         updating: false,
         steps,
     })
@@ -929,10 +930,12 @@ pub(crate) fn plan_window_aggregate(
     ]);
     let window_time = nkeys + 2;
     let having = having.as_ref().map(|h| compile(h, &scope)).transpose()?;
-    let (projections, out_scope, rowtime, proctime) =
-        projection(items, &scope, Some(window_time), input.proctime)?;
+    let p = projection(items, &scope)?;
+    let (rowtime, proctime) = p.time(Some(window_time), input.proctime);
+    let window = p.window(Some([nkeys, nkeys + 1]));
+    let out_scope = p.scope;
     let having = having.map(|h| h.eval);
-    let stream = filter_project(stream, having, projections);
+    let stream = filter_project(stream, having, p.evals);
     let mut steps = input.steps;
     steps.push(format!(
         "WindowAggregate: {}{}, group by [{}], {} aggregate(s)",
@@ -954,6 +957,7 @@ pub(crate) fn plan_window_aggregate(
         scope: out_scope,
         rowtime,
         proctime,
+        window,
         updating: false,
         steps,
     })
