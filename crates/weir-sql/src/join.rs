@@ -150,6 +150,104 @@ fn interval_bounds(
     Ok(low.zip(high))
 }
 
+/// A row waiting for its window, and whether its key has a NULL.
+type WindowRow = (Vec<Value>, bool);
+
+/// A window join: each window's rows of both sides kept until the
+/// watermark passes the window's end, then joined (outer sides' unmatched
+/// rows padded with NULLs); rows of a window already joined are late and
+/// dropped.
+#[derive(Clone)]
+struct WindowJoinFunction {
+    keys: usize,
+    residual: Option<Eval>,
+    outer: [bool; 2],
+    widths: [usize; 2],
+    /// Each side's `window_end` column.
+    ends: [usize; 2],
+    /// Each side's rows, with whether their key has a NULL (then they
+    /// join nothing; only an outer side's come this far).
+    sides: Option<[ListState<WindowRow>; 2]>,
+}
+
+impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowJoinFunction {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.sides = Some([
+            ctx.get_list_state(&ListStateDescriptor::new("window-left"))?,
+            ctx.get_list_state(&ListStateDescriptor::new("window-right"))?,
+        ]);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        row: Row,
+        ctx: &mut ProcessContext<'_, Vec<Value>>,
+        _out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let side = usize::from(matches!(row.values[0], Value::Boolean(true)));
+        let values: Vec<Value> = row.values[1 + self.keys..].to_vec();
+        let Some(end) = values[self.ends[side]].as_i64() else {
+            return Ok(());
+        };
+        let mut timers = ctx.timer_service();
+        if end - 1 <= timers.current_watermark() {
+            return Ok(());
+        }
+        timers.register_event_time_timer(end - 1);
+        let sides = self.sides.as_ref().ok_or("the window join is not open")?;
+        let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
+        sides[side].add((values, null_key))?;
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        _timestamp: i64,
+        _ctx: &mut ProcessContext<'_, Vec<Value>>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let sides = self.sides.as_ref().ok_or("the window join is not open")?;
+        let (left, right) = (sides[0].get()?, sides[1].get()?);
+        sides[0].clear()?;
+        sides[1].clear()?;
+        let mut right_matched = vec![false; right.len()];
+        for (l, l_null) in &left {
+            let mut matched = false;
+            for ((r, r_null), seen) in right.iter().zip(&mut right_matched) {
+                if *l_null || *r_null {
+                    continue;
+                }
+                let joined: Vec<Value> = l.iter().chain(r).cloned().collect();
+                if let Some(f) = &self.residual {
+                    if !matches!(f(&joined)?, Value::Boolean(true)) {
+                        continue;
+                    }
+                }
+                (matched, *seen) = (true, true);
+                out.collect(Row::insert(joined));
+            }
+            if !matched && self.outer[0] {
+                let nulls = vec![Value::Null; self.widths[1]];
+                out.collect(Row::insert(
+                    l.iter().chain(&nulls).cloned().collect::<Vec<_>>(),
+                ));
+            }
+        }
+        if self.outer[1] {
+            for ((r, _), seen) in right.iter().zip(right_matched) {
+                if !seen {
+                    let nulls = vec![Value::Null; self.widths[0]];
+                    out.collect(Row::insert(
+                        nulls.iter().chain(r).cloned().collect::<Vec<_>>(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A row kept by the join: its values and, on a side whose unmatched
 /// rows are kept (an outer join's), how many rows of the other side it
 /// joins with.
@@ -347,6 +445,15 @@ pub(crate) fn plan_join(
     // Equalities between the sides are the join key; the rest is checked
     // on each joined row.
     let (mut left_keys, mut right_keys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+    // Equalities of two plain columns, as (left column, right column).
+    let mut equal_columns = Vec::new();
+    let column = |e: &Expr, scope: &Scope| match e {
+        Expr::Identifier(id) => scope.index(&id.value, position(e.span())).ok(),
+        Expr::CompoundIdentifier(p) if p.len() == 2 => scope
+            .index_qualified(&p[0].value, &p[1].value, position(e.span()))
+            .ok(),
+        _ => None,
+    };
     for c in conjuncts(on) {
         // Names must resolve in the joined scope (ambiguity is an error).
         compile(c, &joined)?;
@@ -363,6 +470,11 @@ pub(crate) fn plan_join(
                 let comparable = l.ty == r.ty || l.ty.is_numeric() && r.ty.is_numeric();
                 comparable.then_some((l, r))
             }) {
+                for (x, y) in [(a, b), (b, a)] {
+                    if let (Some(i), Some(j)) = (column(x, &left_scope), column(y, &right_scope)) {
+                        equal_columns.push((i, j));
+                    }
+                }
                 left_keys.push(l);
                 right_keys.push(r);
                 continue;
@@ -376,11 +488,25 @@ pub(crate) fn plan_join(
             at,
         ));
     }
+    // Both sides' windows equal: a window join, each window's rows joined
+    // when the watermark passes its end (insert-only), as in Flink.
+    let window_join = match (left.window, right.window) {
+        (Some([ls, le]), Some([rs, re]))
+            if !left.updating
+                && !right.updating
+                && equal_columns.contains(&(ls, rs))
+                && equal_columns.contains(&(le, re)) =>
+        {
+            Some([le, re])
+        }
+        _ => None,
+    };
     // Bounds between the sides' event times make an interval join (state
     // cleaned up as the watermarks pass, output insert-only), as in Flink.
     let interval = match (left.rowtime, right.rowtime) {
         (Some(l), Some(r))
             if outer == [false, false]
+                && window_join.is_none()
                 && !left.proctime
                 && !right.proctime
                 && !left.updating
@@ -496,6 +622,31 @@ pub(crate) fn plan_join(
             rowtime: None,
             proctime: false,
             window: None,
+            updating: false,
+            steps,
+        });
+    }
+    if let Some(ends) = window_join {
+        let tagged = tag(left.stream, false, left_fns).union(&[tag(right.stream, true, right_fns)]);
+        let stream = tagged
+            .key_by(move |r: &Row| r.values[1..=keys].to_vec())
+            .process(WindowJoinFunction {
+                keys,
+                residual,
+                outer,
+                widths,
+                ends,
+                sides: None,
+            });
+        let mut steps = left.steps;
+        steps.extend(right.steps);
+        steps.push(format!("WindowJoin: {name}, on {on}"));
+        return Ok(Planned {
+            stream,
+            scope: joined,
+            rowtime: None,
+            proctime: false,
+            window: left.window,
             updating: false,
             steps,
         });

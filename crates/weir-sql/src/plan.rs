@@ -24,8 +24,8 @@ pub(crate) struct Planned {
     /// Whether that time attribute is processing time (a `PROCTIME()`
     /// column) rather than event time.
     pub proctime: bool,
-    /// The `window_start` and `window_end` columns of a window TVF's or
-    /// window aggregation's rows, while a query keeps both.
+    /// The `window_start` and `window_end` columns of an event-time window
+    /// TVF's or window aggregation's rows, while a query keeps both.
     pub window: Option<[usize; 2]>,
     /// Whether the rows are a changelog with retractions (`-U`/`-D`), as
     /// a `GROUP BY`'s results are; else they are inserts only.

@@ -352,7 +352,8 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
         scope,
         rowtime: Some(window_time),
         proctime: input.proctime,
-        window: Some([window_time - 2, window_time - 1]),
+        // Event-time windows only: a window join waits for the watermark.
+        window: (!input.proctime).then_some([window_time - 2, window_time - 1]),
         updating: false,
         steps,
     })
@@ -932,7 +933,7 @@ pub(crate) fn plan_window_aggregate(
     let having = having.as_ref().map(|h| compile(h, &scope)).transpose()?;
     let p = projection(items, &scope)?;
     let (rowtime, proctime) = p.time(Some(window_time), input.proctime);
-    let window = p.window(Some([nkeys, nkeys + 1]));
+    let window = p.window((!input.proctime).then_some([nkeys, nkeys + 1]));
     let out_scope = p.scope;
     let having = having.map(|h| h.eval);
     let stream = filter_project(stream, having, p.evals);

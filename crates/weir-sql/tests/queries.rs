@@ -572,3 +572,40 @@ fn time_bounds_between_the_sides_make_an_interval_join() -> Result<(), SqlError>
     assert!(!other.contains("Interval"), "{other}");
     Ok(())
 }
+
+#[test]
+fn a_full_window_join_pads_both_sides_once_per_window() -> Result<(), SqlError> {
+    let orders = csv("window-join", ORDERS);
+    let payments = csv(
+        "window-join-payments",
+        "1,2020-04-15 08:00:03\n2,2020-04-15 08:00:20\n5,2020-04-15 08:00:11\n",
+    );
+    let ddl = format!(
+        "{}
+         CREATE TABLE payments (order_id BIGINT, paid TIMESTAMP(3),
+           WATERMARK FOR paid AS paid - INTERVAL '1' HOUR)
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');",
+        orders_ddl(&orders),
+        payments.display()
+    );
+    let query = "SELECT L.id, R.order_id
+         FROM (SELECT * FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))) L
+         FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE payments, DESCRIPTOR(paid), INTERVAL '10' SECOND))) R
+         ON L.id = R.order_id AND L.window_start = R.window_start AND L.window_end = R.window_end;";
+    let script = format!("{ddl}\n{query}");
+    // Inserts only: each window is joined once, when it closes.
+    assert_eq!(
+        support::changelog(&script)?,
+        [
+            "+I[1, 1]",
+            "+I[2, NULL]",
+            "+I[3, NULL]",
+            "+I[4, NULL]",
+            "+I[NULL, 2]",
+            "+I[NULL, 5]"
+        ]
+    );
+    let plan = run(&format!("{ddl}\nEXPLAIN {query}"))?;
+    assert!(plan.contains("WindowJoin: full outer, on"), "{plan}");
+    Ok(())
+}
