@@ -1,5 +1,6 @@
 //! Tables as sources and sinks of a job, by their `'connector'` option:
-//! `filesystem` (CSV) sources, `print` and `blackhole` sinks. Options are
+//! `filesystem` (CSV), `nexmark` and `datagen` sources, `print` and
+//! `blackhole` sinks. Options are
 //! validated as Flink does: a missing required option or an unknown one is
 //! an error naming it, before the job starts.
 
@@ -209,7 +210,8 @@ pub(crate) fn source(
     let stream = match connector(table)? {
         "filesystem" => filesystem_source(env, table, &rows, &physical)?,
         "nexmark" => crate::nexmark::nexmark_source(env, table, &rows, &physical)?,
-        other @ ("kafka" | "upsert-kafka" | "jdbc" | "postgres" | "datagen") => {
+        "datagen" => crate::datagen::datagen_source(env, table, &rows)?,
+        other @ ("kafka" | "upsert-kafka" | "jdbc" | "postgres") => {
             return Err(connector_error(
                 table,
                 format!("the connector '{other}' as a SQL source is not supported yet"),

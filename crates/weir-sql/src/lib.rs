@@ -22,6 +22,7 @@
 mod aggregate;
 mod catalog;
 mod connector;
+mod datagen;
 mod ddl;
 mod error;
 mod expr;

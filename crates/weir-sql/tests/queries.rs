@@ -609,3 +609,77 @@ fn a_full_window_join_pads_both_sides_once_per_window() -> Result<(), SqlError> 
     assert!(plan.contains("WindowJoin: full outer, on"), "{plan}");
     Ok(())
 }
+
+#[test]
+fn datagen_makes_rows_within_the_options() -> Result<(), SqlError> {
+    let ddl = "CREATE TABLE t (id BIGINT, k INT, name STRING, amount DECIMAL(6, 2), maybe INT,
+                 big AS id * 10) WITH (
+                 'connector' = 'datagen', 'rows-per-second' = '100000',
+                 'fields.id.kind' = 'sequence', 'fields.id.start' = '11', 'fields.id.end' = '310',
+                 'fields.k.min' = '-2', 'fields.k.max' = '2', 'fields.name.length' = '6',
+                 'fields.amount.min' = '1', 'fields.amount.max' = '5',
+                 'fields.maybe.null-rate' = '0.5');";
+    let lines = support::changelog(&format!(
+        "{ddl}\nSELECT id, k, name, amount, maybe, big FROM t;"
+    ))?;
+    // The sequence bounds the table: 300 rows, ids 11..=310.
+    assert_eq!(lines.len(), 300);
+    let rows: Vec<Vec<String>> = lines
+        .iter()
+        .map(|l| l[3..l.len() - 1].split(", ").map(str::to_string).collect())
+        .collect();
+    let mut ids: Vec<i64> = rows.iter().map(|r| r[0].parse().expect("id")).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (11..=310).collect::<Vec<_>>());
+    let ks: std::collections::BTreeSet<i32> =
+        rows.iter().map(|r| r[1].parse().expect("k")).collect();
+    assert_eq!(ks, (-2..=2).collect(), "every value of the range, no other");
+    assert!(
+        rows.iter().all(|r| r[2].len() == 6),
+        "names of 6 characters"
+    );
+    assert!(rows.iter().all(|r| {
+        let a: f64 = r[3].parse().expect("amount");
+        (1.0..=5.0).contains(&a) && r[3].split('.').nth(1).is_some_and(|f| f.len() == 2)
+    }));
+    let nulls = rows.iter().filter(|r| r[4] == "NULL").count();
+    assert!(
+        (90..=210).contains(&nulls),
+        "{nulls} NULLs of 300 at a rate of 0.5"
+    );
+    assert!(rows
+        .iter()
+        .all(|r| r[5] == (r[0].parse::<i64>().expect("id") * 10).to_string()));
+    // The same rows in every run.
+    assert_eq!(
+        support::changelog(&format!(
+            "{ddl}\nSELECT id, k, name, amount, maybe, big FROM t;"
+        ))?,
+        lines
+    );
+    let err = |options: &str| {
+        run(&format!(
+            "CREATE TABLE u (id BIGINT) WITH ('connector' = 'datagen', {options});\nSELECT * FROM u;"
+        ))
+        .unwrap_err()
+        .to_string()
+    };
+    let e = err("'fields.id.kind' = 'sequence', 'fields.id.start' = '1'");
+    assert!(
+        e.contains("the sequence column 'id' needs 'fields.id.start' and 'fields.id.end'"),
+        "{e}"
+    );
+    let e = err("'fields.idd.min' = '1'");
+    assert!(
+        e.contains("unsupported options for connector 'datagen': fields.idd.min"),
+        "{e}"
+    );
+    let e = err("'fields.id.kind' = 'counter'");
+    assert!(
+        e.contains("'fields.id.kind' must be random or sequence, not 'counter'"),
+        "{e}"
+    );
+    let e = err("'rows-per-second' = '0'");
+    assert!(e.contains("'rows-per-second' must be positive"), "{e}");
+    Ok(())
+}
