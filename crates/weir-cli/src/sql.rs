@@ -22,12 +22,26 @@ pub(crate) struct SqlOptions {
     /// Configuration for every job, as SET would (repeatable).
     #[arg(short = 'D', value_name = "KEY=VALUE")]
     define: Vec<String>,
+    /// Starts the jobs from this savepoint or checkpoint (as SET
+    /// 'execution.state-recovery.path').
+    #[arg(short = 's', long = "from-savepoint", value_name = "PATH")]
+    from_savepoint: Option<PathBuf>,
+    /// Lets a savepoint hold state no operator of the job claims (it is
+    /// dropped), as `weir run -n`.
+    #[arg(short = 'n', long = "allow-non-restored-state")]
+    allow_non_restored_state: bool,
 }
 
 pub(crate) fn run(options: SqlOptions) -> anyhow::Result<ExitCode> {
     let mut session = Session::new();
     if let Some(p) = options.parallelism {
         session.set("parallelism.default", &p.to_string());
+    }
+    if let Some(path) = &options.from_savepoint {
+        session.set("execution.state-recovery.path", &path.display().to_string());
+    }
+    if options.allow_non_restored_state {
+        session.set("execution.state-recovery.ignore-unclaimed-state", "true");
     }
     for d in &options.define {
         let (key, value) = d

@@ -96,6 +96,16 @@ impl Ord for Ordered {
     }
 }
 
+/// `COUNT(BIGINT), SUM(INT), …`: what a list of aggregate calls keeps
+/// state for.
+pub(crate) fn describe(calls: &[AggCall]) -> String {
+    calls
+        .iter()
+        .map(|c| format!("{:?}({})", c.kind, c.arg_type))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The aggregates of a query, fed rows whose columns are their arguments.
 #[derive(Debug, Clone)]
 pub(crate) struct SqlAggregates {

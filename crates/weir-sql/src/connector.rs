@@ -310,6 +310,10 @@ fn filesystem_source(
     let name = table.name.clone();
     Ok(env
         .read_text_file(path)
+        .uid(&crate::plan::state_uid(&format!(
+            "Source[{}; filesystem]",
+            table.name.to_lowercase()
+        )))
         .process(
             move |line: String, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
                 if line.is_empty() || allow_comments && line.starts_with('#') {

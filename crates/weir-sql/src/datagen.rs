@@ -301,5 +301,8 @@ pub(crate) fn datagen_source(
     .with_rate_limit(rate);
     Ok(env
         .add_parallel_source(source, &format!("Source: {}[datagen]", table.name))
-        .uid(&format!("source-{}-datagen", table.name.to_lowercase())))
+        .uid(&crate::plan::state_uid(&format!(
+            "Source[{}; datagen]",
+            table.name.to_lowercase()
+        ))))
 }

@@ -142,9 +142,19 @@ pub(crate) fn plan_group_aggregate(
         ttl,
         state: None,
     };
-    let aggregated = pre
-        .key_by(move |r: &Row| r.values[..nkeys].to_vec())
-        .process(function);
+    let what = format!(
+        "GroupAggregate[{}; {}]",
+        keys.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        crate::aggregate::describe(&calls)
+    );
+    let aggregated = crate::plan::stateful(
+        pre.key_by(move |r: &Row| r.values[..nkeys].to_vec())
+            .process(function),
+        &what,
+    );
     let having = having
         .map(|h| crate::expr::compile(&h, &scope))
         .transpose()?

@@ -597,6 +597,7 @@ pub(crate) fn plan_join(
         let (l, r) = (keyed(left.stream, left_fns), keyed(right.stream, right_fns));
         // low <= left time - right time <= high, i.e. right time within
         // [left time - high, left time - low].
+        let what = format!("IntervalJoin[{on}]");
         let stream = l.interval_join(&r).between(-high, -low).process(
             move |a: &Row, b: &Row, _ctx: &ProcessJoinContext, out: &mut Collector<'_, Row>| {
                 let joined: Vec<Value> = a.values.iter().chain(b.values.iter()).cloned().collect();
@@ -609,6 +610,7 @@ pub(crate) fn plan_join(
                 Ok(())
             },
         );
+        let stream = crate::plan::stateful(stream, &what);
         let mut steps = left.steps;
         steps.extend(right.steps);
         steps.push(format!(
@@ -638,6 +640,7 @@ pub(crate) fn plan_join(
                 ends,
                 sides: None,
             });
+        let stream = crate::plan::stateful(stream, &format!("WindowJoin[{name}; {on}]"));
         let mut steps = left.steps;
         steps.extend(right.steps);
         steps.push(format!("WindowJoin: {name}, on {on}"));
@@ -662,6 +665,7 @@ pub(crate) fn plan_join(
             widths,
             sides: None,
         });
+    let stream = crate::plan::stateful(stream, &format!("Join[{name}; {on}]"));
     let mut steps = left.steps;
     steps.extend(right.steps);
     steps.push(format!("Join: {name}, on {on}"));

@@ -202,6 +202,10 @@ pub(crate) fn nexmark_source(
             Some(pool) => pool.event(i),
             None => generator.event(i),
         })
+        .uid(&crate::plan::state_uid(&format!(
+            "Source[{}; nexmark]",
+            table.name.to_lowercase()
+        )))
         .flat_map(move |e: Event, out: &mut Collector<Row>| {
             let of_table = matches!(
                 (&e, which),

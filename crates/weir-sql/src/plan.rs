@@ -43,7 +43,44 @@ pub(crate) fn plan(
     catalog: &Catalog,
     query: &Query,
 ) -> Result<Planned, SqlError> {
+    UIDS.with_borrow_mut(std::collections::BTreeMap::clear);
     crate::function::with_functions(&catalog.functions, || plan_query(env, catalog, query))
+}
+
+thread_local! {
+    /// The stateful operators of the statement being planned, by what
+    /// they do: how many so far.
+    static UIDS: std::cell::RefCell<std::collections::BTreeMap<String, usize>> =
+        const { std::cell::RefCell::new(std::collections::BTreeMap::new()) };
+}
+
+/// The uid of a stateful operator that does `what` (its kind and the
+/// parts of the query its state depends on): a hash of that, and which
+/// such operator of the statement it is. Planning the same statement
+/// again gives the same uids, so a savepoint restores into it; an
+/// operator whose state would mean something else gets another uid, so
+/// its old state is refused (or dropped with --allow-non-restored-state)
+/// instead of misread.
+pub(crate) fn state_uid(what: &str) -> String {
+    let n = UIDS.with_borrow_mut(|uids| {
+        let seen = uids.entry(what.to_string()).or_insert(0);
+        *seen += 1;
+        *seen - 1
+    });
+    // FNV-1a: stable across builds and platforms.
+    let hash = what.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    if n == 0 {
+        format!("sql-{hash:016x}")
+    } else {
+        format!("sql-{hash:016x}-{n}")
+    }
+}
+
+/// `stream`'s operator, stateful, named and given its uid for `what`.
+pub(crate) fn stateful(stream: DataStream<Row>, what: &str) -> DataStream<Row> {
+    stream.name(what).uid(&state_uid(what))
 }
 
 /// Plans `query` in `env`.

@@ -368,6 +368,22 @@ pub(crate) fn plan_ranked(
         )
     };
     let input_columns: Vec<String> = input.scope.columns.iter().map(|(n, _)| n.clone()).collect();
+    let what = format!(
+        "{step}[{}; {}; {}..={}]",
+        spec.partition_by
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        spec.order_by
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        ranks.first,
+        ranks.last
+    );
+    let stream = crate::plan::stateful(stream, &what);
     let mut scope = input.scope.clone();
     scope.columns.push((alias.value.clone(), SqlType::BigInt));
     let mut steps = input.steps;

@@ -923,6 +923,19 @@ pub(crate) fn plan_window_aggregate(
             emit,
         ),
     };
+    let stream = crate::plan::stateful(
+        stream,
+        &format!(
+            "WindowAggregate[{}{}; {}; {}]",
+            tvf.describe(),
+            if input.proctime { " proctime" } else { "" },
+            keys.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            crate::aggregate::describe(calls)
+        ),
+    );
     // The aggregation's output columns, then the SELECT list over them.
     let scope = aggregation.output_scope(&[
         ("window_start", SqlType::Timestamp),
