@@ -300,7 +300,7 @@ pub(crate) fn datagen_source(
     }
     .with_rate_limit(rate);
     Ok(env
-        .add_parallel_source(source, &format!("Source: {}[datagen]", table.name))
+        .add_parallel_source(source, &format!("{}[datagen]", table.name))
         .uid(&crate::plan::state_uid(&format!(
             "Source[{}; datagen]",
             table.name.to_lowercase()
