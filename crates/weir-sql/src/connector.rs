@@ -12,8 +12,9 @@ use weir::watermark::{WatermarkGenerator, WatermarkOutput};
 use crate::catalog::{ColumnKind, TableDef};
 use crate::error::SqlError;
 use crate::expr::{cast, compile, Eval, Scope};
+use crate::format::{format_options, RowFormat};
 use crate::types::SqlType;
-use crate::value::{Row, Value};
+use crate::value::Row;
 
 pub(crate) fn connector_error(table: &TableDef, message: impl Into<String>) -> SqlError {
     SqlError::Connector {
@@ -30,7 +31,7 @@ fn connector(table: &TableDef) -> Result<&str, SqlError> {
 }
 
 /// A boolean option (false when absent).
-fn flag(table: &TableDef, key: &str) -> Result<bool, SqlError> {
+pub(crate) fn flag(table: &TableDef, key: &str) -> Result<bool, SqlError> {
     match table.option(key) {
         None => Ok(false),
         Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
@@ -145,7 +146,7 @@ fn physical_needed(
 
 /// Splits a CSV line into fields (RFC 4180 quoting: `"a,b"`, `""` for a
 /// quote).
-fn split_csv(line: &str, delimiter: char) -> Vec<String> {
+pub(crate) fn split_csv(line: &str, delimiter: char) -> Vec<String> {
     let mut fields = Vec::new();
     let mut field = String::new();
     let mut quoted = false;
@@ -264,70 +265,68 @@ fn filesystem_source(
     rows: &TableRows,
     physical: &[bool],
 ) -> Result<DataStream<Row>, SqlError> {
-    check_options(
-        table,
-        &[
-            "connector",
-            "path",
-            "format",
-            "csv.field-delimiter",
-            "csv.ignore-parse-errors",
-            "csv.allow-comments",
-            "csv.null-literal",
-        ],
-    )?;
+    let format = RowFormat::of(table, "format", "")?;
+    let mut known = vec!["connector".to_string(), "path".into(), "format".into()];
+    known.extend(format_options(
+        table.option("format").unwrap_or_default(),
+        "",
+    ));
+    check_options(table, &known.iter().map(String::as_str).collect::<Vec<_>>())?;
     let path = table
         .option("path")
         .ok_or_else(|| connector_error(table, "the option 'path' is missing"))?;
-    match table.option("format") {
-        Some("csv") => {}
-        Some(other) => {
-            return Err(connector_error(
-                table,
-                format!("the format '{other}' is not supported (supported: csv)"),
-            ))
+    let decode = RowDecoder::new(table, rows, physical, format);
+    let name = table.name.clone();
+    // A directory is read file by file (those a sink committed: not
+    // hidden, not in progress), as Flink's filesystem source reads it.
+    let files: Vec<std::path::PathBuf> = if std::path::Path::new(path).is_dir() {
+        let mut files: Vec<_> = std::fs::read_dir(path)
+            .map_err(|e| connector_error(table, format!("reading the directory '{path}': {e}")))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.is_file()
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| !n.starts_with(['.', '_']))
+            })
+            .collect();
+        files.sort();
+        files
+    } else {
+        vec![std::path::PathBuf::from(path)]
+    };
+    let read = |file: &std::path::Path| {
+        env.read_text_file(file)
+            .uid(&crate::plan::state_uid(&format!(
+                "Source[{}; filesystem]",
+                table.name.to_lowercase()
+            )))
+    };
+    let lines = match files.split_first() {
+        Some((first, rest)) => {
+            let others: Vec<DataStream<String>> = rest.iter().map(|f| read(f)).collect();
+            if others.is_empty() {
+                read(first)
+            } else {
+                read(first).union(&others)
+            }
         }
-        None => return Err(connector_error(table, "the option 'format' is missing")),
-    }
-    let delimiter = match table.option("csv.field-delimiter") {
-        None => ',',
-        Some(d) if d.chars().count() == 1 => d.chars().next().unwrap_or(','),
-        Some(d) => {
+        None => {
             return Err(connector_error(
                 table,
-                format!("'csv.field-delimiter' must be one character, not '{d}'"),
+                format!("no files in the directory '{path}'"),
             ))
         }
     };
-    let ignore_errors = flag(table, "csv.ignore-parse-errors")?;
-    let allow_comments = flag(table, "csv.allow-comments")?;
-    let null_literal = table.option("csv.null-literal").map(str::to_string);
-    let types: Vec<SqlType> = table.physical().map(|(_, t)| t).collect();
-    let nullable = table.nullable();
-    let read = physical.to_vec();
-    let computed = rows.computed.clone();
-    let order = rows.order.clone();
-    let name = table.name.clone();
-    Ok(env
-        .read_text_file(path)
-        .uid(&crate::plan::state_uid(&format!(
-            "Source[{}; filesystem]",
-            table.name.to_lowercase()
-        )))
+    Ok(lines
         .process(
             move |line: String, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-                if line.is_empty() || allow_comments && line.starts_with('#') {
+                if line.is_empty() || decode.format.is_comment(&line) {
                     return Ok(());
                 }
-                let format = CsvFormat {
-                    delimiter,
-                    null_literal: null_literal.as_deref(),
-                    read: &read,
-                };
-                let parsed = parse_line(&line, &format, &types, &nullable, &computed, &order);
-                match parsed {
+                match decode.row(line.as_bytes()) {
                     Ok(row) => out.collect(row),
-                    Err(_) if ignore_errors => {}
+                    Err(_) if decode.format.ignores_parse_errors() => {}
                     Err(e) => {
                         return Err(format!("table '{name}': {e} in line '{line}'").into());
                     }
@@ -335,65 +334,84 @@ fn filesystem_source(
                 Ok(())
             },
         )
-        .name(&format!("Source: {}[csv]", table.name)))
+        .name(&format!(
+            "Source: {}[{}]",
+            table.name,
+            table.option("format").unwrap_or_default()
+        )))
 }
 
-/// How a CSV line is read.
-struct CsvFormat<'a> {
-    delimiter: char,
-    /// The field text that stands for NULL (Flink's `csv.null-literal`).
-    null_literal: Option<&'a str>,
-    /// Which fields the query reads; the others are not parsed.
-    read: &'a [bool],
+/// Makes a table's rows from records in its format: the physical columns
+/// read (NOT NULL checked), the computed ones after them, in declared
+/// order.
+#[derive(Clone)]
+pub(crate) struct RowDecoder {
+    pub format: RowFormat,
+    columns: Vec<(String, SqlType)>,
+    nullable: Vec<bool>,
+    read: Vec<bool>,
+    computed: Vec<Eval>,
+    order: Vec<usize>,
 }
 
-fn parse_line(
-    line: &str,
-    format: &CsvFormat<'_>,
-    types: &[SqlType],
-    nullable: &[bool],
-    computed: &[Eval],
-    order: &[usize],
-) -> Result<Row, String> {
-    let fields = split_csv(line, format.delimiter);
-    if fields.len() != types.len() {
-        return Err(format!(
-            "{} fields where the table has {} physical columns",
-            fields.len(),
-            types.len()
+impl RowDecoder {
+    pub fn new(table: &TableDef, rows: &TableRows, read: &[bool], format: RowFormat) -> Self {
+        RowDecoder {
+            format,
+            columns: table.physical().map(|(n, t)| (n.to_string(), t)).collect(),
+            nullable: table.nullable(),
+            read: read.to_vec(),
+            computed: rows.computed.clone(),
+            order: rows.order.clone(),
+        }
+    }
+
+    /// The row in `bytes`, or why it cannot be read.
+    pub fn row(&self, bytes: &[u8]) -> Result<Row, String> {
+        let mut values = self.format.decode(bytes, &self.columns, &self.read)?;
+        if let Some(i) =
+            (0..values.len()).find(|&i| self.read[i] && values[i].is_null() && !self.nullable[i])
+        {
+            return Err(format!(
+                "NULL in the NOT NULL column '{}'",
+                self.columns[i].0
+            ));
+        }
+        let physical = values.len();
+        for c in &self.computed {
+            let v = c(&values[..physical])?;
+            values.push(v);
+        }
+        Ok(Row::insert(
+            self.order
+                .iter()
+                .map(|&i| values[i].clone())
+                .collect::<Vec<_>>(),
+        ))
+    }
+}
+
+/// Fails for a sink that takes only inserts when the query updates its
+/// rows (Flink: "doesn't support consuming update and delete changes").
+fn append_only(table: &TableDef, updating: bool) -> Result<(), SqlError> {
+    if updating {
+        return Err(connector_error(
+            table,
+            format!(
+                "the {} sink takes inserts only, but the query updates its rows (-U/+U/-D): \
+                 write them to an upsert sink (upsert-kafka, jdbc with a PRIMARY KEY) or aggregate in windows",
+                table.option("connector").unwrap_or_default()
+            ),
         ));
     }
-    let mut values: Vec<Value> = fields
-        .iter()
-        .zip(types)
-        .zip(format.read)
-        .map(|((f, t), read)| {
-            if !read || format.null_literal == Some(f.as_str()) {
-                Ok(Value::Null)
-            } else {
-                Value::parse(f, *t)
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    if let Some(i) =
-        (0..values.len()).find(|&i| format.read[i] && values[i].is_null() && !nullable[i])
-    {
-        return Err(format!("NULL in the NOT NULL column #{}", i + 1));
-    }
-    let physical = values.len();
-    for c in computed {
-        let v = c(&values[..physical])?;
-        values.push(v);
-    }
-    Ok(Row::insert(
-        order.iter().map(|&i| values[i].clone()).collect::<Vec<_>>(),
-    ))
+    Ok(())
 }
 
 /// Writes `stream` (of `schema`) into `table`.
 pub(crate) fn sink(
     stream: DataStream<Row>,
     schema: &Scope,
+    updating: bool,
     table: &TableDef,
 ) -> Result<(), SqlError> {
     let targets: Vec<(String, SqlType)> =
@@ -467,6 +485,45 @@ pub(crate) fn sink(
             stream
                 .add_sink(weir::sink::DiscardingSink)
                 .name(&format!("Sink: {}[blackhole]", table.name));
+        }
+        "filesystem" => {
+            append_only(table, updating)?;
+            let format = RowFormat::of(table, "format", "")?;
+            let mut known = vec!["connector".to_string(), "path".into(), "format".into()];
+            known.extend(format_options(
+                table.option("format").unwrap_or_default(),
+                "",
+            ));
+            known.push("sink.rolling-policy.file-size".into());
+            check_options(table, &known.iter().map(String::as_str).collect::<Vec<_>>())?;
+            let path = table
+                .option("path")
+                .ok_or_else(|| connector_error(table, "the option 'path' is missing"))?;
+            let mut policy = weir::sink::RollingPolicy::default();
+            if let Some(size) = table.option("sink.rolling-policy.file-size") {
+                policy.max_part_size = weir::config::parse_memory_size(size)
+                    .map(|n| n as u64)
+                    .map_err(|e| {
+                        connector_error(table, format!("'sink.rolling-policy.file-size': {e}"))
+                    })?;
+            }
+            let columns = targets.clone();
+            let suffix = match &format {
+                RowFormat::Csv { .. } => ".csv",
+                RowFormat::Json { .. } => ".json",
+            };
+            stream
+                .map(move |row: Row| format.encode(&columns, &row.values))
+                .add_sink(
+                    weir::sink::FileSink::for_row_format(path)
+                        .with_rolling_policy(policy)
+                        .with_part_suffix(suffix),
+                )
+                .name(&format!("Sink: {}[filesystem]", table.name))
+                .uid(&crate::plan::state_uid(&format!(
+                    "Sink[{}; filesystem]",
+                    table.name.to_lowercase()
+                )));
         }
         other => {
             return Err(connector_error(

@@ -26,6 +26,7 @@ mod datagen;
 mod ddl;
 mod error;
 mod expr;
+mod format;
 mod function;
 mod group;
 mod join;

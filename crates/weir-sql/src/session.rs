@@ -225,7 +225,7 @@ impl Session {
                     ));
                 };
                 let planned = plan(&env, &self.catalog, &query)?;
-                connector::sink(planned.stream, &planned.scope, &target)?;
+                connector::sink(planned.stream, &planned.scope, planned.updating, &target)?;
                 env.execute(&format!("insert-into_{}", target.name))?;
                 Ok(())
             }

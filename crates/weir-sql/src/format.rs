@@ -1,0 +1,381 @@
+//! Rows as text: Flink's `csv` and `json` formats, for lines of files and
+//! values of Kafka records. A `json` row is an object of the table's
+//! physical columns by name (a missing field is NULL, unless
+//! `json.fail-on-missing-field`); timestamps are written as
+//! `yyyy-MM-dd HH:mm:ss.SSS` (Flink's `SQL` timestamp standard), bytes in
+//! base64, decimals as exact numbers.
+
+use crate::catalog::TableDef;
+use crate::connector::{connector_error, flag};
+use crate::error::SqlError;
+use crate::types::SqlType;
+use crate::value::Value;
+
+/// How rows are written and read.
+#[derive(Debug, Clone)]
+pub(crate) enum RowFormat {
+    Csv {
+        delimiter: char,
+        /// The field text that stands for NULL (`csv.null-literal`;
+        /// empty by default when writing).
+        null_literal: Option<String>,
+        ignore_parse_errors: bool,
+        allow_comments: bool,
+    },
+    Json {
+        fail_on_missing_field: bool,
+        ignore_parse_errors: bool,
+    },
+}
+
+/// The options a format takes, under `prefix` (`''`, `'value.'`, `'key.'`).
+pub(crate) fn format_options(format: &str, prefix: &str) -> Vec<String> {
+    let keys: &[&str] = match format {
+        "csv" => &[
+            "csv.field-delimiter",
+            "csv.ignore-parse-errors",
+            "csv.allow-comments",
+            "csv.null-literal",
+        ],
+        "json" => &["json.fail-on-missing-field", "json.ignore-parse-errors"],
+        _ => &[],
+    };
+    keys.iter().map(|k| format!("{prefix}{k}")).collect()
+}
+
+impl RowFormat {
+    /// The format `table` names with `key` (`'format'`, `'value.format'`),
+    /// its options under `prefix`.
+    pub fn of(table: &TableDef, key: &str, prefix: &str) -> Result<RowFormat, SqlError> {
+        let option = |k: &str| table.option(&format!("{prefix}{k}"));
+        match table.option(key) {
+            Some("csv") => {
+                let delimiter = match option("csv.field-delimiter") {
+                    None => ',',
+                    Some(d) if d.chars().count() == 1 => d.chars().next().unwrap_or(','),
+                    Some(d) => {
+                        return Err(connector_error(
+                            table,
+                            format!(
+                                "'{prefix}csv.field-delimiter' must be one character, not '{d}'"
+                            ),
+                        ))
+                    }
+                };
+                Ok(RowFormat::Csv {
+                    delimiter,
+                    null_literal: option("csv.null-literal").map(str::to_string),
+                    ignore_parse_errors: flag(table, &format!("{prefix}csv.ignore-parse-errors"))?,
+                    allow_comments: flag(table, &format!("{prefix}csv.allow-comments"))?,
+                })
+            }
+            Some("json") => Ok(RowFormat::Json {
+                fail_on_missing_field: flag(table, &format!("{prefix}json.fail-on-missing-field"))?,
+                ignore_parse_errors: flag(table, &format!("{prefix}json.ignore-parse-errors"))?,
+            }),
+            Some(other) => Err(connector_error(
+                table,
+                format!("the format '{other}' is not supported (supported: csv, json)"),
+            )),
+            None => Err(connector_error(
+                table,
+                format!("the option '{key}' is missing"),
+            )),
+        }
+    }
+
+    /// Whether a record this format cannot read is skipped.
+    pub fn ignores_parse_errors(&self) -> bool {
+        match self {
+            RowFormat::Csv {
+                ignore_parse_errors,
+                ..
+            }
+            | RowFormat::Json {
+                ignore_parse_errors,
+                ..
+            } => *ignore_parse_errors,
+        }
+    }
+
+    /// Whether `line` is a comment to skip (`csv.allow-comments`).
+    pub fn is_comment(&self, line: &str) -> bool {
+        matches!(self, RowFormat::Csv { allow_comments: true, .. } if line.starts_with('#'))
+    }
+
+    /// `values` (of `columns`) as a line.
+    pub fn encode(&self, columns: &[(String, SqlType)], values: &[Value]) -> String {
+        match self {
+            RowFormat::Csv {
+                delimiter,
+                null_literal,
+                ..
+            } => {
+                let mut line = String::new();
+                for (i, v) in values.iter().enumerate() {
+                    if i > 0 {
+                        line.push(*delimiter);
+                    }
+                    let text = match v {
+                        Value::Null => null_literal.clone().unwrap_or_default(),
+                        other => other.to_string(),
+                    };
+                    let quote = text.contains([*delimiter, '"', '\n', '\r']);
+                    if quote {
+                        line.push('"');
+                        line.push_str(&text.replace('"', "\"\""));
+                        line.push('"');
+                    } else {
+                        line.push_str(&text);
+                    }
+                }
+                line
+            }
+            RowFormat::Json { .. } => {
+                let mut line = String::from("{");
+                for (i, ((name, _), v)) in columns.iter().zip(values).enumerate() {
+                    if i > 0 {
+                        line.push(',');
+                    }
+                    line.push_str(&json_string(name));
+                    line.push(':');
+                    line.push_str(&json_value(v));
+                }
+                line.push('}');
+                line
+            }
+        }
+    }
+
+    /// The values of `columns` in `bytes` (those `read` does not mark are
+    /// left NULL), or why they cannot be read.
+    pub fn decode(
+        &self,
+        bytes: &[u8],
+        columns: &[(String, SqlType)],
+        read: &[bool],
+    ) -> Result<Vec<Value>, String> {
+        match self {
+            RowFormat::Csv {
+                delimiter,
+                null_literal,
+                ..
+            } => {
+                let line = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
+                let fields = crate::connector::split_csv(line, *delimiter);
+                if fields.len() != columns.len() {
+                    return Err(format!(
+                        "{} fields where the table has {} physical columns",
+                        fields.len(),
+                        columns.len()
+                    ));
+                }
+                fields
+                    .iter()
+                    .zip(columns)
+                    .zip(read)
+                    .map(|((f, (_, t)), read)| {
+                        if !read || null_literal.as_deref() == Some(f.as_str()) {
+                            Ok(Value::Null)
+                        } else {
+                            Value::parse(f, *t)
+                        }
+                    })
+                    .collect()
+            }
+            RowFormat::Json {
+                fail_on_missing_field,
+                ..
+            } => {
+                let doc: serde_json::Value =
+                    serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+                let serde_json::Value::Object(fields) = doc else {
+                    return Err("not a JSON object".into());
+                };
+                let mut values = Vec::with_capacity(columns.len());
+                for ((name, ty), read) in columns.iter().zip(read) {
+                    let field = fields.get(name);
+                    if field.is_none() && *fail_on_missing_field {
+                        return Err(format!("the field '{name}' is missing"));
+                    }
+                    values.push(match field {
+                        Some(v) if *read => {
+                            from_json(v, *ty).map_err(|e| format!("field '{name}': {e}"))?
+                        }
+                        _ => Value::Null,
+                    });
+                }
+                // A field the table does not have is ignored, as in Flink.
+                Ok(values)
+            }
+        }
+    }
+}
+
+/// `s` as a JSON string.
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// A value as JSON text.
+fn json_value(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Boolean(b) => b.to_string(),
+        Value::Int(_) | Value::BigInt(_) | Value::Decimal(..) => v.to_string(),
+        Value::Double(d) if d.is_finite() => v.to_string(),
+        // JSON has no NaN or infinities: Flink writes them as strings.
+        Value::Double(_) => json_string(&v.to_string()),
+        Value::Bytes(b) => json_string(&base64(b)),
+        Value::TimestampLtz(_) => json_string(&format!("{v}Z")),
+        other => json_string(&other.to_string()),
+    }
+}
+
+/// A JSON value as a value of type `ty`.
+fn from_json(v: &serde_json::Value, ty: SqlType) -> Result<Value, String> {
+    use serde_json::Value as J;
+    Ok(match (v, ty) {
+        (J::Null, _) => Value::Null,
+        (J::Bool(b), SqlType::Boolean) => Value::Boolean(*b),
+        (J::Number(n), SqlType::Int) => Value::Int(
+            n.as_i64()
+                .and_then(|i| i32::try_from(i).ok())
+                .ok_or_else(|| format!("{n} is not an INT"))?,
+        ),
+        (J::Number(n), SqlType::BigInt) => {
+            Value::BigInt(n.as_i64().ok_or_else(|| format!("{n} is not a BIGINT"))?)
+        }
+        (J::Number(n), SqlType::Double) => {
+            Value::Double(n.as_f64().ok_or_else(|| format!("{n} is not a DOUBLE"))?)
+        }
+        (J::Number(n), SqlType::Decimal(..)) => Value::parse(&n.to_string(), ty)?,
+        (J::String(s), SqlType::Bytes) => Value::Bytes(std::sync::Arc::from(
+            unbase64(s).ok_or_else(|| format!("'{s}' is not base64"))?,
+        )),
+        (J::String(s), SqlType::TimestampLtz) => {
+            Value::parse(s.trim_end_matches('Z').replace('T', " ").as_str(), ty)?
+        }
+        (J::String(s), SqlType::Timestamp) => Value::parse(&s.replace('T', " "), ty)?,
+        (J::String(s), _) => Value::parse(s, ty)?,
+        (other, SqlType::String) => Value::string(&other.to_string()),
+        (other, _) => return Err(format!("{other} is not a {ty}")),
+    })
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(BASE64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn unbase64(text: &str) -> Option<Vec<u8>> {
+    let digits: Vec<u32> = text
+        .trim_end_matches('=')
+        .bytes()
+        .map(|c| BASE64.iter().position(|b| *b == c).map(|p| p as u32))
+        .collect::<Option<_>>()?;
+    let mut out = Vec::new();
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, d)| n | d << (18 - 6 * i));
+        for i in 0..chunk.len().saturating_sub(1) {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns() -> Vec<(String, SqlType)> {
+        [
+            ("id", SqlType::BigInt),
+            ("name", SqlType::String),
+            ("amount", SqlType::Decimal(10, 2)),
+            ("at", SqlType::Timestamp),
+            ("raw", SqlType::Bytes),
+            ("ok", SqlType::Boolean),
+        ]
+        .into_iter()
+        .map(|(n, t)| (n.to_string(), t))
+        .collect()
+    }
+
+    #[test]
+    fn json_rows_round_trip() {
+        let json = RowFormat::Json {
+            fail_on_missing_field: false,
+            ignore_parse_errors: false,
+        };
+        let values = vec![
+            Value::BigInt(7),
+            Value::string("a \"quoted\" name"),
+            Value::Decimal(1250, 2),
+            Value::Timestamp(1_586_937_601_000),
+            Value::Bytes(std::sync::Arc::from(&b"hi!?"[..])),
+            Value::Null,
+        ];
+        let line = json.encode(&columns(), &values);
+        assert_eq!(
+            line,
+            r#"{"id":7,"name":"a \"quoted\" name","amount":12.50,"at":"2020-04-15 08:00:01.000","raw":"aGkhPw==","ok":null}"#
+        );
+        let read = vec![true; 6];
+        assert_eq!(
+            json.decode(line.as_bytes(), &columns(), &read).unwrap(),
+            values
+        );
+        // Missing fields are NULL; unknown ones ignored; a wrong type names
+        // the field.
+        let partial = json
+            .decode(br#"{"id": 3, "extra": 1}"#, &columns(), &read)
+            .unwrap();
+        assert_eq!(partial[0], Value::BigInt(3));
+        assert!(partial[1..].iter().all(Value::is_null));
+        let e = json
+            .decode(br#"{"id": "three"}"#, &columns(), &read)
+            .unwrap_err();
+        assert!(e.contains("field 'id'"), "{e}");
+    }
+
+    #[test]
+    fn csv_rows_quote_what_needs_it() {
+        let csv = RowFormat::Csv {
+            delimiter: ',',
+            null_literal: None,
+            ignore_parse_errors: false,
+            allow_comments: false,
+        };
+        let values = vec![
+            Value::BigInt(1),
+            Value::string("a, \"b\""),
+            Value::Null,
+            Value::Timestamp(0),
+            Value::Null,
+            Value::Boolean(true),
+        ];
+        let line = csv.encode(&columns(), &values);
+        assert_eq!(line, r#"1,"a, ""b""",,1970-01-01 00:00:00.000,,TRUE"#);
+    }
+}
