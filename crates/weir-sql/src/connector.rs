@@ -212,7 +212,11 @@ pub(crate) fn source(
         "filesystem" => filesystem_source(env, table, &rows, &physical)?,
         "nexmark" => crate::nexmark::nexmark_source(env, table, &rows, &physical)?,
         "datagen" => crate::datagen::datagen_source(env, table, &rows)?,
-        other @ ("kafka" | "upsert-kafka" | "jdbc" | "postgres") => {
+        #[cfg(feature = "kafka")]
+        "kafka" => crate::kafka::kafka_source(env, table, &rows, &physical)?,
+        #[cfg(not(feature = "kafka"))]
+        "kafka" => return Err(not_built(table, "kafka")),
+        other @ ("upsert-kafka" | "jdbc" | "postgres") => {
             return Err(connector_error(
                 table,
                 format!("the connector '{other}' as a SQL source is not supported yet"),
@@ -391,9 +395,18 @@ impl RowDecoder {
     }
 }
 
+/// The error for a connector this build of Weir leaves out.
+#[allow(dead_code)]
+fn not_built(table: &TableDef, feature: &str) -> SqlError {
+    connector_error(
+        table,
+        format!("the connector '{feature}' is not in this build: build weir-sql (or weir-cli) with the feature '{feature}'"),
+    )
+}
+
 /// Fails for a sink that takes only inserts when the query updates its
 /// rows (Flink: "doesn't support consuming update and delete changes").
-fn append_only(table: &TableDef, updating: bool) -> Result<(), SqlError> {
+pub(crate) fn append_only(table: &TableDef, updating: bool) -> Result<(), SqlError> {
     if updating {
         return Err(connector_error(
             table,
@@ -486,6 +499,10 @@ pub(crate) fn sink(
                 .add_sink(weir::sink::DiscardingSink)
                 .name(&format!("Sink: {}[blackhole]", table.name));
         }
+        #[cfg(feature = "kafka")]
+        "kafka" => crate::kafka::kafka_sink(stream, table, updating)?,
+        #[cfg(not(feature = "kafka"))]
+        "kafka" => return Err(not_built(table, "kafka")),
         "filesystem" => {
             append_only(table, updating)?;
             let format = RowFormat::of(table, "format", "")?;

@@ -30,6 +30,8 @@ mod format;
 mod function;
 mod group;
 mod join;
+#[cfg(feature = "kafka")]
+mod kafka;
 mod nexmark;
 mod plan;
 mod rank;

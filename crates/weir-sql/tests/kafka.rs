@@ -1,0 +1,117 @@
+//! Kafka tables against a local tansu broker: a query writes a topic,
+//! another reads it back; mistakes are named before any job runs.
+
+#![cfg(feature = "kafka")]
+
+use std::path::PathBuf;
+
+use weir_connectors::kafka::LocalKafka;
+use weir_sql::SqlError;
+
+mod support;
+
+fn orders_csv() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/orders.csv")
+}
+
+fn kafka_table(name: &str, servers: &str, topic: &str, extra: &str) -> String {
+    format!(
+        "CREATE TABLE {name} (id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+         WITH ('connector' = 'kafka', 'topic' = '{topic}',
+               'properties.bootstrap.servers' = '{servers}', 'format' = 'json'{extra});"
+    )
+}
+
+#[test]
+fn a_query_writes_a_topic_and_another_reads_it_back() -> Result<(), SqlError> {
+    let kafka = LocalKafka::start().unwrap_or_else(|e| panic!("{e}"));
+    kafka.create_topic("orders", 2).expect("topic");
+    let servers = kafka.bootstrap_servers();
+    let script = format!(
+        "CREATE TABLE orders (id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                 'csv.null-literal' = 'null');
+         {}
+         INSERT INTO sunk SELECT * FROM orders WHERE id <= 6;
+         {}
+         SELECT id, buyer, amount FROM back;",
+        orders_csv().display(),
+        // tansu keeps one record per batch (see LocalKafka).
+        kafka_table(
+            "sunk",
+            &servers,
+            "orders",
+            ", 'properties.batch.num.messages' = '1'"
+        ),
+        kafka_table(
+            "back",
+            &servers,
+            "orders",
+            ", 'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset'"
+        ),
+    );
+    assert_eq!(
+        support::changelog(&script)?,
+        [
+            "+I[1, alice, 12.50]",
+            "+I[2, bob, 3.00]",
+            "+I[3, alice, 40.25]",
+            "+I[4, carol, NULL]",
+            "+I[5, alice, 1.00]",
+            "+I[6, bob, 2.00]"
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn kafka_table_mistakes_are_named() {
+    let err = |ddl: String, query: &str| {
+        support::run_with(&format!("{ddl}\n{query}"), &[])
+            .unwrap_err()
+            .to_string()
+    };
+    let servers = "127.0.0.1:1";
+    let rows = format!(
+        "CREATE TABLE rows (id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');",
+        orders_csv().display()
+    );
+    let e = err(
+        rows.clone()
+            + &kafka_table(
+                "k",
+                servers,
+                "t",
+                ", 'sink.delivery-guarantee' = 'exactly-once'",
+            ),
+        "INSERT INTO k SELECT * FROM rows;",
+    );
+    assert!(e.contains("needs 'sink.transactional-id-prefix'"), "{e}");
+    let e = err(
+        kafka_table("k", servers, "t", ", 'scan.startup.mode' = 'begin'"),
+        "SELECT * FROM k;",
+    );
+    assert!(
+        e.contains("'scan.startup.mode' must be earliest-offset"),
+        "{e}"
+    );
+    let e = err(
+        kafka_table(
+            "k",
+            servers,
+            "t",
+            ", 'scan.startp.mode' = 'earliest-offset'",
+        ),
+        "SELECT * FROM k;",
+    );
+    assert!(
+        e.contains("unsupported options for connector 'kafka': scan.startp.mode"),
+        "{e}"
+    );
+    let e = err(
+        rows + &kafka_table("k", servers, "t", ""),
+        "INSERT INTO k SELECT MAX(id), buyer, MAX(amount), MAX(ts) FROM rows GROUP BY buyer;",
+    );
+    assert!(e.contains("the kafka sink takes inserts only"), "{e}");
+}
