@@ -503,6 +503,10 @@ pub(crate) fn sink(
         "kafka" => crate::kafka::kafka_sink(stream, table, updating)?,
         #[cfg(not(feature = "kafka"))]
         "kafka" => return Err(not_built(table, "kafka")),
+        #[cfg(feature = "postgres")]
+        "jdbc" | "postgres" => crate::jdbc::jdbc_sink(stream, table, updating)?,
+        #[cfg(not(feature = "postgres"))]
+        "jdbc" | "postgres" => return Err(not_built(table, "postgres")),
         "filesystem" => {
             append_only(table, updating)?;
             let format = RowFormat::of(table, "format", "")?;

@@ -165,12 +165,14 @@ pub(crate) fn kafka_source(
         "unbounded" => source,
         "latest-offset" => source.bounded(),
         "timestamp" => source.bounded_by_timestamp(millis(table, "scan.bounded.timestamp-millis")?),
-        other => return Err(connector_error(
-            table,
-            format!(
+        other => {
+            return Err(connector_error(
+                table,
+                format!(
                 "'scan.bounded.mode' must be unbounded, latest-offset or timestamp, not '{other}'"
             ),
-        )),
+            ))
+        }
     };
     if skip {
         source = source.skip_malformed();

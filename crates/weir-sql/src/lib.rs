@@ -29,6 +29,8 @@ mod expr;
 mod format;
 mod function;
 mod group;
+#[cfg(feature = "postgres")]
+mod jdbc;
 mod join;
 #[cfg(feature = "kafka")]
 mod kafka;

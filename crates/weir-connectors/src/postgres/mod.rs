@@ -307,6 +307,25 @@ impl<T> Target<T> {
         target
     }
 
+    /// Rows of text values (`None`: NULL), each converted by the server to
+    /// its column's type.
+    fn text(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+        row: impl Fn(&T) -> Vec<Option<String>> + Send + Sync + 'static,
+    ) -> Self {
+        let mut target = Target::new(url, table, columns, keys, move |record: &T| -> Row {
+            row(record)
+                .into_iter()
+                .map(|v| Box::new(v) as Box<dyn ToSql + Sync + Send>)
+                .collect()
+        });
+        target.text_values = true;
+        target
+    }
+
     /// Connects, reads the table's column types and prepares the insert
     /// of a full batch.
     pub(crate) fn open(&self) -> Result<(Client, Inserts), PostgresSinkError> {
@@ -453,6 +472,36 @@ impl PostgresSink {
         let mut sink = Self::upsert(url, table, columns, keys, |_: &T| Row::new());
         sink.target = Target::serde(url, table, columns, keys);
         sink
+    }
+
+    /// [`upsert`](Self::upsert) of rows of text values (`None`: NULL),
+    /// each converted by the server to its column's type (as `'42'` to a
+    /// `bigint`): for records that are not Rust types of their own, such
+    /// as SQL rows.
+    pub fn upsert_text<T>(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+        row: impl Fn(&T) -> Vec<Option<String>> + Send + Sync + 'static,
+    ) -> PostgresUpsertSink<T> {
+        let mut sink = Self::upsert(url, table, columns, keys, |_: &T| Row::new());
+        sink.target = Target::text(url, table, columns, keys, row);
+        sink
+    }
+
+    /// [`exactly_once`](Self::exactly_once) of rows of text values (see
+    /// [`upsert_text`](Self::upsert_text)).
+    pub fn exactly_once_text<T: Send + 'static>(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+        row: impl Fn(&T) -> Vec<Option<String>> + Send + Sync + 'static,
+    ) -> weir::sink::TwoPhaseCommitSink<PostgresTwoPhaseCommit<T>, T> {
+        weir::sink::TwoPhaseCommitSink::new(PostgresTwoPhaseCommit::new(Target::text(
+            url, table, columns, keys, row,
+        )))
     }
 
     /// [`exactly_once`](Self::exactly_once) of a serde type (see

@@ -1,0 +1,169 @@
+//! PostgreSQL tables as sinks (`'connector' = 'jdbc'` with a
+//! `jdbc:postgresql://…` url, as Flink's JDBC connector, or `'postgres'`):
+//! with a `PRIMARY KEY`, each result row is upserted on its key (an
+//! updating query's `-U` rows are skipped: the `+U` after them replaces
+//! the row), without one rows are inserted (inserts-only queries). Rows
+//! are batched (`sink.buffer-flush.max-rows`, `.interval`) and flushed on
+//! every checkpoint; `'sink.delivery-guarantee' = 'exactly-once'` writes a
+//! transaction per checkpoint, committed when it completes (two-phase
+//! commit). Values are sent as text and cast by the server to the
+//! columns' types.
+
+use std::time::Duration;
+
+use weir::prelude::*;
+use weir_connectors::postgres::PostgresSink;
+
+use crate::catalog::TableDef;
+use crate::connector::{append_only, check_options, connector_error};
+use crate::error::SqlError;
+use crate::value::{Row, RowKind, Value};
+
+fn required<'a>(table: &'a TableDef, key: &str) -> Result<&'a str, SqlError> {
+    table
+        .option(key)
+        .ok_or_else(|| connector_error(table, format!("the option '{key}' is missing")))
+}
+
+/// The server's URL from Flink's `jdbc:postgresql://host:port/db` (or a
+/// plain `postgresql://…`), with `username` and `password` if given.
+fn server_url(table: &TableDef) -> Result<String, SqlError> {
+    let url = required(table, "url")?;
+    let plain = url.strip_prefix("jdbc:").unwrap_or(url);
+    let Some(rest) = plain
+        .strip_prefix("postgresql://")
+        .or_else(|| plain.strip_prefix("postgres://"))
+    else {
+        return Err(connector_error(
+            table,
+            format!("'url' must be jdbc:postgresql://host:port/database, not '{url}' (PostgreSQL is the database Weir writes)"),
+        ));
+    };
+    let credentials = match (table.option("username"), table.option("password")) {
+        (Some(user), Some(password)) => format!("{user}:{password}@"),
+        (Some(user), None) => format!("{user}@"),
+        (None, Some(_)) => return Err(connector_error(table, "'password' without 'username'")),
+        (None, None) => String::new(),
+    };
+    Ok(format!("postgresql://{credentials}{rest}"))
+}
+
+/// A value as the text PostgreSQL reads for its column (NULL as NULL).
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::Bytes(b) => Some(format!(
+            "\\x{}",
+            b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+        )),
+        Value::TimestampLtz(_) => Some(format!("{v}+00")),
+        other => Some(other.to_string()),
+    }
+}
+
+fn texts(row: &Row) -> Vec<Option<String>> {
+    row.values.iter().map(text).collect()
+}
+
+/// Writes `stream` (already in the table's columns) into a PostgreSQL
+/// table.
+pub(crate) fn jdbc_sink(
+    stream: DataStream<Row>,
+    table: &TableDef,
+    updating: bool,
+) -> Result<(), SqlError> {
+    check_options(
+        table,
+        &[
+            "connector",
+            "url",
+            "table-name",
+            "username",
+            "password",
+            "driver",
+            "sink.buffer-flush.max-rows",
+            "sink.buffer-flush.interval",
+            "sink.delivery-guarantee",
+        ],
+    )?;
+    if let Some(driver) = table.option("driver") {
+        if driver != "org.postgresql.Driver" {
+            return Err(connector_error(
+                table,
+                format!("'driver' = '{driver}': Weir writes PostgreSQL (org.postgresql.Driver)"),
+            ));
+        }
+    }
+    let url = server_url(table)?;
+    let target = required(table, "table-name")?;
+    let columns: Vec<String> = table.physical().map(|(n, _)| n.to_string()).collect();
+    let keys = table.primary_key.clone();
+    if keys.is_empty() {
+        // Without a key there is nothing to update: inserts only.
+        append_only(table, updating)?;
+    }
+    let column_refs: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    // An upsert needs only the new row: `-U` goes; `-D` would need a
+    // delete, which the sink does not write yet.
+    let name = table.name.clone();
+    let rows = stream.process(
+        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            match row.kind {
+                RowKind::UpdateBefore => {}
+                RowKind::Delete => {
+                    return Err(format!(
+                        "table '{name}': the query deleted the row {row}, and the jdbc sink writes no deletes yet"
+                    )
+                    .into())
+                }
+                RowKind::Insert | RowKind::UpdateAfter => out.collect(row),
+            }
+            Ok(())
+        },
+    );
+    let uid = crate::plan::state_uid(&format!("Sink[{}; jdbc]", table.name.to_lowercase()));
+    let sink_name = format!("Sink: {}[jdbc]", table.name);
+    match table
+        .option("sink.delivery-guarantee")
+        .unwrap_or("at-least-once")
+    {
+        "at-least-once" => {
+            let mut sink = PostgresSink::upsert_text(&url, target, &column_refs, &key_refs, texts);
+            if let Some(rows) = table.option("sink.buffer-flush.max-rows") {
+                let n: usize = rows.trim().parse().map_err(|_| {
+                    connector_error(
+                        table,
+                        "'sink.buffer-flush.max-rows' must be a number of rows",
+                    )
+                })?;
+                sink = sink.with_batch_size(n);
+            }
+            if let Some(interval) = table.option("sink.buffer-flush.interval") {
+                let every: Duration = weir::config::parse_duration(interval).map_err(|e| {
+                    connector_error(table, format!("'sink.buffer-flush.interval': {e}"))
+                })?;
+                sink = sink.with_batch_interval(every);
+            }
+            rows.add_sink(sink).name(&sink_name).uid(&uid);
+        }
+        "exactly-once" => {
+            rows.add_sink(PostgresSink::exactly_once_text(
+                &url,
+                target,
+                &column_refs,
+                &key_refs,
+                texts,
+            ))
+            .name(&sink_name)
+            .uid(&uid);
+        }
+        other => return Err(connector_error(
+            table,
+            format!(
+                "'sink.delivery-guarantee' must be at-least-once or exactly-once, not '{other}'"
+            ),
+        )),
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! PostgreSQL tables as sinks, against a throwaway local server: an
+//! updating query upserted on the table's key, an insert-only one
+//! inserted; mistakes named before any job runs.
+
+#![cfg(feature = "postgres")]
+
+use std::path::PathBuf;
+
+use weir_connectors::postgres::{execute, LocalPostgres};
+use weir_sql::SqlError;
+
+mod support;
+
+fn orders_ddl() -> String {
+    format!(
+        "CREATE TABLE orders (id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                 'csv.null-literal' = 'null');",
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/orders.csv")
+            .display()
+    )
+}
+
+/// The rows of `query` on the server, as text.
+fn rows(url: &str, query: &str) -> Vec<String> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connects");
+    client
+        .query(query, &[])
+        .expect("query")
+        .iter()
+        .map(|r| {
+            (0..r.len())
+                .map(|i| {
+                    r.get::<_, Option<String>>(i)
+                        .unwrap_or_else(|| "NULL".into())
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect()
+}
+
+#[test]
+fn queries_upsert_on_the_key_or_insert() -> Result<(), SqlError> {
+    let server = LocalPostgres::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url();
+    execute(
+        &url,
+        "CREATE TABLE totals (buyer TEXT PRIMARY KEY, n BIGINT, total NUMERIC(10, 2));
+         CREATE TABLE big (id BIGINT, buyer TEXT, at TIMESTAMP);",
+    )
+    .expect("tables");
+    let jdbc = url.replacen("postgres://", "jdbc:postgresql://", 1);
+    support::run_with(
+        &format!(
+            "{}
+             CREATE TABLE totals (buyer STRING, n BIGINT, total DECIMAL(10, 2),
+               PRIMARY KEY (buyer) NOT ENFORCED)
+               WITH ('connector' = 'jdbc', 'url' = '{jdbc}', 'table-name' = 'totals');
+             INSERT INTO totals SELECT buyer, COUNT(*), SUM(amount) FROM orders GROUP BY buyer;
+             CREATE TABLE big (id BIGINT, buyer STRING, at TIMESTAMP(3))
+               WITH ('connector' = 'postgres', 'url' = '{url}', 'table-name' = 'big',
+                     'sink.delivery-guarantee' = 'exactly-once');
+             INSERT INTO big SELECT id, buyer, ts FROM orders WHERE amount > 4;",
+            orders_ddl()
+        ),
+        &[],
+    )?;
+    // Each buyer's final result, once (the updates replaced it in place).
+    assert_eq!(
+        rows(
+            &url,
+            "SELECT buyer, n::text, total::text FROM totals ORDER BY buyer"
+        ),
+        [
+            "alice, 4, 60.75",
+            "bob, 3, 10.00",
+            "carol, 2, 3.30",
+            "dave, 1, 0.10"
+        ]
+    );
+    assert_eq!(
+        rows(
+            &url,
+            "SELECT id::text, buyer, at::text FROM big ORDER BY id"
+        ),
+        [
+            "1, alice, 2020-04-15 08:00:01",
+            "3, alice, 2020-04-15 08:00:07",
+            "7, bob, 2020-04-15 08:00:21",
+            "9, alice, 2020-04-15 08:00:09"
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn jdbc_table_mistakes_are_named() {
+    let err = |table: &str, query: &str| {
+        support::run_with(&format!("{}\n{table}\n{query}", orders_ddl()), &[])
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(
+        "CREATE TABLE t (buyer STRING, n BIGINT) WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://127.0.0.1:1/x', 'table-name' = 't');",
+        "INSERT INTO t SELECT buyer, COUNT(*) FROM orders GROUP BY buyer;",
+    );
+    assert!(e.contains("the jdbc sink takes inserts only"), "{e}");
+    let e = err(
+        "CREATE TABLE t (buyer STRING) WITH ('connector' = 'jdbc', 'url' = 'jdbc:mysql://127.0.0.1/x', 'table-name' = 't');",
+        "INSERT INTO t SELECT buyer FROM orders;",
+    );
+    assert!(e.contains("'url' must be jdbc:postgresql://"), "{e}");
+    let e = err(
+        "CREATE TABLE t (buyer STRING) WITH ('connector' = 'jdbc', 'url' = 'jdbc:postgresql://127.0.0.1/x');",
+        "INSERT INTO t SELECT buyer FROM orders;",
+    );
+    assert!(e.contains("the option 'table-name' is missing"), "{e}");
+}
