@@ -158,12 +158,12 @@ pub(crate) fn jdbc_sink(
             .name(&sink_name)
             .uid(&uid);
         }
-        other => return Err(connector_error(
-            table,
-            format!(
+        other => {
+            let why = format!(
                 "'sink.delivery-guarantee' must be at-least-once or exactly-once, not '{other}'"
-            ),
-        )),
+            );
+            return Err(connector_error(table, why));
+        }
     }
     Ok(())
 }

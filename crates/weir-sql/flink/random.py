@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Random SQL cases run on Flink and on Weir, their changelogs diffed.
+
+    crates/weir-sql/flink/random.py [--cases N] [--seed S] [--keep DIR]
+
+Each case is a CSV of out-of-order rows (some amounts NULL) and one query
+drawn at random: a window aggregation (TUMBLE, HOP or CUMULATE, with or
+without a key, some aggregates, maybe HAVING), an unbounded GROUP BY, a
+projection with a filter, or a window Top-N; watermarks per row with a
+random delay, so late rows matter. The cases are written to a directory
+(--keep, else a temporary one) and run by compare.sh; a failing case stays
+there to be read and, if it shows a real difference, copied into
+tests/golden/ as a golden case.
+"""
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timedelta, timezone
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KEYS = ["a", "b", "c", "d", "e"]
+
+
+def rows(rng):
+    """Rows `id,k,amount,ts`: time mostly increasing, some rows late."""
+    start = datetime(2020, 4, 15, 8, 0, 0, tzinfo=timezone.utc)
+    t = 0.0
+    out = []
+    for i in range(1, rng.randint(12, 40) + 1):
+        t += rng.choice([0.3, 0.7, 1.0, 1.5, 2.0, 3.5])
+        late = rng.random() < 0.2
+        ts = start + timedelta(seconds=max(0.0, t - (rng.uniform(2, 9) if late else 0)))
+        amount = "null" if rng.random() < 0.1 else f"{rng.randint(0, 9999) / 100:.2f}"
+        out.append(f"{i},{rng.choice(KEYS)},{amount},{ts:%Y-%m-%d %H:%M:%S.%f}"[:-3])
+    return "\n".join(out) + "\n"
+
+
+def aggregates(rng):
+    pool = [
+        "COUNT(*) AS n",
+        "SUM(amount) AS total",
+        "MIN(amount) AS smallest",
+        "MAX(amount) AS largest",
+        "AVG(amount) AS mean",
+        "COUNT(amount) AS priced",
+        "COUNT(DISTINCT k) AS ks",
+        "MAX(id) AS last_id",
+        "COUNT(*) FILTER (WHERE amount > 50) AS big",
+    ]
+    return rng.sample(pool, rng.randint(1, 4))
+
+
+def window(rng):
+    size = rng.choice([2, 3, 5, 10])
+    kind = rng.choice(["TUMBLE", "HOP", "CUMULATE"])
+    if kind == "TUMBLE":
+        return f"TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '{size}' SECOND)"
+    step = rng.choice([d for d in [1, 2, 5] if size % d == 0 and d < size] or [1])
+    if kind == "HOP":
+        return f"HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '{step}' SECOND, INTERVAL '{size}' SECOND)"
+    return f"CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '{step}' SECOND, INTERVAL '{size}' SECOND)"
+
+
+def query(rng):
+    shape = rng.choice(["window", "window", "group", "calc", "topn"])
+    if shape == "window":
+        keyed = rng.random() < 0.6
+        keys = "k, " if keyed else ""
+        having = " HAVING COUNT(*) > 1" if rng.random() < 0.3 else ""
+        return (
+            f"SELECT {keys}window_start, window_end, {', '.join(aggregates(rng))}\n"
+            f"FROM TABLE({window(rng)})\n"
+            f"GROUP BY {keys}window_start, window_end{having};"
+        )
+    if shape == "group":
+        having = " HAVING SUM(amount) > 20" if rng.random() < 0.3 else ""
+        return f"SELECT k, {', '.join(aggregates(rng))} FROM t GROUP BY k{having};"
+    if shape == "calc":
+        exprs = rng.sample(
+            [
+                "id * 2 + 1 AS x",
+                "amount * 1.5 AS y",
+                "CASE WHEN amount > 50 THEN 'big' ELSE 'small' END AS size",
+                "UPPER(k) AS kk",
+                "HOUR(ts) AS h",
+                "ts + INTERVAL '1' MINUTE AS later",
+                "COALESCE(amount, 0) AS a0",
+            ],
+            3,
+        )
+        cond = rng.choice(["amount > 20", "k IN ('a', 'c')", "id % 3 = 0", "amount IS NULL OR id < 5"])
+        return f"SELECT id, {', '.join(exprs)} FROM t WHERE {cond};"
+    n = rng.randint(1, 3)
+    order = rng.choice(["amount DESC", "amount ASC", "id DESC"])
+    return (
+        "SELECT window_start, id, amount, rn FROM (\n"
+        f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY {order}) AS rn\n"
+        f"  FROM TABLE({window(rng)})\n"
+        f") WHERE rn <= {n};"
+    )
+
+
+def case(rng, directory, name):
+    with open(os.path.join(directory, f"{name}.csv"), "w") as f:
+        f.write(rows(rng))
+    delay = rng.choice([0, 1, 2, 3])
+    sql = f"""-- A random case ({name}).
+SET 'pipeline.auto-watermark-interval' = '0';
+CREATE TABLE t (
+  id BIGINT, k STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '{delay}' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '${{DIR}}/{name}.csv', 'format' = 'csv',
+  'csv.null-literal' = 'null');
+{query(rng)}
+"""
+    path = os.path.join(directory, f"{name}.sql")
+    with open(path, "w") as f:
+        f.write(sql)
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--keep", default=None)
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    rng = random.Random(seed)
+    directory = args.keep or tempfile.mkdtemp(prefix="weir-sql-random-")
+    os.makedirs(directory, exist_ok=True)
+    print(f"seed {seed}; cases in {directory}")
+    paths = [case(rng, directory, f"random_{seed}_{i}") for i in range(args.cases)]
+    result = subprocess.run([os.path.join(HERE, "compare.sh"), *paths])
+    sys.exit(result.returncode)
+
+
+if __name__ == "__main__":
+    main()
