@@ -2,7 +2,9 @@
 // JVM) and prints every result row of its SELECT statements as a changelog
 // line, `+I[v1, v2, ...]`, with values written as Weir writes them (a
 // TIMESTAMP(3) as `yyyy-MM-dd HH:mm:ss.SSS`, a DECIMAL in plain notation),
-// so that the two outputs compare line by line. Run by compare.sh.
+// so that the two outputs compare line by line. Run by compare.sh; an
+// INSERT runs to its end and its duration goes to stderr (for
+// crates/weir-bench/flink/sql_rate.sh).
 package weirpeer;
 
 import java.math.BigDecimal;
@@ -42,8 +44,15 @@ public final class SqlPeer {
                 env.getConfig().set(set.group(1), set.group(2));
                 continue;
             }
-            TableResult result = env.executeSql(statement);
             String head = statement.trim().toUpperCase();
+            long started = System.nanoTime();
+            TableResult result = env.executeSql(statement);
+            if (head.startsWith("INSERT")) {
+                // The job runs until its input ends; how long it took is
+                // what the rate comparison reads.
+                result.await();
+                System.err.printf("INSERT took %d ms%n", (System.nanoTime() - started) / 1_000_000);
+            }
             if (head.startsWith("SELECT") || head.startsWith("WITH")) {
                 try (CloseableIterator<Row> rows = result.collect()) {
                     while (rows.hasNext()) {

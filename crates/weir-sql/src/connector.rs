@@ -14,7 +14,7 @@ use crate::error::SqlError;
 use crate::expr::{cast, compile, Eval, Scope};
 use crate::format::{format_options, RowFormat};
 use crate::types::SqlType;
-use crate::value::Row;
+use crate::value::{Row, Value};
 
 pub(crate) fn connector_error(table: &TableDef, message: impl Into<String>) -> SqlError {
     SqlError::Connector {
@@ -216,7 +216,11 @@ pub(crate) fn source(
         "kafka" => crate::kafka::kafka_source(env, table, &rows, &physical)?,
         #[cfg(not(feature = "kafka"))]
         "kafka" => return Err(not_built(table, "kafka")),
-        other @ ("upsert-kafka" | "jdbc" | "postgres") => {
+        #[cfg(feature = "kafka")]
+        "upsert-kafka" => crate::kafka::upsert_kafka_source(env, table, &rows, &physical)?,
+        #[cfg(not(feature = "kafka"))]
+        "upsert-kafka" => return Err(not_built(table, "kafka")),
+        other @ ("jdbc" | "postgres") => {
             return Err(connector_error(
                 table,
                 format!("the connector '{other}' as a SQL source is not supported yet"),
@@ -372,7 +376,13 @@ impl RowDecoder {
 
     /// The row in `bytes`, or why it cannot be read.
     pub fn row(&self, bytes: &[u8]) -> Result<Row, String> {
-        let mut values = self.format.decode(bytes, &self.columns, &self.read)?;
+        let values = self.format.decode(bytes, &self.columns, &self.read)?;
+        self.finish(values)
+    }
+
+    /// The row of the physical `values` (checked, computed columns added,
+    /// in declared order).
+    pub fn finish(&self, mut values: Vec<Value>) -> Result<Row, String> {
         if let Some(i) =
             (0..values.len()).find(|&i| self.read[i] && values[i].is_null() && !self.nullable[i])
         {
@@ -503,6 +513,10 @@ pub(crate) fn sink(
         "kafka" => crate::kafka::kafka_sink(stream, table, updating)?,
         #[cfg(not(feature = "kafka"))]
         "kafka" => return Err(not_built(table, "kafka")),
+        #[cfg(feature = "kafka")]
+        "upsert-kafka" => crate::kafka::upsert_kafka_sink(stream, table)?,
+        #[cfg(not(feature = "kafka"))]
+        "upsert-kafka" => return Err(not_built(table, "kafka")),
         #[cfg(feature = "postgres")]
         "jdbc" | "postgres" => crate::jdbc::jdbc_sink(stream, table, updating)?,
         #[cfg(not(feature = "postgres"))]

@@ -1298,6 +1298,39 @@ fn function(
                 ty: SqlType::TimestampLtz,
             })
         }
+        "TO_TIMESTAMP_LTZ" => {
+            arity(2)?;
+            let (n, precision) = (compiled[0].clone(), compiled[1].clone());
+            if !n.ty.is_numeric() {
+                return Err(SqlError::validation(
+                    format!(
+                        "TO_TIMESTAMP_LTZ takes a number of seconds or milliseconds, not {}",
+                        n.ty
+                    ),
+                    at,
+                ));
+            }
+            // The precision is a constant, 0 (seconds) or 3 (milliseconds).
+            let scale = match (precision.eval)(&[]) {
+                Ok(Value::Int(0)) => 1000,
+                Ok(Value::Int(3)) => 1,
+                _ => {
+                    return Err(SqlError::validation(
+                        "TO_TIMESTAMP_LTZ's precision must be 0 or 3",
+                        at,
+                    ))
+                }
+            };
+            Ok(Compiled {
+                eval: Arc::new(move |r| {
+                    Ok(match (n.eval)(r)?.as_i64() {
+                        Some(v) => Value::TimestampLtz(v.saturating_mul(scale)),
+                        None => Value::Null,
+                    })
+                }),
+                ty: SqlType::TimestampLtz,
+            })
+        }
         "YEAR" | "MONTH" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" => {
             arity(1)?;
             let field = match name.as_str() {
@@ -1429,6 +1462,8 @@ mod tests {
             "1970-01-01 00:00"
         );
         assert_eq!(ok("REPLACE(s, 'ei', 'a')"), "War");
+        assert_eq!(ok("TO_TIMESTAMP_LTZ(a, 3)"), "1970-01-01 00:00:00.007");
+        assert_eq!(ok("TO_TIMESTAMP_LTZ(a, 0)"), "1970-01-01 00:00:07.000");
     }
 
     #[test]

@@ -256,3 +256,299 @@ pub(crate) fn kafka_sink(
         )));
     Ok(())
 }
+
+/// The key columns of an `upsert-kafka` table: its primary key, by
+/// physical column index.
+fn key_columns(table: &TableDef) -> Result<Vec<usize>, SqlError> {
+    if table.primary_key.is_empty() {
+        return Err(connector_error(
+            table,
+            "an upsert-kafka table needs a PRIMARY KEY (…) NOT ENFORCED: its rows are upserted on it",
+        ));
+    }
+    let physical: Vec<&str> = table.physical().map(|(n, _)| n).collect();
+    table
+        .primary_key
+        .iter()
+        .map(|k| {
+            physical
+                .iter()
+                .position(|p| p.eq_ignore_ascii_case(k))
+                .ok_or_else(|| {
+                    connector_error(
+                        table,
+                        format!("the key column '{k}' is not a physical column"),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The options of an `upsert-kafka` table.
+fn upsert_options(table: &TableDef) -> Vec<String> {
+    let mut known: Vec<String> = [
+        "connector",
+        "topic",
+        "key.format",
+        "value.format",
+        "value.fields-include",
+        "properties.bootstrap.servers",
+        "properties.group.id",
+        "scan.bounded.mode",
+        "sink.delivery-guarantee",
+    ]
+    .map(String::from)
+    .to_vec();
+    known.extend(format_options(
+        table.option("key.format").unwrap_or_default(),
+        "key.",
+    ));
+    known.extend(format_options(
+        table.option("value.format").unwrap_or_default(),
+        "value.",
+    ));
+    known.extend(
+        table
+            .options
+            .keys()
+            .filter(|k| k.starts_with("properties."))
+            .cloned(),
+    );
+    known
+}
+
+/// Whether the value holds every column (`ALL`, the default) or all but
+/// the key's (`EXCEPT_KEY`).
+fn value_has_key(table: &TableDef) -> Result<bool, SqlError> {
+    match table.option("value.fields-include").unwrap_or("ALL") {
+        "ALL" => Ok(true),
+        "EXCEPT_KEY" => Ok(false),
+        other => Err(connector_error(
+            table,
+            format!("'value.fields-include' must be ALL or EXCEPT_KEY, not '{other}'"),
+        )),
+    }
+}
+
+/// The rows of an `upsert-kafka` table: each record an upsert of its key
+/// (a tombstone its delete), turned into a changelog (`+I` for a new key,
+/// `-U`/`+U` for a changed row, `-D` for a delete) by keeping each key's
+/// last row, as Flink's `ChangelogNormalize` does.
+pub(crate) fn upsert_kafka_source(
+    env: &StreamExecutionEnvironment,
+    table: &TableDef,
+    rows: &TableRows,
+    physical: &[bool],
+) -> Result<DataStream<Row>, SqlError> {
+    check_options(
+        table,
+        &upsert_options(table)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    )?;
+    let servers = required(table, "properties.bootstrap.servers")?;
+    let topics: Vec<&str> = required(table, "topic")?
+        .split(';')
+        .map(str::trim)
+        .collect();
+    let keys = key_columns(table)?;
+    let key_format = RowFormat::of(table, "key.format", "key.")?;
+    let value_format = RowFormat::of(table, "value.format", "value.")?;
+    let value_has_key = value_has_key(table)?;
+    let columns: Vec<(String, SqlType)> =
+        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+    let key_cols: Vec<(String, SqlType)> = keys.iter().map(|&i| columns[i].clone()).collect();
+    let value_cols: Vec<usize> = (0..columns.len())
+        .filter(|i| value_has_key || !keys.contains(i))
+        .collect();
+    let value_schema: Vec<(String, SqlType)> =
+        value_cols.iter().map(|&i| columns[i].clone()).collect();
+    // Everything is read: a key's row must be whole to be retracted.
+    let _ = physical;
+    let decode = RowDecoder::new(
+        table,
+        rows,
+        &vec![true; columns.len()],
+        value_format.clone(),
+    );
+    let n = columns.len();
+    let key_read = vec![true; key_cols.len()];
+    let value_read = vec![true; value_schema.len()];
+    let mut source = KafkaSource::new(servers, &topics, move |r: &KafkaRecord<'_>| {
+        let key = key_format.decode(r.key.unwrap_or_default(), &key_cols, &key_read)?;
+        let mut values = vec![crate::value::Value::Null; n];
+        for (k, v) in keys.iter().zip(key) {
+            values[*k] = v;
+        }
+        let kind = match r.value {
+            None => crate::value::RowKind::Delete,
+            Some(bytes) => {
+                let decoded = value_format.decode(bytes, &value_schema, &value_read)?;
+                for (i, v) in value_cols.iter().zip(decoded) {
+                    values[*i] = v;
+                }
+                crate::value::RowKind::UpdateAfter
+            }
+        };
+        let mut row = decode.finish(values)?;
+        row.kind = kind;
+        Ok(row)
+    })
+    .with_starting_offsets(StartingOffsets::Earliest);
+    if let Some(group) = table.option("properties.group.id") {
+        source = source.with_group_id(group);
+    }
+    source = match table.option("scan.bounded.mode").unwrap_or("unbounded") {
+        "unbounded" => source,
+        "latest-offset" => source.bounded(),
+        other => {
+            return Err(connector_error(
+                table,
+                format!("'scan.bounded.mode' must be unbounded or latest-offset, not '{other}'"),
+            ))
+        }
+    };
+    for (key, value) in properties(table) {
+        source = source.with_property(&key, &value);
+    }
+    let upserts = env
+        .add_parallel_source(source, &format!("{}[upsert-kafka]", table.name))
+        .uid(&crate::plan::state_uid(&format!(
+            "Source[{}; upsert-kafka]",
+            table.name.to_lowercase()
+        )));
+    // The key's position in the declared row (computed columns may sit
+    // between physical ones).
+    let key_positions: Vec<usize> = key_columns(table)?
+        .into_iter()
+        .map(|k| rows.order.iter().position(|&o| o == k).unwrap_or(k))
+        .collect();
+    let normalized = upserts
+        .key_by(move |r: &Row| {
+            key_positions
+                .iter()
+                .map(|&i| r.values[i].clone())
+                .collect::<Vec<_>>()
+        })
+        .process(ChangelogNormalize { last: None });
+    Ok(crate::plan::stateful(
+        normalized,
+        &format!("ChangelogNormalize[{}]", table.name.to_lowercase()),
+    ))
+}
+
+/// Each key's last row, turning upserts and deletes into a changelog.
+#[derive(Clone)]
+struct ChangelogNormalize {
+    last: Option<ValueState<Vec<crate::value::Value>>>,
+}
+
+impl KeyedProcessFunction<Vec<crate::value::Value>, Row, Row> for ChangelogNormalize {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.last = Some(ctx.get_state(&ValueStateDescriptor::new("last-row"))?);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        row: Row,
+        _ctx: &mut ProcessContext<'_, Vec<crate::value::Value>>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        use crate::value::RowKind;
+        let state = self.last.as_ref().ok_or("not open")?;
+        let last = state.value()?;
+        let emit = |out: &mut Collector<'_, Row>, kind, values: Vec<crate::value::Value>| {
+            out.collect(Row {
+                kind,
+                values: values.into(),
+            })
+        };
+        if row.kind == RowKind::Delete {
+            if let Some(old) = last {
+                emit(out, RowKind::Delete, old);
+                state.clear()?;
+            }
+            return Ok(());
+        }
+        let new = row.values.into_vec();
+        match last {
+            None => emit(out, RowKind::Insert, new.clone()),
+            Some(old) if old == new => return Ok(()),
+            Some(old) => {
+                emit(out, RowKind::UpdateBefore, old);
+                emit(out, RowKind::UpdateAfter, new.clone());
+            }
+        }
+        state.update(new)?;
+        Ok(())
+    }
+}
+
+/// Writes a changelog (already in the table's columns) to an
+/// `upsert-kafka` table: inserts and updates as records keyed by the
+/// primary key, deletes as tombstones; `-U` rows are not written (the
+/// `+U` after them replaces the key's row).
+pub(crate) fn upsert_kafka_sink(stream: DataStream<Row>, table: &TableDef) -> Result<(), SqlError> {
+    check_options(
+        table,
+        &upsert_options(table)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    )?;
+    let servers = required(table, "properties.bootstrap.servers")?;
+    let topic = required(table, "topic")?;
+    let keys = key_columns(table)?;
+    let key_format = RowFormat::of(table, "key.format", "key.")?;
+    let value_format = RowFormat::of(table, "value.format", "value.")?;
+    let value_has_key = value_has_key(table)?;
+    let columns: Vec<(String, SqlType)> =
+        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+    let key_cols: Vec<(String, SqlType)> = keys.iter().map(|&i| columns[i].clone()).collect();
+    let value_cols: Vec<usize> = (0..columns.len())
+        .filter(|i| value_has_key || !keys.contains(i))
+        .collect();
+    let value_schema: Vec<(String, SqlType)> =
+        value_cols.iter().map(|&i| columns[i].clone()).collect();
+    let mut sink = KafkaSink::with_tombstones(servers, topic, move |row: &Row| {
+        let key: Vec<crate::value::Value> = keys.iter().map(|&i| row.values[i].clone()).collect();
+        let key = key_format.encode(&key_cols, &key).into_bytes();
+        if row.kind == crate::value::RowKind::Delete {
+            return Ok((Some(key), None));
+        }
+        let values: Vec<crate::value::Value> =
+            value_cols.iter().map(|&i| row.values[i].clone()).collect();
+        Ok((
+            Some(key),
+            Some(value_format.encode(&value_schema, &values).into_bytes()),
+        ))
+    });
+    let guarantee = match table
+        .option("sink.delivery-guarantee")
+        .unwrap_or("at-least-once")
+    {
+        "none" => DeliveryGuarantee::None,
+        "at-least-once" => DeliveryGuarantee::AtLeastOnce,
+        other => {
+            let why = format!(
+                "'sink.delivery-guarantee' of upsert-kafka must be none or at-least-once (upserts are idempotent), not '{other}'"
+            );
+            return Err(connector_error(table, why));
+        }
+    };
+    sink = sink.with_delivery_guarantee(guarantee);
+    for (key, value) in properties(table) {
+        sink = sink.with_property(&key, &value);
+    }
+    stream
+        .filter(|r: &Row| r.kind != crate::value::RowKind::UpdateBefore)
+        .add_sink(sink)
+        .name(&format!("Sink: {}[upsert-kafka]", table.name))
+        .uid(&crate::plan::state_uid(&format!(
+            "Sink[{}; upsert-kafka]",
+            table.name.to_lowercase()
+        )));
+    Ok(())
+}

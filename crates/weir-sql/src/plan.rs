@@ -593,7 +593,8 @@ fn plan_table_reading(
                 rowtime,
                 proctime,
                 window: None,
-                updating: false,
+                // An upsert table's rows are a changelog.
+                updating: table.option("connector") == Some("upsert-kafka"),
                 steps,
             })
         }

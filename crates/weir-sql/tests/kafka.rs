@@ -115,3 +115,45 @@ fn kafka_table_mistakes_are_named() {
     );
     assert!(e.contains("the kafka sink takes inserts only"), "{e}");
 }
+
+#[test]
+fn an_upsert_kafka_table_keeps_each_keys_last_row() -> Result<(), SqlError> {
+    let kafka = LocalKafka::start().unwrap_or_else(|e| panic!("{e}"));
+    kafka.create_topic("counts", 1).expect("topic");
+    let servers = kafka.bootstrap_servers();
+    let table = |name: &str, extra: &str| {
+        format!(
+            "CREATE TABLE {name} (n BIGINT, buyers BIGINT, PRIMARY KEY (n) NOT ENFORCED)
+             WITH ('connector' = 'upsert-kafka', 'topic' = 'counts',
+                   'properties.bootstrap.servers' = '{servers}',
+                   'key.format' = 'json', 'value.format' = 'json'{extra});"
+        )
+    };
+    // How many buyers have n orders: groups empty as buyers move on, so
+    // the topic gets tombstones as well as upserts.
+    let script = format!(
+        "CREATE TABLE orders (id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                 'csv.null-literal' = 'null');
+         {}
+         INSERT INTO sunk SELECT n, COUNT(*) FROM (SELECT buyer, COUNT(*) AS n FROM orders GROUP BY buyer) GROUP BY n;
+         {}
+         SELECT * FROM back;",
+        orders_csv().display(),
+        table("sunk", ", 'properties.batch.num.messages' = '1'"),
+        table("back", ", 'scan.bounded.mode' = 'latest-offset'"),
+    );
+    let lines = support::changelog(&script)?;
+    assert!(lines.iter().any(|l| l.starts_with("-D")), "{lines:?}");
+    // alice 4 orders, bob 3, carol 2, dave 1.
+    assert_eq!(
+        support::materialize(&lines),
+        ["[1, 1]", "[2, 1]", "[3, 1]", "[4, 1]"]
+    );
+    let records = weir_connectors::kafka::read_topic(&servers, "counts").expect("read");
+    assert!(
+        records.iter().any(|r| r.value.is_empty()),
+        "tombstones in the topic"
+    );
+    Ok(())
+}

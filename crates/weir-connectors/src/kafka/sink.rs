@@ -40,8 +40,10 @@ pub enum DeliveryGuarantee {
     ExactlyOnce,
 }
 
-/// A record's key and value as bytes, or why it has none.
-type Serializer<T> = Arc<dyn Fn(&T) -> Result<(Option<Vec<u8>>, Vec<u8>), String> + Send + Sync>;
+/// A record's key and value as bytes (no value: a tombstone), or why it
+/// has none.
+type Serializer<T> =
+    Arc<dyn Fn(&T) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), String> + Send + Sync>;
 /// A record's topic, when it is chosen per record.
 type TopicSelector<T> = Arc<dyn Fn(&T) -> String + Send + Sync>;
 /// A record's partition, when the user chooses it (`None`: Kafka's
@@ -59,6 +61,9 @@ pub(crate) struct Encoded {
     pub timestamp: Option<i64>,
     pub key: Option<Vec<u8>>,
     pub value: Vec<u8>,
+    /// A record without a value (a compacted topic's delete).
+    #[serde(default)]
+    pub tombstone: bool,
 }
 
 /// How records become Kafka records: everything of a sink but its
@@ -79,13 +84,19 @@ impl<T> Encoder<T> {
         topic: &str,
         serialize: impl Fn(&T) -> (Option<Vec<u8>>, Vec<u8>) + Send + Sync + 'static,
     ) -> Self {
-        Self::fallible(servers, topic, move |v| Ok(serialize(v)))
+        Self::fallible(servers, topic, move |v| {
+            let (key, value) = serialize(v);
+            Ok((key, Some(value)))
+        })
     }
 
     pub fn fallible(
         servers: &str,
         topic: &str,
-        serialize: impl Fn(&T) -> Result<(Option<Vec<u8>>, Vec<u8>), String> + Send + Sync + 'static,
+        serialize: impl Fn(&T) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), String>
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
         Encoder {
             servers: servers.to_string(),
@@ -105,7 +116,8 @@ impl<T> Encoder<T> {
             partition: self.partitioner.as_ref().and_then(|p| p(value)),
             timestamp,
             key,
-            value: payload,
+            tombstone: payload.is_none(),
+            value: payload.unwrap_or_default(),
         })
     }
 
@@ -134,9 +146,12 @@ impl<T> Encoder<T> {
         headers: Option<&OwnedHeaders>,
     ) -> FunctionResult {
         let topic = record.topic.as_deref().unwrap_or(&self.topic);
-        let mut message = BaseRecord::to(topic).payload(&record.value);
+        let mut message: BaseRecord<'_, [u8], [u8], ()> = BaseRecord::to(topic);
+        if !record.tombstone {
+            message = message.payload(&record.value[..]);
+        }
         if let Some(key) = &record.key {
-            message = message.key(key);
+            message = message.key(&key[..]);
         }
         if let Some(partition) = record.partition {
             message = message.partition(partition);
@@ -292,8 +307,25 @@ impl<T> KafkaSink<T> {
     ) -> Self {
         let mut sink = KafkaSink::new(bootstrap_servers, topic, |_: &T| (None, Vec::new()));
         sink.encoder = Arc::new(Encoder::fallible(bootstrap_servers, topic, move |v| {
-            Ok((None, format.encode(v)?))
+            Ok((None, Some(format.encode(v)?)))
         }));
+        sink
+    }
+
+    /// Records to `topic` with keys, where a record without a value is a
+    /// tombstone (the delete of its key in a compacted topic, as Flink's
+    /// `upsert-kafka` sink writes it); a record `serialize` fails on fails
+    /// the job.
+    pub fn with_tombstones(
+        bootstrap_servers: &str,
+        topic: &str,
+        serialize: impl Fn(&T) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>), String>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        let mut sink = KafkaSink::new(bootstrap_servers, topic, |_: &T| (None, Vec::new()));
+        sink.encoder = Arc::new(Encoder::fallible(bootstrap_servers, topic, serialize));
         sink
     }
 
