@@ -30,6 +30,11 @@ pub(crate) struct SqlOptions {
     /// dropped), as `weir run -n`.
     #[arg(short = 'n', long = "allow-non-restored-state")]
     allow_non_restored_state: bool,
+    /// The interactive shell's history file (default
+    /// ~/.local/share/weir/sql-history); the arrow keys recall earlier
+    /// statements, of this session and the ones before.
+    #[arg(long = "history", value_name = "FILE")]
+    history: Option<PathBuf>,
 }
 
 pub(crate) fn run(options: SqlOptions) -> anyhow::Result<ExitCode> {
@@ -56,23 +61,123 @@ pub(crate) fn run(options: SqlOptions) -> anyhow::Result<ExitCode> {
             session.execute_script(&script)?;
             Ok(ExitCode::SUCCESS)
         }
-        None => shell(&mut session),
+        None => shell(&mut session, options.history),
     }
+}
+
+/// Where the shell's lines come from: a terminal (line editing, the
+/// history of earlier sessions with the arrow keys, as Flink's SQL client
+/// has) or a pipe (lines as they come).
+enum Lines {
+    Terminal {
+        editor: Box<rustyline::DefaultEditor>,
+        history: Option<PathBuf>,
+    },
+    Piped(std::io::Lines<std::io::StdinLock<'static>>),
+}
+
+impl Lines {
+    fn open(history: Option<PathBuf>) -> anyhow::Result<Lines> {
+        use std::io::IsTerminal;
+        if !std::io::stdin().is_terminal() {
+            return Ok(Lines::Piped(std::io::stdin().lock().lines()));
+        }
+        let mut editor =
+            rustyline::DefaultEditor::new().context("opening the terminal for line editing")?;
+        if let Some(path) = &history {
+            // A first session has no history yet.
+            let _ = editor.load_history(path);
+        }
+        Ok(Lines::Terminal {
+            editor: Box::new(editor),
+            history,
+        })
+    }
+
+    /// The next line.
+    fn next(&mut self, prompt: &str) -> anyhow::Result<Line> {
+        match self {
+            Lines::Piped(lines) => {
+                let mut out = std::io::stdout();
+                write!(out, "{prompt}")?;
+                out.flush()?;
+                match lines.next().transpose().context("reading standard input")? {
+                    Some(line) => Ok(Line::Text(line)),
+                    None => Ok(Line::End),
+                }
+            }
+            Lines::Terminal { editor, .. } => match editor.readline(prompt) {
+                Ok(line) => Ok(Line::Text(line)),
+                Err(rustyline::error::ReadlineError::Eof) => Ok(Line::End),
+                // Ctrl-C drops the statement being typed, as Flink's does.
+                Err(rustyline::error::ReadlineError::Interrupted) => Ok(Line::Cancel),
+                Err(e) => Err(e).context("reading the terminal"),
+            },
+        }
+    }
+
+    /// Keeps a statement in the history (and its file).
+    fn remember(&mut self, statement: &str) {
+        if let Lines::Terminal { editor, history } = self {
+            let _ = editor.add_history_entry(statement.trim());
+            if let Some(path) = history {
+                if let Some(dir) = path.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                if let Err(e) = editor.save_history(path) {
+                    eprintln!(
+                        "[WARNING] cannot write the history to {}: {e}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// What the shell read.
+enum Line {
+    Text(String),
+    /// Ctrl-C: forget the statement being typed.
+    Cancel,
+    End,
+}
+
+/// Where the shell keeps its history: `--history`, else
+/// `~/.local/share/weir/sql-history` (Flink's is `~/.flink-sql-history`).
+fn history_file(given: Option<PathBuf>) -> Option<PathBuf> {
+    given.or_else(|| {
+        let base = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+        Some(base.join("weir").join("sql-history"))
+    })
 }
 
 /// Reads statements (ending with ';') line by line and runs each; an error
 /// is printed and the shell goes on. Ends at end of input or `QUIT;`.
-fn shell(session: &mut Session) -> anyhow::Result<ExitCode> {
-    let stdin = std::io::stdin();
+fn shell(session: &mut Session, history: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let mut lines = Lines::open(history_file(history))?;
     let mut pending = String::new();
     let mut failed = false;
-    prompt(&pending)?;
-    for line in stdin.lock().lines() {
-        let line = line.context("reading standard input")?;
+    loop {
+        let line = match lines.next(if pending.is_empty() {
+            "Weir SQL> "
+        } else {
+            "> "
+        })? {
+            Line::Text(line) => line,
+            Line::Cancel => {
+                pending.clear();
+                continue;
+            }
+            Line::End => break,
+        };
         pending.push_str(&line);
         pending.push('\n');
         if line.trim_end().ends_with(';') {
             let statement = std::mem::take(&mut pending);
+            lines.remember(&statement);
             let trimmed = statement.trim().trim_end_matches(';').trim();
             if trimmed.eq_ignore_ascii_case("quit") || trimmed.eq_ignore_ascii_case("exit") {
                 return Ok(ExitCode::SUCCESS);
@@ -82,26 +187,10 @@ fn shell(session: &mut Session) -> anyhow::Result<ExitCode> {
                 failed = true;
             }
         }
-        prompt(&pending)?;
     }
     Ok(if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn prompt(pending: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout();
-    write!(
-        out,
-        "{}",
-        if pending.is_empty() {
-            "Weir SQL> "
-        } else {
-            "> "
-        }
-    )?;
-    out.flush()?;
-    Ok(())
 }
