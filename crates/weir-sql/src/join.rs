@@ -39,7 +39,7 @@ pub(crate) fn qualifier(relation: &TableFactor) -> String {
 }
 
 /// The conjuncts of an `AND` tree.
-fn conjuncts(e: &Expr) -> Vec<&Expr> {
+pub(crate) fn conjuncts(e: &Expr) -> Vec<&Expr> {
     match e {
         Expr::BinaryOp {
             left,
@@ -190,11 +190,9 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowJoinFunction {
         let Some(end) = values[self.ends[side]].as_i64() else {
             return Ok(());
         };
-        let mut timers = ctx.timer_service();
-        if end - 1 <= timers.current_watermark() {
+        if !crate::window::hold_until_end(ctx, end) {
             return Ok(());
         }
-        timers.register_event_time_timer(end - 1);
         let sides = self.sides.as_ref().ok_or("the window join is not open")?;
         let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
         sides[side].add((values, null_key))?;

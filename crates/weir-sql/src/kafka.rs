@@ -330,6 +330,51 @@ fn value_has_key(table: &TableDef) -> Result<bool, SqlError> {
     }
 }
 
+/// How an `upsert-kafka` table's rows are records: the key columns in the
+/// key format, the value's columns (all, or all but the key's) in the
+/// value format. Its options are checked on the way.
+struct UpsertLayout {
+    columns: Vec<(String, SqlType)>,
+    /// The key columns, by physical index.
+    keys: Vec<usize>,
+    key_format: RowFormat,
+    value_format: RowFormat,
+    key_cols: Vec<(String, SqlType)>,
+    /// The value's columns, by physical index.
+    value_cols: Vec<usize>,
+    value_schema: Vec<(String, SqlType)>,
+}
+
+impl UpsertLayout {
+    fn of(table: &TableDef) -> Result<UpsertLayout, SqlError> {
+        check_options(
+            table,
+            &upsert_options(table)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )?;
+        let keys = key_columns(table)?;
+        let value_has_key = value_has_key(table)?;
+        let columns: Vec<(String, SqlType)> =
+            table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+        let key_cols = keys.iter().map(|&i| columns[i].clone()).collect();
+        let value_cols: Vec<usize> = (0..columns.len())
+            .filter(|i| value_has_key || !keys.contains(i))
+            .collect();
+        let value_schema = value_cols.iter().map(|&i| columns[i].clone()).collect();
+        Ok(UpsertLayout {
+            key_format: RowFormat::of(table, "key.format", "key.")?,
+            value_format: RowFormat::of(table, "value.format", "value.")?,
+            columns,
+            keys,
+            key_cols,
+            value_cols,
+            value_schema,
+        })
+    }
+}
+
 /// The rows of an `upsert-kafka` table: each record an upsert of its key
 /// (a tombstone its delete), turned into a changelog (`+I` for a new key,
 /// `-U`/`+U` for a changed row, `-D` for a delete) by keeping each key's
@@ -340,30 +385,20 @@ pub(crate) fn upsert_kafka_source(
     rows: &TableRows,
     physical: &[bool],
 ) -> Result<DataStream<Row>, SqlError> {
-    check_options(
-        table,
-        &upsert_options(table)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    )?;
     let servers = required(table, "properties.bootstrap.servers")?;
     let topics: Vec<&str> = required(table, "topic")?
         .split(';')
         .map(str::trim)
         .collect();
-    let keys = key_columns(table)?;
-    let key_format = RowFormat::of(table, "key.format", "key.")?;
-    let value_format = RowFormat::of(table, "value.format", "value.")?;
-    let value_has_key = value_has_key(table)?;
-    let columns: Vec<(String, SqlType)> =
-        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
-    let key_cols: Vec<(String, SqlType)> = keys.iter().map(|&i| columns[i].clone()).collect();
-    let value_cols: Vec<usize> = (0..columns.len())
-        .filter(|i| value_has_key || !keys.contains(i))
-        .collect();
-    let value_schema: Vec<(String, SqlType)> =
-        value_cols.iter().map(|&i| columns[i].clone()).collect();
+    let UpsertLayout {
+        columns,
+        keys,
+        key_format,
+        value_format,
+        key_cols,
+        value_cols,
+        value_schema,
+    } = UpsertLayout::of(table)?;
     // Everything is read: a key's row must be whole to be retracted.
     let _ = physical;
     let decode = RowDecoder::new(
@@ -491,27 +526,17 @@ impl KeyedProcessFunction<Vec<crate::value::Value>, Row, Row> for ChangelogNorma
 /// primary key, deletes as tombstones; `-U` rows are not written (the
 /// `+U` after them replaces the key's row).
 pub(crate) fn upsert_kafka_sink(stream: DataStream<Row>, table: &TableDef) -> Result<(), SqlError> {
-    check_options(
-        table,
-        &upsert_options(table)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    )?;
     let servers = required(table, "properties.bootstrap.servers")?;
     let topic = required(table, "topic")?;
-    let keys = key_columns(table)?;
-    let key_format = RowFormat::of(table, "key.format", "key.")?;
-    let value_format = RowFormat::of(table, "value.format", "value.")?;
-    let value_has_key = value_has_key(table)?;
-    let columns: Vec<(String, SqlType)> =
-        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
-    let key_cols: Vec<(String, SqlType)> = keys.iter().map(|&i| columns[i].clone()).collect();
-    let value_cols: Vec<usize> = (0..columns.len())
-        .filter(|i| value_has_key || !keys.contains(i))
-        .collect();
-    let value_schema: Vec<(String, SqlType)> =
-        value_cols.iter().map(|&i| columns[i].clone()).collect();
+    let UpsertLayout {
+        keys,
+        key_format,
+        value_format,
+        key_cols,
+        value_cols,
+        value_schema,
+        ..
+    } = UpsertLayout::of(table)?;
     let mut sink = KafkaSink::with_tombstones(servers, topic, move |row: &Row| {
         let key: Vec<crate::value::Value> = keys.iter().map(|&i| row.values[i].clone()).collect();
         let key = key_format.encode(&key_cols, &key).into_bytes();

@@ -130,32 +130,6 @@ fn rank_range(e: &Expr, alias: &str) -> Option<Ranks> {
     }
 }
 
-fn conjuncts(e: &Expr) -> Vec<&Expr> {
-    match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            let mut out = conjuncts(left);
-            out.extend(conjuncts(right));
-            out
-        }
-        Expr::Nested(inner)
-            if matches!(
-                **inner,
-                Expr::BinaryOp {
-                    op: BinaryOperator::And,
-                    ..
-                }
-            ) =>
-        {
-            conjuncts(inner)
-        }
-        other => vec![other],
-    }
-}
-
 /// The `ROW_NUMBER() OVER (…)` item of a `SELECT` list: its index, alias
 /// and window.
 fn row_number_item(select: &Select) -> Option<(usize, &Ident, &Expr)> {
@@ -223,7 +197,7 @@ pub(crate) fn plan_ranked(
         .selection
         .as_ref()
         .map(|w| {
-            conjuncts(w)
+            crate::join::conjuncts(w)
                 .into_iter()
                 .find_map(|c| rank_range(c, &alias.value))
         })
@@ -465,13 +439,11 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowTopN {
         let Some(end) = row.values[self.window_end].as_i64() else {
             return Ok(());
         };
-        let mut timers = ctx.timer_service();
         // A row of a window already ranked is late: dropped, as Flink's
         // window rank drops it.
-        if end - 1 <= timers.current_watermark() {
+        if !crate::window::hold_until_end(ctx, end) {
             return Ok(());
         }
-        timers.register_event_time_timer(end - 1);
         let rows = self.rows.as_ref().ok_or("the window rank is not open")?;
         rows.add(row.values.into_vec())?;
         Ok(())
