@@ -23,7 +23,8 @@ rows="${1:-5000000}"
 source "$root/scripts/flink-env.sh"
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time not found: apt-get install -y time" >&2; exit 1; }
 cp=""
-for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/log4j-*.jar; do
+for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/flink-cep-*.jar \
+  "$FLINK_LIB"/log4j-*.jar; do
   cp="${cp:+$cp:}$j"
 done
 build="$root/target/flink-sql-peer"
@@ -41,18 +42,18 @@ source_ddl="CREATE TABLE src (
   'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '$rows');"
 cat > "$work/filter.sql" <<EOF
 $source_ddl
-CREATE TABLE out (id BIGINT, k BIGINT) WITH ('connector' = 'blackhole');
-INSERT INTO out SELECT id, k FROM src WHERE MOD(id, 7) = 0;
+CREATE TABLE sunk (id BIGINT, k BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO sunk SELECT id, k FROM src WHERE MOD(id, 7) = 0;
 EOF
 cat > "$work/group.sql" <<EOF
 $source_ddl
-CREATE TABLE out (k BIGINT, n BIGINT, total BIGINT) WITH ('connector' = 'blackhole');
-INSERT INTO out SELECT k, COUNT(*), SUM(id) FROM src GROUP BY k;
+CREATE TABLE sunk (k BIGINT, n BIGINT, total BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO sunk SELECT k, COUNT(*), SUM(id) FROM src GROUP BY k;
 EOF
 cat > "$work/window.sql" <<EOF
 $source_ddl
-CREATE TABLE out (k BIGINT, ws TIMESTAMP(3), n BIGINT, total BIGINT) WITH ('connector' = 'blackhole');
-INSERT INTO out SELECT k, window_start, COUNT(*), SUM(id)
+CREATE TABLE sunk (k BIGINT, ws TIMESTAMP(3), n BIGINT, total BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO sunk SELECT k, window_start, COUNT(*), SUM(id)
 FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '10' SECOND))
 GROUP BY k, window_start, window_end;
 EOF
