@@ -198,6 +198,12 @@ impl WatermarkGenerator<Row> for SqlWatermarks {
     }
 }
 
+/// Whether the table's rows are a changelog (`-U`/`-D` rows too), as an
+/// upsert table's are, rather than inserts only.
+pub(crate) fn is_changelog(table: &TableDef) -> bool {
+    table.option("connector") == Some("upsert-kafka")
+}
+
 /// The rows of `table` read as a source, in declared column order, with
 /// timestamps and watermarks if it declares a watermark.
 pub(crate) fn source(

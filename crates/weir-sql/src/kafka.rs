@@ -63,15 +63,17 @@ fn known_options(table: &TableDef, source: bool) -> Vec<String> {
         table.option(key).unwrap_or_default(),
         prefix,
     ));
-    // librdkafka's own settings pass through.
-    known.extend(
-        table
-            .options
-            .keys()
-            .filter(|k| k.starts_with("properties."))
-            .cloned(),
-    );
+    known.extend(passed_through(table));
     known
+}
+
+/// The `properties.*` options: librdkafka's own settings, passed through.
+fn passed_through(table: &TableDef) -> impl Iterator<Item = String> + '_ {
+    table
+        .options
+        .keys()
+        .filter(|k| k.starts_with("properties."))
+        .cloned()
 }
 
 /// Which option names the value format (`format` or `value.format`) and
@@ -307,13 +309,7 @@ fn upsert_options(table: &TableDef) -> Vec<String> {
         table.option("value.format").unwrap_or_default(),
         "value.",
     ));
-    known.extend(
-        table
-            .options
-            .keys()
-            .filter(|k| k.starts_with("properties."))
-            .cloned(),
-    );
+    known.extend(passed_through(table));
     known
 }
 

@@ -589,8 +589,7 @@ fn plan_table_reading(
                 rowtime,
                 proctime,
                 window: None,
-                // An upsert table's rows are a changelog.
-                updating: table.option("connector") == Some("upsert-kafka"),
+                updating: connector::is_changelog(table),
                 steps,
             })
         }

@@ -41,11 +41,19 @@ struct SortKey {
 /// How two rows compare under `keys` (NULLs first when ascending, last
 /// when descending, unless the query says otherwise, as in Flink).
 fn compare(keys: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
-    for k in keys {
-        let (x, y) = (
-            (k.eval)(a).unwrap_or(Value::Null),
-            (k.eval)(b).unwrap_or(Value::Null),
-        );
+    compare_values(keys, &sort_values(keys, a), &sort_values(keys, b))
+}
+
+/// A row's values of the `ORDER BY` keys.
+fn sort_values(keys: &[SortKey], row: &[Value]) -> Vec<Value> {
+    keys.iter()
+        .map(|k| (k.eval)(row).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// How two rows' `ORDER BY` values (see [`sort_values`]) compare.
+fn compare_values(keys: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
+    for ((k, x), y) in keys.iter().zip(a).zip(b) {
         let o = match (x.is_null(), y.is_null()) {
             (true, true) => Ordering::Equal,
             (true, false) if k.nulls_first => Ordering::Less,
@@ -53,7 +61,7 @@ fn compare(keys: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
             (false, true) if k.nulls_first => Ordering::Greater,
             (false, true) => Ordering::Less,
             (false, false) => {
-                let o = x.compare(&y).unwrap_or(Ordering::Equal);
+                let o = x.compare(y).unwrap_or(Ordering::Equal);
                 if k.ascending {
                     o
                 } else {
@@ -456,11 +464,16 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowTopN {
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let rows = self.rows.as_ref().ok_or("the window rank is not open")?;
-        let mut all = rows.get()?;
+        let all = rows.get()?;
         rows.clear()?;
         // Stable: equal rows keep their arrival order.
-        all.sort_by(|a, b| compare(&self.order, a, b));
-        for (i, mut values) in all.into_iter().enumerate() {
+        // Each row's keys once, not once per comparison.
+        let mut keyed: Vec<(Vec<Value>, Vec<Value>)> = all
+            .into_iter()
+            .map(|row| (sort_values(&self.order, &row), row))
+            .collect();
+        keyed.sort_by(|a, b| compare_values(&self.order, &a.0, &b.0));
+        for (i, (_, mut values)) in keyed.into_iter().enumerate() {
             let rank = i as i64 + 1;
             if rank > self.ranks.last {
                 break;
@@ -634,14 +647,18 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for TopN {
             r.push(Value::BigInt(rank as i64));
             r
         };
-        let before = self.shown.then(|| top.clone());
         top.insert(at, values);
         let evicted = (top.len() > self.n).then(|| top.pop()).flatten();
         if self.shown {
-            let before = before.unwrap_or_default();
             for (rank0, row) in top.iter().enumerate().skip(at) {
                 let rank = rank0 + 1;
-                match before.get(rank0) {
+                // What held this rank before the new row pushed it down:
+                // the row now one below, or, at the last rank, the one
+                // pushed out (none: the rank is filled the first time).
+                let old = top
+                    .get(rank0 + 1)
+                    .or(evicted.as_ref().filter(|_| rank == self.n));
+                match old {
                     Some(old) => {
                         out.collect(Row {
                             kind: RowKind::UpdateBefore,
