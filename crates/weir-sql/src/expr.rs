@@ -23,6 +23,20 @@ pub(crate) type Eval = Arc<dyn Fn(&[Value]) -> Result<Value, String> + Send + Sy
 pub(crate) struct Compiled {
     pub eval: Eval,
     pub ty: SqlType,
+    /// What the expression is, where that lets its users read the row
+    /// directly rather than call `eval`.
+    pub shape: Shape,
+}
+
+/// What an expression is, as far as its users can do better than call it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Shape {
+    /// Column `i` of the row, as it is.
+    Column(usize),
+    /// The same value for every row.
+    Constant(Value),
+    /// Anything else.
+    Computed,
 }
 
 /// The columns an expression can name: the input row's.
@@ -141,6 +155,7 @@ fn at(e: &Expr) -> Position {
 
 fn constant(v: Value, ty: SqlType) -> Compiled {
     Compiled {
+        shape: Shape::Constant(v.clone()),
         eval: Arc::new(move |_| Ok(v.clone())),
         ty,
     }
@@ -213,6 +228,7 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
                     expect_type(&c, SqlType::Boolean, expr)?;
                     let f = c.eval;
                     Ok(Compiled {
+                        shape: Shape::Computed,
                         eval: Arc::new(move |r| {
                             Ok(match f(r)? {
                                 Value::Boolean(b) => Value::Boolean(!b),
@@ -237,6 +253,7 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
             let f = compile(x, scope)?.eval;
             let negate = matches!(e, Expr::IsNotNull(_));
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| Ok(Value::Boolean(f(r)?.is_null() != negate))),
                 ty: SqlType::Boolean,
             })
@@ -252,6 +269,7 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
                 _ => (false, true),
             };
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     let is = matches!(f(r)?, Value::Boolean(b) if b == want);
                     Ok(Value::Boolean(is != negate))
@@ -302,6 +320,7 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
             expect_type(&p, SqlType::String, pattern)?;
             let (sf, pf, negated) = (s.eval, p.eval, *negated);
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     Ok(match (sf(r)?, pf(r)?) {
                         (Value::String(s), Value::String(p)) => {
@@ -337,6 +356,7 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
             let f = c.eval;
             let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| match cast(f(r)?, from, ty) {
                     Ok(v) => Ok(v),
                     Err(_) if try_cast => Ok(Value::Null),
@@ -365,6 +385,7 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
                 .transpose()?;
             let (sf, ff, lf) = (s.eval, from.map(|c| c.eval), len.map(|c| c.eval));
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     let Value::String(s) = sf(r)? else {
                         return Ok(Value::Null);
@@ -405,6 +426,7 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
             let f = s.eval;
             let side = trim_where.as_ref().map(|w| w.to_string());
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     Ok(match f(r)? {
                         Value::String(s) => Value::string(match side.as_deref() {
@@ -432,8 +454,30 @@ fn column(scope: &Scope, name: &str, at: Position) -> Result<Compiled, SqlError>
 
 fn column_at(scope: &Scope, i: usize) -> Compiled {
     Compiled {
+        shape: Shape::Column(i),
         eval: Arc::new(move |r| Ok(r[i].clone())),
         ty: scope.columns[i].1,
+    }
+}
+
+/// A binary operator over `l` and `r`: `f` of their values, each read
+/// the cheapest way its shape allows. Reading a column borrows it from the
+/// row and a constant is held by the closure, instead of calling `eval`
+/// (which clones); `f` is compiled into each case.
+fn pair<F>(l: &Compiled, r: &Compiled, f: F) -> Eval
+where
+    F: Fn(&Value, &Value) -> Result<Value, String> + Send + Sync + 'static,
+{
+    let (fl, fr) = (l.eval.clone(), r.eval.clone());
+    match (l.shape.clone(), r.shape.clone()) {
+        (Shape::Column(i), Shape::Constant(c)) => Arc::new(move |row| f(&row[i], &c)),
+        (Shape::Constant(c), Shape::Column(j)) => Arc::new(move |row| f(&c, &row[j])),
+        (Shape::Column(i), Shape::Column(j)) => Arc::new(move |row| f(&row[i], &row[j])),
+        (Shape::Column(i), _) => Arc::new(move |row| f(&row[i], &fr(row)?)),
+        (_, Shape::Column(j)) => Arc::new(move |row| f(&fl(row)?, &row[j])),
+        (_, Shape::Constant(c)) => Arc::new(move |row| f(&fl(row)?, &c)),
+        (Shape::Constant(c), _) => Arc::new(move |row| f(&c, &fr(row)?)),
+        _ => Arc::new(move |row| f(&fl(row)?, &fr(row)?)),
     }
 }
 
@@ -513,6 +557,7 @@ fn expect_type(c: &Compiled, ty: SqlType, e: &Expr) -> Result<(), SqlError> {
 fn not(c: Compiled) -> Compiled {
     let f = c.eval;
     Compiled {
+        shape: Shape::Computed,
         eval: Arc::new(move |r| {
             Ok(match f(r)? {
                 Value::Boolean(b) => Value::Boolean(!b),
@@ -527,6 +572,7 @@ fn not(c: Compiled) -> Compiled {
 fn logic(and: bool, a: Compiled, b: Compiled) -> Compiled {
     let (fa, fb) = (a.eval, b.eval);
     Compiled {
+        shape: Shape::Computed,
         eval: Arc::new(move |r| {
             let x = fa(r)?;
             // Short-circuit: FALSE AND …, TRUE OR … .
@@ -588,49 +634,33 @@ fn binary(
                 _ => |o| o != Ordering::Less,
             };
             let integers = |t: SqlType| matches!(t, SqlType::Int | SqlType::BigInt);
-            if integers(l.ty) && integers(r.ty) {
+            let eval = if integers(l.ty) && integers(r.ty) {
                 // The common case of filters: integers, often against a
                 // constant, compared without the general comparison.
-                let fl = l.eval;
-                if let Some((c, _)) = constant_value(right) {
-                    let Some(y) = c.as_i64() else {
-                        return Ok(constant(Value::Null, SqlType::Boolean));
-                    };
-                    return Ok(Compiled {
-                        eval: Arc::new(move |row| {
-                            Ok(match fl(row)?.as_i64() {
-                                Some(x) => Value::Boolean(test(x.cmp(&y))),
-                                None => Value::Null,
-                            })
-                        }),
-                        ty: SqlType::Boolean,
-                    });
-                }
-                let fr = r.eval;
-                return Ok(Compiled {
-                    eval: Arc::new(move |row| {
-                        Ok(match (fl(row)?.as_i64(), fr(row)?.as_i64()) {
-                            (Some(x), Some(y)) => Value::Boolean(test(x.cmp(&y))),
-                            _ => Value::Null,
-                        })
-                    }),
-                    ty: SqlType::Boolean,
-                });
-            }
-            let (fl, fr) = (l.eval, r.eval);
-            Ok(Compiled {
-                eval: Arc::new(move |row| {
-                    Ok(match fl(row)?.compare(&fr(row)?) {
+                pair(&l, &r, move |a, b| {
+                    Ok(match (a.as_i64(), b.as_i64()) {
+                        (Some(x), Some(y)) => Value::Boolean(test(x.cmp(&y))),
+                        _ => Value::Null,
+                    })
+                })
+            } else {
+                pair(&l, &r, move |a, b| {
+                    Ok(match a.compare(b) {
                         Some(o) => Value::Boolean(test(o)),
                         None => Value::Null,
                     })
-                }),
+                })
+            };
+            Ok(Compiled {
+                shape: Shape::Computed,
+                eval,
                 ty: SqlType::Boolean,
             })
         }
         BinaryOperator::StringConcat => {
             let (fl, fr) = (l.eval, r.eval);
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |row| {
                     let (a, b) = (fl(row)?, fr(row)?);
                     if a.is_null() || b.is_null() {
@@ -720,7 +750,6 @@ fn arithmetic(
     let ty = numeric_result(&op, l.ty, r.ty).ok_or_else(|| {
         SqlError::validation(format!("cannot apply {op} to {} and {}", l.ty, r.ty), at)
     })?;
-    let (fl, fr) = (l.eval, r.eval);
     if matches!(ty, SqlType::Int | SqlType::BigInt) {
         // Integers: the operation chosen once, here, not per row.
         let int_op: fn(i64, i64) -> Option<i64> = match op {
@@ -732,8 +761,8 @@ fn arithmetic(
         };
         let int = ty == SqlType::Int;
         return Ok(Compiled {
-            eval: Arc::new(move |row| {
-                let (a, b) = (fl(row)?, fr(row)?);
+            shape: Shape::Computed,
+            eval: pair(&l, &r, move |a, b| {
                 let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) else {
                     return Ok(Value::Null);
                 };
@@ -742,7 +771,7 @@ fn arithmetic(
                     Some(v) => Ok(Value::BigInt(v)),
                     // Division by zero or overflow: the general path says
                     // which.
-                    None => apply(&op, &a, &b, ty),
+                    None => apply(&op, a, b, ty),
                 }
             }),
             ty,
@@ -764,8 +793,9 @@ fn arithmetic(
             _ => Value::Interval,
         };
         return Ok(Compiled {
-            eval: Arc::new(move |row| {
-                Ok(match (fl(row)?.as_i64(), fr(row)?.as_i64()) {
+            shape: Shape::Computed,
+            eval: pair(&l, &r, move |a, b| {
+                Ok(match (a.as_i64(), b.as_i64()) {
                     (Some(x), Some(y)) => make(x.saturating_add(sign * y)),
                     _ => Value::Null,
                 })
@@ -774,12 +804,12 @@ fn arithmetic(
         });
     }
     Ok(Compiled {
-        eval: Arc::new(move |row| {
-            let (a, b) = (fl(row)?, fr(row)?);
+        shape: Shape::Computed,
+        eval: pair(&l, &r, move |a, b| {
             if a.is_null() || b.is_null() {
                 return Ok(Value::Null);
             }
-            apply(&op, &a, &b, ty)
+            apply(&op, a, b, ty)
         }),
         ty,
     })
@@ -953,6 +983,7 @@ fn case(
         .collect();
     let otherwise = otherwise.map(|c| (c.eval, c.ty));
     Ok(Compiled {
+        shape: Shape::Computed,
         eval: Arc::new(move |r| {
             let subject = operand.as_ref().map(|f| f(r)).transpose()?;
             for (cond, result, rty) in &branches {
@@ -1134,6 +1165,7 @@ fn extract(field: &DateTimeField, x: Compiled, e: &Expr) -> Result<Compiled, Sql
     };
     let f = x.eval;
     Ok(Compiled {
+        shape: Shape::Computed,
         eval: Arc::new(move |r| {
             let ms = match f(r)? {
                 Value::Date(d) => i64::from(d) * 86_400_000,
@@ -1183,6 +1215,7 @@ fn function(
         expect_type(&compiled[0], SqlType::String, exprs[0])?;
         let g = compiled[0].eval.clone();
         Ok(Compiled {
+            shape: Shape::Computed,
             eval: Arc::new(move |r| {
                 Ok(match g(r)? {
                     Value::String(s) => f(&s),
@@ -1201,6 +1234,7 @@ fn function(
         "CONCAT" => {
             let fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     let mut out = String::new();
                     for f in &fs {
@@ -1223,6 +1257,7 @@ fn function(
             let ty = ty.ok_or_else(|| SqlError::validation("COALESCE needs arguments", at))?;
             let fs: Vec<(Eval, SqlType)> = compiled.into_iter().map(|c| (c.eval, c.ty)).collect();
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     for (f, fty) in &fs {
                         let v = f(r)?;
@@ -1245,6 +1280,7 @@ fn function(
                 compiled[2].clone(),
             );
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     if matches!(c(r)?, Value::Boolean(true)) {
                         cast((t.eval)(r)?, t.ty, ty)
@@ -1263,6 +1299,7 @@ fn function(
             }
             let ty = c.ty;
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     Ok(match (c.eval)(r)? {
                         Value::Int(v) => Value::Int(v.wrapping_abs()),
@@ -1289,6 +1326,7 @@ fn function(
         "PROCTIME" => {
             arity(0)?;
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(|_| {
                     let now = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
@@ -1322,6 +1360,7 @@ fn function(
                 }
             };
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     Ok(match (n.eval)(r)?.as_i64() {
                         Some(v) => Value::TimestampLtz(v.saturating_mul(scale)),
@@ -1354,6 +1393,7 @@ fn function(
             }
             expect_type(&pattern, SqlType::String, exprs[1])?;
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| {
                     let (Some(ms), Value::String(p)) = ((ts.eval)(r)?.as_i64(), (pattern.eval)(r)?)
                     else {
@@ -1371,6 +1411,7 @@ fn function(
             }
             let fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
             Ok(Compiled {
+                shape: Shape::Computed,
                 eval: Arc::new(move |r| match (fs[0](r)?, fs[1](r)?, fs[2](r)?) {
                     (Value::String(s), Value::String(from), Value::String(to)) => {
                         Ok(Value::string(&s.replace(&*from, &to)))
@@ -1385,6 +1426,7 @@ fn function(
                 let fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
                 let body = udf.body;
                 Ok(Compiled {
+                    shape: Shape::Computed,
                     eval: Arc::new(move |r| {
                         let args = fs.iter().map(|f| f(r)).collect::<Result<Vec<_>, _>>()?;
                         body(&args)

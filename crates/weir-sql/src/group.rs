@@ -160,8 +160,8 @@ pub(crate) fn plan_group_aggregate(
         .transpose()?
         .map(|c| c.eval);
     let p = projection(&items, &scope)?;
-    let (projections, out_scope) = (p.evals, p.scope);
-    let stream = filter_project(aggregated, having, projections);
+    let (output, out_scope) = (p.output, p.scope);
+    let stream = filter_project(aggregated, having, output);
     let mut steps = input.steps;
     steps.push(format!(
         "GroupAggregate: group by [{}], {} aggregate(s){}, changelog +I/-U/+U/-D{}",

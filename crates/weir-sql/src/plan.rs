@@ -367,10 +367,10 @@ pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError>
     let window = p.window(input.window);
     let scope = p.scope;
     steps.push(calc_step(&scope));
-    let stream = if filter.is_none() && p.evals.is_none() {
+    let stream = if filter.is_none() && p.output.is_none() {
         input.stream
     } else {
-        filter_project(input.stream, filter, p.evals)
+        filter_project(input.stream, filter, p.output)
     };
     Ok(Planned {
         stream,
@@ -389,12 +389,12 @@ pub(crate) fn calc_step(scope: &Scope) -> String {
     format!("Calc: select {}", names.join(", "))
 }
 
-/// Keeps the rows `filter` is TRUE for and computes `projections` of them
+/// Keeps the rows `filter` is TRUE for and computes `output` of them
 /// (`None`: the row as it is), keeping each row's changelog kind.
 pub(crate) fn filter_project(
     stream: DataStream<Row>,
     filter: Option<Eval>,
-    projections: Option<Vec<Eval>>,
+    output: Option<Output>,
 ) -> DataStream<Row> {
     stream.process(
         move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
@@ -403,28 +403,75 @@ pub(crate) fn filter_project(
                     return Ok(());
                 }
             }
-            match &projections {
+            match &output {
                 None => out.collect(row),
-                Some(ps) => {
-                    let values = ps
-                        .iter()
-                        .map(|p| p(&row.values))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    out.collect(Row {
-                        kind: row.kind,
-                        values: values.into(),
-                    });
-                }
+                Some(o) => out.collect(o.apply(row)?),
             }
             Ok(())
         },
     )
 }
 
+/// How a `SELECT` list makes its row from the input row: the computed
+/// items evaluated over it, then the columns it only copies moved out of
+/// it (cloned only where a column is copied more than once), since the
+/// input row is dropped right after.
+#[derive(Clone)]
+pub(crate) struct Output {
+    width: usize,
+    /// Output slot and expression.
+    computed: Vec<(usize, Eval)>,
+    /// Output slot, input column, and whether this is the column's last
+    /// copy (so it can be moved).
+    copied: Vec<(usize, usize, bool)>,
+}
+
+impl Output {
+    fn new(evals: Vec<Eval>, sources: &[Option<usize>]) -> Output {
+        let mut computed = Vec::new();
+        let mut copied = Vec::new();
+        for (slot, (eval, source)) in evals.into_iter().zip(sources).enumerate() {
+            match source {
+                Some(i) => {
+                    let last = !sources[slot + 1..].contains(&Some(*i));
+                    copied.push((slot, *i, last));
+                }
+                None => computed.push((slot, eval)),
+            }
+        }
+        Output {
+            width: sources.len(),
+            computed,
+            copied,
+        }
+    }
+
+    /// The output row of `row`, or the error that fails the job.
+    pub fn apply(&self, row: Row) -> Result<Row, String> {
+        let mut input = row.values;
+        let mut values = vec![Value::Null; self.width];
+        for (slot, eval) in &self.computed {
+            values[*slot] = eval(&input)?;
+        }
+        for &(slot, i, last) in &self.copied {
+            values[slot] = if last {
+                std::mem::replace(&mut input[i], Value::Null)
+            } else {
+                input[i].clone()
+            };
+        }
+        Ok(Row {
+            kind: row.kind,
+            values: values.into(),
+        })
+    }
+}
+
 /// A compiled `SELECT` list.
 pub(crate) struct Projection {
-    /// The expressions; `None`: the input's columns as they are.
-    pub evals: Option<Vec<Eval>>,
+    /// How the output row is made; `None`: the input's columns as they
+    /// are.
+    pub output: Option<Output>,
     /// The output columns.
     pub scope: Scope,
     /// For each output column, the input column it copies, if it does.
@@ -516,7 +563,7 @@ pub(crate) fn projection(items: &[SelectItem], input: &Scope) -> Result<Projecti
     let identity = sources.len() == input.columns.len()
         && sources.iter().enumerate().all(|(i, s)| *s == Some(i));
     Ok(Projection {
-        evals: (!identity).then_some(evals),
+        output: (!identity).then(|| Output::new(evals, &sources)),
         scope,
         sources,
         proctime_item,

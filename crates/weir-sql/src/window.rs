@@ -961,7 +961,7 @@ pub(crate) fn plan_window_aggregate(
     let window = p.window((!input.proctime).then_some([nkeys, nkeys + 1]));
     let out_scope = p.scope;
     let having = having.map(|h| h.eval);
-    let stream = filter_project(stream, having, p.evals);
+    let stream = filter_project(stream, having, p.output);
     let mut steps = input.steps;
     steps.push(format!(
         "WindowAggregate: {}{}, group by [{}], {} aggregate(s)",

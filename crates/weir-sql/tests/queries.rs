@@ -35,6 +35,31 @@ fn orders_ddl(path: &std::path::Path) -> String {
     )
 }
 
+/// The calc moves copied columns out of the input row: a column copied
+/// twice, and read by an expression beside, must keep its value in each.
+#[test]
+fn a_column_copied_twice_and_computed_on_keeps_its_value() -> Result<(), SqlError> {
+    let path = csv("copied_twice", ORDERS);
+    let out = run(&format!(
+        "{}
+         SELECT buyer, id, buyer AS again, UPPER(buyer) AS up, id + 1 AS next, buyer
+         FROM orders WHERE id < 3;",
+        orders_ddl(&path)
+    ))?;
+    let expected = "\
+[INFO] Execute statement succeeded.
++----+-------+----+-------+-------+------+-------+
+| op | buyer | id | again |    up | next | buyer |
++----+-------+----+-------+-------+------+-------+
+| +I | alice |  1 | alice | ALICE |    2 | alice |
+| +I |   bob |  2 |   bob |   BOB |    3 |   bob |
++----+-------+----+-------+-------+------+-------+
+Received a total of 2 rows
+";
+    assert_eq!(out, expected);
+    Ok(())
+}
+
 #[test]
 fn projection_and_filter_over_csv() -> Result<(), SqlError> {
     let path = csv("projection", ORDERS);
