@@ -484,7 +484,6 @@ pub(crate) fn sink(
             move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
                 let values = row
                     .values
-                    .into_vec()
                     .into_iter()
                     .zip(&casts)
                     .map(|(v, (f, t))| cast(v, *f, *t))

@@ -503,7 +503,7 @@ impl KeyedProcessFunction<Vec<crate::value::Value>, Row, Row> for ChangelogNorma
             }
             return Ok(());
         }
-        let new = row.values.into_vec();
+        let new = row.values;
         match last {
             None => emit(out, RowKind::Insert, new.clone()),
             Some(old) if old == new => return Ok(()),

@@ -424,10 +424,20 @@ pub(crate) struct Output {
     /// Output slot, input column, and whether this is the column's last
     /// copy (so it can be moved).
     copied: Vec<(usize, usize, bool)>,
+    /// Whether the output can be built in the input row's own buffer: it
+    /// is no wider, each copied column is copied once and to a slot at or
+    /// before its own, in the input's order (so swapping each into place,
+    /// in slot order, never disturbs a column still to be copied), and
+    /// the computed values are few enough to be held aside meanwhile.
+    in_place: bool,
 }
 
+/// At most this many computed items are held aside while a row is
+/// rebuilt in place.
+const ASIDE: usize = 4;
+
 impl Output {
-    fn new(evals: Vec<Eval>, sources: &[Option<usize>]) -> Output {
+    fn new(evals: Vec<Eval>, sources: &[Option<usize>], input_width: usize) -> Output {
         let mut computed = Vec::new();
         let mut copied = Vec::new();
         for (slot, (eval, source)) in evals.into_iter().zip(sources).enumerate() {
@@ -439,15 +449,23 @@ impl Output {
                 None => computed.push((slot, eval)),
             }
         }
+        let in_place = sources.len() <= input_width
+            && computed.len() <= ASIDE
+            && copied.iter().all(|&(slot, i, _)| i >= slot)
+            && copied.windows(2).all(|w| w[0].1 < w[1].1);
         Output {
             width: sources.len(),
             computed,
             copied,
+            in_place,
         }
     }
 
     /// The output row of `row`, or the error that fails the job.
     pub fn apply(&self, row: Row) -> Result<Row, String> {
+        if self.in_place && row.values.len() >= self.width {
+            return self.apply_in_place(row);
+        }
         let mut input = row.values;
         let mut values = vec![Value::Null; self.width];
         for (slot, eval) in &self.computed {
@@ -462,8 +480,28 @@ impl Output {
         }
         Ok(Row {
             kind: row.kind,
-            values: values.into(),
+            values,
         })
+    }
+
+    /// [`Output::apply`] without a new buffer: the computed values are
+    /// evaluated over the input first and held aside, the copied columns
+    /// are swapped into their slots, the computed values put into theirs,
+    /// and the rest cut off.
+    fn apply_in_place(&self, mut row: Row) -> Result<Row, String> {
+        const NULL: Value = Value::Null;
+        let mut aside = [NULL; ASIDE];
+        for ((_, eval), held) in self.computed.iter().zip(&mut aside) {
+            *held = eval(&row.values)?;
+        }
+        for &(slot, i, _) in &self.copied {
+            row.values.swap(slot, i);
+        }
+        for ((slot, _), held) in self.computed.iter().zip(&mut aside) {
+            row.values[*slot] = std::mem::replace(held, NULL);
+        }
+        row.values.truncate(self.width);
+        Ok(row)
     }
 }
 
@@ -563,7 +601,7 @@ pub(crate) fn projection(items: &[SelectItem], input: &Scope) -> Result<Projecti
     let identity = sources.len() == input.columns.len()
         && sources.iter().enumerate().all(|(i, s)| *s == Some(i));
     Ok(Projection {
-        output: (!identity).then(|| Output::new(evals, &sources)),
+        output: (!identity).then(|| Output::new(evals, &sources, input.columns.len())),
         scope,
         sources,
         proctime_item,

@@ -453,7 +453,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowTopN {
             return Ok(());
         }
         let rows = self.rows.as_ref().ok_or("the window rank is not open")?;
-        rows.add(row.values.into_vec())?;
+        rows.add(row.values)?;
         Ok(())
     }
 
@@ -529,7 +529,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for FirstByEventTime {
             // The timer of a row replaced here still fires; it finds the
             // key's row emitted already.
             timers.register_event_time_timer(time);
-            let mut values = row.values.into_vec();
+            let mut values = row.values;
             values.push(Value::BigInt(1));
             state.update((Some(values), false))?;
         }
@@ -573,7 +573,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for Deduplicate {
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let state = self.kept.as_ref().ok_or("the deduplication is not open")?;
-        let mut values = row.values.into_vec();
+        let mut values = row.values;
         values.push(Value::BigInt(1));
         let previous = state.value()?;
         let replaces = match (&previous, self.time) {
@@ -637,7 +637,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for TopN {
     ) -> FunctionResult {
         let state = self.top.as_ref().ok_or("the Top-N is not open")?;
         let mut top = state.value()?.unwrap_or_default();
-        let values = row.values.into_vec();
+        let values = row.values;
         // After the rows it ties with (they came first).
         let at = top.partition_point(|r| compare(&self.order, r, &values) != Ordering::Greater);
         if at >= self.n {

@@ -404,12 +404,12 @@ impl RowKind {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Row {
     pub kind: RowKind,
-    pub values: Box<[Value]>,
+    pub values: Vec<Value>,
 }
 
 impl Row {
     /// An insert-only row.
-    pub fn insert(values: impl Into<Box<[Value]>>) -> Row {
+    pub fn insert(values: impl Into<Vec<Value>>) -> Row {
         Row {
             kind: RowKind::Insert,
             values: values.into(),

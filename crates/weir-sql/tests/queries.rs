@@ -60,6 +60,32 @@ Received a total of 2 rows
     Ok(())
 }
 
+/// A SELECT list narrower than its input is built in the input row's
+/// buffer: a computed item must read its column before a copied column is
+/// swapped over it.
+#[test]
+fn a_narrower_select_list_computes_before_it_moves() -> Result<(), SqlError> {
+    let path = csv("in_place", ORDERS);
+    let out = run(&format!(
+        "{}
+         SELECT id, amount * 2 AS twice, ts FROM orders WHERE id <> 2;",
+        orders_ddl(&path)
+    ))?;
+    let expected = "\
+[INFO] Execute statement succeeded.
++----+----+-------+-------------------------+
+| op | id | twice |                      ts |
++----+----+-------+-------------------------+
+| +I |  1 | 25.00 | 2020-04-15 08:00:01.000 |
+| +I |  3 | 80.50 | 2020-04-15 08:00:07.000 |
+| +I |  4 |  NULL | 2020-04-15 08:00:09.000 |
++----+----+-------+-------------------------+
+Received a total of 3 rows
+";
+    assert_eq!(out, expected);
+    Ok(())
+}
+
 #[test]
 fn projection_and_filter_over_csv() -> Result<(), SqlError> {
     let path = csv("projection", ORDERS);
