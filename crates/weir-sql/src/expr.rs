@@ -28,6 +28,13 @@ pub(crate) struct Compiled {
     pub shape: Shape,
 }
 
+impl Compiled {
+    /// The expression of the value `v` of type `ty`.
+    pub fn constant(v: Value, ty: SqlType) -> Compiled {
+        constant(v, ty)
+    }
+}
+
 /// What an expression is, as far as its users can do better than call it.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Shape {

@@ -31,7 +31,6 @@ struct Group {
 #[derive(Clone)]
 struct GroupAggregate {
     aggregates: SqlAggregates,
-    keys: usize,
     ttl: Option<Duration>,
     state: Option<ValueState<Group>>,
 }
@@ -49,12 +48,13 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
     fn process_element(
         &mut self,
         row: Row,
-        _ctx: &mut ProcessContext<'_, Vec<Value>>,
+        ctx: &mut ProcessContext<'_, Vec<Value>>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let state = self.state.as_ref().ok_or("the aggregation is not open")?;
         let retraction = row.kind.is_retraction();
-        let key = row.values[..self.keys].to_vec();
+        // The group's key columns: the key the rows are keyed by.
+        let key = ctx.get_current_key();
         let aggregates = &mut self.aggregates;
         let (mut before, mut after) = (None, None);
         // One state access, the accumulators updated in place.
@@ -86,7 +86,8 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
             Some(group)
         })?;
         let result = |kind, aggs: Vec<Value>| {
-            let mut values = key.clone();
+            let mut values = Vec::with_capacity(key.len() + aggs.len());
+            values.extend_from_slice(key);
             values.extend(aggs);
             Row {
                 kind,
@@ -123,22 +124,24 @@ pub(crate) fn plan_group_aggregate(
     let filter = where_filter(select, &input.scope)?;
     let aggregation = aggregation(&input.scope, &keys, select, &[])?;
     let scope = aggregation.output_scope(&[]);
+    let pre = pre_aggregate(
+        input.stream,
+        filter,
+        &aggregation,
+        input.scope.columns.len(),
+    );
     let Aggregation {
-        key_evals,
-        arg_evals,
         calls,
         items,
         having,
+        ..
     } = aggregation;
     let nkeys = keys.len();
-    let key_fns = key_evals.iter().map(|c| c.eval.clone()).collect();
-    let pre = pre_aggregate(input.stream, filter, key_fns, arg_evals);
     let function = GroupAggregate {
         aggregates: SqlAggregates {
             calls: calls.clone(),
             retracting: input.updating,
         },
-        keys: nkeys,
         ttl,
         state: None,
     };

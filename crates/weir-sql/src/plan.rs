@@ -424,19 +424,39 @@ pub(crate) struct Output {
     /// Output slot, input column, and whether this is the column's last
     /// copy (so it can be moved).
     copied: Vec<(usize, usize, bool)>,
-    /// Whether the output can be built in the input row's own buffer: it
-    /// is no wider, each copied column is copied once and to a slot at or
-    /// before its own, in the input's order (so swapping each into place,
-    /// in slot order, never disturbs a column still to be copied), and
-    /// the computed values are few enough to be held aside meanwhile.
-    in_place: bool,
+    /// Whether a wide output (more than [`ASIDE`] columns) can be built
+    /// in the input row's own buffer by swaps: each copied column is
+    /// copied once and to a slot at or before its own, in the input's
+    /// order (so swapping each into place, in slot order, never disturbs a
+    /// column still to be copied), and the computed values are few enough
+    /// to be held aside meanwhile.
+    swaps: bool,
 }
 
-/// At most this many computed items are held aside while a row is
-/// rebuilt in place.
-const ASIDE: usize = 4;
+/// An output of at most this many columns is built in the input row's
+/// buffer with every value held aside meanwhile (any order of copies);
+/// a wider one by swaps, when it can be, with at most this many computed
+/// values held aside.
+const ASIDE: usize = 8;
 
 impl Output {
+    /// The output of `items` (compiled over rows `input_width` wide): a
+    /// column read as it is is copied, the rest computed.
+    pub fn of(items: Vec<crate::expr::Compiled>, input_width: usize) -> Output {
+        let sources: Vec<Option<usize>> = items
+            .iter()
+            .map(|c| match c.shape {
+                crate::expr::Shape::Column(i) => Some(i),
+                _ => None,
+            })
+            .collect();
+        Output::new(
+            items.into_iter().map(|c| c.eval).collect(),
+            &sources,
+            input_width,
+        )
+    }
+
     fn new(evals: Vec<Eval>, sources: &[Option<usize>], input_width: usize) -> Output {
         let mut computed = Vec::new();
         let mut copied = Vec::new();
@@ -449,7 +469,7 @@ impl Output {
                 None => computed.push((slot, eval)),
             }
         }
-        let in_place = sources.len() <= input_width
+        let swaps = sources.len() <= input_width
             && computed.len() <= ASIDE
             && copied.iter().all(|&(slot, i, _)| i >= slot)
             && copied.windows(2).all(|w| w[0].1 < w[1].1);
@@ -457,14 +477,19 @@ impl Output {
             width: sources.len(),
             computed,
             copied,
-            in_place,
+            swaps,
         }
     }
 
     /// The output row of `row`, or the error that fails the job.
     pub fn apply(&self, row: Row) -> Result<Row, String> {
-        if self.in_place && row.values.len() >= self.width {
-            return self.apply_in_place(row);
+        if row.values.len() >= self.width {
+            if self.width <= ASIDE {
+                return self.apply_aside(row);
+            }
+            if self.swaps {
+                return self.apply_swapping(row);
+            }
         }
         let mut input = row.values;
         let mut values = vec![Value::Null; self.width];
@@ -484,11 +509,35 @@ impl Output {
         })
     }
 
-    /// [`Output::apply`] without a new buffer: the computed values are
-    /// evaluated over the input first and held aside, the copied columns
-    /// are swapped into their slots, the computed values put into theirs,
-    /// and the rest cut off.
-    fn apply_in_place(&self, mut row: Row) -> Result<Row, String> {
+    /// [`Output::apply`] without a new buffer, for a narrow output: every
+    /// output value is computed or taken from the input and held aside,
+    /// then all are put into their slots and the rest cut off.
+    fn apply_aside(&self, mut row: Row) -> Result<Row, String> {
+        const NULL: Value = Value::Null;
+        let mut aside = [NULL; ASIDE];
+        for (slot, eval) in &self.computed {
+            aside[*slot] = eval(&row.values)?;
+        }
+        for &(slot, i, last) in &self.copied {
+            aside[slot] = if last {
+                std::mem::replace(&mut row.values[i], NULL)
+            } else {
+                row.values[i].clone()
+            };
+        }
+        row.values.truncate(self.width);
+        for (value, held) in row.values.iter_mut().zip(&mut aside) {
+            *value = std::mem::replace(held, NULL);
+        }
+        Ok(row)
+    }
+
+    /// [`Output::apply`] without a new buffer, for a wide output that
+    /// copies columns in their order: the computed values are evaluated
+    /// over the input first and held aside, the copied columns are
+    /// swapped into their slots, the computed values put into theirs, and
+    /// the rest cut off.
+    fn apply_swapping(&self, mut row: Row) -> Result<Row, String> {
         const NULL: Value = Value::Null;
         let mut aside = [NULL; ASIDE];
         for ((_, eval), held) in self.computed.iter().zip(&mut aside) {

@@ -2,7 +2,6 @@
 //! aggregations over them (`GROUP BY window_start, window_end, …`),
 //! planned into Weir's event-time window operator.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use sqlparser::ast::helpers::attached_token::AttachedToken;
@@ -613,7 +612,7 @@ const WINDOW_COLUMNS: &[&str] = &["window_start", "window_end", "window_time"];
 /// `passthrough` columns, then `$agg0`, …).
 pub(crate) struct Aggregation {
     pub key_evals: Vec<crate::expr::Compiled>,
-    pub arg_evals: Vec<Eval>,
+    pub arg_evals: Vec<crate::expr::Compiled>,
     pub calls: Vec<AggCall>,
     pub items: Vec<SelectItem>,
     pub having: Option<Expr>,
@@ -682,10 +681,10 @@ pub(crate) fn aggregation(
         .map(|h| rewriter.rewrite(h))
         .transpose()?;
     // The aggregates' arguments, computed before the window.
-    let mut arg_evals: Vec<Eval> = Vec::new();
+    let mut arg_evals = Vec::new();
     let mut calls = Vec::new();
     for (kind, arg, separator) in &rewriter.aggs {
-        let (eval, ty) = match arg {
+        let c = match arg {
             Some(x) => {
                 let c = compile(x, input)?;
                 if matches!(kind, AggKind::Sum | AggKind::Avg) && !c.ty.is_numeric() {
@@ -694,20 +693,18 @@ pub(crate) fn aggregation(
                         pos(x),
                     ));
                 }
-                (c.eval, c.ty)
+                c
             }
-            None => {
-                let e: Eval = Arc::new(|_: &[Value]| Ok(Value::Null));
-                (e, SqlType::BigInt)
-            }
+            // COUNT(*): no argument.
+            None => crate::expr::Compiled::constant(Value::Null, SqlType::BigInt),
         };
         calls.push(AggCall {
             kind: *kind,
             arg: keys.len() + arg_evals.len(),
-            arg_type: ty,
+            arg_type: c.ty,
             separator: separator.clone(),
         });
-        arg_evals.push(eval);
+        arg_evals.push(c);
     }
     Ok(Aggregation {
         key_evals,
@@ -740,26 +737,19 @@ pub(crate) fn where_filter(select: &Select, scope: &Scope) -> Result<Option<Eval
 pub(crate) fn pre_aggregate(
     stream: DataStream<Row>,
     filter: Option<Eval>,
-    key_fns: Vec<Eval>,
-    arg_evals: Vec<Eval>,
+    aggregation: &Aggregation,
+    input_width: usize,
 ) -> DataStream<Row> {
-    stream.process(
-        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-            if let Some(f) = &filter {
-                if !matches!(f(&row.values)?, Value::Boolean(true)) {
-                    return Ok(());
-                }
-            }
-            let mut values = Vec::with_capacity(key_fns.len() + arg_evals.len());
-            for f in key_fns.iter().chain(&arg_evals) {
-                values.push(f(&row.values)?);
-            }
-            out.collect(Row {
-                kind: row.kind,
-                values: values.into(),
-            });
-            Ok(())
-        },
+    let columns = aggregation
+        .key_evals
+        .iter()
+        .chain(&aggregation.arg_evals)
+        .cloned()
+        .collect();
+    crate::plan::filter_project(
+        stream,
+        filter,
+        Some(crate::plan::Output::of(columns, input_width)),
     )
 }
 
@@ -823,15 +813,18 @@ pub(crate) fn plan_window_aggregate(
     let filter = where_filter(select, &input.scope)?;
     let aggregation = aggregation(&input.scope, &keys, select, WINDOW_COLUMNS)?;
     let Aggregation {
-        key_evals,
-        arg_evals,
         calls,
         items,
         having,
+        ..
     } = &aggregation;
     let nkeys = keys.len();
-    let key_fns: Vec<Eval> = key_evals.iter().map(|c| c.eval.clone()).collect();
-    let pre = pre_aggregate(input.stream, filter, key_fns, arg_evals.clone());
+    let pre = pre_aggregate(
+        input.stream,
+        filter,
+        &aggregation,
+        input.scope.columns.len(),
+    );
     let keyed = pre.key_by(move |r: &Row| r.values[..nkeys].to_vec());
     let aggregates = SqlAggregates {
         calls: calls.clone(),

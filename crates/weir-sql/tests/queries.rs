@@ -86,6 +86,35 @@ Received a total of 3 rows
     Ok(())
 }
 
+/// A wide SELECT list (more columns than are held aside) that keeps its
+/// input's order is built by swapping columns into place.
+#[test]
+fn a_wide_select_list_is_built_by_swaps() -> Result<(), SqlError> {
+    let path = csv(
+        "wide",
+        "0,1,2,3,4,5,6,7,8,9\n10,11,12,13,14,15,16,17,18,19\n",
+    );
+    let columns: Vec<String> = (0..10).map(|i| format!("c{i} BIGINT")).collect();
+    let out = run(&format!(
+        "CREATE TABLE t ({}) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+         SELECT c0, c1, c2, c3, c4, c5, c6, c7, c9, c8 * 10 AS n FROM t;",
+        columns.join(", "),
+        path.display()
+    ))?;
+    let expected = "\
+[INFO] Execute statement succeeded.
++----+----+----+----+----+----+----+----+----+----+-----+
+| op | c0 | c1 | c2 | c3 | c4 | c5 | c6 | c7 | c9 |   n |
++----+----+----+----+----+----+----+----+----+----+-----+
+| +I |  0 |  1 |  2 |  3 |  4 |  5 |  6 |  7 |  9 |  80 |
+| +I | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17 | 19 | 180 |
++----+----+----+----+----+----+----+----+----+----+-----+
+Received a total of 2 rows
+";
+    assert_eq!(out, expected);
+    Ok(())
+}
+
 #[test]
 fn projection_and_filter_over_csv() -> Result<(), SqlError> {
     let path = csv("projection", ORDERS);
