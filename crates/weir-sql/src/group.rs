@@ -56,34 +56,37 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
         // The group's key columns: the key the rows are keyed by.
         let key = ctx.get_current_key();
         let aggregates = &mut self.aggregates;
-        let (mut before, mut after) = (None, None);
-        // One state access, the accumulators updated in place.
-        state.update_with(|previous| {
+        // One state access, the accumulators updated where they are
+        // stored.
+        let (before, after) = state.update_in_place(|previous| match previous {
             // A retraction of a group never seen (its state expired, or
             // the input retracts what it never inserted) changes nothing,
             // as in Flink.
-            if previous.is_none() && retraction {
-                return None;
-            }
-            before = previous
-                .as_ref()
-                .map(|g| aggregates.get_result(&g.accumulators));
-            let mut group = previous.unwrap_or_else(|| Group {
-                rows: 0,
-                accumulators: aggregates.create_accumulator(),
-            });
-            if retraction {
-                group.rows -= 1;
-                aggregates.retract(&row, &mut group.accumulators);
-            } else {
-                group.rows += 1;
+            None if retraction => (ValueChange::Keep, (None, None)),
+            None => {
+                let mut group = Group {
+                    rows: 1,
+                    accumulators: aggregates.create_accumulator(),
+                };
                 aggregates.add(row, &mut group.accumulators);
+                let after = aggregates.get_result(&group.accumulators);
+                (ValueChange::Set(group), (None, Some(after)))
             }
-            if group.rows <= 0 {
-                return None;
+            Some(group) => {
+                let before = aggregates.get_result(&group.accumulators);
+                if retraction {
+                    group.rows -= 1;
+                    aggregates.retract(&row, &mut group.accumulators);
+                } else {
+                    group.rows += 1;
+                    aggregates.add(row, &mut group.accumulators);
+                }
+                if group.rows <= 0 {
+                    return (ValueChange::Remove, (Some(before), None));
+                }
+                let after = aggregates.get_result(&group.accumulators);
+                (ValueChange::Keep, (Some(before), Some(after)))
             }
-            after = Some(aggregates.get_result(&group.accumulators));
-            Some(group)
         })?;
         let result = |kind, aggs: Vec<Value>| {
             let mut values = Vec::with_capacity(key.len() + aggs.len());

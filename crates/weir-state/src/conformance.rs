@@ -218,6 +218,39 @@ macro_rules! keyed_state_conformance {
             }
 
             #[test]
+            fn value_state_changes_in_place() -> Result<(), StateError> {
+                use $crate::ValueChange;
+                let s = store(all_groups());
+                let v = s.value_state(&ValueStateDescriptor::<Vec<i64>>::new("seen"))?;
+                s.set_current_key("a")?;
+                // Absent: Keep leaves nothing, Set inserts.
+                let had = v.update_in_place(|old| (ValueChange::Keep, old.is_some()))?;
+                assert!(!had);
+                assert_eq!(v.value()?, None);
+                v.update_in_place(|_| (ValueChange::Set(vec![1]), ()))?;
+                // Present: changed where it is, kept.
+                let len = v.update_in_place(|old| {
+                    let list = old.expect("the value set above");
+                    list.push(2);
+                    (ValueChange::Keep, list.len())
+                })?;
+                assert_eq!(len, 2);
+                assert_eq!(v.value()?, Some(vec![1, 2]));
+                v.update_in_place(|_| (ValueChange::Set(vec![9]), ()))?;
+                assert_eq!(v.value()?, Some(vec![9]));
+                s.set_current_key("b")?;
+                v.update_in_place(|_| (ValueChange::Set(vec![7]), ()))?;
+                s.set_current_key("a")?;
+                v.update_in_place(|_| (ValueChange::<Vec<i64>>::Remove, ()))?;
+                assert_eq!(v.value()?, None);
+                v.update_in_place(|_| (ValueChange::<Vec<i64>>::Remove, ()))?;
+                s.set_current_key("b")?;
+                assert_eq!(v.value()?, Some(vec![7]));
+                assert_eq!(s.len("seen")?, 1);
+                Ok(())
+            }
+
+            #[test]
             fn list_state_adds_and_replaces() -> Result<(), StateError> {
                 let s = store(all_groups());
                 let l = s.list_state(&ListStateDescriptor::<String>::new("seen"))?;

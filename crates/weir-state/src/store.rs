@@ -895,6 +895,62 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
         Ok(())
     }
 
+    /// Lets `f` change the current key's value where it is stored (one
+    /// hash look-up on the heap when the value stays), and does what it
+    /// returns.
+    fn change<R>(
+        &self,
+        f: impl FnOnce(Option<&mut V>) -> (ValueChange<V>, R),
+    ) -> Result<R, StateError> {
+        let mut guard = self.lock()?;
+        let b = match &mut *guard {
+            Backend::Heap(h) => h,
+            Backend::Kv(k) => {
+                k.enter_scope(self.store.namespaced)?;
+                let mut old = k.read::<V>(self.id)?;
+                let (change, result) = f(old.as_mut());
+                match (change, old) {
+                    (ValueChange::Keep, Some(kept)) => k.write(self.id, &kept)?,
+                    (ValueChange::Set(new), _) => k.write(self.id, &new)?,
+                    (ValueChange::Remove, Some(_)) => k.delete(self.id)?,
+                    (ValueChange::Keep | ValueChange::Remove, None) => {}
+                }
+                return Ok(result);
+            }
+        };
+        let (
+            table,
+            Cursor {
+                group,
+                key_hash,
+                key,
+                now,
+            },
+        ) = cursor::<V>(b, self.id, self.store.namespaced)?;
+        let (change, result, present) = match table.write(group, key_hash, key, now) {
+            Some(v) => {
+                let (change, result) = f(Some(&mut *v));
+                match change {
+                    ValueChange::Set(new) => {
+                        *v = new;
+                        (ValueChange::Keep, result, true)
+                    }
+                    other => (other, result, true),
+                }
+            }
+            None => {
+                let (change, result) = f(None);
+                (change, result, false)
+            }
+        };
+        match change {
+            ValueChange::Remove if present => drop(table.take(group, key_hash, key, now)),
+            ValueChange::Set(new) => table.insert(group, key_hash, key.into(), new, now),
+            _ => {}
+        }
+        Ok(result)
+    }
+
     /// Replaces the current key's value by `f(old)` (the stored key is
     /// reused, so only a key's first value allocates).
     fn update(&self, f: impl FnOnce(Option<V>) -> Option<V>) -> Result<(), StateError> {
@@ -1029,6 +1085,30 @@ impl<T: StateValue> ValueState<T> {
     pub fn update_with(&self, f: impl FnOnce(Option<T>) -> Option<T>) -> Result<(), StateError> {
         self.handle.update(f)
     }
+
+    /// Lets `f` change the current key's value where it is stored (`None`
+    /// when there is none) and say what becomes of it, returning `f`'s
+    /// result. On the heap a value that stays is neither moved nor copied
+    /// and is found once; a key-value backend reads it and writes it back.
+    pub fn update_in_place<R>(
+        &self,
+        f: impl FnOnce(Option<&mut T>) -> (ValueChange<T>, R),
+    ) -> Result<R, StateError> {
+        self.handle.change(f)
+    }
+}
+
+/// What [`ValueState::update_in_place`] does with the current key's value
+/// once its function has run.
+#[derive(Debug)]
+pub enum ValueChange<T> {
+    /// Keep the value, as the function left it (nothing when there was
+    /// none).
+    Keep,
+    /// Set this value.
+    Set(T),
+    /// Remove the value.
+    Remove,
 }
 
 /// Per-element time-to-live of lists and maps (Flink tracks each list

@@ -120,6 +120,6 @@ pub mod prelude {
         AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState,
         MapStateDescriptor, OperatorListState, OperatorStateStore, ReducingState,
         ReducingStateDescriptor, StableHash, StateError, StateTtlConfig, StateVisibility,
-        UpdateType, ValueState, ValueStateDescriptor,
+        UpdateType, ValueChange, ValueState, ValueStateDescriptor,
     };
 }
