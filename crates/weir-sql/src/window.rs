@@ -427,160 +427,10 @@ impl Rewriter<'_> {
                 if f.over.is_some() {
                     return Err(SqlError::unsupported(format!("{name} … OVER"), at));
                 }
-                let FunctionArguments::List(list) = &f.args else {
-                    return Err(SqlError::validation(
-                        format!("{name} needs an argument"),
-                        at,
-                    ));
-                };
-                let distinct =
-                    matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
-                let mut separator = ",".to_string();
-                let (kind, arg) = match (name.as_str(), list.args.as_slice(), distinct) {
-                    ("COUNT", [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)], false) => {
-                        (AggKind::CountStar, None)
-                    }
-                    (
-                        "LISTAGG",
-                        [FunctionArg::Unnamed(FunctionArgExpr::Expr(x)), FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(sep)))],
-                        false,
-                    ) => {
-                        let sqlparser::ast::Value::SingleQuotedString(text) = &sep.value else {
-                            return Err(SqlError::validation(
-                                "LISTAGG's separator must be a string literal",
-                                at,
-                            ));
-                        };
-                        separator = text.clone();
-                        (AggKind::ListAgg, Some(x.clone()))
-                    }
-                    (_, [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))], _) => {
-                        if contains_aggregate(x) {
-                            return Err(SqlError::validation("aggregates cannot be nested", at));
-                        }
-                        let kind = match (name.as_str(), distinct) {
-                            ("COUNT", false) => AggKind::Count,
-                            ("COUNT", true) => AggKind::CountDistinct,
-                            (_, true) => {
-                                return Err(SqlError::unsupported(
-                                    format!("{name}(DISTINCT …)"),
-                                    at,
-                                ))
-                            }
-                            ("SUM", _) => AggKind::Sum,
-                            ("MIN", _) => AggKind::Min,
-                            ("MAX", _) => AggKind::Max,
-                            ("LISTAGG", _) => AggKind::ListAgg,
-                            _ => AggKind::Avg,
-                        };
-                        (kind, Some(x.clone()))
-                    }
-                    _ => {
-                        return Err(SqlError::validation(
-                            format!("{name} takes one argument"),
-                            at,
-                        ))
-                    }
-                };
-                // `agg(x) FILTER (WHERE c)` is `agg(CASE WHEN c THEN x END)`:
-                // every aggregate but COUNT(*) skips NULLs, and COUNT(*)
-                // becomes COUNT of a non-NULL constant.
-                let (kind, arg) = match &f.filter {
-                    None => (kind, arg),
-                    Some(condition) => {
-                        if contains_aggregate(condition) {
-                            return Err(SqlError::validation(
-                                "aggregates cannot be nested (in FILTER)",
-                                at,
-                            ));
-                        }
-                        let value = arg.unwrap_or(Expr::value(sqlparser::ast::Value::Number(
-                            "1".into(),
-                            false,
-                        )));
-                        let kind = match kind {
-                            AggKind::CountStar => AggKind::Count,
-                            other => other,
-                        };
-                        let case = Expr::Case {
-                            case_token: AttachedToken::empty(),
-                            end_token: AttachedToken::empty(),
-                            operand: None,
-                            conditions: vec![CaseWhen {
-                                condition: (**condition).clone(),
-                                result: value,
-                            }],
-                            else_result: None,
-                        };
-                        (kind, Some(case))
-                    }
-                };
+                let (kind, arg, separator) = agg_call(f, at)?;
                 self.aggs.push((kind, arg, separator));
                 Expr::Identifier(Ident::new(format!("$agg{}", self.aggs.len() - 1)))
             }
-            Expr::Function(f) => {
-                let mut f = f.clone();
-                if let FunctionArguments::List(list) = &mut f.args {
-                    for a in &mut list.args {
-                        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) = a {
-                            *x = self.rewrite(x)?;
-                        }
-                    }
-                }
-                Expr::Function(f)
-            }
-            Expr::BinaryOp { left, op, right } => Expr::BinaryOp {
-                left: Box::new(self.rewrite(left)?),
-                op: op.clone(),
-                right: Box::new(self.rewrite(right)?),
-            },
-            Expr::UnaryOp { op, expr } => Expr::UnaryOp {
-                op: *op,
-                expr: Box::new(self.rewrite(expr)?),
-            },
-            Expr::Nested(x) => Expr::Nested(Box::new(self.rewrite(x)?)),
-            Expr::Cast {
-                kind,
-                expr,
-                data_type,
-                array,
-                format,
-            } => Expr::Cast {
-                kind: kind.clone(),
-                expr: Box::new(self.rewrite(expr)?),
-                data_type: data_type.clone(),
-                array: *array,
-                format: format.clone(),
-            },
-            Expr::Case {
-                case_token,
-                end_token,
-                operand,
-                conditions,
-                else_result,
-            } => Expr::Case {
-                case_token: case_token.clone(),
-                end_token: end_token.clone(),
-                operand: operand
-                    .as_deref()
-                    .map(|o| self.rewrite(o))
-                    .transpose()?
-                    .map(Box::new),
-                conditions: conditions
-                    .iter()
-                    .map(|c| {
-                        Ok(sqlparser::ast::CaseWhen {
-                            condition: self.rewrite(&c.condition)?,
-                            result: self.rewrite(&c.result)?,
-                        })
-                    })
-                    .collect::<Result<_, SqlError>>()?,
-                else_result: else_result
-                    .as_deref()
-                    .map(|x| self.rewrite(x))
-                    .transpose()?
-                    .map(Box::new),
-            },
             Expr::Identifier(id) => {
                 // A column that is neither grouped nor aggregated.
                 let passes = self
@@ -598,9 +448,172 @@ impl Rewriter<'_> {
                 }
                 e.clone()
             }
-            other => other.clone(),
+            other => map_children(other, &mut |c| self.rewrite(c))?,
         })
     }
+}
+
+/// `e` with each subexpression (function arguments, operands, a CAST's or
+/// CASE's parts) replaced by `f` of it; other expressions as they are.
+pub(crate) fn map_children(
+    e: &Expr,
+    map: &mut dyn FnMut(&Expr) -> Result<Expr, SqlError>,
+) -> Result<Expr, SqlError> {
+    Ok(match e {
+        Expr::Function(call) => {
+            let mut call = call.clone();
+            if let FunctionArguments::List(list) = &mut call.args {
+                for a in &mut list.args {
+                    if let FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) = a {
+                        *x = map(x)?;
+                    }
+                }
+            }
+            Expr::Function(call)
+        }
+        Expr::BinaryOp { left, op, right } => Expr::BinaryOp {
+            left: Box::new(map(left)?),
+            op: op.clone(),
+            right: Box::new(map(right)?),
+        },
+        Expr::UnaryOp { op, expr } => Expr::UnaryOp {
+            op: *op,
+            expr: Box::new(map(expr)?),
+        },
+        Expr::Nested(x) => Expr::Nested(Box::new(map(x)?)),
+        Expr::Cast {
+            kind,
+            expr,
+            data_type,
+            array,
+            format,
+        } => Expr::Cast {
+            kind: kind.clone(),
+            expr: Box::new(map(expr)?),
+            data_type: data_type.clone(),
+            array: *array,
+            format: format.clone(),
+        },
+        Expr::Case {
+            case_token,
+            end_token,
+            operand,
+            conditions,
+            else_result,
+        } => Expr::Case {
+            case_token: case_token.clone(),
+            end_token: end_token.clone(),
+            operand: operand.as_deref().map(&mut *map).transpose()?.map(Box::new),
+            conditions: conditions
+                .iter()
+                .map(|c| {
+                    Ok(sqlparser::ast::CaseWhen {
+                        condition: map(&c.condition)?,
+                        result: map(&c.result)?,
+                    })
+                })
+                .collect::<Result<_, SqlError>>()?,
+            else_result: else_result
+                .as_deref()
+                .map(&mut *map)
+                .transpose()?
+                .map(Box::new),
+        },
+        other => other.clone(),
+    })
+}
+
+/// An aggregate call's kind, argument (`None` for `COUNT(*)`) and
+/// `LISTAGG`'s separator; `agg(x) FILTER (WHERE c)` becomes an aggregate
+/// of `CASE WHEN c THEN x END`.
+pub(crate) fn agg_call(
+    f: &sqlparser::ast::Function,
+    at: Position,
+) -> Result<(AggKind, Option<Expr>, String), SqlError> {
+    let name = f.name.to_string().to_ascii_uppercase();
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(SqlError::validation(
+            format!("{name} needs an argument"),
+            at,
+        ));
+    };
+    let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
+    let mut separator = ",".to_string();
+    let (kind, arg) = match (name.as_str(), list.args.as_slice(), distinct) {
+        ("COUNT", [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)], false) => {
+            (AggKind::CountStar, None)
+        }
+        (
+            "LISTAGG",
+            [FunctionArg::Unnamed(FunctionArgExpr::Expr(x)), FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(sep)))],
+            false,
+        ) => {
+            let sqlparser::ast::Value::SingleQuotedString(text) = &sep.value else {
+                return Err(SqlError::validation(
+                    "LISTAGG's separator must be a string literal",
+                    at,
+                ));
+            };
+            separator = text.clone();
+            (AggKind::ListAgg, Some(x.clone()))
+        }
+        (_, [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))], _) => {
+            if contains_aggregate(x) {
+                return Err(SqlError::validation("aggregates cannot be nested", at));
+            }
+            let kind = match (name.as_str(), distinct) {
+                ("COUNT", false) => AggKind::Count,
+                ("COUNT", true) => AggKind::CountDistinct,
+                (_, true) => return Err(SqlError::unsupported(format!("{name}(DISTINCT …)"), at)),
+                ("SUM", _) => AggKind::Sum,
+                ("MIN", _) => AggKind::Min,
+                ("MAX", _) => AggKind::Max,
+                ("LISTAGG", _) => AggKind::ListAgg,
+                _ => AggKind::Avg,
+            };
+            (kind, Some(x.clone()))
+        }
+        _ => {
+            return Err(SqlError::validation(
+                format!("{name} takes one argument"),
+                at,
+            ))
+        }
+    };
+    // `agg(x) FILTER (WHERE c)` is `agg(CASE WHEN c THEN x END)`:
+    // every aggregate but COUNT(*) skips NULLs, and COUNT(*)
+    // becomes COUNT of a non-NULL constant.
+    let (kind, arg) = match &f.filter {
+        None => (kind, arg),
+        Some(condition) => {
+            if contains_aggregate(condition) {
+                return Err(SqlError::validation(
+                    "aggregates cannot be nested (in FILTER)",
+                    at,
+                ));
+            }
+            let value = arg.unwrap_or(Expr::value(sqlparser::ast::Value::Number(
+                "1".into(),
+                false,
+            )));
+            let kind = match kind {
+                AggKind::CountStar => AggKind::Count,
+                other => other,
+            };
+            let case = Expr::Case {
+                case_token: AttachedToken::empty(),
+                end_token: AttachedToken::empty(),
+                operand: None,
+                conditions: vec![CaseWhen {
+                    condition: (**condition).clone(),
+                    result: value,
+                }],
+                else_result: None,
+            };
+            (kind, Some(case))
+        }
+    };
+    Ok((kind, arg, separator))
 }
 
 /// The window columns a window aggregation's output has.
