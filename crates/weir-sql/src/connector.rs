@@ -490,7 +490,7 @@ pub(crate) fn sink(
                     .collect::<Result<Vec<_>, _>>()?;
                 out.collect(Row {
                     kind: row.kind,
-                    values: values.into(),
+                    values,
                 });
                 Ok(())
             },

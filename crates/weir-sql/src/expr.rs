@@ -520,7 +520,7 @@ fn literal(v: &Lit, at: Position) -> Result<Compiled, SqlError> {
 }
 
 /// `INTERVAL '2' SECOND` and friends, in milliseconds.
-fn interval_ms(i: &sqlparser::ast::Interval, at: Position) -> Result<i64, SqlError> {
+pub(crate) fn interval_ms(i: &sqlparser::ast::Interval, at: Position) -> Result<i64, SqlError> {
     let text = match i.value.as_ref() {
         Expr::Value(v) => match &v.value {
             Lit::SingleQuotedString(s) | Lit::Number(s, _) => s.clone(),

@@ -92,10 +92,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
             let mut values = Vec::with_capacity(key.len() + aggs.len());
             values.extend_from_slice(key);
             values.extend(aggs);
-            Row {
-                kind,
-                values: values.into(),
-            }
+            Row { kind, values }
         };
         match (before, after) {
             (None, Some(after)) => out.collect(result(RowKind::Insert, after)),

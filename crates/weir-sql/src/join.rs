@@ -320,7 +320,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
                     } else {
                         RowKind::Insert
                     },
-                    values: self.padded(side, &values).into(),
+                    values: self.padded(side, &values),
                 });
             }
             return Ok(());
@@ -331,10 +331,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
         let mut matched = 0;
         let mut changed = false;
         let emit = |out: &mut Collector<'_, Row>, kind, values: Vec<Value>| {
-            out.collect(Row {
-                kind,
-                values: values.into(),
-            })
+            out.collect(Row { kind, values })
         };
         for t in &mut theirs {
             let joined = Self::joined(side, &values, &t.values);
@@ -569,7 +566,7 @@ pub(crate) fn plan_join(
                 values.extend(row.values.iter().cloned());
                 out.collect(Row {
                     kind: row.kind,
-                    values: values.into(),
+                    values,
                 });
                 Ok(())
             },

@@ -491,10 +491,7 @@ impl KeyedProcessFunction<Vec<crate::value::Value>, Row, Row> for ChangelogNorma
         let state = self.last.as_ref().ok_or("not open")?;
         let last = state.value()?;
         let emit = |out: &mut Collector<'_, Row>, kind, values: Vec<crate::value::Value>| {
-            out.collect(Row {
-                kind,
-                values: values.into(),
-            })
+            out.collect(Row { kind, values })
         };
         if row.kind == RowKind::Delete {
             if let Some(old) = last {

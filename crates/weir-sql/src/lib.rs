@@ -35,6 +35,7 @@ mod join;
 #[cfg(feature = "kafka")]
 mod kafka;
 mod nexmark;
+mod over;
 mod plan;
 mod rank;
 mod script;

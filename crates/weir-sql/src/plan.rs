@@ -153,6 +153,9 @@ pub(crate) fn plan_select(
     if let Some(ranked) = crate::rank::plan_ranked(env, catalog, select)? {
         return Ok(ranked);
     }
+    if crate::over::has_over(select) {
+        return crate::over::plan_over(env, catalog, select);
+    }
     match &select.distinct {
         None | Some(Distinct::All) => {}
         // SELECT DISTINCT a, b is SELECT a, b … GROUP BY a, b: a row is

@@ -597,11 +597,11 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for Deduplicate {
             Some(old) => {
                 out.collect(Row {
                     kind: RowKind::UpdateBefore,
-                    values: old.into(),
+                    values: old,
                 });
                 out.collect(Row {
                     kind: RowKind::UpdateAfter,
-                    values: values.clone().into(),
+                    values: values.clone(),
                 });
             }
         }
@@ -662,11 +662,11 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for TopN {
                     Some(old) => {
                         out.collect(Row {
                             kind: RowKind::UpdateBefore,
-                            values: with_rank(old.clone(), rank).into(),
+                            values: with_rank(old.clone(), rank),
                         });
                         out.collect(Row {
                             kind: RowKind::UpdateAfter,
-                            values: with_rank(row.clone(), rank).into(),
+                            values: with_rank(row.clone(), rank),
                         });
                     }
                     None => out.collect(Row::insert(with_rank(row.clone(), rank))),
@@ -676,7 +676,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for TopN {
             if let Some(old) = evicted {
                 out.collect(Row {
                     kind: RowKind::Delete,
-                    values: with_rank(old, self.n).into(),
+                    values: with_rank(old, self.n),
                 });
             }
             out.collect(Row::insert(with_rank(top[at].clone(), at + 1)));

@@ -338,7 +338,7 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
                 values.push(time_value(ty, end - 1));
                 out.collect(Row {
                     kind: row.kind,
-                    values: values.into(),
+                    values,
                 });
             }
             Ok(())

@@ -833,3 +833,58 @@ fn filesystem_tables_write_and_read_csv_and_json() -> Result<(), SqlError> {
     assert!(e.contains("the filesystem sink takes inserts only"), "{e}");
     Ok(())
 }
+
+#[test]
+fn over_aggregations_by_arrival_count_the_rows_so_far() -> Result<(), SqlError> {
+    let path = csv("over-proctime", ORDERS);
+    let out = support::changelog(&format!(
+        "{}
+         CREATE VIEW v AS SELECT *, PROCTIME() AS pt FROM orders;
+         SELECT id, COUNT(*) OVER (PARTITION BY buyer ORDER BY pt
+             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n,
+           SUM(id) OVER (PARTITION BY buyer ORDER BY pt
+             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ids
+         FROM v;",
+        orders_ddl(&path)
+    ))?;
+    // One source, one channel: rows arrive in file order.
+    assert_eq!(
+        out,
+        ["+I[1, 1, 1]", "+I[2, 1, 2]", "+I[3, 2, 4]", "+I[4, 1, 4]"]
+    );
+    Ok(())
+}
+
+#[test]
+fn over_mistakes_are_named() {
+    let path = csv("over-mistakes", ORDERS);
+    let ddl = orders_ddl(&path);
+    let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
+    let e = err("SELECT id, SUM(id) OVER (PARTITION BY buyer ORDER BY id) FROM orders;");
+    assert!(
+        e.contains("an OVER window must be ordered by the input's time attribute"),
+        "{e}"
+    );
+    let e = err("SELECT id, SUM(id) OVER (ORDER BY ts DESC) FROM orders;");
+    assert!(e.contains("ascending"), "{e}");
+    let e = err("SELECT SUM(id) OVER (ORDER BY ts), COUNT(*) OVER (PARTITION BY buyer ORDER BY ts) FROM orders;");
+    assert!(
+        e.contains("not supported: OVER aggregations over different windows in one SELECT"),
+        "{e}"
+    );
+    let e = err(
+        "SELECT SUM(id) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM orders;",
+    );
+    assert!(e.contains("ends after CURRENT ROW"), "{e}");
+    let e = err(
+        "SELECT SUM(id) OVER (ORDER BY ts RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) FROM orders;",
+    );
+    assert!(e.contains("takes an INTERVAL"), "{e}");
+    let e = err("SELECT SUM(id) OVER w FROM orders;");
+    assert!(e.contains("no window named 'w'"), "{e}");
+    let e = err("SELECT n, COUNT(*) OVER (ORDER BY t) FROM (SELECT buyer, COUNT(*) AS n, MAX(ts) AS t FROM orders GROUP BY buyer);");
+    assert!(
+        e.contains("an OVER aggregation of an updating input"),
+        "{e}"
+    );
+}
