@@ -110,6 +110,30 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
     }
 }
 
+/// The distinct rows of `input` (`UNION` without `ALL`): `SELECT cols …
+/// GROUP BY cols`, each row emitted the first time it is seen.
+pub(crate) fn distinct(input: Planned, ttl: Option<Duration>) -> Result<Planned, SqlError> {
+    let columns = input
+        .scope
+        .columns
+        .iter()
+        .map(|(name, _)| format!("`{}`", name.replace('`', "``")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = format!("SELECT {columns} FROM input GROUP BY {columns}");
+    let parsed =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, &text)
+            .map_err(|e| SqlError::Parse(format!("planning DISTINCT: {e}")))?;
+    let select = match parsed.first() {
+        Some(sqlparser::ast::Statement::Query(q)) => match &*q.body {
+            sqlparser::ast::SetExpr::Select(s) => s.clone(),
+            _ => return Err(SqlError::Parse("planning DISTINCT: not a SELECT".into())),
+        },
+        _ => return Err(SqlError::Parse("planning DISTINCT: not a query".into())),
+    };
+    plan_group_aggregate(input, &select, ttl)
+}
+
 /// `SELECT keys…, aggregates… FROM … GROUP BY keys…`.
 pub(crate) fn plan_group_aggregate(
     input: Planned,

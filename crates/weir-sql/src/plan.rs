@@ -2,8 +2,9 @@
 //! and the `SELECT` list in one operator (Flink's `Calc`).
 
 use sqlparser::ast::{
-    Distinct, Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, Query, Select, SelectItem,
-    SetExpr, SetOperator, SetQuantifier, Spanned, TableFactor, TableWithJoins,
+    Distinct, Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, LimitClause, OrderBy,
+    OrderByExpr, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier,
+    Spanned, TableFactor, TableWithJoins,
 };
 use weir::prelude::*;
 
@@ -93,16 +94,54 @@ pub(crate) fn plan_query(
     if query.with.is_some() {
         return Err(SqlError::unsupported("WITH (common table expressions)", at));
     }
-    if query.order_by.is_some() {
-        return Err(SqlError::unsupported(
-            "ORDER BY on a stream (only in window Top-N)",
+    if query.fetch.is_some() {
+        return Err(SqlError::unsupported("FETCH (write LIMIT)", at));
+    }
+    let limit = match &query.limit_clause {
+        None => None,
+        Some(LimitClause::LimitOffset {
+            limit: Some(limit),
+            offset: None,
+            limit_by,
+        }) if limit_by.is_empty() => {
+            let n = match limit {
+                Expr::Value(v) => match &v.value {
+                    sqlparser::ast::Value::Number(n, _) => n.parse::<usize>().ok(),
+                    _ => None,
+                },
+                _ => None,
+            };
+            Some(n.ok_or_else(|| {
+                SqlError::validation(
+                    format!("LIMIT takes a number of rows, not {limit}"),
+                    pos(limit),
+                )
+            })?)
+        }
+        Some(other) => {
+            return Err(SqlError::unsupported(
+                other.to_string().trim().to_string(),
+                pos(other),
+            ))
+        }
+    };
+    let order: &[OrderByExpr] = match &query.order_by {
+        None => &[],
+        Some(OrderBy {
+            kind: OrderByKind::Expressions(exprs),
+            ..
+        }) => exprs,
+        Some(other) => return Err(SqlError::unsupported(format!("{other}"), at)),
+    };
+    let body = plan_set_expr(env, catalog, &query.body, at)?;
+    match limit {
+        Some(n) => crate::rank::plan_sort_limit(body, order, n, at),
+        None if order.is_empty() => Ok(body),
+        None => Err(SqlError::unsupported(
+            "ORDER BY without LIMIT on a stream (a sort by the time attribute; with LIMIT it is a Top-N)",
             at,
-        ));
+        )),
     }
-    if query.limit_clause.is_some() || query.fetch.is_some() {
-        return Err(SqlError::unsupported("LIMIT", at));
-    }
-    plan_set_expr(env, catalog, &query.body, at)
 }
 
 fn plan_set_expr(
@@ -123,6 +162,21 @@ fn plan_set_expr(
             plan_set_expr(env, catalog, left, at)?,
             plan_set_expr(env, catalog, right, at)?,
             at,
+        ),
+        // UNION is UNION ALL's distinct rows, as in Flink: a grouping by
+        // every column, a row emitted the first time it is seen.
+        SetExpr::SetOperation {
+            left,
+            op: SetOperator::Union,
+            set_quantifier: SetQuantifier::None | SetQuantifier::Distinct,
+            right,
+        } => crate::group::distinct(
+            union_all(
+                plan_set_expr(env, catalog, left, at)?,
+                plan_set_expr(env, catalog, right, at)?,
+                at,
+            )?,
+            catalog.state_ttl,
         ),
         SetExpr::SetOperation {
             op, set_quantifier, ..

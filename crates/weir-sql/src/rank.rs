@@ -15,7 +15,8 @@
 use std::cmp::Ordering;
 
 use sqlparser::ast::{
-    BinaryOperator, Expr, Ident, Select, SelectItem, SetExpr, Spanned, TableFactor, WindowType,
+    BinaryOperator, Expr, Ident, OrderByExpr, Select, SelectItem, SetExpr, Spanned, TableFactor,
+    WindowType,
 };
 use weir::prelude::*;
 
@@ -36,6 +37,79 @@ struct SortKey {
     eval: Eval,
     ascending: bool,
     nulls_first: bool,
+}
+
+/// `… ORDER BY keys LIMIT n` (or `LIMIT n` alone) over a query's rows:
+/// the first `n` rows by `keys` (by arrival without keys), as Flink's
+/// streaming sort-limit runs it: a Top-N over all rows without the rank
+/// shown, so a row pushed out of the first `n` is deleted (`-D`); without
+/// keys, the first `n` rows, inserts only.
+pub(crate) fn plan_sort_limit(
+    input: Planned,
+    order_by: &[OrderByExpr],
+    n: usize,
+    at: Position,
+) -> Result<Planned, SqlError> {
+    if input.updating {
+        return Err(SqlError::unsupported(
+            "ORDER BY … LIMIT over an updating input (Top-N of a changelog)",
+            at,
+        ));
+    }
+    let order: Vec<SortKey> = order_by
+        .iter()
+        .map(|o| {
+            let ascending = o.options.asc.unwrap_or(true);
+            Ok(SortKey {
+                eval: compile(&o.expr, &input.scope)?.eval,
+                ascending,
+                nulls_first: o.options.nulls_first.unwrap_or(ascending),
+            })
+        })
+        .collect::<Result<_, SqlError>>()?;
+    let what = format!(
+        "SortLimit[{}; {n}]",
+        order_by
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let ranked = crate::plan::stateful(
+        input
+            .stream
+            .key_by(|_: &Row| Vec::<Value>::new())
+            .process(TopN {
+                order,
+                n,
+                shown: false,
+                top: None,
+            }),
+        &what,
+    );
+    // The rank the Top-N appends is not shown.
+    let stream = ranked.map(|mut row: Row| {
+        row.values.pop();
+        row
+    });
+    let mut steps = input.steps;
+    steps.push(format!(
+        "SortLimit: order by [{}], limit {n}",
+        order_by
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(Planned {
+        stream,
+        scope: input.scope,
+        rowtime: None,
+        proctime: false,
+        window: None,
+        updating: !order_by.is_empty(),
+        steps,
+    })
 }
 
 /// How two rows compare under `keys` (NULLs first when ascending, last

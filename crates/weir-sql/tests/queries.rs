@@ -399,11 +399,26 @@ fn union_all_needs_the_same_columns() {
         "{e}"
     );
     let e = run(&format!(
-        "{ddl}\nSELECT id FROM orders UNION SELECT id FROM orders;"
+        "{ddl}\nSELECT id FROM orders INTERSECT SELECT id FROM orders;"
     ))
     .unwrap_err()
     .to_string();
-    assert!(e.contains("not supported: UNION (only UNION ALL)"), "{e}");
+    assert!(
+        e.contains("not supported: INTERSECT (only UNION ALL)"),
+        "{e}"
+    );
+    let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
+    let e = err("SELECT id FROM orders ORDER BY ts;");
+    assert!(
+        e.contains("not supported: ORDER BY without LIMIT on a stream"),
+        "{e}"
+    );
+    let e = err("SELECT id FROM orders LIMIT 2 OFFSET 1;");
+    assert!(e.contains("not supported: LIMIT 2 OFFSET 1"), "{e}");
+    let e = err("SELECT id FROM orders LIMIT id;");
+    assert!(e.contains("LIMIT takes a number of rows, not id"), "{e}");
+    let e = err("SELECT buyer, n FROM (SELECT buyer, COUNT(*) AS n FROM orders GROUP BY buyer) ORDER BY n LIMIT 1;");
+    assert!(e.contains("ORDER BY … LIMIT over an updating input"), "{e}");
 }
 
 #[test]
