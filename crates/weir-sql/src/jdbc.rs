@@ -1,8 +1,9 @@
 //! PostgreSQL tables as sinks (`'connector' = 'jdbc'` with a
 //! `jdbc:postgresql://…` url, as Flink's JDBC connector, or `'postgres'`):
-//! with a `PRIMARY KEY`, each result row is upserted on its key (an
-//! updating query's `-U` rows are skipped: the `+U` after them replaces
-//! the row), without one rows are inserted (inserts-only queries). Rows
+//! with a `PRIMARY KEY`, each `+I`/`+U` row is upserted on its key and
+//! each `-D`/`-U` row deletes its key's row, in the changelog's order (a
+//! `-U` right before its key's `+U` is left out, the upsert replacing the
+//! row); without one rows are inserted (inserts-only queries). Rows
 //! are batched (`sink.buffer-flush.max-rows`, `.interval`) and flushed on
 //! every checkpoint; `'sink.delivery-guarantee' = 'exactly-once'` writes a
 //! transaction per checkpoint, committed when it completes (two-phase
@@ -17,7 +18,7 @@ use weir_connectors::postgres::PostgresSink;
 use crate::catalog::TableDef;
 use crate::connector::{append_only, check_options, connector_error};
 use crate::error::SqlError;
-use crate::value::{Row, RowKind, Value};
+use crate::value::{Row, Value};
 
 fn required<'a>(table: &'a TableDef, key: &str) -> Result<&'a str, SqlError> {
     table
@@ -104,24 +105,14 @@ pub(crate) fn jdbc_sink(
     }
     let column_refs: Vec<&str> = columns.iter().map(String::as_str).collect();
     let key_refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-    // An upsert needs only the new row: `-U` goes; `-D` would need a
-    // delete, which the sink does not write yet.
-    let name = table.name.clone();
-    let rows = stream.process(
-        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-            match row.kind {
-                RowKind::UpdateBefore => {}
-                RowKind::Delete => {
-                    return Err(format!(
-                        "table '{name}': the query deleted the row {row}, and the jdbc sink writes no deletes yet"
-                    )
-                    .into())
-                }
-                RowKind::Insert | RowKind::UpdateAfter => out.collect(row),
-            }
-            Ok(())
-        },
-    );
+    // `-D` deletes its key's row, and so does `-U`, as in Flink's JDBC
+    // sink: a `-U` whose `+U` a filter dropped (`HAVING`) must not leave
+    // the old row behind. A `-U` right before the `+U` of its key is left
+    // out by the sink (the upsert replaces the row).
+    let rows = stream;
+    let is_delete = |row: &Row| row.kind.is_retraction();
+    let sink_error =
+        |e: weir_connectors::postgres::PostgresSinkError| connector_error(table, e.to_string());
     let uid = crate::plan::state_uid(&format!("Sink[{}; jdbc]", table.name.to_lowercase()));
     let sink_name = format!("Sink: {}[jdbc]", table.name);
     match table
@@ -130,6 +121,9 @@ pub(crate) fn jdbc_sink(
     {
         "at-least-once" => {
             let mut sink = PostgresSink::upsert_text(&url, target, &column_refs, &key_refs, texts);
+            if updating {
+                sink = sink.with_deletes(is_delete).map_err(sink_error)?;
+            }
             if let Some(rows) = table.option("sink.buffer-flush.max-rows") {
                 let n: usize = rows.trim().parse().map_err(|_| {
                     connector_error(
@@ -145,6 +139,18 @@ pub(crate) fn jdbc_sink(
                 })?;
                 sink = sink.with_batch_interval(every);
             }
+            rows.add_sink(sink).name(&sink_name).uid(&uid);
+        }
+        "exactly-once" if updating => {
+            let sink = PostgresSink::exactly_once_text_with_deletes(
+                &url,
+                target,
+                &column_refs,
+                &key_refs,
+                texts,
+                is_delete,
+            )
+            .map_err(sink_error)?;
             rows.add_sink(sink).name(&sink_name).uid(&uid);
         }
         "exactly-once" => {

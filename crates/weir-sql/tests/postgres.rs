@@ -95,6 +95,50 @@ fn queries_upsert_on_the_key_or_insert() -> Result<(), SqlError> {
     Ok(())
 }
 
+/// Retractions reach the table: a `-D` deletes its key's row, and so does
+/// a `-U` whose `+U` the query filtered out (`HAVING`), at least once or
+/// exactly once.
+#[test]
+fn deletes_and_retractions_remove_rows() -> Result<(), SqlError> {
+    let server = LocalPostgres::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url();
+    execute(
+        &url,
+        "CREATE TABLE once (buyer TEXT PRIMARY KEY, n BIGINT);
+         CREATE TABLE spread (n BIGINT PRIMARY KEY, buyers BIGINT);",
+    )
+    .expect("tables");
+    support::run_with(
+        &format!(
+            "{}
+             CREATE TABLE once (buyer STRING, n BIGINT, PRIMARY KEY (buyer) NOT ENFORCED)
+               WITH ('connector' = 'postgres', 'url' = '{url}', 'table-name' = 'once');
+             INSERT INTO once SELECT buyer, COUNT(*) FROM orders GROUP BY buyer HAVING COUNT(*) < 2;
+             CREATE TABLE spread (n BIGINT, buyers BIGINT, PRIMARY KEY (n) NOT ENFORCED)
+               WITH ('connector' = 'postgres', 'url' = '{url}', 'table-name' = 'spread',
+                     'sink.delivery-guarantee' = 'exactly-once');
+             INSERT INTO spread SELECT n, COUNT(*) FROM (
+               SELECT buyer, COUNT(*) AS n FROM orders WHERE id <= 9 GROUP BY buyer
+             ) GROUP BY n;",
+            orders_ddl()
+        ),
+        &[],
+    )?;
+    // Only dave has a single order in the end; the others' rows were
+    // taken back when their second order came.
+    assert_eq!(
+        rows(&url, "SELECT buyer, n::text FROM once ORDER BY buyer"),
+        ["dave, 1"]
+    );
+    // Without order 10 carol and dave have one order, bob three, alice
+    // four: the group of two orders (bob's for a while) was deleted.
+    assert_eq!(
+        rows(&url, "SELECT n::text, buyers::text FROM spread ORDER BY n"),
+        ["1, 2", "3, 1", "4, 1"]
+    );
+    Ok(())
+}
+
 #[test]
 fn jdbc_table_mistakes_are_named() {
     let err = |table: &str, query: &str| {

@@ -261,7 +261,19 @@ pub(crate) struct Target<T> {
     /// Rows of text values (from a serde type), which the server converts
     /// to the columns' types.
     pub text_values: bool,
+    /// Which records delete their key's row rather than upsert it (none
+    /// without this).
+    pub deletes: Option<DeleteFn<T>>,
+    /// For rows of text values, the function that makes them (to compare
+    /// keys).
+    pub texts: Option<TextFn<T>>,
 }
+
+/// A record's row as text values.
+pub type TextFn<T> = Arc<dyn Fn(&T) -> Vec<Option<String>> + Send + Sync>;
+
+/// Whether a record deletes its key's row.
+pub type DeleteFn<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
 
 impl<T> Clone for Target<T> {
     fn clone(&self) -> Self {
@@ -272,6 +284,8 @@ impl<T> Clone for Target<T> {
             keys: self.keys.clone(),
             row: Arc::clone(&self.row),
             text_values: self.text_values,
+            deletes: self.deletes.clone(),
+            texts: self.texts.clone(),
         }
     }
 }
@@ -291,6 +305,8 @@ impl<T> Target<T> {
             keys: keys.iter().map(|k| k.to_string()).collect(),
             row: Arc::new(row),
             text_values: false,
+            deletes: None,
+            texts: None,
         }
     }
 
@@ -315,15 +331,36 @@ impl<T> Target<T> {
         columns: &[&str],
         keys: &[&str],
         row: impl Fn(&T) -> Vec<Option<String>> + Send + Sync + 'static,
-    ) -> Self {
+    ) -> Self
+    where
+        T: 'static,
+    {
+        let row: TextFn<T> = Arc::new(row);
+        let texts = Arc::clone(&row);
         let mut target = Target::new(url, table, columns, keys, move |record: &T| -> Row {
-            row(record)
+            texts(record)
                 .into_iter()
                 .map(|v| Box::new(v) as Box<dyn ToSql + Sync + Send>)
                 .collect()
         });
         target.text_values = true;
+        target.texts = Some(row);
         target
+    }
+
+    /// Whether `a` and `b` are of one key, as far as text rows tell
+    /// (`false` for other rows).
+    fn same_key(&self, a: &T, b: &T) -> bool {
+        let Some(texts) = &self.texts else {
+            return false;
+        };
+        let (a, b) = (texts(a), texts(b));
+        self.keys.iter().all(|k| {
+            self.columns
+                .iter()
+                .position(|c| c == k)
+                .is_some_and(|i| a.get(i).is_some() && a.get(i) == b.get(i))
+        })
     }
 
     /// Connects, reads the table's column types and prepares the insert
@@ -372,13 +409,151 @@ impl<T> Target<T> {
         Ok((client, Inserts { types, full }))
     }
 
-    /// Writes `records` on `client` (or a transaction), up to
-    /// [`ROWS_PER_STATEMENT`] rows per statement.
+    /// Deletes records matching `is_delete` delete their key's row (the
+    /// others upsert it).
+    pub(crate) fn with_deletes(
+        mut self,
+        is_delete: DeleteFn<T>,
+    ) -> Result<Self, PostgresSinkError> {
+        if self.keys.is_empty() {
+            return Err(PostgresSinkError::Config(
+                "deletes need key columns to delete by".into(),
+            ));
+        }
+        self.deletes = Some(is_delete);
+        Ok(self)
+    }
+
+    /// Writes `records` on `client` (or a transaction), in order: each run
+    /// of upserts up to [`ROWS_PER_STATEMENT`] rows per statement, each
+    /// run of deletes in one `DELETE … WHERE (keys) IN (…)` per as many.
     pub(crate) fn write_all(
         &self,
         client: &mut impl postgres::GenericClient,
         inserts: &Inserts,
         records: &[T],
+    ) -> Result<(), PostgresSinkError> {
+        let Some(is_delete) = &self.deletes else {
+            let all: Vec<&T> = records.iter().collect();
+            return self.upsert_all(client, inserts, &all);
+        };
+        // A delete right before an upsert of its key is replaced by the
+        // upsert anyway (a changelog's `-U` before its `+U`): left out.
+        let kept: Vec<bool> = (0..records.len())
+            .map(|i| {
+                !is_delete(&records[i])
+                    || !records
+                        .get(i + 1)
+                        .is_some_and(|next| !is_delete(next) && self.same_key(&records[i], next))
+            })
+            .collect();
+        if kept.iter().any(|k| !k) {
+            let kept: Vec<&T> = records
+                .iter()
+                .zip(&kept)
+                .filter(|(_, k)| **k)
+                .map(|(r, _)| r)
+                .collect();
+            return self.write_runs(client, inserts, &kept, is_delete);
+        }
+        let all: Vec<&T> = records.iter().collect();
+        self.write_runs(client, inserts, &all, is_delete)
+    }
+
+    /// Writes `records` as runs of deletes and of upserts, in order.
+    fn write_runs(
+        &self,
+        client: &mut impl postgres::GenericClient,
+        inserts: &Inserts,
+        records: &[&T],
+        is_delete: &DeleteFn<T>,
+    ) -> Result<(), PostgresSinkError> {
+        let mut rest = records;
+        while let Some(first) = rest.first() {
+            let deleting = is_delete(first);
+            let run = rest
+                .iter()
+                .position(|r| is_delete(r) != deleting)
+                .unwrap_or(rest.len());
+            let (this, next) = rest.split_at(run);
+            if deleting {
+                self.delete_all(client, inserts, this)?;
+            } else {
+                self.upsert_all(client, inserts, this)?;
+            }
+            rest = next;
+        }
+        Ok(())
+    }
+
+    /// Deletes the rows of `records`' keys.
+    fn delete_all(
+        &self,
+        client: &mut impl postgres::GenericClient,
+        inserts: &Inserts,
+        records: &[&T],
+    ) -> Result<(), PostgresSinkError> {
+        let table = identifier(&self.table)?;
+        let keys: Vec<usize> = self
+            .keys
+            .iter()
+            .map(|k| {
+                self.columns.iter().position(|c| c == k).ok_or_else(|| {
+                    PostgresSinkError::Config(format!(
+                        "key column '{k}' is not among the columns {:?}",
+                        self.columns
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let names = self
+            .keys
+            .iter()
+            .map(|k| identifier(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        for chunk in records.chunks(ROWS_PER_STATEMENT) {
+            let rows: Vec<Row> = chunk.iter().map(|r| (self.row)(r)).collect();
+            let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+            let mut tuples = Vec::new();
+            for row in &rows {
+                let mut tuple = Vec::new();
+                for &k in &keys {
+                    let value = row.get(k).ok_or_else(|| {
+                        PostgresSinkError::Config(format!(
+                            "a row has {} values for {} columns",
+                            row.len(),
+                            self.columns.len()
+                        ))
+                    })?;
+                    params.push(value.as_ref() as &(dyn ToSql + Sync));
+                    let cast = inserts
+                        .types
+                        .get(k)
+                        .map_or(String::new(), |t| format!("::{t}"));
+                    tuple.push(format!("${}{cast}", params.len()));
+                }
+                tuples.push(format!("({})", tuple.join(", ")));
+            }
+            let sql = format!(
+                "DELETE FROM {table} WHERE ({}) IN ({})",
+                names.join(", "),
+                tuples.join(", ")
+            );
+            client
+                .execute(sql.as_str(), &params)
+                .map_err(PostgresSinkError::statement(format!(
+                    "deleting rows from {}",
+                    self.table
+                )))?;
+        }
+        Ok(())
+    }
+
+    fn upsert_all(
+        &self,
+        client: &mut impl postgres::GenericClient,
+        inserts: &Inserts,
+        records: &[&T],
     ) -> Result<(), PostgresSinkError> {
         for chunk in records.chunks(ROWS_PER_STATEMENT) {
             let rows: Vec<Row> = chunk.iter().map(|r| (self.row)(r)).collect();
@@ -478,7 +653,7 @@ impl PostgresSink {
     /// each converted by the server to its column's type (as `'42'` to a
     /// `bigint`): for records that are not Rust types of their own, such
     /// as SQL rows.
-    pub fn upsert_text<T>(
+    pub fn upsert_text<T: 'static>(
         url: &str,
         table: &str,
         columns: &[&str],
@@ -502,6 +677,26 @@ impl PostgresSink {
         weir::sink::TwoPhaseCommitSink::new(PostgresTwoPhaseCommit::new(Target::text(
             url, table, columns, keys, row,
         )))
+    }
+
+    /// [`exactly_once_text`](Self::exactly_once_text) of a changelog:
+    /// records for which `is_delete` holds delete their key's row (see
+    /// [`PostgresUpsertSink::with_deletes`]), in order with the upserts,
+    /// inside the checkpoint's transaction.
+    pub fn exactly_once_text_with_deletes<T: Send + 'static>(
+        url: &str,
+        table: &str,
+        columns: &[&str],
+        keys: &[&str],
+        row: impl Fn(&T) -> Vec<Option<String>> + Send + Sync + 'static,
+        is_delete: impl Fn(&T) -> bool + Send + Sync + 'static,
+    ) -> Result<weir::sink::TwoPhaseCommitSink<PostgresTwoPhaseCommit<T>, T>, PostgresSinkError>
+    {
+        let target =
+            Target::text(url, table, columns, keys, row).with_deletes(Arc::new(is_delete))?;
+        Ok(weir::sink::TwoPhaseCommitSink::new(
+            PostgresTwoPhaseCommit::new(target),
+        ))
     }
 
     /// [`exactly_once`](Self::exactly_once) of a serde type (see
@@ -566,6 +761,18 @@ impl<T> PostgresUpsertSink<T> {
     pub fn with_batch_size(mut self, rows: usize) -> Self {
         self.batch_size = rows.max(1);
         self
+    }
+
+    /// Makes the records for which `is_delete` holds delete their key's
+    /// row (`DELETE … WHERE (keys) IN (…)`) instead of upserting it, as a
+    /// changelog's `-D` rows do; deletes and upserts are written in the
+    /// order they arrive. Needs key columns.
+    pub fn with_deletes(
+        mut self,
+        is_delete: impl Fn(&T) -> bool + Send + Sync + 'static,
+    ) -> Result<Self, PostgresSinkError> {
+        self.target = self.target.with_deletes(Arc::new(is_delete))?;
+        Ok(self)
     }
 
     /// Flushes a batch once it is `interval` old (200 ms), checked as
