@@ -226,12 +226,10 @@ pub(crate) fn source(
         "upsert-kafka" => crate::kafka::upsert_kafka_source(env, table, &rows, &physical)?,
         #[cfg(not(feature = "kafka"))]
         "upsert-kafka" => return Err(not_built(table, "kafka")),
-        other @ ("jdbc" | "postgres") => {
-            return Err(connector_error(
-                table,
-                format!("the connector '{other}' as a SQL source is not supported yet"),
-            ))
-        }
+        #[cfg(feature = "postgres")]
+        "jdbc" | "postgres" => crate::jdbc::jdbc_source(env, table, &rows, &physical)?,
+        #[cfg(not(feature = "postgres"))]
+        "jdbc" | "postgres" => return Err(not_built(table, "postgres")),
         other => {
             return Err(connector_error(
                 table,

@@ -1,5 +1,6 @@
-//! PostgreSQL tables as sinks (`'connector' = 'jdbc'` with a
-//! `jdbc:postgresql://…` url, as Flink's JDBC connector, or `'postgres'`):
+//! PostgreSQL tables (`'connector' = 'jdbc'` with a `jdbc:postgresql://…`
+//! url, as Flink's JDBC connector, or `'postgres'`): as a source, the
+//! table read once (bounded); as a sink,
 //! with a `PRIMARY KEY`, each `+I`/`+U` row is upserted on its key and
 //! each `-D`/`-U` row deletes its key's row, in the changelog's order (a
 //! `-U` right before its key's `+U` is left out, the upsert replacing the
@@ -13,12 +14,138 @@
 use std::time::Duration;
 
 use weir::prelude::*;
-use weir_connectors::postgres::PostgresSink;
+use weir_connectors::postgres::{PostgresSink, PostgresSource};
 
 use crate::catalog::TableDef;
-use crate::connector::{append_only, check_options, connector_error};
+use crate::connector::{append_only, check_options, connector_error, RowDecoder, TableRows};
 use crate::error::SqlError;
+use crate::format::RowFormat;
+use crate::types::SqlType;
 use crate::value::{Row, Value};
+
+/// The options a PostgreSQL table takes as a source.
+const SOURCE_OPTIONS: &[&str] = &[
+    "connector",
+    "url",
+    "table-name",
+    "username",
+    "password",
+    "driver",
+];
+
+/// Reads a PostgreSQL table once (a bounded source, as Flink's JDBC scan
+/// source): the columns the query reads, ordered by the table's primary
+/// key when it declares one (so that a restored job skips the rows it
+/// read before, in the same order).
+pub(crate) fn jdbc_source(
+    env: &StreamExecutionEnvironment,
+    table: &TableDef,
+    rows: &TableRows,
+    physical: &[bool],
+) -> Result<DataStream<Row>, SqlError> {
+    check_options(table, SOURCE_OPTIONS)?;
+    check_driver(table)?;
+    let url = server_url(table)?;
+    let target = required(table, "table-name")?;
+    let columns: Vec<(String, SqlType)> =
+        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+    // A query that reads no column (COUNT(*)) still needs a row per row.
+    let mut read = physical.to_vec();
+    if !read.contains(&true) && !read.is_empty() {
+        read[0] = true;
+    }
+    let names: Vec<&str> = columns
+        .iter()
+        .zip(&read)
+        .filter(|(_, r)| **r)
+        .map(|((n, _), _)| n.as_str())
+        .collect();
+    let keys: Vec<&str> = table.primary_key.iter().map(String::as_str).collect();
+    let source = PostgresSource::text(&url, target, &names, &keys)
+        .map_err(|e| connector_error(table, e.to_string()))?;
+    // Only the layout is used: the values come as PostgreSQL's text.
+    let format = RowFormat::Csv {
+        delimiter: ',',
+        null_literal: None,
+        ignore_parse_errors: false,
+        allow_comments: false,
+    };
+    let decode = RowDecoder::new(table, rows, &read, format);
+    let name = table.name.clone();
+    let uid = crate::plan::state_uid(&format!("Source[{}; jdbc]", name.to_lowercase()));
+    let stream = env
+        .add_source(source, &format!("{name}[jdbc]"))
+        .uid(&uid)
+        .process(
+            move |texts: Vec<Option<String>>,
+                  _ctx: &mut ProcessContext<'_>,
+                  out: &mut Collector<'_, Row>| {
+                let mut texts = texts.into_iter();
+                let mut values = Vec::with_capacity(columns.len());
+                for ((column, ty), r) in columns.iter().zip(&read) {
+                    let text = if *r { texts.next().flatten() } else { None };
+                    values.push(match text {
+                        None => Value::Null,
+                        Some(t) => from_postgres(&t, *ty)
+                            .map_err(|e| format!("table '{name}', column '{column}': {e}"))?,
+                    });
+                }
+                out.collect(decode.finish(values)?);
+                Ok(())
+            },
+        );
+    Ok(stream)
+}
+
+/// A value of type `t` from PostgreSQL's text for it (booleans as `t`/`f`,
+/// bytes as `\x…` hex, times with up to microseconds and a UTC offset).
+fn from_postgres(text: &str, t: SqlType) -> Result<Value, String> {
+    match t {
+        SqlType::Boolean => match text {
+            "t" => Ok(Value::Boolean(true)),
+            "f" => Ok(Value::Boolean(false)),
+            other => Value::parse(other, t),
+        },
+        SqlType::Bytes => {
+            let hex = text
+                .strip_prefix("\\x")
+                .ok_or_else(|| format!("'{text}' is not bytea's hex form"))?;
+            (0..hex.len() / 2)
+                .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16))
+                .collect::<Result<Vec<u8>, _>>()
+                .map(|b| Value::Bytes(b.into()))
+                .map_err(|_| format!("'{text}' is not bytea's hex form"))
+        }
+        SqlType::Timestamp | SqlType::TimestampLtz => {
+            // `2020-04-15 08:00:01.123456+00`: the offset is UTC (the
+            // scan's session time zone), the fraction kept to ms.
+            let plain = text
+                .strip_suffix("+00")
+                .or_else(|| text.strip_suffix("+00:00"))
+                .unwrap_or(text);
+            let trimmed = match plain.split_once('.') {
+                Some((whole, fraction)) => {
+                    format!("{whole}.{}", &fraction[..fraction.len().min(3)])
+                }
+                None => plain.to_string(),
+            };
+            Value::parse(&trimmed, t)
+        }
+        _ => Value::parse(text, t),
+    }
+}
+
+fn check_driver(table: &TableDef) -> Result<(), SqlError> {
+    match table.option("driver") {
+        Some(driver) if driver != "org.postgresql.Driver" => Err(connector_error(
+            table,
+            format!(
+                "'driver' = '{driver}': Weir reads and writes PostgreSQL (org.postgresql.Driver)"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
 
 fn required<'a>(table: &'a TableDef, key: &str) -> Result<&'a str, SqlError> {
     table
@@ -87,14 +214,7 @@ pub(crate) fn jdbc_sink(
             "sink.delivery-guarantee",
         ],
     )?;
-    if let Some(driver) = table.option("driver") {
-        if driver != "org.postgresql.Driver" {
-            return Err(connector_error(
-                table,
-                format!("'driver' = '{driver}': Weir writes PostgreSQL (org.postgresql.Driver)"),
-            ));
-        }
-    }
+    check_driver(table)?;
     let url = server_url(table)?;
     let target = required(table, "table-name")?;
     let columns: Vec<String> = table.physical().map(|(n, _)| n.to_string()).collect();

@@ -139,6 +139,72 @@ fn deletes_and_retractions_remove_rows() -> Result<(), SqlError> {
     Ok(())
 }
 
+/// A PostgreSQL table read as a source: each type from PostgreSQL's text,
+/// NULLs, a key's order, and a join with a file's rows.
+#[test]
+fn tables_are_read_as_sources() -> Result<(), SqlError> {
+    let server = LocalPostgres::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url();
+    execute(
+        &url,
+        "CREATE TABLE buyers (name TEXT PRIMARY KEY, vip BOOLEAN, since DATE,
+           seen TIMESTAMP, seen_utc TIMESTAMPTZ, score DOUBLE PRECISION,
+           credit NUMERIC(10, 2), tag BYTEA, visits BIGINT);
+         INSERT INTO buyers VALUES
+           ('carol', false, '2019-01-02', '2020-04-15 08:00:00.123456',
+            '2020-04-15 10:00:00+02', 0.5, 3.10, '\\x0aff', 7),
+           ('alice', true, '2018-12-31', '2020-04-15 07:59:59', NULL, 1.25,
+            100.00, NULL, NULL),
+           ('bob', NULL, NULL, NULL, '2020-04-15 08:00:00+00', NULL, NULL, '\\x', 2);",
+    )
+    .expect("table");
+    let jdbc = url.replacen("postgres://", "jdbc:postgresql://", 1);
+    let buyers = format!(
+        "CREATE TABLE buyers (name STRING, vip BOOLEAN, since DATE, seen TIMESTAMP(3),
+           seen_utc TIMESTAMP_LTZ(3), score DOUBLE, credit DECIMAL(10, 2), tag BYTES,
+           visits BIGINT, PRIMARY KEY (name) NOT ENFORCED)
+           WITH ('connector' = 'jdbc', 'url' = '{jdbc}', 'table-name' = 'buyers');"
+    );
+    let out = support::changelog(&format!(
+        "{buyers}
+         SELECT name, vip, since, seen, seen_utc, score, credit, tag, visits FROM buyers;"
+    ))?;
+    // In the key's order; carol's `10:00+02` is 08:00 UTC.
+    assert_eq!(
+        out,
+        [
+            "+I[alice, TRUE, 2018-12-31, 2020-04-15 07:59:59.000, NULL, 1.25, 100.00, NULL, NULL]",
+            "+I[bob, NULL, NULL, NULL, 2020-04-15 08:00:00.000, NULL, NULL, x'', 2]",
+            "+I[carol, FALSE, 2019-01-02, 2020-04-15 08:00:00.123, 2020-04-15 08:00:00.000, 0.5, 3.10, x'0aff', 7]"
+        ]
+    );
+    // Joined with a file's rows; COUNT(*) reads no column of the table.
+    let out = support::changelog(&format!(
+        "{}
+         {buyers}
+         SELECT o.id, b.visits FROM orders AS o JOIN buyers AS b ON o.buyer = b.name
+         WHERE b.vip IS NOT NULL;
+         SELECT COUNT(*) AS n FROM buyers;",
+        orders_ddl()
+    ))?;
+    let mut joined: Vec<&String> = out.iter().filter(|r| r.contains(", ")).collect();
+    joined.sort();
+    assert_eq!(
+        joined,
+        [
+            "+I[1, NULL]",
+            "+I[10, 7]",
+            "+I[3, NULL]",
+            "+I[4, 7]",
+            "+I[5, NULL]",
+            "+I[9, NULL]"
+        ]
+    );
+    let counts: Vec<String> = out.iter().filter(|r| !r.contains(", ")).cloned().collect();
+    assert_eq!(support::materialize(&counts), ["[3]"]);
+    Ok(())
+}
+
 #[test]
 fn jdbc_table_mistakes_are_named() {
     let err = |table: &str, query: &str| {

@@ -12,7 +12,8 @@
 //!   (`COMMIT PREPARED`); see [`two_phase`].
 //!
 //! Rows are the parameters a closure makes of each record, in the order of
-//! the columns given.
+//! the columns given. [`PostgresSource`] reads a table as a bounded
+//! source.
 //!
 //! ```no_run
 //! use weir::prelude::*;
@@ -34,6 +35,7 @@
 //! ```
 
 pub mod local;
+pub mod source;
 pub mod two_phase;
 
 use std::marker::PhantomData;
@@ -45,6 +47,7 @@ use postgres::{Client, NoTls, Statement};
 use weir::functions::{FunctionResult, RuntimeContext, SinkContext, SinkFunction};
 
 pub use local::{LocalPostgres, LocalPostgresError};
+pub use source::PostgresSource;
 pub use two_phase::PostgresTwoPhaseCommit;
 
 /// One row's parameters, in the order of the sink's columns.

@@ -302,3 +302,44 @@ fn rows_from_a_serde_type_take_the_fields_of_the_columns_names() {
     );
     assert_eq!(rows(&mut db, "copied").len(), 3);
 }
+
+/// A table scan emits every row as text in the key's order; restored from
+/// a position, it skips the rows emitted before it.
+#[test]
+fn a_scan_resumes_after_the_rows_it_emitted() -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+{
+    use weir::functions::{SourceContext, SourceFunction, SourceStatus};
+    use weir_connectors::postgres::PostgresSource;
+    let pg = server();
+    let mut db = client(&pg);
+    db.batch_execute(
+        "CREATE TABLE scanned (k BIGINT PRIMARY KEY, v TEXT);
+         INSERT INTO scanned SELECT n, CASE WHEN n % 2 = 0 THEN 'v' || n END
+         FROM generate_series(5, 1, -1) AS n;",
+    )?;
+    let poll = |source: &mut PostgresSource, limit: usize| {
+        let mut records = Vec::new();
+        let status = source.poll_next(&mut SourceContext::new(&mut records, limit));
+        let values: Vec<Vec<Option<String>>> = records.into_iter().map(|r| r.value).collect();
+        (values, status)
+    };
+    let mut source = PostgresSource::text(&pg.url(), "scanned", &["k", "v"], &["k"])?;
+    let (first, status) = poll(&mut source, 2);
+    assert!(matches!(status, Ok(SourceStatus::More)));
+    assert_eq!(
+        first,
+        [
+            vec![Some("1".to_string()), None],
+            vec![Some("2".to_string()), Some("v2".to_string())]
+        ]
+    );
+    let position = source.snapshot_position(1)?.expect("a scan has a position");
+    // A new source, as after a failure, from that position.
+    let mut restored = PostgresSource::text(&pg.url(), "scanned", &["k", "v"], &["k"])?;
+    restored.restore_position(&position)?;
+    let (rest, status) = poll(&mut restored, 10);
+    assert!(matches!(status, Ok(SourceStatus::Finished)));
+    let keys: Vec<Option<String>> = rest.into_iter().map(|r| r[0].clone()).collect();
+    assert_eq!(keys, [Some("3".into()), Some("4".into()), Some("5".into())]);
+    Ok(())
+}
