@@ -173,19 +173,23 @@ pub(crate) fn split_csv(line: &str, delimiter: char) -> Vec<String> {
 #[derive(Clone)]
 struct SqlWatermarks {
     expr: Eval,
+    /// The common `column ± constant` form, read without calling `expr`.
+    shifted: Option<(usize, i64)>,
     max: i64,
     per_row: bool,
 }
 
 impl WatermarkGenerator<Row> for SqlWatermarks {
     fn on_event(&mut self, row: &Row, _timestamp: i64, output: &mut WatermarkOutput) {
-        if let Ok(v) = (self.expr)(&row.values) {
-            if let Some(ms) = v.as_i64() {
-                if ms > self.max {
-                    self.max = ms;
-                    if self.per_row {
-                        output.emit_watermark(ms);
-                    }
+        let ms = match self.shifted {
+            Some((column, shift)) => row.values[column].as_i64().map(|t| t.saturating_add(shift)),
+            None => (self.expr)(&row.values).ok().and_then(|v| v.as_i64()),
+        };
+        if let Some(ms) = ms {
+            if ms > self.max {
+                self.max = ms;
+                if self.per_row {
+                    output.emit_watermark(ms);
                 }
             }
         }
@@ -258,8 +262,14 @@ pub(crate) fn source(
             w.at,
         ));
     }
+    let shifted = match compiled.shape {
+        crate::expr::Shape::Shifted(column, ms) => Some((column, ms)),
+        crate::expr::Shape::Column(column) => Some((column, 0)),
+        _ => None,
+    };
     let generator = SqlWatermarks {
         expr: compiled.eval,
+        shifted,
         max: i64::MIN,
         per_row: watermark_per_row,
     };

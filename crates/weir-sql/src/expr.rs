@@ -42,6 +42,9 @@ pub(crate) enum Shape {
     Column(usize),
     /// The same value for every row.
     Constant(Value),
+    /// A time column plus a constant number of milliseconds (a watermark
+    /// expression such as `ts - INTERVAL '2' SECOND`).
+    Shifted(usize, i64),
     /// Anything else.
     Computed,
 }
@@ -799,8 +802,14 @@ fn arithmetic(
             SqlType::TimestampLtz => Value::TimestampLtz,
             _ => Value::Interval,
         };
+        let shape = match (&l.shape, &r.shape) {
+            (Shape::Column(i), Shape::Constant(c)) if ty != SqlType::Interval => c
+                .as_i64()
+                .map_or(Shape::Computed, |ms| Shape::Shifted(*i, sign * ms)),
+            _ => Shape::Computed,
+        };
         return Ok(Compiled {
-            shape: Shape::Computed,
+            shape,
             eval: pair(&l, &r, move |a, b| {
                 Ok(match (a.as_i64(), b.as_i64()) {
                     (Some(x), Some(y)) => make(x.saturating_add(sign * y)),
