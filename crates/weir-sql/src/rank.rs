@@ -256,7 +256,7 @@ pub(crate) fn plan_ranked(
     let name = f.name.to_string().to_ascii_uppercase();
     if name != "ROW_NUMBER" {
         return Err(SqlError::unsupported(
-            format!("{name} … OVER (only ROW_NUMBER, for Top-N and deduplication)"),
+            format!("{name} … OVER (only ROW_NUMBER, for Top-N and deduplication, as in Flink)"),
             at,
         ));
     }
