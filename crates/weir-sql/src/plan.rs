@@ -137,10 +137,7 @@ pub(crate) fn plan_query(
     match limit {
         Some(n) => crate::rank::plan_sort_limit(body, order, n, at),
         None if order.is_empty() => Ok(body),
-        None => Err(SqlError::unsupported(
-            "ORDER BY without LIMIT on a stream (a sort by the time attribute; with LIMIT it is a Top-N)",
-            at,
-        )),
+        None => crate::rank::plan_time_sort(body, order, at),
     }
 }
 

@@ -112,6 +112,167 @@ pub(crate) fn plan_sort_limit(
     })
 }
 
+/// `… ORDER BY time [, keys…]` without `LIMIT`: the rows in event-time
+/// order, as Flink's temporal sort runs it. Rows wait until the watermark
+/// passes their time, then the rows of one time come out ordered by the
+/// other keys (in arrival order where they tie); a row not after the last
+/// time emitted is late and dropped. Only an ascending event-time
+/// attribute can lead the order, as in Flink.
+pub(crate) fn plan_time_sort(
+    input: Planned,
+    order_by: &[OrderByExpr],
+    at: Position,
+) -> Result<Planned, SqlError> {
+    let wrong = || {
+        SqlError::unsupported(
+            "ORDER BY without LIMIT on a stream, unless it starts with the event-time attribute, ascending (then it sorts by time, as in Flink; with LIMIT it is a Top-N)",
+            at,
+        )
+    };
+    let Some((first, rest)) = order_by.split_first() else {
+        return Err(wrong());
+    };
+    // The keys are the query's output columns (a column the SELECT list
+    // leaves out cannot be sorted by here: it is not found, naming those
+    // there are).
+    let time = match &first.expr {
+        Expr::Identifier(id) => Some(input.scope.index(&id.value, pos(&first.expr))?),
+        _ => None,
+    };
+    if input.proctime
+        || input.updating
+        || time.is_none()
+        || time != input.rowtime
+        || first.options.asc == Some(false)
+    {
+        return Err(wrong());
+    }
+    let time = time.unwrap_or_default();
+    let secondary: Vec<SortKey> = rest
+        .iter()
+        .map(|o| {
+            let ascending = o.options.asc.unwrap_or(true);
+            Ok(SortKey {
+                eval: compile(&o.expr, &input.scope)?.eval,
+                ascending,
+                nulls_first: o.options.nulls_first.unwrap_or(ascending),
+            })
+        })
+        .collect::<Result<_, SqlError>>()?;
+    let keys = order_by
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let stream = crate::plan::stateful(
+        input
+            .stream
+            .key_by(|_: &Row| Vec::<Value>::new())
+            .process(TimeSort {
+                time,
+                secondary,
+                state: None,
+            }),
+        &format!("TemporalSort[{keys}]"),
+    );
+    let mut steps = input.steps;
+    steps.push(format!("TemporalSort: order by [{keys}]"));
+    Ok(Planned {
+        stream,
+        scope: input.scope,
+        rowtime: input.rowtime,
+        proctime: false,
+        window: input.window,
+        updating: false,
+        steps,
+    })
+}
+
+/// The rows waiting for the watermark, by time, and the last time emitted.
+type Waiting = (
+    std::collections::BTreeMap<i64, Vec<Vec<Value>>>,
+    Option<i64>,
+);
+
+/// Emits rows in event-time order ([`plan_time_sort`]).
+#[derive(Clone)]
+struct TimeSort {
+    time: usize,
+    secondary: Vec<SortKey>,
+    state: Option<ValueState<Waiting>>,
+}
+
+impl KeyedProcessFunction<Vec<Value>, Row, Row> for TimeSort {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.state = Some(ctx.get_state(&ValueStateDescriptor::new("waiting"))?);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        row: Row,
+        ctx: &mut ProcessContext<'_, Vec<Value>>,
+        _out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let state = self.state.as_ref().ok_or("the sort is not open")?;
+        let Some(time) = row.values[self.time].as_i64() else {
+            return Ok(());
+        };
+        let first_of_time = state.update_in_place(|waiting| {
+            let (rows, last) = match waiting {
+                Some(w) => w,
+                None => {
+                    let mut rows = std::collections::BTreeMap::new();
+                    rows.insert(time, vec![row.values]);
+                    return (ValueChange::Set((rows, None)), true);
+                }
+            };
+            if last.is_some_and(|l| time <= l) {
+                return (ValueChange::Keep, false);
+            }
+            let at_time = rows.entry(time).or_default();
+            at_time.push(row.values);
+            (ValueChange::Keep, at_time.len() == 1)
+        })?;
+        if first_of_time {
+            ctx.timer_service().register_event_time_timer(time);
+        }
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        _ctx: &mut ProcessContext<'_, Vec<Value>>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let state = self.state.as_ref().ok_or("the sort is not open")?;
+        let secondary = &self.secondary;
+        state.update_in_place(|waiting| {
+            let Some((rows, last)) = waiting else {
+                return (ValueChange::Keep, ());
+            };
+            if let Some(mut due) = rows.remove(&timestamp) {
+                if !secondary.is_empty() {
+                    // A stable sort: ties keep their arrival order.
+                    let mut keyed: Vec<(Vec<Value>, Vec<Value>)> = due
+                        .drain(..)
+                        .map(|r| (sort_values(secondary, &r), r))
+                        .collect();
+                    keyed.sort_by(|a, b| compare_values(secondary, &a.0, &b.0));
+                    due = keyed.into_iter().map(|(_, r)| r).collect();
+                }
+                for values in due {
+                    out.collect(Row::insert(values));
+                }
+                *last = Some(timestamp);
+            }
+            (ValueChange::Keep, ())
+        })?;
+        Ok(())
+    }
+}
+
 /// How two rows compare under `keys` (NULLs first when ascending, last
 /// when descending, unless the query says otherwise, as in Flink).
 fn compare(keys: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {

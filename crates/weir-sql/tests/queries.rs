@@ -408,7 +408,7 @@ fn union_all_needs_the_same_columns() {
         "{e}"
     );
     let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
-    let e = err("SELECT id FROM orders ORDER BY ts;");
+    let e = err("SELECT id, ts FROM orders ORDER BY id;");
     assert!(
         e.contains("not supported: ORDER BY without LIMIT on a stream"),
         "{e}"
@@ -902,4 +902,41 @@ fn over_mistakes_are_named() {
         e.contains("an OVER aggregation of an updating input"),
         "{e}"
     );
+}
+
+#[test]
+fn order_by_time_emits_rows_in_time_order_then_by_the_other_keys() -> Result<(), SqlError> {
+    let path = csv(
+        "time-sort",
+        "1,a,3.00,2020-04-15 08:00:05\n2,b,9.00,2020-04-15 08:00:01\n\
+         3,c,5.00,2020-04-15 08:00:05\n4,d,1.00,2020-04-15 08:00:03\n\
+         5,e,7.00,2020-04-15 08:00:05\n",
+    );
+    let out = run(&format!(
+        "SET 'pipeline.auto-watermark-interval' = '0';
+         {}
+         SELECT id, amount, ts FROM orders ORDER BY ts, amount DESC;",
+        orders_ddl(&path)
+    ))?;
+    let ids: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("| +I | "))
+        .map(|l| l.split('|').next().unwrap_or_default().trim())
+        .collect();
+    assert_eq!(ids, ["2", "4", "5", "3", "1"], "{out}");
+    let ddl = orders_ddl(&path);
+    let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
+    let e = err("SELECT id, ts FROM orders ORDER BY ts DESC;");
+    assert!(
+        e.contains("unless it starts with the event-time attribute, ascending"),
+        "{e}"
+    );
+    let e = err("SELECT id, ts FROM orders ORDER BY id;");
+    assert!(
+        e.contains("unless it starts with the event-time attribute"),
+        "{e}"
+    );
+    let e = err("SELECT id FROM orders ORDER BY ts;");
+    assert!(e.contains("column 'ts' not found"), "{e}");
+    Ok(())
 }
