@@ -35,8 +35,16 @@ pub(crate) struct Column {
 pub(crate) enum ColumnKind {
     /// Read from (or written to) the connector.
     Physical { data_type: SqlType, nullable: bool },
-    /// `name AS expr`: computed from the physical columns of the row.
+    /// `name AS expr`: computed from the physical and metadata columns of
+    /// the row.
     Computed(Box<Expr>),
+    /// `name TYPE METADATA [FROM 'key'] [VIRTUAL]`: a value the connector
+    /// gives beside the record's fields (Kafka's `timestamp`, `offset`, …).
+    Metadata {
+        data_type: SqlType,
+        key: String,
+        is_virtual: bool,
+    },
 }
 
 /// `WATERMARK FOR column AS expr`.
@@ -54,7 +62,7 @@ impl TableDef {
             .iter()
             .filter_map(|c| match c.kind {
                 ColumnKind::Physical { nullable, .. } => Some(nullable),
-                ColumnKind::Computed(_) => None,
+                ColumnKind::Computed(_) | ColumnKind::Metadata { .. } => None,
             })
             .collect()
     }
@@ -63,7 +71,20 @@ impl TableDef {
     pub fn physical(&self) -> impl Iterator<Item = (&str, SqlType)> {
         self.columns.iter().filter_map(|c| match c.kind {
             ColumnKind::Physical { data_type, .. } => Some((c.name.as_str(), data_type)),
-            ColumnKind::Computed(_) => None,
+            ColumnKind::Computed(_) | ColumnKind::Metadata { .. } => None,
+        })
+    }
+
+    /// The metadata columns, in order: name, metadata key, type, and
+    /// whether it is `VIRTUAL` (read only).
+    pub fn metadata(&self) -> impl Iterator<Item = (&str, &str, SqlType, bool)> {
+        self.columns.iter().filter_map(|c| match &c.kind {
+            ColumnKind::Metadata {
+                data_type,
+                key,
+                is_virtual,
+            } => Some((c.name.as_str(), key.as_str(), *data_type, *is_virtual)),
+            _ => None,
         })
     }
 

@@ -78,20 +78,33 @@ pub(crate) struct TableRows {
 
 /// How a table's rows are laid out, with its computed columns compiled.
 pub(crate) fn table_rows(table: &TableDef) -> Result<TableRows, SqlError> {
-    let physical = Scope::of(table.physical().map(|(n, t)| (n.to_string(), t)).collect());
-    let mut scope = physical.clone();
+    // A row as the source makes it: the physical columns, then the
+    // metadata ones, then the computed ones (over the two before).
+    let mut base = Scope::of(table.physical().map(|(n, t)| (n.to_string(), t)).collect());
+    let physical = base.columns.len();
+    base.columns.extend(
+        table
+            .metadata()
+            .map(|(name, _, ty, _)| (name.to_string(), ty)),
+    );
+    let mut scope = base.clone();
     let mut computed = Vec::new();
     let mut order = Vec::new();
-    let mut next_computed = physical.columns.len();
+    let mut next_computed = base.columns.len();
     let mut next_physical = 0;
+    let mut next_metadata = physical;
     for c in &table.columns {
         match &c.kind {
             ColumnKind::Physical { .. } => {
                 order.push(next_physical);
                 next_physical += 1;
             }
+            ColumnKind::Metadata { .. } => {
+                order.push(next_metadata);
+                next_metadata += 1;
+            }
             ColumnKind::Computed(e) => {
-                let compiled = compile(e, &physical)?;
+                let compiled = compile(e, &base)?;
                 scope.columns.push((c.name.clone(), compiled.ty));
                 computed.push(compiled.eval);
                 order.push(next_computed);
@@ -138,7 +151,7 @@ fn physical_needed(
                 p += 1;
             }
             ColumnKind::Computed(_) if *used => return Ok(vec![true; n]),
-            ColumnKind::Computed(_) => {}
+            ColumnKind::Computed(_) | ColumnKind::Metadata { .. } => {}
         }
     }
     Ok(physical)
@@ -218,6 +231,14 @@ pub(crate) fn source(
 ) -> Result<crate::catalog::Scan, SqlError> {
     let rows = table_rows(table)?;
     let physical = physical_needed(table, &rows, needed)?;
+    if let Some((name, ..)) = table.metadata().next() {
+        if !matches!(connector(table)?, "kafka") {
+            return Err(connector_error(
+                table,
+                format!("'{name}' is a METADATA column, which only the kafka connector gives here"),
+            ));
+        }
+    }
     let stream = match connector(table)? {
         "filesystem" => filesystem_source(env, table, &rows, &physical)?,
         "nexmark" => crate::nexmark::nexmark_source(env, table, &rows, &physical)?,
@@ -390,24 +411,30 @@ impl RowDecoder {
 
     /// The row in `bytes`, or why it cannot be read.
     pub fn row(&self, bytes: &[u8]) -> Result<Row, String> {
-        let values = self.format.decode(bytes, &self.columns, &self.read)?;
+        self.row_with(bytes, Vec::new())
+    }
+
+    /// The row in `bytes` with the metadata columns' `metadata` values.
+    pub fn row_with(&self, bytes: &[u8], metadata: Vec<Value>) -> Result<Row, String> {
+        let mut values = self.format.decode(bytes, &self.columns, &self.read)?;
+        values.extend(metadata);
         self.finish(values)
     }
 
-    /// The row of the physical `values` (checked, computed columns added,
-    /// in declared order).
+    /// The row of the physical `values`, then the metadata ones (checked,
+    /// computed columns added, in declared order).
     pub fn finish(&self, mut values: Vec<Value>) -> Result<Row, String> {
-        if let Some(i) =
-            (0..values.len()).find(|&i| self.read[i] && values[i].is_null() && !self.nullable[i])
+        if let Some(i) = (0..self.columns.len().min(values.len()))
+            .find(|&i| self.read[i] && values[i].is_null() && !self.nullable[i])
         {
             return Err(format!(
                 "NULL in the NOT NULL column '{}'",
                 self.columns[i].0
             ));
         }
-        let physical = values.len();
+        let base = values.len();
         for c in &self.computed {
-            let v = c(&values[..physical])?;
+            let v = c(&values[..base])?;
             values.push(v);
         }
         Ok(Row::insert(
@@ -451,6 +478,12 @@ pub(crate) fn sink(
     updating: bool,
     table: &TableDef,
 ) -> Result<(), SqlError> {
+    if let Some((name, ..)) = table.metadata().find(|(.., is_virtual)| !is_virtual) {
+        return Err(connector_error(
+            table,
+            format!("writing the METADATA column '{name}' is not supported (declare it VIRTUAL to read it only)"),
+        ));
+    }
     let targets: Vec<(String, SqlType)> =
         table.physical().map(|(n, t)| (n.to_string(), t)).collect();
     if targets.len() != schema.columns.len() {

@@ -159,7 +159,26 @@ fn parse_column(parser: &mut Parser<'_>) -> Result<Column, SqlError> {
         let data_type =
             SqlType::from_ast(&ast).map_err(|what| SqlError::unsupported(what, type_at))?;
         if parser.parse_keyword(Keyword::METADATA) {
-            return Err(SqlError::unsupported("METADATA columns", at));
+            // `METADATA [FROM 'key'] [VIRTUAL]`: the key defaults to the
+            // column's name.
+            let key = if parser.parse_keyword(Keyword::FROM) {
+                parser.parse_literal_string()?
+            } else {
+                name.clone()
+            };
+            let is_virtual = parser.parse_keyword(Keyword::VIRTUAL);
+            if parser.parse_keyword(Keyword::COMMENT) {
+                parser.parse_literal_string()?;
+            }
+            return Ok(Column {
+                name,
+                kind: ColumnKind::Metadata {
+                    data_type,
+                    key,
+                    is_virtual,
+                },
+                at,
+            });
         }
         let nullable = !parser.parse_keywords(&[Keyword::NOT, Keyword::NULL]);
         // Flink also accepts an explicit NULL.
@@ -207,7 +226,8 @@ fn validate(table: &TableDef) -> Result<(), SqlError> {
                 ))
             }
             Some(Column {
-                kind: ColumnKind::Physical { data_type, .. },
+                kind:
+                    ColumnKind::Physical { data_type, .. } | ColumnKind::Metadata { data_type, .. },
                 ..
             }) if !data_type.is_timestamp() => {
                 return Err(SqlError::validation(

@@ -24,7 +24,7 @@ use crate::connector::{append_only, check_options, connector_error, RowDecoder, 
 use crate::error::SqlError;
 use crate::format::{format_options, RowFormat};
 use crate::types::SqlType;
-use crate::value::Row;
+use crate::value::{Row, Value};
 
 /// The options a kafka table takes, besides `properties.*`.
 fn known_options(table: &TableDef, source: bool) -> Vec<String> {
@@ -137,8 +137,10 @@ pub(crate) fn kafka_source(
     let format = RowFormat::of(table, key, prefix)?;
     let skip = format.ignores_parse_errors();
     let decode = RowDecoder::new(table, rows, physical, format);
+    let metadata = metadata_readers(table)?;
     let mut source = KafkaSource::new(servers, &topics, move |r: &KafkaRecord<'_>| {
-        decode.row(r.value.unwrap_or_default())
+        let values = metadata.iter().map(|read| read(r)).collect();
+        decode.row_with(r.value.unwrap_or_default(), values)
     });
     if let Some(group) = table.option("properties.group.id") {
         source = source.with_group_id(group);
@@ -188,6 +190,55 @@ pub(crate) fn kafka_source(
             "Source[{}; kafka]",
             table.name.to_lowercase()
         ))))
+}
+
+/// How a metadata column's value is read from a record.
+type MetadataReader = fn(&KafkaRecord<'_>) -> Value;
+
+/// For each metadata column of `table`, how its value is read from a
+/// record (Flink's Kafka metadata: `topic`, `partition`, `offset`,
+/// `timestamp`), checked against the column's type.
+fn metadata_readers(table: &TableDef) -> Result<Vec<MetadataReader>, SqlError> {
+    let mut readers = Vec::new();
+    for (name, key, ty, _) in table.metadata() {
+        let reader: Option<MetadataReader> = match (key, ty) {
+            ("topic", SqlType::String) => Some(|r| Value::string(r.topic)),
+            ("partition", SqlType::Int) => Some(|r| Value::Int(r.partition)),
+            ("partition", SqlType::BigInt) => Some(|r| Value::BigInt(i64::from(r.partition))),
+            ("offset", SqlType::BigInt) => Some(|r| Value::BigInt(r.offset)),
+            ("timestamp", SqlType::TimestampLtz) => {
+                Some(|r| r.timestamp.map_or(Value::Null, Value::TimestampLtz))
+            }
+            ("timestamp", SqlType::Timestamp) => {
+                Some(|r| r.timestamp.map_or(Value::Null, Value::Timestamp))
+            }
+            ("topic" | "partition" | "offset" | "timestamp", _) => None,
+            (other, _) => {
+                return Err(connector_error(
+                    table,
+                    format!(
+                        "'{name}' reads the metadata '{other}', which the kafka connector does not have (topic, partition, offset, timestamp)"
+                    ),
+                ))
+            }
+        };
+        let reader = reader.ok_or_else(|| {
+            connector_error(
+                table,
+                format!(
+                    "'{name}' reads the metadata '{key}', which is {}, not {ty}",
+                    match key {
+                        "topic" => "STRING",
+                        "partition" => "INT (or BIGINT)",
+                        "offset" => "BIGINT",
+                        _ => "TIMESTAMP_LTZ(3) (or TIMESTAMP(3))",
+                    }
+                ),
+            )
+        })?;
+        readers.push(reader);
+    }
+    Ok(readers)
 }
 
 /// Writes `stream` (already in the table's columns) to a kafka table.

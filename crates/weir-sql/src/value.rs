@@ -174,8 +174,9 @@ impl Value {
                 Some(rescale(*a, *sa, s)?.cmp(&rescale(*b, *sb, s)?))
             }
             (Date(a), Date(b)) => Some(a.cmp(b)),
-            (Timestamp(a), Timestamp(b))
-            | (TimestampLtz(a), TimestampLtz(b))
+            // A TIMESTAMP against a TIMESTAMP_LTZ: both in UTC, the
+            // session time zone here.
+            (Timestamp(a) | TimestampLtz(a), Timestamp(b) | TimestampLtz(b))
             | (Interval(a), Interval(b)) => Some(a.cmp(b)),
             (Int(_) | BigInt(_), Int(_) | BigInt(_)) => Some(self.as_i64()?.cmp(&other.as_i64()?)),
             _ if self.as_f64().is_some() && other.as_f64().is_some() => {

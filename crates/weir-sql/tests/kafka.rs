@@ -64,6 +64,71 @@ fn a_query_writes_a_topic_and_another_reads_it_back() -> Result<(), SqlError> {
     Ok(())
 }
 
+/// Metadata columns read each record's topic, partition, offset and
+/// timestamp; the timestamp can be the event time.
+#[test]
+fn metadata_columns_read_the_records_place_and_time() -> Result<(), SqlError> {
+    let kafka = LocalKafka::start().unwrap_or_else(|e| panic!("{e}"));
+    kafka.create_topic("placed", 1).expect("topic");
+    let servers = kafka.bootstrap_servers();
+    let back = format!(
+        "CREATE TABLE back (
+           id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3),
+           `partition` BIGINT METADATA VIRTUAL,
+           off BIGINT METADATA FROM 'offset' VIRTUAL,
+           `topic` STRING METADATA VIRTUAL,
+           written TIMESTAMP_LTZ(3) METADATA FROM 'timestamp',
+           WATERMARK FOR written AS written - INTERVAL '1' SECOND
+         ) WITH ('connector' = 'kafka', 'topic' = 'placed',
+                 'properties.bootstrap.servers' = '{servers}', 'format' = 'json',
+                 'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');"
+    );
+    let script = format!(
+        "CREATE TABLE orders (id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                 'csv.null-literal' = 'null');
+         {}
+         INSERT INTO sunk SELECT * FROM orders WHERE id <= 4;
+         {back}
+         SELECT id, `partition`, off, `topic`, written > TIMESTAMP '2020-01-01 00:00:00' AS recent
+         FROM back;",
+        orders_csv().display(),
+        kafka_table(
+            "sunk",
+            &servers,
+            "placed",
+            ", 'properties.batch.num.messages' = '1'"
+        ),
+    );
+    assert_eq!(
+        support::changelog(&script)?,
+        [
+            "+I[1, 0, 0, placed, TRUE]",
+            "+I[2, 0, 1, placed, TRUE]",
+            "+I[3, 0, 2, placed, TRUE]",
+            "+I[4, 0, 3, placed, TRUE]"
+        ]
+    );
+    // The record timestamp as the time attribute: every record is in a
+    // window (the bounded read ends with the final watermark).
+    let windows = support::changelog(&format!(
+        "{back}
+         SELECT COUNT(*) AS n FROM TABLE(TUMBLE(TABLE back, DESCRIPTOR(written), INTERVAL '1' HOUR))
+         GROUP BY window_start, window_end;"
+    ))?;
+    let total: i64 = windows
+        .iter()
+        .filter_map(|r| {
+            r.strip_prefix("+I[")?
+                .strip_suffix(']')?
+                .parse::<i64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(total, 4, "{windows:?}");
+    Ok(())
+}
+
 #[test]
 fn kafka_table_mistakes_are_named() {
     let err = |ddl: String, query: &str| {
@@ -110,10 +175,34 @@ fn kafka_table_mistakes_are_named() {
         "{e}"
     );
     let e = err(
-        rows + &kafka_table("k", servers, "t", ""),
+        rows.clone() + &kafka_table("k", servers, "t", ""),
         "INSERT INTO k SELECT MAX(id), buyer, MAX(amount), MAX(ts) FROM rows GROUP BY buyer;",
     );
     assert!(e.contains("the kafka sink takes inserts only"), "{e}");
+    let meta = |column: &str| {
+        format!(
+            "CREATE TABLE m (id BIGINT, {column}) WITH ('connector' = 'kafka', 'topic' = 't',
+               'properties.bootstrap.servers' = '{servers}', 'format' = 'json');"
+        )
+    };
+    let e = err(meta("h STRING METADATA FROM 'headers'"), "SELECT * FROM m;");
+    assert!(
+        e.contains("'h' reads the metadata 'headers', which the kafka connector does not have"),
+        "{e}"
+    );
+    let e = err(meta("o STRING METADATA FROM 'offset'"), "SELECT * FROM m;");
+    assert!(
+        e.contains("'o' reads the metadata 'offset', which is BIGINT, not STRING"),
+        "{e}"
+    );
+    let e = err(
+        rows + &meta("t TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'"),
+        "INSERT INTO m SELECT id FROM rows;",
+    );
+    assert!(
+        e.contains("writing the METADATA column 't' is not supported"),
+        "{e}"
+    );
 }
 
 #[test]

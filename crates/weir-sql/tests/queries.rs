@@ -940,3 +940,20 @@ fn order_by_time_emits_rows_in_time_order_then_by_the_other_keys() -> Result<(),
     assert!(e.contains("column 'ts' not found"), "{e}");
     Ok(())
 }
+
+#[test]
+fn metadata_columns_need_a_connector_that_gives_them() {
+    let path = csv("metadata", ORDERS);
+    let e = run(&format!(
+        "CREATE TABLE t (id BIGINT, at TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL)
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+         SELECT id FROM t;",
+        path.display()
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("'at' is a METADATA column, which only the kafka connector gives here"),
+        "{e}"
+    );
+}
