@@ -63,8 +63,122 @@ fn known_options(table: &TableDef, source: bool) -> Vec<String> {
         table.option(key).unwrap_or_default(),
         prefix,
     ));
+    known.extend(["key.format", "key.fields", "value.fields-include"].map(String::from));
+    known.extend(format_options(
+        table.option("key.format").unwrap_or_default(),
+        "key.",
+    ));
     known.extend(passed_through(table));
     known
+}
+
+/// A `kafka` table with `key.fields`: which physical columns the record's
+/// key holds (in the key format), and which the value holds (all, or all
+/// but the key's with `'value.fields-include' = 'EXCEPT_KEY'`).
+struct KeyFields {
+    key_format: RowFormat,
+    keys: Vec<usize>,
+    key_schema: Vec<(String, SqlType)>,
+    value_cols: Vec<usize>,
+    value_schema: Vec<(String, SqlType)>,
+}
+
+impl KeyFields {
+    /// The layout of `table`, if it names `key.fields`.
+    fn of(table: &TableDef) -> Result<Option<KeyFields>, SqlError> {
+        let Some(fields) = table.option("key.fields") else {
+            if table.option("key.format").is_some() {
+                return Err(connector_error(
+                    table,
+                    "'key.format' without 'key.fields' (which columns the key holds)",
+                ));
+            }
+            if table.option("value.fields-include").is_some() {
+                return Err(connector_error(
+                    table,
+                    "'value.fields-include' without 'key.fields'",
+                ));
+            }
+            return Ok(None);
+        };
+        if table.option("key.format").is_none() {
+            return Err(connector_error(
+                table,
+                "'key.fields' needs 'key.format' (the format of the record's key)",
+            ));
+        }
+        let columns: Vec<(String, SqlType)> =
+            table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+        let keys = fields
+            .split(';')
+            .map(str::trim)
+            .map(|f| {
+                columns
+                    .iter()
+                    .position(|(n, _)| n.eq_ignore_ascii_case(f))
+                    .ok_or_else(|| {
+                        connector_error(
+                            table,
+                            format!("'key.fields' names '{f}', which is not a physical column"),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<usize>, _>>()?;
+        let value_has_key = value_has_key(table)?;
+        let value_cols: Vec<usize> = (0..columns.len())
+            .filter(|i| value_has_key || !keys.contains(i))
+            .collect();
+        Ok(Some(KeyFields {
+            key_format: RowFormat::of(table, "key.format", "key.")?,
+            key_schema: keys.iter().map(|&i| columns[i].clone()).collect(),
+            value_schema: value_cols.iter().map(|&i| columns[i].clone()).collect(),
+            keys,
+            value_cols,
+        }))
+    }
+
+    /// The physical values of a record whose key and value are `key` and
+    /// `value`, reading the columns `read` marks (the others NULL).
+    fn decode(
+        &self,
+        value_format: &RowFormat,
+        key: &[u8],
+        value: &[u8],
+        read: &[bool],
+    ) -> Result<Vec<Value>, String> {
+        let mut values = vec![Value::Null; read.len()];
+        // A column in both the key and the value is taken from the value,
+        // as Flink takes it: the key is read for the key-only columns.
+        let key_read: Vec<bool> = self
+            .keys
+            .iter()
+            .map(|&i| read[i] && !self.value_cols.contains(&i))
+            .collect();
+        if key_read.contains(&true) {
+            let decoded = self.key_format.decode(key, &self.key_schema, &key_read)?;
+            for ((&i, v), r) in self.keys.iter().zip(decoded).zip(&key_read) {
+                if *r {
+                    values[i] = v;
+                }
+            }
+        }
+        let value_read: Vec<bool> = self.value_cols.iter().map(|&i| read[i]).collect();
+        let decoded = value_format.decode(value, &self.value_schema, &value_read)?;
+        for (&i, v) in self.value_cols.iter().zip(decoded) {
+            values[i] = v;
+        }
+        Ok(values)
+    }
+
+    /// A row's record key and value.
+    fn encode(&self, value_format: &RowFormat, row: &[Value]) -> (Vec<u8>, Vec<u8>) {
+        let key: Vec<Value> = self.keys.iter().map(|&i| row[i].clone()).collect();
+        let value: Vec<Value> = self.value_cols.iter().map(|&i| row[i].clone()).collect();
+        (
+            self.key_format.encode(&self.key_schema, &key).into_bytes(),
+            value_format.encode(&self.value_schema, &value).into_bytes(),
+        )
+    }
 }
 
 /// The `properties.*` options: librdkafka's own settings, passed through.
@@ -136,11 +250,23 @@ pub(crate) fn kafka_source(
     let (key, prefix) = format_key(table);
     let format = RowFormat::of(table, key, prefix)?;
     let skip = format.ignores_parse_errors();
+    let key_fields = KeyFields::of(table)?;
+    let value_format = format.clone();
+    let read = physical.to_vec();
     let decode = RowDecoder::new(table, rows, physical, format);
     let metadata = metadata_readers(table)?;
     let mut source = KafkaSource::new(servers, &topics, move |r: &KafkaRecord<'_>| {
-        let values = metadata.iter().map(|read| read(r)).collect();
-        decode.row_with(r.value.unwrap_or_default(), values)
+        let meta = metadata.iter().map(|read| read(r)).collect();
+        let value = r.value.unwrap_or_default();
+        match &key_fields {
+            None => decode.row_with(value, meta),
+            Some(layout) => {
+                let mut values =
+                    layout.decode(&value_format, r.key.unwrap_or_default(), value, &read)?;
+                values.extend(meta);
+                decode.finish(values)
+            }
+        }
     });
     if let Some(group) = table.option("properties.group.id") {
         source = source.with_group_id(group);
@@ -264,8 +390,13 @@ pub(crate) fn kafka_sink(
     let format = RowFormat::of(table, key, prefix)?;
     let columns: Vec<(String, SqlType)> =
         table.physical().map(|(n, t)| (n.to_string(), t)).collect();
-    let mut sink = KafkaSink::new(servers, topic, move |row: &Row| {
-        (None, format.encode(&columns, &row.values).into_bytes())
+    let key_fields = KeyFields::of(table)?;
+    let mut sink = KafkaSink::new(servers, topic, move |row: &Row| match &key_fields {
+        None => (None, format.encode(&columns, &row.values).into_bytes()),
+        Some(layout) => {
+            let (key, value) = layout.encode(&format, &row.values);
+            (Some(key), value)
+        }
     });
     let guarantee = match table.option("sink.delivery-guarantee").unwrap_or("at-least-once") {
         "none" => DeliveryGuarantee::None,

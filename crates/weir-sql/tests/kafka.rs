@@ -64,6 +64,55 @@ fn a_query_writes_a_topic_and_another_reads_it_back() -> Result<(), SqlError> {
     Ok(())
 }
 
+/// With `key.fields`, the key columns are the record's key (in the key
+/// format); `EXCEPT_KEY` leaves them out of the value.
+#[test]
+fn key_fields_are_the_records_key() -> Result<(), SqlError> {
+    let kafka = LocalKafka::start().unwrap_or_else(|e| panic!("{e}"));
+    kafka.create_topic("keyed", 1).expect("topic");
+    let servers = kafka.bootstrap_servers();
+    let keyed = |name: &str, extra: &str| {
+        format!(
+            "CREATE TABLE {name} (id BIGINT, buyer STRING, amount DECIMAL(10, 2))
+             WITH ('connector' = 'kafka', 'topic' = 'keyed',
+                   'properties.bootstrap.servers' = '{servers}',
+                   'key.format' = 'csv', 'key.fields' = 'buyer',
+                   'value.format' = 'json', 'value.fields-include' = 'EXCEPT_KEY'{extra});"
+        )
+    };
+    let bounded =
+        ", 'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset'";
+    let script = format!(
+        "CREATE TABLE orders (id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3))
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                 'csv.null-literal' = 'null');
+         {}
+         INSERT INTO sunk SELECT id, buyer, amount FROM orders WHERE id <= 3;
+         {}
+         SELECT id, buyer, amount FROM back;",
+        orders_csv().display(),
+        keyed("sunk", ", 'properties.batch.num.messages' = '1'"),
+        keyed("back", bounded),
+    );
+    assert_eq!(
+        support::changelog(&script)?,
+        [
+            "+I[1, alice, 12.50]",
+            "+I[2, bob, 3.00]",
+            "+I[3, alice, 40.25]"
+        ]
+    );
+    // The values alone do not hold the buyer.
+    let values_only = support::changelog(&format!(
+        "CREATE TABLE v (id BIGINT, buyer STRING, amount DECIMAL(10, 2))
+         WITH ('connector' = 'kafka', 'topic' = 'keyed',
+               'properties.bootstrap.servers' = '{servers}', 'format' = 'json'{bounded});
+         SELECT id, buyer FROM v;"
+    ))?;
+    assert_eq!(values_only, ["+I[1, NULL]", "+I[2, NULL]", "+I[3, NULL]"]);
+    Ok(())
+}
+
 /// Metadata columns read each record's topic, partition, offset and
 /// timestamp; the timestamp can be the event time.
 #[test]
@@ -185,6 +234,24 @@ fn kafka_table_mistakes_are_named() {
                'properties.bootstrap.servers' = '{servers}', 'format' = 'json');"
         )
     };
+    let e = err(
+        kafka_table("k", servers, "t", ", 'key.fields' = 'buyer'"),
+        "SELECT * FROM k;",
+    );
+    assert!(e.contains("'key.fields' needs 'key.format'"), "{e}");
+    let e = err(
+        kafka_table(
+            "k",
+            servers,
+            "t",
+            ", 'key.format' = 'csv', 'key.fields' = 'nobody'",
+        ),
+        "SELECT * FROM k;",
+    );
+    assert!(
+        e.contains("'key.fields' names 'nobody', which is not a physical column"),
+        "{e}"
+    );
     let e = err(meta("h STRING METADATA FROM 'headers'"), "SELECT * FROM m;");
     assert!(
         e.contains("'h' reads the metadata 'headers', which the kafka connector does not have"),
