@@ -121,6 +121,60 @@ pub(crate) fn table_rows(table: &TableDef) -> Result<TableRows, SqlError> {
     })
 }
 
+impl TableRows {
+    /// Rows of only the declared columns `keep` (by declared index, in
+    /// order).
+    fn narrow(&mut self, keep: &[usize]) {
+        self.order = keep.iter().map(|&d| self.order[d]).collect();
+        self.scope = Scope::of(
+            keep.iter()
+                .map(|&d| self.scope.columns[d].clone())
+                .collect(),
+        );
+    }
+}
+
+/// The declared columns a scan's rows keep, when the query names fewer
+/// than all (`needed`): those, and the watermark's (its column and what
+/// its expression reads). Rows without the others cost less to build and
+/// move, and a query that selects them in order needs no projection at
+/// all. A changelog source keeps whole rows (a key's row is retracted
+/// whole).
+fn kept_columns(
+    table: &TableDef,
+    rows: &TableRows,
+    needed: Option<&[bool]>,
+) -> Result<Option<Vec<usize>>, SqlError> {
+    let Some(needed) = needed else {
+        return Ok(None);
+    };
+    if is_changelog(table) {
+        return Ok(None);
+    }
+    let mut keep = needed.to_vec();
+    if let Some(w) = &table.watermark {
+        let tracking = rows.scope.tracking();
+        let rowtime = tracking.index(&w.column, w.at)?;
+        compile(&w.expr, &tracking)?;
+        for (k, u) in keep.iter_mut().zip(tracking.used_columns()) {
+            *k |= u;
+        }
+        if let Some(k) = keep.get_mut(rowtime) {
+            *k = true;
+        }
+    }
+    if keep.iter().all(|k| *k) {
+        return Ok(None);
+    }
+    Ok(Some(
+        keep.iter()
+            .enumerate()
+            .filter(|(_, k)| **k)
+            .map(|(i, _)| i)
+            .collect(),
+    ))
+}
+
 /// Which physical columns the query reads, given which declared columns it
 /// names (`None`: all): those, the watermark's, and all of them when a
 /// computed column is read. The others are left NULL by the source.
@@ -229,8 +283,11 @@ pub(crate) fn source(
     watermark_per_row: bool,
     needed: Option<&[bool]>,
 ) -> Result<crate::catalog::Scan, SqlError> {
-    let rows = table_rows(table)?;
+    let mut rows = table_rows(table)?;
     let physical = physical_needed(table, &rows, needed)?;
+    if let Some(keep) = kept_columns(table, &rows, needed)? {
+        rows.narrow(&keep);
+    }
     if let Some((name, ..)) = table.metadata().next() {
         if !matches!(connector(table)?, "kafka") {
             return Err(connector_error(

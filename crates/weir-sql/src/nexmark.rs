@@ -196,7 +196,9 @@ pub(crate) fn nexmark_source(
     };
     let computed: Vec<Eval> = rows.computed.clone();
     let order = rows.order.clone();
-    let plain = computed.is_empty() && order.iter().enumerate().all(|(i, o)| i == *o);
+    // Without computed columns each column of the row is a field of the
+    // event (the query's columns only, when the scan keeps fewer).
+    let plain = computed.is_empty();
     let stream = env
         .from_generator(count, move |i| match &pool {
             Some(pool) => pool.event(i),
@@ -214,11 +216,19 @@ pub(crate) fn nexmark_source(
             if !of_table {
                 return;
             }
+            if plain {
+                let values: Vec<Value> = order
+                    .iter()
+                    .map(|&p| fields[p].map_or(Value::Null, |f| field(&e, which, f)))
+                    .collect();
+                out.collect(Row::insert(values));
+                return;
+            }
             let mut values: Vec<Value> = fields
                 .iter()
                 .map(|f| f.map_or(Value::Null, |f| field(&e, which, f)))
                 .collect();
-            if !plain {
+            {
                 let physical = values.len();
                 for c in &computed {
                     let v = c(&values[..physical]).unwrap_or(Value::Null);
