@@ -36,7 +36,7 @@ impl Compiled {
 }
 
 /// What an expression is, as far as its users can do better than call it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub(crate) enum Shape {
     /// Column `i` of the row, as it is.
     Column(usize),
@@ -45,6 +45,16 @@ pub(crate) enum Shape {
     /// A time column plus a constant number of milliseconds (a watermark
     /// expression such as `ts - INTERVAL '2' SECOND`).
     Shifted(usize, i64),
+    /// Integer arithmetic of a column and a constant (`MOD(a, 123)`,
+    /// `a + 1`): `op(column, operand)`, wrapped to INT when `int`; `op`
+    /// gives `None` where the expression fails (division by zero,
+    /// overflow).
+    IntOp {
+        column: usize,
+        op: fn(i64, i64) -> Option<i64>,
+        operand: i64,
+        int: bool,
+    },
     /// Anything else.
     Computed,
 }
@@ -644,6 +654,44 @@ fn binary(
                 _ => |o| o != Ordering::Less,
             };
             let integers = |t: SqlType| matches!(t, SqlType::Int | SqlType::BigInt);
+            let fusable = integers(r.ty) || r.ty == SqlType::Null;
+            if let (
+                true,
+                Shape::IntOp {
+                    column,
+                    op,
+                    operand,
+                    int,
+                },
+                Shape::Constant(c),
+            ) = (fusable, &l.shape, &r.shape)
+            {
+                // `MOD(a, 123) = 0`: the arithmetic and the comparison in
+                // one step; where the arithmetic fails, its own error.
+                let (column, op, operand, int) = (*column, *op, *operand, *int);
+                let Some(k) = c.as_i64() else {
+                    return Ok(constant(Value::Null, SqlType::Boolean));
+                };
+                let arithmetic = l.eval.clone();
+                return Ok(Compiled {
+                    shape: Shape::Computed,
+                    eval: Arc::new(move |row| {
+                        let Some(x) = row[column].as_i64() else {
+                            return Ok(Value::Null);
+                        };
+                        let v = match op(x, operand) {
+                            Some(v) if int => i64::from(v as i32),
+                            Some(v) => v,
+                            None => match arithmetic(row)?.as_i64() {
+                                Some(v) => v,
+                                None => return Ok(Value::Null),
+                            },
+                        };
+                        Ok(Value::Boolean(test(v.cmp(&k))))
+                    }),
+                    ty: SqlType::Boolean,
+                });
+            }
             let eval = if integers(l.ty) && integers(r.ty) {
                 // The common case of filters: integers, often against a
                 // constant, compared without the general comparison.
@@ -770,8 +818,19 @@ fn arithmetic(
             _ => |x, y| if y == 0 { None } else { x.checked_rem(y) },
         };
         let int = ty == SqlType::Int;
+        let shape = match (&l.shape, &r.shape) {
+            (Shape::Column(column), Shape::Constant(c)) => {
+                c.as_i64().map_or(Shape::Computed, |operand| Shape::IntOp {
+                    column: *column,
+                    op: int_op,
+                    operand,
+                    int,
+                })
+            }
+            _ => Shape::Computed,
+        };
         return Ok(Compiled {
-            shape: Shape::Computed,
+            shape,
             eval: pair(&l, &r, move |a, b| {
                 let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) else {
                     return Ok(Value::Null);
@@ -1475,6 +1534,31 @@ mod tests {
             .unwrap();
         let c = compile(&e, &scope).map_err(|e| e.to_string())?;
         (c.eval)(row)
+    }
+
+    /// A comparison of column-and-constant arithmetic with a constant is
+    /// one step; it must answer as the two steps would.
+    #[test]
+    fn fused_integer_comparisons_answer_as_the_two_steps() {
+        let at = |a: Value| [a, Value::Null, Value::Null, Value::Null];
+        let ok = |sql: &str, a: i32| eval(sql, &at(Value::Int(a))).unwrap().to_string();
+        assert_eq!(ok("MOD(a, 123) = 0", 246), "TRUE");
+        assert_eq!(ok("MOD(a, 123) = 0", 247), "FALSE");
+        assert_eq!(ok("MOD(a, 10) >= 5", -7), "FALSE");
+        assert_eq!(ok("a + 1 > 7", 7), "TRUE");
+        assert_eq!(ok("a - 3 <> 4", 7), "FALSE");
+        // INT arithmetic wraps before it is compared.
+        assert_eq!(ok("a + 1 < 0", i32::MAX), "TRUE");
+        // Not an integer constant: compared as numbers.
+        assert_eq!(ok("MOD(a, 3) = 1.5", 7), "FALSE");
+        assert_eq!(ok("MOD(a, 3) = NULL", 7), "NULL");
+        assert_eq!(
+            eval("MOD(a, 3) = 1", &at(Value::Null)).unwrap().to_string(),
+            "NULL"
+        );
+        // Where the arithmetic fails, its own error.
+        let e = eval("a / 0 = 1", &at(Value::Int(1))).unwrap_err();
+        assert!(e.contains("division by zero"), "{e}");
     }
 
     #[test]
