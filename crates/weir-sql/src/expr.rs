@@ -936,7 +936,9 @@ pub(crate) fn apply(
                     let p = x.checked_mul(y).ok_or_else(overflow)?;
                     // The product has scale sx + sy; bring it to s.
                     let from = sx + sy;
-                    if from >= s {
+                    if from == s {
+                        Some(p)
+                    } else if from > s {
                         Some(round_div(p, 10i128.pow(u32::from(from - s))))
                     } else {
                         rescale(p, from, s)
