@@ -37,11 +37,7 @@ struct GroupAggregate {
 
 impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        let mut descriptor = ValueStateDescriptor::new("group");
-        if let Some(ttl) = self.ttl {
-            descriptor = descriptor.enable_time_to_live(StateTtlConfig::new_builder(ttl).build());
-        }
-        self.state = Some(ctx.get_state(&descriptor)?);
+        self.state = Some(crate::plan::value_state(ctx, "group", self.ttl)?);
         Ok(())
     }
 

@@ -545,11 +545,7 @@ fn take(
 
 impl KeyedProcessFunction<Vec<Value>, Row, Row> for OverAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        let mut descriptor = ValueStateDescriptor::new("over");
-        if let Some(ttl) = self.ttl {
-            descriptor = descriptor.enable_time_to_live(StateTtlConfig::new_builder(ttl).build());
-        }
-        self.state = Some(ctx.get_state(&descriptor)?);
+        self.state = Some(crate::plan::value_state(ctx, "over", self.ttl)?);
         Ok(())
     }
 

@@ -84,6 +84,20 @@ pub(crate) fn stateful(stream: DataStream<Row>, what: &str) -> DataStream<Row> {
     stream.name(what).uid(&state_uid(what))
 }
 
+/// A keyed value state named `name`, expiring after `ttl`
+/// (`table.exec.state.ttl`) when one is set.
+pub(crate) fn value_state<T: StateValue>(
+    ctx: &RuntimeContext,
+    name: &str,
+    ttl: Option<std::time::Duration>,
+) -> Result<ValueState<T>, StateError> {
+    let mut descriptor = ValueStateDescriptor::new(name);
+    if let Some(ttl) = ttl {
+        descriptor = descriptor.enable_time_to_live(StateTtlConfig::new_builder(ttl).build());
+    }
+    ctx.get_state(&descriptor)
+}
+
 /// Plans `query` in `env`.
 pub(crate) fn plan_query(
     env: &StreamExecutionEnvironment,

@@ -119,7 +119,7 @@ pub mod prelude {
     pub use weir_state::{
         AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState,
         MapStateDescriptor, OperatorListState, OperatorStateStore, ReducingState,
-        ReducingStateDescriptor, StableHash, StateError, StateTtlConfig, StateVisibility,
-        UpdateType, ValueChange, ValueState, ValueStateDescriptor,
+        ReducingStateDescriptor, StableHash, StateError, StateTtlConfig, StateValue,
+        StateVisibility, UpdateType, ValueChange, ValueState, ValueStateDescriptor,
     };
 }
