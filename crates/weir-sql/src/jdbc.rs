@@ -23,7 +23,8 @@ use crate::format::RowFormat;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
-/// The options a PostgreSQL table takes as a source.
+/// The options a PostgreSQL table takes as a source (a sink takes these
+/// and [`SINK_OPTIONS`]).
 const SOURCE_OPTIONS: &[&str] = &[
     "connector",
     "url",
@@ -31,6 +32,13 @@ const SOURCE_OPTIONS: &[&str] = &[
     "username",
     "password",
     "driver",
+];
+
+/// The options only a sink takes.
+const SINK_OPTIONS: &[&str] = &[
+    "sink.buffer-flush.max-rows",
+    "sink.buffer-flush.interval",
+    "sink.delivery-guarantee",
 ];
 
 /// Reads a PostgreSQL table once (a bounded source, as Flink's JDBC scan
@@ -200,20 +208,7 @@ pub(crate) fn jdbc_sink(
     table: &TableDef,
     updating: bool,
 ) -> Result<(), SqlError> {
-    check_options(
-        table,
-        &[
-            "connector",
-            "url",
-            "table-name",
-            "username",
-            "password",
-            "driver",
-            "sink.buffer-flush.max-rows",
-            "sink.buffer-flush.interval",
-            "sink.delivery-guarantee",
-        ],
-    )?;
+    check_options(table, &[SOURCE_OPTIONS, SINK_OPTIONS].concat())?;
     check_driver(table)?;
     let url = server_url(table)?;
     let target = required(table, "table-name")?;
