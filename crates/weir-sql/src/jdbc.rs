@@ -23,8 +23,7 @@ use crate::format::RowFormat;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
-/// The options a PostgreSQL table takes as a source (a sink takes these
-/// and [`SINK_OPTIONS`]).
+/// The options of a PostgreSQL table's connection.
 const SOURCE_OPTIONS: &[&str] = &[
     "connector",
     "url",
@@ -34,7 +33,7 @@ const SOURCE_OPTIONS: &[&str] = &[
     "driver",
 ];
 
-/// The options only a sink takes.
+/// The options of writing a PostgreSQL table.
 const SINK_OPTIONS: &[&str] = &[
     "sink.buffer-flush.max-rows",
     "sink.buffer-flush.interval",
@@ -51,7 +50,8 @@ pub(crate) fn jdbc_source(
     rows: &TableRows,
     physical: &[bool],
 ) -> Result<DataStream<Row>, SqlError> {
-    check_options(table, SOURCE_OPTIONS)?;
+    // A table may be read and written: it takes the sink's options too.
+    check_options(table, &[SOURCE_OPTIONS, SINK_OPTIONS].concat())?;
     check_driver(table)?;
     let url = server_url(table)?;
     let target = required(table, "table-name")?;

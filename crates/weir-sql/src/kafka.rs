@@ -26,8 +26,9 @@ use crate::format::{format_options, RowFormat};
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
-/// The options a kafka table takes, besides `properties.*`.
-fn known_options(table: &TableDef, source: bool) -> Vec<String> {
+/// The options a kafka table takes, besides `properties.*`: its source's
+/// and its sink's alike, as a table may be read and written.
+fn known_options(table: &TableDef) -> Vec<String> {
     let mut known: Vec<String> = [
         "connector",
         "topic",
@@ -38,26 +39,18 @@ fn known_options(table: &TableDef, source: bool) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec();
-    if source {
-        known.extend(
-            [
-                "scan.startup.mode",
-                "scan.startup.timestamp-millis",
-                "scan.bounded.mode",
-                "scan.bounded.timestamp-millis",
-            ]
-            .map(String::from),
-        );
-    } else {
-        known.extend(
-            [
-                "sink.delivery-guarantee",
-                "sink.transactional-id-prefix",
-                "sink.partitioner",
-            ]
-            .map(String::from),
-        );
-    }
+    known.extend(
+        [
+            "scan.startup.mode",
+            "scan.startup.timestamp-millis",
+            "scan.bounded.mode",
+            "scan.bounded.timestamp-millis",
+            "sink.delivery-guarantee",
+            "sink.transactional-id-prefix",
+            "sink.partitioner",
+        ]
+        .map(String::from),
+    );
     let (key, prefix) = format_key(table);
     known.extend(format_options(
         table.option(key).unwrap_or_default(),
@@ -237,7 +230,7 @@ pub(crate) fn kafka_source(
 ) -> Result<DataStream<Row>, SqlError> {
     check_options(
         table,
-        &known_options(table, true)
+        &known_options(table)
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>(),
@@ -376,7 +369,7 @@ pub(crate) fn kafka_sink(
     append_only(table, updating)?;
     check_options(
         table,
-        &known_options(table, false)
+        &known_options(table)
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>(),

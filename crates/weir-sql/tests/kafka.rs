@@ -47,7 +47,9 @@ fn a_query_writes_a_topic_and_another_reads_it_back() -> Result<(), SqlError> {
             "back",
             &servers,
             "orders",
-            ", 'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset'"
+            // A sink's option on a table that is read is no mistake.
+            ", 'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset',
+               'sink.delivery-guarantee' = 'at-least-once'"
         ),
     );
     assert_eq!(

@@ -163,7 +163,8 @@ fn tables_are_read_as_sources() -> Result<(), SqlError> {
         "CREATE TABLE buyers (name STRING, vip BOOLEAN, since DATE, seen TIMESTAMP(3),
            seen_utc TIMESTAMP_LTZ(3), score DOUBLE, credit DECIMAL(10, 2), tag BYTES,
            visits BIGINT, PRIMARY KEY (name) NOT ENFORCED)
-           WITH ('connector' = 'jdbc', 'url' = '{jdbc}', 'table-name' = 'buyers');"
+           WITH ('connector' = 'jdbc', 'url' = '{jdbc}', 'table-name' = 'buyers',
+                 'sink.buffer-flush.max-rows' = '10');"
     );
     let out = support::changelog(&format!(
         "{buyers}
