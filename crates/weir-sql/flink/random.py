@@ -6,7 +6,9 @@
 Each case is a CSV of out-of-order rows (some amounts NULL) and one query
 drawn at random: a window aggregation (TUMBLE, HOP or CUMULATE, with or
 without a key, some aggregates, maybe HAVING), an unbounded GROUP BY, a
-projection with a filter, or a window Top-N; watermarks per row with a
+projection with a filter, a window Top-N, an OVER aggregation (ROWS or
+RANGE, bounded or not), ORDER BY … LIMIT, or a sort by event time;
+watermarks per row with a
 random delay, so late rows matter. The cases are written to a directory
 (--keep, else a temporary one) and run by compare.sh; a failing case stays
 there to be read and, if it shows a real difference, copied into
@@ -65,8 +67,38 @@ def window(rng):
     return f"CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '{step}' SECOND, INTERVAL '{size}' SECOND)"
 
 
+def over(rng):
+    """An OVER aggregation: ROWS or RANGE, bounded or not, maybe keyed."""
+    frame = rng.choice(
+        [
+            "",
+            f"ROWS BETWEEN {rng.randint(0, 3)} PRECEDING AND CURRENT ROW",
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+            f"RANGE BETWEEN INTERVAL '{rng.choice([1, 2, 5])}' SECOND PRECEDING AND CURRENT ROW",
+            "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+        ]
+    )
+    partition = "PARTITION BY k " if rng.random() < 0.7 else ""
+    aggs = rng.sample(
+        ["COUNT(*)", "SUM(amount)", "MIN(amount)", "MAX(id)", "AVG(amount)", "COUNT(amount)"],
+        rng.randint(1, 3),
+    )
+    items = ", ".join(f"{a} OVER w AS o{i}" for i, a in enumerate(aggs))
+    return f"SELECT id, k, {items} FROM t\nWINDOW w AS ({partition}ORDER BY ts {frame});"
+
+
 def query(rng):
-    shape = rng.choice(["window", "window", "group", "calc", "topn"])
+    shape = rng.choice(
+        ["window", "window", "group", "calc", "topn", "over", "over", "sortlimit", "timesort"]
+    )
+    if shape == "over":
+        return over(rng)
+    if shape == "sortlimit":
+        order = rng.choice(["amount DESC", "amount ASC, id DESC", "id DESC"])
+        return f"SELECT id, k, amount FROM t ORDER BY {order} LIMIT {rng.randint(1, 4)};"
+    if shape == "timesort":
+        cond = rng.choice(["", " WHERE amount > 30", " WHERE k <> 'a'"])
+        return f"SELECT id, k, amount, ts FROM t{cond} ORDER BY ts, id DESC;"
     if shape == "window":
         keyed = rng.random() < 0.6
         keys = "k, " if keyed else ""
