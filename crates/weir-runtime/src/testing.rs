@@ -1,6 +1,7 @@
 //! Test harness: drive an operator directly, without threads, and see what
 //! it emits (records and control elements, in order).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::element::{Control, StreamRecord};
@@ -20,10 +21,12 @@ pub enum Emitted<T> {
 /// A downstream hop that remembers everything it receives.
 pub struct Collecting<T> {
     seen: Arc<Mutex<Vec<Emitted<T>>>>,
+    largest: Arc<AtomicUsize>,
 }
 
 impl<T: Send> Downstream<T> for Collecting<T> {
     fn push_batch(&mut self, batch: &mut Vec<StreamRecord<T>>) -> Result<(), TaskError> {
+        self.largest.fetch_max(batch.len(), Ordering::Relaxed);
         let mut seen = self
             .seen
             .lock()
@@ -47,14 +50,17 @@ pub struct HarnessOutput<T> {
     /// Give this to the operator.
     pub output: Output<T>,
     seen: Arc<Mutex<Vec<Emitted<T>>>>,
+    largest: Arc<AtomicUsize>,
 }
 
 impl<T: Send + 'static> HarnessOutput<T> {
     /// A fresh output with no side outputs.
     pub fn new() -> Self {
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let largest = Arc::new(AtomicUsize::new(0));
         let next = Box::new(Collecting {
             seen: Arc::clone(&seen),
+            largest: Arc::clone(&largest),
         });
         HarnessOutput {
             output: Output::new(
@@ -63,7 +69,13 @@ impl<T: Send + 'static> HarnessOutput<T> {
                 Arc::new(OperatorMetrics::default()),
             ),
             seen,
+            largest,
         }
+    }
+
+    /// The most records the operator handed on at once.
+    pub fn largest_batch(&self) -> usize {
+        self.largest.load(Ordering::Relaxed)
     }
 
     /// Everything emitted so far (flushing the operator's buffer first),

@@ -9,6 +9,10 @@ use crate::element::{Control, StreamRecord};
 use crate::error::TaskError;
 use crate::metrics::{OperatorMetrics, SubtaskCounts};
 
+/// Records an operator buffers before [`Output::flush_if_full`] hands them
+/// on (a source's batch).
+const FULL_BATCH: usize = 1024;
+
 /// An operator's output: a buffer of records for the next hop, plus the
 /// side outputs that downstream operators consume.
 ///
@@ -71,6 +75,18 @@ impl<O: Send + 'static> Output<O> {
             self.next.push_batch(&mut self.buffer)?;
         }
         self.sides.flush()
+    }
+
+    /// Hands the pending records on once they fill a batch. An operator
+    /// that emits many records in one call (a watermark that fires every
+    /// window, timers of many keys) calls it between them, so what it
+    /// buffers stays one batch instead of everything the call emits.
+    #[inline]
+    pub fn flush_if_full(&mut self) -> Result<(), TaskError> {
+        if self.buffer.len() >= FULL_BATCH {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     /// Flushes, then asks every hop downstream to send partial buffers.

@@ -255,6 +255,7 @@ where
         self.watermark = self.watermark.max(watermark);
         while let Some(timer) = self.timers.event.pop_due(watermark) {
             self.fire(timer.key, timer.timestamp, TimeDomain::EventTime, out)?;
+            out.flush_if_full()?;
         }
         out.emit_watermark(watermark)?;
         Ok(())
@@ -271,6 +272,7 @@ where
     fn on_processing_time(&mut self, now: i64, out: &mut Output<O>) -> FunctionResult {
         while let Some(timer) = self.timers.processing.pop_due(now) {
             self.fire(timer.key, timer.timestamp, TimeDomain::ProcessingTime, out)?;
+            out.flush_if_full()?;
         }
         Ok(())
     }

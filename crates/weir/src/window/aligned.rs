@@ -256,14 +256,24 @@ where
     /// Emits every key's result of the window starting at `start`.
     fn fire_window(&mut self, start: i64, out: &mut Output<O>) -> FunctionResult {
         if self.size == self.slice {
-            let keys: Vec<K> = match self.slices.iter().find(|s| s.start == start) {
-                Some(s) => s.entries.keys().cloned().collect(),
-                None => return Ok(()),
+            let Some(i) = self.slices.iter().position(|s| s.start == start) else {
+                return Ok(());
             };
-            for key in &keys {
-                self.emit_key(key, start, out)?;
+            // The window's slice is set aside while its keys are emitted
+            // (emitting borrows the operator mutably), and goes back after:
+            // no key is copied and no entry looked up again.
+            let entries = std::mem::take(&mut self.slices[i].entries);
+            let mut result = Ok(());
+            for (key, acc) in &entries {
+                result = self
+                    .emit_acc(key, start, acc, out)
+                    .and_then(|()| Ok(out.flush_if_full()?));
+                if result.is_err() {
+                    break;
+                }
             }
-            return Ok(());
+            self.slices[i].entries = entries;
+            return result;
         }
         // One pass over the window's slices merges every key's slices.
         let end = start.saturating_add(self.size);
@@ -286,6 +296,7 @@ where
         }
         for (key, acc) in &merged {
             self.emit_acc(key, start, acc, out)?;
+            out.flush_if_full()?;
         }
         Ok(())
     }
@@ -509,6 +520,56 @@ where
         });
         self.drop_window_states(watermark, out)?;
         out.emit_watermark(watermark)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::logic::AggregateLogic;
+    use crate::window::AggregateFunction;
+    use weir_runtime::testing::HarnessOutput;
+
+    #[derive(Clone)]
+    struct Count;
+
+    impl AggregateFunction<u32, u64, u64> for Count {
+        fn create_accumulator(&mut self) -> u64 {
+            0
+        }
+        fn add(&mut self, _: u32, acc: &mut u64) {
+            *acc += 1;
+        }
+        fn get_result(&mut self, acc: &u64) -> u64 {
+            *acc
+        }
+        fn merge(&mut self, a: u64, b: u64) -> u64 {
+            a + b
+        }
+    }
+
+    #[test]
+    fn a_firing_hands_its_results_on_in_batches() -> FunctionResult {
+        let logic = AggregateLogic {
+            agg: Count,
+            _t: std::marker::PhantomData,
+        };
+        let mut op: AlignedWindowOperator<u32, u32, TimeWindow, u64, _> =
+            AlignedWindowOperator::new(Arc::new(|k: &u32| *k), logic, (1000, 1000, 0), 0, None);
+        let mut h = HarnessOutput::new();
+        let keys = 10_000u32;
+        let mut records: Vec<_> = (0..keys)
+            .map(|k| StreamRecord::with_timestamp(k, i64::from(k % 1000)))
+            .collect();
+        op.process_batch(&mut records, &mut h.output)?;
+        op.process_watermark(999, &mut h.output)?;
+        // One result per key, handed on a batch at a time: the operator
+        // never held the whole firing.
+        assert_eq!(h.largest_batch(), 1024);
+        let results = h.take_values();
+        assert_eq!(results.len(), keys as usize);
+        assert!(results.iter().all(|n| *n == 1));
         Ok(())
     }
 }

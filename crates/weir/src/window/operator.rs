@@ -958,6 +958,7 @@ where
         self.watermark = self.watermark.max(watermark);
         while let Some(timer) = self.event_timers.pop_due(watermark) {
             self.on_timer(timer.key, timer.namespace, timer.timestamp, true, out)?;
+            out.flush_if_full()?;
         }
         out.emit_watermark(watermark)?;
         Ok(())
@@ -989,6 +990,7 @@ where
         };
         while let Some(timer) = self.processing_timers.pop_due(due) {
             self.on_timer(timer.key, timer.namespace, timer.timestamp, false, out)?;
+            out.flush_if_full()?;
         }
         Ok(())
     }

@@ -471,6 +471,7 @@ where
             self.queue.pop();
             if let Some(entry) = self.scheduled.remove(&seq) {
                 self.on_scheduled(entry, out)?;
+                out.flush_if_full()?;
             }
         }
         out.emit_watermark(watermark)?;

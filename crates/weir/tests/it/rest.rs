@@ -1035,6 +1035,7 @@ impl KeyedProcessFunction<u64, u64, u64> for CountPerKey {
 /// size, pending compaction bytes, estimated keys, block cache use, and
 /// (with Flink's `state.backend.rocksdb.metrics.*` keys) cache hits and
 /// misses.
+#[cfg(feature = "rocksdb")]
 #[test]
 fn rocksdb_statistics_are_scraped_per_subtask() {
     let env = StreamExecutionEnvironment::new();
