@@ -116,6 +116,38 @@ pub(crate) struct SqlAggregates {
 }
 
 impl SqlAggregates {
+    /// Appends the results of `acc` to `out` (a result row being built,
+    /// its key columns already in it).
+    pub fn results_into(&self, acc: &[Acc], out: &mut Vec<Value>) {
+        out.extend(self.calls.iter().zip(acc).map(|(call, a)| {
+            match a {
+                Acc::Count(n) => Value::BigInt(*n),
+                Acc::Distinct(set) => Value::BigInt(set.len() as i64),
+                Acc::Counted(values) => Value::BigInt(values.len() as i64),
+                Acc::Value(v) => v.clone(),
+                Acc::Avg { sum, count } if call.kind == AggKind::Sum => {
+                    if *count > 0 {
+                        sum.clone()
+                    } else {
+                        Value::Null
+                    }
+                }
+                Acc::Avg { sum, count } => average(sum, *count, call.result_type()),
+                Acc::Sorted(values) => {
+                    let extreme = if call.kind == AggKind::Min {
+                        values.keys().next()
+                    } else {
+                        values.keys().next_back()
+                    };
+                    extreme.map_or(Value::Null, |v| v.0.clone())
+                }
+                Acc::List(list) => list
+                    .iter()
+                    .fold(Value::Null, |joined, v| join(&joined, v, &call.separator)),
+            }
+        }));
+    }
+
     /// Takes `row`'s arguments out of `acc` again (a `-U` or `-D` row of
     /// an updating input). Needs accumulators made with `retracting`.
     pub fn retract(&self, row: &Row, acc: &mut [Acc]) {
@@ -244,35 +276,9 @@ impl AggregateFunction<Row, Vec<Acc>, Vec<Value>> for SqlAggregates {
     }
 
     fn get_result(&mut self, acc: &Vec<Acc>) -> Vec<Value> {
-        self.calls
-            .iter()
-            .zip(acc)
-            .map(|(call, a)| match a {
-                Acc::Count(n) => Value::BigInt(*n),
-                Acc::Distinct(set) => Value::BigInt(set.len() as i64),
-                Acc::Counted(values) => Value::BigInt(values.len() as i64),
-                Acc::Value(v) => v.clone(),
-                Acc::Avg { sum, count } if call.kind == AggKind::Sum => {
-                    if *count > 0 {
-                        sum.clone()
-                    } else {
-                        Value::Null
-                    }
-                }
-                Acc::Avg { sum, count } => average(sum, *count, call.result_type()),
-                Acc::Sorted(values) => {
-                    let extreme = if call.kind == AggKind::Min {
-                        values.keys().next()
-                    } else {
-                        values.keys().next_back()
-                    };
-                    extreme.map_or(Value::Null, |v| v.0.clone())
-                }
-                Acc::List(list) => list
-                    .iter()
-                    .fold(Value::Null, |joined, v| join(&joined, v, &call.separator)),
-            })
-            .collect()
+        let mut results = Vec::with_capacity(acc.len());
+        self.results_into(acc, &mut results);
+        results
     }
 
     fn merge(&mut self, a: Vec<Acc>, b: Vec<Acc>) -> Vec<Acc> {
@@ -423,7 +429,7 @@ mod tests {
                 Value::Int(3),
             ]
         );
-        let decs = [vec![Value::Decimal(1250, 2)], vec![Value::Decimal(300, 2)]];
+        let decs = [vec![Value::decimal(1250, 2)], vec![Value::decimal(300, 2)]];
         let r = run(
             vec![
                 call(AggKind::Sum, SqlType::Decimal(10, 2)),

@@ -70,7 +70,7 @@ impl Field {
                     SqlType::Int => Value::Int(n as i32),
                     SqlType::Double => Value::Double(n as f64),
                     SqlType::Decimal(_, s) => {
-                        Value::Decimal(i128::from(n) * 10i128.pow(u32::from(s)), s)
+                        Value::decimal(i128::from(n) * 10i128.pow(u32::from(s)), s)
                     }
                     SqlType::String => Value::string(&n.to_string()),
                     _ => Value::BigInt(n),
@@ -95,7 +95,7 @@ impl Field {
                     SqlType::Double => Value::Double(min + u * (max - min)),
                     SqlType::Decimal(_, s) => {
                         let scaled = (min + u * (max - min)) * 10f64.powi(i32::from(s));
-                        Value::Decimal(scaled.round() as i128, s)
+                        Value::decimal(scaled.round() as i128, s)
                     }
                     SqlType::String | SqlType::Bytes => {
                         const ALPHABET: &[u8] = b"0123456789abcdef";

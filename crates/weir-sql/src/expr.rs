@@ -911,7 +911,7 @@ pub(crate) fn apply(
         SqlType::Decimal(_, s) => {
             let as_dec = |v: &Value| -> Option<(i128, u8)> {
                 match v {
-                    Value::Decimal(u, s) => Some((*u, *s)),
+                    Value::Decimal(u, s) => Some((u.get(), *s)),
                     other => Some((i128::from(other.as_i64()?), 0)),
                 }
             };
@@ -958,7 +958,7 @@ pub(crate) fn apply(
                     n.map(|n| round_div(n, y))
                 }
             };
-            Ok(Value::Decimal(v.ok_or_else(overflow)?, s))
+            Ok(Value::decimal(v.ok_or_else(overflow)?, s))
         }
         SqlType::Int | SqlType::BigInt => {
             let (x, y) = (a.as_i64().unwrap_or(0), b.as_i64().unwrap_or(0));
@@ -1111,7 +1111,7 @@ pub(crate) fn cast(v: Value, from: SqlType, to: SqlType) -> Result<Value, String
         SqlType::Int | SqlType::BigInt => {
             let i = match &v {
                 Value::Double(d) => d.trunc() as i64,
-                Value::Decimal(u, s) => (u / 10i128.pow(u32::from(*s))) as i64,
+                Value::Decimal(u, s) => (u.get() / 10i128.pow(u32::from(*s))) as i64,
                 Value::String(s) => s.trim().parse().map_err(|_| fail())?,
                 Value::Boolean(b) => i64::from(*b),
                 other => other.as_i64().ok_or_else(fail)?,
@@ -1125,22 +1125,22 @@ pub(crate) fn cast(v: Value, from: SqlType, to: SqlType) -> Result<Value, String
         SqlType::Decimal(p, s) => match &v {
             Value::Decimal(u, from_s) => {
                 let u = if *from_s <= s {
-                    rescale(*u, *from_s, s).ok_or_else(fail)?
+                    rescale(u.get(), *from_s, s).ok_or_else(fail)?
                 } else {
-                    round_div(*u, 10i128.pow(u32::from(from_s - s)))
+                    round_div(u.get(), 10i128.pow(u32::from(from_s - s)))
                 };
                 // Too many digits for the precision: Flink's cast fails.
                 if u.unsigned_abs() >= 10u128.pow(u32::from(p)) {
                     return Err(fail());
                 }
-                Value::Decimal(u, s)
+                Value::decimal(u, s)
             }
             Value::Int(_) | Value::BigInt(_) => {
                 let u = rescale(i128::from(v.as_i64().unwrap_or(0)), 0, s).ok_or_else(fail)?;
                 if u.unsigned_abs() >= 10u128.pow(u32::from(p)) {
                     return Err(fail());
                 }
-                Value::Decimal(u, s)
+                Value::decimal(u, s)
             }
             Value::String(text) => Value::parse(text, to).map_err(|_| fail())?,
             other => {
@@ -1382,7 +1382,7 @@ fn function(
                         Value::Int(v) => Value::Int(v.wrapping_abs()),
                         Value::BigInt(v) => Value::BigInt(v.wrapping_abs()),
                         Value::Double(v) => Value::Double(v.abs()),
-                        Value::Decimal(v, s) => Value::Decimal(v.abs(), s),
+                        Value::Decimal(v, s) => Value::decimal(v.get().abs(), s),
                         other => other,
                     })
                 }),
@@ -1568,7 +1568,7 @@ mod tests {
         let row = [
             Value::Int(7),
             Value::string("Weir"),
-            Value::Decimal(1050, 2),
+            Value::decimal(1050, 2),
             Value::Timestamp(10_000),
         ];
         let ok = |sql: &str| eval(sql, &row).unwrap().to_string();

@@ -331,7 +331,7 @@ mod tests {
         let values = vec![
             Value::BigInt(7),
             Value::string("a \"quoted\" name"),
-            Value::Decimal(1250, 2),
+            Value::decimal(1250, 2),
             Value::Timestamp(1_586_937_601_000),
             Value::Bytes(std::sync::Arc::from(&b"hi!?"[..])),
             Value::Null,

@@ -14,8 +14,9 @@ use weir::prelude::*;
 
 use crate::aggregate::{Acc, SqlAggregates};
 use crate::error::{position, SqlError};
+use crate::key::RowKey;
 use crate::plan::{calc_step, filter_project, projection, Planned};
-use crate::value::{Row, RowKind, Value};
+use crate::value::{Row, RowKind};
 use crate::window::{aggregation, pre_aggregate, where_filter, Aggregation};
 
 /// One group's state: how many rows it holds (inserts less retractions)
@@ -35,7 +36,7 @@ struct GroupAggregate {
     state: Option<ValueState<Group>>,
 }
 
-impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
+impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.state = Some(crate::plan::value_state(ctx, "group", self.ttl)?);
         Ok(())
@@ -44,7 +45,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
     fn process_element(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, Vec<Value>>,
+        ctx: &mut ProcessContext<'_, RowKey>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let state = self.state.as_ref().ok_or("the aggregation is not open")?;
@@ -52,6 +53,13 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
         // The group's key columns: the key the rows are keyed by.
         let key = ctx.get_current_key();
         let aggregates = &mut self.aggregates;
+        // A result row: the key's columns, then the aggregates' results.
+        let result = |kind, aggregates: &SqlAggregates, acc: &[Acc]| {
+            let mut values = Vec::with_capacity(key.len() + acc.len());
+            values.extend_from_slice(key);
+            aggregates.results_into(acc, &mut values);
+            Row { kind, values }
+        };
         // One state access, the accumulators updated where they are
         // stored.
         let (before, after) = state.update_in_place(|previous| match previous {
@@ -65,11 +73,11 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
                     accumulators: aggregates.create_accumulator(),
                 };
                 aggregates.add(row, &mut group.accumulators);
-                let after = aggregates.get_result(&group.accumulators);
+                let after = result(RowKind::Insert, aggregates, &group.accumulators);
                 (ValueChange::Set(group), (None, Some(after)))
             }
             Some(group) => {
-                let before = aggregates.get_result(&group.accumulators);
+                let before = result(RowKind::UpdateBefore, aggregates, &group.accumulators);
                 if retraction {
                     group.rows -= 1;
                     aggregates.retract(&row, &mut group.accumulators);
@@ -78,27 +86,24 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for GroupAggregate {
                     aggregates.add(row, &mut group.accumulators);
                 }
                 if group.rows <= 0 {
-                    return (ValueChange::Remove, (Some(before), None));
+                    let deleted = Row {
+                        kind: RowKind::Delete,
+                        values: before.values,
+                    };
+                    return (ValueChange::Remove, (Some(deleted), None));
                 }
-                let after = aggregates.get_result(&group.accumulators);
+                let after = result(RowKind::UpdateAfter, aggregates, &group.accumulators);
                 (ValueChange::Keep, (Some(before), Some(after)))
             }
         })?;
-        let result = |kind, aggs: Vec<Value>| {
-            let mut values = Vec::with_capacity(key.len() + aggs.len());
-            values.extend_from_slice(key);
-            values.extend(aggs);
-            Row { kind, values }
-        };
         match (before, after) {
-            (None, Some(after)) => out.collect(result(RowKind::Insert, after)),
-            (Some(before), None) => out.collect(result(RowKind::Delete, before)),
+            (None, Some(row)) | (Some(row), None) => out.collect(row),
             // An unchanged result is not emitted again (as Flink does
             // without a state time-to-live).
-            (Some(before), Some(after)) if before == after && self.ttl.is_none() => {}
+            (Some(before), Some(after)) if before.values == after.values && self.ttl.is_none() => {}
             (Some(before), Some(after)) => {
-                out.collect(result(RowKind::UpdateBefore, before));
-                out.collect(result(RowKind::UpdateAfter, after));
+                out.collect(before);
+                out.collect(after);
             }
             (None, None) => {}
         }
@@ -174,7 +179,7 @@ pub(crate) fn plan_group_aggregate(
         crate::aggregate::describe(&calls)
     );
     let aggregated = crate::plan::stateful(
-        pre.key_by(move |r: &Row| r.values[..nkeys].to_vec())
+        pre.key_by(move |r: &Row| RowKey::of(&r.values[..nkeys]))
             .process(function),
         &what,
     );

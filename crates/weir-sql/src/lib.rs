@@ -34,6 +34,7 @@ mod jdbc;
 mod join;
 #[cfg(feature = "kafka")]
 mod kafka;
+mod key;
 mod nexmark;
 mod over;
 mod plan;
@@ -49,4 +50,4 @@ pub use error::{Position, SqlError};
 pub use function::FunctionBody;
 pub use session::Session;
 pub use types::SqlType;
-pub use value::{Row, RowKind, Str, Value};
+pub use value::{Row, RowKind, Str, Unscaled, Value};

@@ -55,7 +55,7 @@ const PERSON: &[(&str, SqlType)] = &[
 
 fn text(t: &Text) -> Value {
     match t {
-        Text::Shared(s) => Value::String(crate::value::Str::Shared(s.clone())),
+        Text::Shared(s) => Value::String(crate::value::Str::shared(s.clone())),
         Text::Static(s) => Value::static_str(s),
     }
 }

@@ -15,6 +15,7 @@ use weir::window::{SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows
 use crate::aggregate::{AggCall, AggKind, SqlAggregates};
 use crate::error::{position, Position, SqlError};
 use crate::expr::{compile, is_aggregate, Eval, Scope};
+use crate::key::RowKey;
 use crate::plan::{calc_step, filter_project, projection, Planned};
 use crate::types::SqlType;
 use crate::value::{Row, Value};
@@ -838,19 +839,20 @@ pub(crate) fn plan_window_aggregate(
         &aggregation,
         input.scope.columns.len(),
     );
-    let keyed = pre.key_by(move |r: &Row| r.values[..nkeys].to_vec());
+    let keyed = pre.key_by(move |r: &Row| RowKey::of(&r.values[..nkeys]));
     let aggregates = SqlAggregates {
         calls: calls.clone(),
         retracting: false,
     };
-    let emit = move |key: &Vec<Value>,
+    let emit = move |key: &RowKey,
                      ctx: &mut ProcessWindowContext<'_, TimeWindow>,
                      results: Elements<'_, Vec<Value>>,
                      out: &mut Collector<'_, Row>|
           -> FunctionResult {
         let w = *ctx.window();
         for aggs in results {
-            let mut values = key.clone();
+            let mut values = Vec::with_capacity(key.len() + 3 + aggs.len());
+            values.extend_from_slice(key);
             values.push(Value::Timestamp(w.start));
             values.push(Value::Timestamp(w.end));
             values.push(time_value(time_type, w.end - 1));
@@ -996,14 +998,14 @@ pub(crate) fn plan_window_aggregate(
 }
 
 fn windowed<A, P>(
-    keyed: &KeyedStream<Row, Vec<Value>>,
+    keyed: &KeyedStream<Row, RowKey>,
     assigner: A,
     aggregates: SqlAggregates,
     emit: P,
 ) -> DataStream<Row>
 where
     A: WindowAssigner<Row, W = TimeWindow>,
-    P: ProcessWindowFunction<Vec<Value>, Row, Vec<Value>, TimeWindow> + Clone + Sync,
+    P: ProcessWindowFunction<Vec<Value>, Row, RowKey, TimeWindow> + Clone + Sync,
 {
     keyed.window(assigner).aggregate_with(aggregates, emit)
 }

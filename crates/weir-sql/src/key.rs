@@ -1,0 +1,117 @@
+//! The key of a keyed SQL operator (a group, a window's group, a
+//! partition): the values of a row's key columns.
+//!
+//! Most keys are one column, held inline, so keying a row allocates
+//! nothing and hashing or comparing a key touches no second cache line. A
+//! key serialises and stably hashes as the list of its values, exactly as
+//! a `Vec<Value>` does: state and key groups do not depend on how it is
+//! held.
+
+use std::ops::Deref;
+
+use serde::{Deserialize, Serialize};
+use weir::prelude::StableHash;
+
+use crate::value::Value;
+
+/// The values of a row's key columns.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum RowKey {
+    /// One key column (never held as `Many`, so equal keys are equal
+    /// variants).
+    One(Value),
+    /// None, or two or more.
+    Many(Vec<Value>),
+}
+
+impl RowKey {
+    /// The key of `values` (a row's key columns, in order).
+    pub fn of(values: &[Value]) -> RowKey {
+        match values {
+            [one] => RowKey::One(one.clone()),
+            many => RowKey::Many(many.to_vec()),
+        }
+    }
+}
+
+impl From<Vec<Value>> for RowKey {
+    fn from(mut values: Vec<Value>) -> RowKey {
+        match values.len() {
+            1 => RowKey::One(values.pop().unwrap_or(Value::Null)),
+            _ => RowKey::Many(values),
+        }
+    }
+}
+
+impl Deref for RowKey {
+    type Target = [Value];
+
+    fn deref(&self) -> &[Value] {
+        match self {
+            RowKey::One(v) => std::slice::from_ref(v),
+            RowKey::Many(values) => values,
+        }
+    }
+}
+
+impl Serialize for RowKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RowKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RowKey, D::Error> {
+        Vec::<Value>::deserialize(d).map(RowKey::from)
+    }
+}
+
+impl StableHash for RowKey {
+    fn stable_hash(&self) -> u64 {
+        match self {
+            RowKey::One(v) => Value::combine(&[v.stable_hash()]),
+            RowKey::Many(values) => values.stable_hash(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> Vec<Vec<Value>> {
+        vec![
+            vec![],
+            vec![Value::BigInt(7)],
+            vec![Value::string("a")],
+            vec![Value::Null],
+            vec![Value::Int(1), Value::string("b")],
+        ]
+    }
+
+    #[test]
+    fn a_key_hashes_and_serialises_as_its_values() {
+        for values in keys() {
+            let key = RowKey::of(&values);
+            assert_eq!(&*key, &values[..]);
+            assert_eq!(key.stable_hash(), values.stable_hash(), "{values:?}");
+            // The same text as the values': the same bytes in state.
+            let bytes = json(&key);
+            assert_eq!(bytes, json(&values), "{values:?}");
+            let back: RowKey = serde_json::from_slice(&bytes).expect("a key reads back");
+            assert_eq!(back, key);
+        }
+    }
+
+    #[test]
+    fn equal_values_make_equal_keys() {
+        let one = RowKey::of(&[Value::BigInt(3)]);
+        assert_eq!(one, RowKey::from(vec![Value::BigInt(3)]));
+        assert!(matches!(one, RowKey::One(_)));
+        assert_ne!(one, RowKey::of(&[Value::BigInt(4)]));
+    }
+
+    fn json<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
+        serde_json::to_vec(v).expect("a key serialises")
+    }
+}
