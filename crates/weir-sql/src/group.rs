@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sqlparser::ast::{Expr, GroupByExpr, Select, Spanned};
 use weir::prelude::*;
 
-use crate::aggregate::{Acc, SqlAggregates};
+use crate::aggregate::{Acc, Accumulators, SqlAggregates};
 use crate::error::{position, SqlError};
 use crate::key::RowKey;
 use crate::plan::{calc_step, filter_project, projection, Planned};
@@ -24,7 +24,7 @@ use crate::window::{aggregation, pre_aggregate, where_filter, Aggregation};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Group {
     rows: i64,
-    accumulators: Vec<Acc>,
+    accumulators: Accumulators,
 }
 
 /// The keyed function that keeps each group's accumulators and emits its

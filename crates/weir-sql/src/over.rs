@@ -26,7 +26,7 @@ use sqlparser::ast::{
 };
 use weir::prelude::*;
 
-use crate::aggregate::{Acc, AggCall, SqlAggregates};
+use crate::aggregate::{Accumulators, AggCall, SqlAggregates};
 use crate::catalog::Catalog;
 use crate::error::{position, Position, SqlError};
 use crate::expr::{compile, is_aggregate, Compiled, Eval};
@@ -421,7 +421,7 @@ struct Partition {
     /// The arguments of the rows in a bounded frame, with their times,
     /// oldest first.
     frame: VecDeque<(i64, Vec<Value>)>,
-    accumulators: Vec<Acc>,
+    accumulators: Accumulators,
     /// The time of the last event-time timer.
     last: i64,
     /// A bounded `RANGE` frame's clean-up time: when a timer reaches it,
