@@ -137,11 +137,15 @@ where
         match self.slices.binary_search_by_key(&start, |s| s.start) {
             Ok(i) => i,
             Err(i) => {
+                // Sized for as many keys as the newest slice holds: a
+                // slice's keys are mostly the same as the one before, and
+                // growing the table by doubling rehashes every entry.
+                let keys = self.slices.last().map_or(0, |s| s.entries.len());
                 self.slices.insert(
                     i,
                     Slice {
                         start,
-                        entries: Map::default(),
+                        entries: Map::with_capacity_and_hasher(keys, Default::default()),
                     },
                 );
                 i
@@ -161,7 +165,7 @@ where
             let Some(acc) = self.slices[i].entries.remove(key) else {
                 return Ok(());
             };
-            let result = self.emit_acc(key, start, &acc, out);
+            let result = self.emit_acc(key, start, &acc, self.now(), out);
             self.slices[i].entries.insert(key.clone(), acc);
             return result;
         }
@@ -177,17 +181,24 @@ where
             }
         }
         match merged {
-            Some(acc) => self.emit_acc(key, start, &acc, out),
+            Some(acc) => self.emit_acc(key, start, &acc, self.now(), out),
             None => Ok(()),
         }
     }
 
-    /// Emits one key's result `acc` for the window starting at `start`.
+    /// Processing time now, as a firing's context reports it.
+    fn now(&self) -> i64 {
+        self.clock.as_ref().map_or(0, |c| c.now_ms())
+    }
+
+    /// Emits one key's result `acc` for the window starting at `start`, at
+    /// processing time `now` (read once per firing, not per key).
     fn emit_acc(
         &mut self,
         key: &K,
         start: i64,
         acc: &L::Acc,
+        now: i64,
         out: &mut Output<O>,
     ) -> FunctionResult {
         let end = start.saturating_add(self.size);
@@ -199,7 +210,7 @@ where
         let firing = Firing {
             merging: false,
             watermark: self.watermark,
-            now: self.clock.as_ref().map_or(0, |c| c.now_ms()),
+            now,
         };
         let logic = &mut self.logic;
         let (result, used_window_state) =
@@ -263,10 +274,11 @@ where
             // (emitting borrows the operator mutably), and goes back after:
             // no key is copied and no entry looked up again.
             let entries = std::mem::take(&mut self.slices[i].entries);
+            let now = self.now();
             let mut result = Ok(());
             for (key, acc) in &entries {
                 result = self
-                    .emit_acc(key, start, acc, out)
+                    .emit_acc(key, start, acc, now, out)
                     .and_then(|()| Ok(out.flush_if_full()?));
                 if result.is_err() {
                     break;
@@ -294,8 +306,9 @@ where
                 }
             }
         }
+        let now = self.now();
         for (key, acc) in &merged {
-            self.emit_acc(key, start, acc, out)?;
+            self.emit_acc(key, start, acc, now, out)?;
             out.flush_if_full()?;
         }
         Ok(())
