@@ -77,7 +77,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                 (ValueChange::Set(group), (None, Some(after)))
             }
             Some(group) => {
-                let before = result(RowKind::UpdateBefore, aggregates, &group.accumulators);
+                let mut before = result(RowKind::UpdateBefore, aggregates, &group.accumulators);
                 if retraction {
                     group.rows -= 1;
                     aggregates.retract(&row, &mut group.accumulators);
@@ -86,11 +86,8 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                     aggregates.add(row, &mut group.accumulators);
                 }
                 if group.rows <= 0 {
-                    let deleted = Row {
-                        kind: RowKind::Delete,
-                        values: before.values,
-                    };
-                    return (ValueChange::Remove, (Some(deleted), None));
+                    before.kind = RowKind::Delete;
+                    return (ValueChange::Remove, (Some(before), None));
                 }
                 let after = result(RowKind::UpdateAfter, aggregates, &group.accumulators);
                 (ValueChange::Keep, (Some(before), Some(after)))

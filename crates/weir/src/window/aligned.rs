@@ -247,7 +247,7 @@ where
         let firing = Firing {
             merging: false,
             watermark,
-            now: self.clock.as_ref().map_or(0, |c| c.now_ms()),
+            now: self.now(),
         };
         for (key, start) in done {
             self.window_states.remove(&(key.clone(), start));
