@@ -449,7 +449,7 @@ fn watermarks(consumer: &BaseConsumer, topic: &str, p: i32) -> FunctionResult<(i
 
 /// The offset of the first record of `topic`/`p` at or after `timestamp`,
 /// or `None` past the end.
-fn offset_for_time(
+pub(crate) fn offset_for_time(
     consumer: &BaseConsumer,
     topic: &str,
     p: i32,

@@ -19,8 +19,10 @@
 //! is not reached is written again in a fresh transaction. Numbers grow
 //! with time across runs, and commits of a subtask happen in checkpoint
 //! order, so a marker at or beyond a transaction's number means it
-//! committed. The design and what was verified are in
-//! `docs/design/kafka.md`.
+//! committed. A sink with a commit log also takes the log's word for it:
+//! a broker that loses a transaction's offsets (tansu does, now and then)
+//! would otherwise have the records written twice. The design and what
+//! was verified are in `docs/design/kafka.md`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -34,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use weir::functions::{FunctionResult, RuntimeContext, SinkContext};
 use weir::sink::TwoPhaseCommit;
 
+use super::audit::{read_topic_since, TopicRecord};
 use super::sink::{transaction_header, transaction_name, Deliveries, Encoded, Encoder};
 
 /// Transactional ids per subtask initialised when it opens.
@@ -43,6 +46,10 @@ pub const POOL: u32 = 4;
 const SPACING: i64 = 1024;
 /// How long a transactional request may take.
 const REQUEST: Duration = Duration::from_secs(60);
+/// How far before a transaction's number (its start) its commit-log entry
+/// is looked for: the clocks of the producer and of the broker's
+/// timestamps may differ a little.
+const LOG_SLACK_MS: i64 = 60_000;
 
 /// A transaction as the checkpoint keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -100,7 +107,9 @@ pub struct KafkaTransactions<T> {
     restored_markers: BTreeMap<(u32, u32), i64>,
     /// Subtasks of the restored run whose ids were initialised here.
     fenced: BTreeSet<u32>,
-    log: Option<BaseProducer>,
+    log: Option<BaseProducer<Deliveries>>,
+    /// The commit log's entries since a time (ms), read once on restore.
+    logged: Option<(i64, BTreeSet<String>)>,
     last_instance: i64,
     /// The open transaction's header (with a commit log).
     headers: Option<OwnedHeaders>,
@@ -123,6 +132,7 @@ impl<T> KafkaTransactions<T> {
             restored_markers: BTreeMap::new(),
             fenced: BTreeSet::new(),
             log: None,
+            logged: None,
             last_instance: 0,
             headers: None,
         }
@@ -325,7 +335,35 @@ impl<T> KafkaTransactions<T> {
             .map_err(|(e, _)| format!("Kafka: the commit log {topic}: {e}"))?;
         log.flush(REQUEST)
             .map_err(|e| format!("Kafka: the commit log {topic}: {e}"))?;
-        Ok(())
+        Deliveries::check(&self.failed, self.servers())
+    }
+
+    /// The number under which the commit log shows `txn` (or a
+    /// transaction writing its records again) committed, if it does.
+    /// Read once per restore, from shortly before the earliest transaction
+    /// asked about: entries are written after their transaction began.
+    fn logged_commit(&mut self, txn: &KafkaTxn) -> FunctionResult<Option<i64>> {
+        let Some(topic) = self.commit_log.clone() else {
+            return Ok(None);
+        };
+        let since = txn.instance / 1000 - LOG_SLACK_MS;
+        if self.logged.as_ref().is_none_or(|(from, _)| *from > since) {
+            let entries = read_topic_since(self.servers(), &topic, Some(since))?
+                .iter()
+                .map(TopicRecord::text)
+                .collect();
+            self.logged = Some((since, entries));
+        }
+        let own = transaction_name(&self.prefix, txn.subtask, txn.instance);
+        let own = own.rsplit_once(':').map_or("", |(head, _)| head);
+        Ok(self.logged.as_ref().and_then(|(_, entries)| {
+            entries
+                .iter()
+                .filter_map(|e| e.rsplit_once(':'))
+                .filter(|(head, _)| *head == own)
+                .filter_map(|(_, n)| n.parse::<i64>().ok())
+                .find(|n| (txn.instance..txn.instance + SPACING).contains(n))
+        }))
     }
 
     /// Initialises every pool id of `subtask` of the restored run (so
@@ -380,11 +418,13 @@ impl<T> KafkaTransactions<T> {
             self.ready(slot)?;
         }
         if self.commit_log.is_some() {
-            let log: BaseProducer = self
+            let log: BaseProducer<Deliveries> = self
                 .encoder
                 // A line written twice is harmless: no idempotence needed.
                 .config(&[("acks", "all")])
-                .create()
+                .create_with_context(Deliveries {
+                    failed: Arc::clone(&self.failed),
+                })
                 .map_err(|e| format!("Kafka producer for {}: {e}", self.servers()))?;
             self.log = Some(log);
         }
@@ -469,6 +509,11 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
         }
         if marker >= txn.instance {
             // A later transaction committed, after this one was logged.
+            return Ok(());
+        }
+        if self.logged_commit(&txn)?.is_some() {
+            // Committed and logged, but the broker lost the marker (tansu
+            // has been seen to drop a transaction's offsets now and then).
             return Ok(());
         }
         let slot = self.begin_in_free_slot()?;
@@ -626,6 +671,35 @@ mod tests {
                 .expect("reads")
                 .len(),
             2
+        );
+    }
+
+    #[test]
+    fn a_logged_transaction_whose_marker_the_broker_lost_is_not_written_again() {
+        let kafka = broker();
+        let (mut crashed, txn) = pre_committed(&kafka, &["a", "b"]);
+        crashed.commit(txn.clone()).expect("commits and logs");
+        drop(crashed);
+        // The broker forgets the transaction's offsets (tansu now and then):
+        // the marker group is back before the transaction's number.
+        let mut lost = system(&kafka);
+        let back = lost.marker_partition(Some(1)).expect("partition");
+        lost.marker_consumer(0, txn.slot)
+            .expect("consumer")
+            .commit(&back, rdkafka::consumer::CommitMode::Sync)
+            .expect("moves the marker back");
+        assert!(lost.read_marker(0, POOL).expect("reads") < txn.instance);
+        drop(lost);
+        let mut restored = system(&kafka);
+        restored.open_subtask(0).expect("opens");
+        restored.recover_and_commit(txn).expect("recovers");
+        assert_eq!(committed_values(&kafka), ["a", "b"]);
+        assert_eq!(
+            read_topic(&kafka.bootstrap_servers(), "out")
+                .expect("reads")
+                .len(),
+            2,
+            "the commit log shows it committed: nothing written again"
         );
     }
 
