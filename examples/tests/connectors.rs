@@ -61,6 +61,16 @@ fn checkpoint_dirs(dir: &Path) -> Vec<(u64, bool)> {
         .collect()
 }
 
+/// The job directories under `dir` (each run of a job gets its own).
+fn job_dirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|job| job.path())
+        .collect()
+}
+
 /// How many completed checkpoints (`_metadata` files) are under `dir`.
 fn checkpoints(dir: &Path) -> usize {
     checkpoint_dirs(dir)
@@ -150,6 +160,7 @@ fn run_with_kills(example_name: &str, args: &[String]) -> Kills {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let before = checkpoints(&dir);
+        let jobs_before = job_dirs(&dir);
         let (mut job, restoring) = run();
         restored += u32::from(restoring);
         if killed < kills() {
@@ -176,10 +187,20 @@ fn run_with_kills(example_name: &str, args: &[String]) -> Kills {
                     await_condition(|| checkpoints(&dir) > done);
                 }
             }
+            // This run's checkpoint directory, by now created.
+            let own = job_dirs(&dir)
+                .into_iter()
+                .find(|d| !jobs_before.contains(d));
             if job.try_wait().expect("status").is_none() {
                 job.kill().expect("SIGKILL");
                 let _ = job.wait();
                 killed += 1;
+                if own.is_some_and(|d| !d.exists()) {
+                    // The kill came after the job had ended: a finished
+                    // job discards its checkpoints, and resuming from an
+                    // older run's would repeat what this one committed.
+                    break;
+                }
                 continue;
             }
         }
