@@ -99,7 +99,9 @@ pub(crate) fn read_topic_since(
             partition: p.id(),
             next: from,
             reported_end: high,
-            at_end: false,
+            // Nothing reported to read: the quiet spell is enough (an end
+            // of partition may never be signalled for an empty one).
+            at_end: from >= high,
         });
         assignment
             .add_partition_offset(topic, p.id(), Offset::Offset(from))
