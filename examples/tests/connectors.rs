@@ -40,16 +40,9 @@ impl Lcg {
 
 /// The checkpoints under `dir` (`<job>/chk-<id>`), as (id, complete).
 fn checkpoint_dirs(dir: &Path) -> Vec<(u64, bool)> {
-    std::fs::read_dir(dir)
+    job_dirs(dir)
         .into_iter()
-        .flatten()
-        .flatten()
-        .flat_map(|job| {
-            std::fs::read_dir(job.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
+        .flat_map(|job| std::fs::read_dir(job).into_iter().flatten().flatten())
         .filter_map(|chk| {
             let id = chk
                 .file_name()

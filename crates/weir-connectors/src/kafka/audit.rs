@@ -114,7 +114,7 @@ pub(crate) fn read_topic_since(
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut quiet_since: Option<Instant> = None;
     loop {
-        if partitions.iter().all(Reading::done) {
+        if partitions.iter().all(|r| r.at_end) {
             let since = *quiet_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= QUIET {
                 break;
@@ -190,12 +190,6 @@ struct Reading {
     /// The broker said it has nothing after what was read, which is at
     /// or past the reported end.
     at_end: bool,
-}
-
-impl Reading {
-    fn done(&self) -> bool {
-        self.at_end
-    }
 }
 
 /// The records of `topic` whose transaction the commit log `commit_log`

@@ -338,13 +338,13 @@ impl<T> KafkaTransactions<T> {
         Deliveries::check(&self.failed, self.servers())
     }
 
-    /// The number under which the commit log shows `txn` (or a
-    /// transaction writing its records again) committed, if it does.
-    /// Read once per restore, from shortly before the earliest transaction
-    /// asked about: entries are written after their transaction began.
-    fn logged_commit(&mut self, txn: &KafkaTxn) -> FunctionResult<Option<i64>> {
+    /// Whether the commit log shows `txn` (or a transaction writing its
+    /// records again) committed. Read once per restore, from shortly
+    /// before the earliest transaction asked about: entries are written
+    /// after their transaction began.
+    fn logged_as_committed(&mut self, txn: &KafkaTxn) -> FunctionResult<bool> {
         let Some(topic) = self.commit_log.clone() else {
-            return Ok(None);
+            return Ok(false);
         };
         let since = txn.instance / 1000 - LOG_SLACK_MS;
         if self.logged.as_ref().is_none_or(|(from, _)| *from > since) {
@@ -356,13 +356,13 @@ impl<T> KafkaTransactions<T> {
         }
         let own = transaction_name(&self.prefix, txn.subtask, txn.instance);
         let own = own.rsplit_once(':').map_or("", |(head, _)| head);
-        Ok(self.logged.as_ref().and_then(|(_, entries)| {
+        Ok(self.logged.as_ref().is_some_and(|(_, entries)| {
             entries
                 .iter()
                 .filter_map(|e| e.rsplit_once(':'))
                 .filter(|(head, _)| *head == own)
                 .filter_map(|(_, n)| n.parse::<i64>().ok())
-                .find(|n| (txn.instance..txn.instance + SPACING).contains(n))
+                .any(|n| (txn.instance..txn.instance + SPACING).contains(&n))
         }))
     }
 
@@ -511,7 +511,7 @@ impl<T: Send + 'static> TwoPhaseCommit<T> for KafkaTransactions<T> {
             // A later transaction committed, after this one was logged.
             return Ok(());
         }
-        if self.logged_commit(&txn)?.is_some() {
+        if self.logged_as_committed(&txn)? {
             // Committed and logged, but the broker lost the marker (tansu
             // has been seen to drop a transaction's offsets now and then).
             return Ok(());
