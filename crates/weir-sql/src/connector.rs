@@ -580,16 +580,14 @@ pub(crate) fn sink(
     } else {
         stream.process(
             move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+                let kind = row.kind;
                 let values = row
-                    .values
+                    .into_values()
                     .into_iter()
                     .zip(&casts)
                     .map(|(v, (f, t))| cast(v, *f, *t))
                     .collect::<Result<Vec<_>, _>>()?;
-                out.collect(Row {
-                    kind: row.kind,
-                    values,
-                });
+                out.collect(Row { kind, values });
                 Ok(())
             },
         )

@@ -675,7 +675,7 @@ impl KeyedProcessFunction<Vec<crate::value::Value>, Row, Row> for ChangelogNorma
             }
             return Ok(());
         }
-        let new = row.values;
+        let new = row.into_values();
         match last {
             None => emit(out, RowKind::Insert, new.clone()),
             Some(old) if old == new => return Ok(()),

@@ -10,7 +10,9 @@
 //! ```
 
 use weir::prelude::*;
-use weir_nexmark::{Event, EventPool, GeneratorConfig, NexmarkGenerator, Text};
+use weir_nexmark::{
+    Auction, Bid, Event, EventPool, GeneratorConfig, NexmarkGenerator, Person, Text,
+};
 
 use crate::catalog::TableDef;
 use crate::connector::{check_options, connector_error, TableRows};
@@ -53,53 +55,125 @@ const PERSON: &[(&str, SqlType)] = &[
     ("extra", SqlType::String),
 ];
 
-fn text(t: &Text) -> Value {
+/// A string field as a value: moved out of the event at its last use
+/// (no count of a shared string taken and given back), cloned before.
+#[inline(always)]
+fn text(t: &mut Text, take: bool) -> Value {
+    let t = if take {
+        std::mem::replace(t, Text::Static(""))
+    } else {
+        t.clone()
+    };
     match t {
-        Text::Shared(s) => Value::String(crate::value::Str::shared(s.clone())),
+        Text::Shared(s) => Value::String(crate::value::Str::shared(s)),
         Text::Static(s) => Value::static_str(s),
     }
 }
 
+#[inline(always)]
 fn big(v: u64) -> Value {
     Value::BigInt(v as i64)
 }
 
-/// Field `i` (of the table's schema) of `e`, if `e` is of the table.
-fn field(e: &Event, table: usize, i: usize) -> Value {
-    match (e, table) {
-        (Event::Bid(b), 0) => match i {
-            0 => big(b.auction),
-            1 => big(b.bidder),
-            2 => big(b.price),
-            3 => text(&b.channel),
-            4 => text(&b.url),
-            5 => Value::Timestamp(b.date_time),
-            _ => text(&b.extra),
-        },
-        (Event::Auction(a), 1) => match i {
-            0 => big(a.id),
-            1 => text(&a.item_name),
-            2 => text(&a.description),
-            3 => big(a.initial_bid),
-            4 => big(a.reserve),
-            5 => Value::Timestamp(a.date_time),
-            6 => Value::Timestamp(a.expires),
-            7 => big(a.seller),
-            8 => big(a.category),
-            _ => text(&a.extra),
-        },
-        (Event::Person(p), _) => match i {
-            0 => big(p.id),
-            1 => text(&p.name),
-            2 => text(&p.email_address),
-            3 => text(&p.credit_card),
-            4 => text(&p.city),
-            5 => text(&p.state),
-            6 => Value::Timestamp(p.date_time),
-            _ => text(&p.extra),
-        },
-        _ => Value::Null,
+/// The most fields a Nexmark table has (auction's ten).
+const MOST_FIELDS: usize = 10;
+
+/// Field `f` (of the table's schema) of a bid, an auction or a person.
+///
+/// Each is built straight into the row's buffer: a value built elsewhere
+/// and copied in was read back a piece at a time from stores of other
+/// widths, which stalled the CPU on every value.
+#[inline(always)]
+fn bid_field(b: &mut Bid, f: usize, take: bool) -> Value {
+    match f {
+        0 => big(b.auction),
+        1 => big(b.bidder),
+        2 => big(b.price),
+        3 => text(&mut b.channel, take),
+        4 => text(&mut b.url, take),
+        5 => Value::Timestamp(b.date_time),
+        _ => text(&mut b.extra, take),
     }
+}
+
+#[inline(always)]
+fn auction_field(a: &mut Auction, f: usize, take: bool) -> Value {
+    match f {
+        0 => big(a.id),
+        1 => text(&mut a.item_name, take),
+        2 => text(&mut a.description, take),
+        3 => big(a.initial_bid),
+        4 => big(a.reserve),
+        5 => Value::Timestamp(a.date_time),
+        6 => Value::Timestamp(a.expires),
+        7 => big(a.seller),
+        8 => big(a.category),
+        _ => text(&mut a.extra, take),
+    }
+}
+
+#[inline(always)]
+fn person_field(p: &mut Person, f: usize, take: bool) -> Value {
+    match f {
+        0 => big(p.id),
+        1 => text(&mut p.name, take),
+        2 => text(&mut p.email_address, take),
+        3 => text(&mut p.credit_card, take),
+        4 => text(&mut p.city, take),
+        5 => text(&mut p.state, take),
+        6 => Value::Timestamp(p.date_time),
+        _ => text(&mut p.extra, take),
+    }
+}
+
+/// Where each value of a row comes from: a field of the event (moved out
+/// at its last use, cloned before), or nothing (NULL).
+#[derive(Clone, Copy)]
+enum FieldUse {
+    Null,
+    Clone(usize),
+    Take(usize),
+}
+
+/// The uses of `fields` in order, each field's last one a [`FieldUse::Take`].
+fn field_uses(fields: impl DoubleEndedIterator<Item = Option<usize>>) -> Vec<FieldUse> {
+    let mut taken = [false; MOST_FIELDS];
+    let mut uses: Vec<FieldUse> = fields
+        .rev()
+        .map(|f| match f {
+            None => FieldUse::Null,
+            Some(f) if taken[f] => FieldUse::Clone(f),
+            Some(f) => {
+                taken[f] = true;
+                FieldUse::Take(f)
+            }
+        })
+        .collect();
+    uses.reverse();
+    uses
+}
+
+/// The values `uses` picks from `e`, if `e` is of table `table`.
+fn row_values(e: Event, table: usize, uses: &[FieldUse]) -> Option<Vec<Value>> {
+    #[inline(always)]
+    fn each(uses: &[FieldUse], mut field: impl FnMut(usize, bool) -> Value) -> Vec<Value> {
+        let mut values = Row::buffer(uses.len());
+        // One `extend` of a known length: each value is written straight
+        // into the buffer (a `push` per value, which may grow the buffer,
+        // built each value on the stack first).
+        values.extend(uses.iter().map(|u| match *u {
+            FieldUse::Null => Value::Null,
+            FieldUse::Clone(f) => field(f, false),
+            FieldUse::Take(f) => field(f, true),
+        }));
+        values
+    }
+    Some(match (e, table) {
+        (Event::Bid(mut b), 0) => each(uses, |f, take| bid_field(&mut b, f, take)),
+        (Event::Auction(mut a), 1) => each(uses, |f, take| auction_field(&mut a, f, take)),
+        (Event::Person(mut p), 2) => each(uses, |f, take| person_field(&mut p, f, take)),
+        _ => return None,
+    })
 }
 
 pub(crate) fn nexmark_source(
@@ -199,6 +273,11 @@ pub(crate) fn nexmark_source(
     // Without computed columns each column of the row is a field of the
     // event (the query's columns only, when the scan keeps fewer).
     let plain = computed.is_empty();
+    let uses = if plain {
+        field_uses(order.iter().map(|&p| fields[p]))
+    } else {
+        field_uses(fields.iter().copied())
+    };
     let stream = env
         .from_generator(count, move |i| match &pool {
             Some(pool) => pool.event(i),
@@ -209,26 +288,10 @@ pub(crate) fn nexmark_source(
             table.name.to_lowercase()
         )))
         .flat_map(move |e: Event, out: &mut Collector<Row>| {
-            let of_table = matches!(
-                (&e, which),
-                (Event::Bid(_), 0) | (Event::Auction(_), 1) | (Event::Person(_), 2)
-            );
-            if !of_table {
+            let Some(mut values) = row_values(e, which, &uses) else {
                 return;
-            }
-            if plain {
-                let values: Vec<Value> = order
-                    .iter()
-                    .map(|&p| fields[p].map_or(Value::Null, |f| field(&e, which, f)))
-                    .collect();
-                out.collect(Row::insert(values));
-                return;
-            }
-            let mut values: Vec<Value> = fields
-                .iter()
-                .map(|f| f.map_or(Value::Null, |f| field(&e, which, f)))
-                .collect();
-            {
+            };
+            if !plain {
                 let physical = values.len();
                 for c in &computed {
                     let v = c(&values[..physical]).unwrap_or(Value::Null);
@@ -266,4 +329,52 @@ pub(crate) fn register_functions(functions: &mut crate::function::Functions) {
             }),
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bid() -> Bid {
+        Bid {
+            auction: 7,
+            bidder: 8,
+            price: 9,
+            channel: Text::Static("c"),
+            url: Text::Shared(std::sync::Arc::from("u")),
+            date_time: 10,
+            extra: Text::Shared(std::sync::Arc::from("x")),
+        }
+    }
+
+    #[test]
+    fn a_field_read_twice_is_cloned_first_and_taken_last() {
+        let uses = field_uses([Some(4), None, Some(0), Some(4)].into_iter());
+        assert!(matches!(
+            uses[..],
+            [
+                FieldUse::Clone(4),
+                FieldUse::Null,
+                FieldUse::Take(0),
+                FieldUse::Take(4)
+            ]
+        ));
+        let values = row_values(Event::Bid(bid()), 0, &uses).expect("a bid");
+        assert_eq!(
+            values,
+            vec![
+                Value::string("u"),
+                Value::Null,
+                Value::BigInt(7),
+                Value::string("u")
+            ]
+        );
+    }
+
+    #[test]
+    fn an_event_of_another_table_gives_no_row() {
+        let uses = field_uses([Some(0)].into_iter());
+        assert!(row_values(Event::Bid(bid()), 1, &uses).is_none());
+        assert!(row_values(Event::Bid(bid()), 2, &uses).is_none());
+    }
 }

@@ -566,7 +566,15 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for OverAggregate {
             let (aggregates, args, frame) = (&mut self.aggregates, &self.args, self.frame);
             return Ok(state.update_in_place(|part| match part {
                 Some(part) => {
-                    let taken = take(aggregates, args, frame, part, now, vec![row.values], out);
+                    let taken = take(
+                        aggregates,
+                        args,
+                        frame,
+                        part,
+                        now,
+                        vec![row.into_values()],
+                        out,
+                    );
                     (ValueChange::Keep, taken)
                 }
                 None => {
@@ -577,7 +585,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for OverAggregate {
                         frame,
                         &mut part,
                         now,
-                        vec![row.values],
+                        vec![row.into_values()],
                         out,
                     );
                     (ValueChange::Set(part), taken)
@@ -605,13 +613,16 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for OverAggregate {
             }
             match part {
                 Some(part) => {
-                    part.pending.entry(time).or_default().push(row.values);
+                    part.pending
+                        .entry(time)
+                        .or_default()
+                        .push(row.into_values());
                     let cleanup = part.schedule_cleanup(time, frame);
                     (ValueChange::Keep, (true, cleanup))
                 }
                 None => {
                     let mut part = fresh;
-                    part.pending.insert(time, vec![row.values]);
+                    part.pending.insert(time, vec![row.into_values()]);
                     let cleanup = part.schedule_cleanup(time, frame);
                     (ValueChange::Set(part), (true, cleanup))
                 }

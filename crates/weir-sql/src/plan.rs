@@ -559,8 +559,10 @@ impl Output {
                 return self.apply_swapping(row);
             }
         }
-        let mut input = row.values;
-        let mut values = vec![Value::Null; self.width];
+        let kind = row.kind;
+        let mut input = row.into_values();
+        let mut values = Row::buffer(self.width);
+        values.resize(self.width, Value::Null);
         for (slot, eval) in &self.computed {
             values[*slot] = eval(&input)?;
         }
@@ -571,10 +573,8 @@ impl Output {
                 input[i].clone()
             };
         }
-        Ok(Row {
-            kind: row.kind,
-            values,
-        })
+        Row::recycle(input);
+        Ok(Row { kind, values })
     }
 
     /// [`Output::apply`] without a new buffer, for a narrow output: every

@@ -223,7 +223,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for TimeSort {
                 Some(w) => w,
                 None => {
                     let mut rows = std::collections::BTreeMap::new();
-                    rows.insert(time, vec![row.values]);
+                    rows.insert(time, vec![row.into_values()]);
                     return (ValueChange::Set((rows, None)), true);
                 }
             };
@@ -231,7 +231,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for TimeSort {
                 return (ValueChange::Keep, false);
             }
             let at_time = rows.entry(time).or_default();
-            at_time.push(row.values);
+            at_time.push(row.into_values());
             (ValueChange::Keep, at_time.len() == 1)
         })?;
         if first_of_time {
@@ -688,7 +688,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowTopN {
             return Ok(());
         }
         let rows = self.rows.as_ref().ok_or("the window rank is not open")?;
-        rows.add(row.values)?;
+        rows.add(row.into_values())?;
         Ok(())
     }
 
@@ -764,7 +764,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for FirstByEventTime {
             // The timer of a row replaced here still fires; it finds the
             // key's row emitted already.
             timers.register_event_time_timer(time);
-            let mut values = row.values;
+            let mut values = row.into_values();
             values.push(Value::BigInt(1));
             state.update((Some(values), false))?;
         }
@@ -808,7 +808,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for Deduplicate {
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let state = self.kept.as_ref().ok_or("the deduplication is not open")?;
-        let mut values = row.values;
+        let mut values = row.into_values();
         values.push(Value::BigInt(1));
         let previous = state.value()?;
         let replaces = match (&previous, self.time) {
@@ -872,7 +872,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for TopN {
     ) -> FunctionResult {
         let state = self.top.as_ref().ok_or("the Top-N is not open")?;
         let mut top = state.value()?.unwrap_or_default();
-        let values = row.values;
+        let values = row.into_values();
         // After the rows it ties with (they came first).
         let at = top.partition_point(|r| compare(&self.order, r, &values) != Ordering::Greater);
         if at >= self.n {

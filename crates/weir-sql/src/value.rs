@@ -532,6 +532,73 @@ impl Row {
     }
 }
 
+impl Row {
+    /// The row's values, taken out of it.
+    pub fn into_values(mut self) -> Vec<Value> {
+        std::mem::take(&mut self.values)
+    }
+
+    /// An empty buffer for a row of `n` values: one a dropped row of this
+    /// thread gave back, when there is one.
+    ///
+    /// A row's values live in their own allocation. Rows come and go a
+    /// batch (a thousand or so) at a time, which outruns the allocator's
+    /// per-thread cache: each new row then got memory freed a batch ago,
+    /// cold in the CPU's caches, and writing it was the largest single cost
+    /// of a plain scan. Buffers given back here are reused last-freed
+    /// first, still warm.
+    pub fn buffer(n: usize) -> Vec<Value> {
+        if (1..=POOLED_WIDTH).contains(&n) {
+            let reused = FREE_BUFFERS
+                .try_with(|free| free.borrow_mut()[n - 1].pop())
+                .ok()
+                .flatten();
+            if let Some(buffer) = reused {
+                return buffer;
+            }
+        }
+        Vec::with_capacity(n)
+    }
+}
+
+/// The widest rows whose buffers are kept for reuse.
+const POOLED_WIDTH: usize = 16;
+/// How many buffers of each width a thread keeps: a batch's worth.
+const POOLED_PER_WIDTH: usize = 1024;
+
+thread_local! {
+    /// Buffers of dropped rows, by capacity (index `capacity - 1`).
+    static FREE_BUFFERS: std::cell::RefCell<[Vec<Vec<Value>>; POOLED_WIDTH]> =
+        const { std::cell::RefCell::new([const { Vec::new() }; POOLED_WIDTH]) };
+}
+
+impl Drop for Row {
+    fn drop(&mut self) {
+        Row::recycle(std::mem::take(&mut self.values));
+    }
+}
+
+impl Row {
+    /// Gives a row's buffer back for [`Row::buffer`] to reuse (or frees
+    /// it, if this thread keeps enough of its width).
+    pub fn recycle(mut values: Vec<Value>) {
+        let capacity = values.capacity();
+        if !(1..=POOLED_WIDTH).contains(&capacity) {
+            return;
+        }
+        values.clear();
+        // A thread being torn down keeps nothing.
+        let _ = FREE_BUFFERS.try_with(|free| {
+            if let Ok(mut free) = free.try_borrow_mut() {
+                let kept = &mut free[capacity - 1];
+                if kept.len() < POOLED_PER_WIDTH {
+                    kept.push(values);
+                }
+            }
+        });
+    }
+}
+
 impl fmt::Display for Row {
     /// As Flink's print connector writes it: `+I[1, abc, NULL]`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -607,6 +674,25 @@ mod tests {
             row.to_string(),
             "+I[1, a b, NULL, TRUE, 2020-04-15 08:05:00.000]"
         );
+    }
+
+    #[test]
+    fn a_dropped_rows_buffer_is_reused_for_a_row_of_its_width() {
+        let mut values = Row::buffer(3);
+        values.extend([Value::BigInt(1), Value::string("a"), Value::Null]);
+        let at = values.as_ptr();
+        drop(Row::insert(values));
+        // Had the buffer gone back to the allocator, an allocation of its
+        // size would be given it now.
+        let same_size = Vec::<u8>::with_capacity(3 * std::mem::size_of::<Value>());
+        let reused = Row::buffer(3);
+        assert_eq!(reused.as_ptr(), at);
+        assert_ne!(same_size.as_ptr() as *const Value, at);
+        assert!(reused.is_empty() && reused.capacity() == 3);
+        // Another width does not take it.
+        drop(Row::insert(reused));
+        let narrower = Row::buffer(2);
+        assert_ne!(narrower.as_ptr(), at);
     }
 
     #[test]
