@@ -465,16 +465,16 @@ pub(crate) fn filter_project(
     output: Option<Output>,
 ) -> DataStream<Row> {
     stream.process(
-        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+        move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
             if let Some(f) = &filter {
                 if !matches!(f(&row.values)?, Value::Boolean(true)) {
                     return Ok(());
                 }
             }
-            match &output {
-                None => out.collect(row),
-                Some(o) => out.collect(o.apply(row)?),
+            if let Some(o) = &output {
+                o.apply(&mut row)?;
             }
+            out.collect(row);
             Ok(())
         },
     )
@@ -499,6 +499,9 @@ pub(crate) struct Output {
     /// column still to be copied), and the computed values are few enough
     /// to be held aside meanwhile.
     swaps: bool,
+    /// The swaps of a swapping build that move something (slot, input
+    /// column): a column already in its slot stays where it is.
+    moves: Vec<(usize, usize)>,
 }
 
 /// An output of at most this many columns is built in the input row's
@@ -541,26 +544,36 @@ impl Output {
             && computed.len() <= ASIDE
             && copied.iter().all(|&(slot, i, _)| i >= slot)
             && copied.windows(2).all(|w| w[0].1 < w[1].1);
+        let moves = copied
+            .iter()
+            .filter(|&&(slot, i, _)| slot != i)
+            .map(|&(slot, i, _)| (slot, i))
+            .collect();
         Output {
             width: sources.len(),
             computed,
             copied,
             swaps,
+            moves,
         }
     }
 
-    /// The output row of `row`, or the error that fails the job.
-    pub fn apply(&self, row: Row) -> Result<Row, String> {
+    /// Makes `row` the output row of its values, or returns the error
+    /// that fails the job. (In place: a row returned in a `Result` was
+    /// copied through the stack a piece at a time, which cost more than
+    /// building it.)
+    pub fn apply(&self, row: &mut Row) -> Result<(), String> {
         if row.values.len() >= self.width {
-            if self.width <= ASIDE {
-                return self.apply_aside(row);
-            }
+            // Swapping moves only what changes place; holding every value
+            // aside moves each twice.
             if self.swaps {
                 return self.apply_swapping(row);
             }
+            if self.width <= ASIDE {
+                return self.apply_aside(row);
+            }
         }
-        let kind = row.kind;
-        let mut input = row.into_values();
+        let mut input = std::mem::take(&mut row.values);
         let mut values = Row::buffer(self.width);
         values.resize(self.width, Value::Null);
         for (slot, eval) in &self.computed {
@@ -574,13 +587,14 @@ impl Output {
             };
         }
         Row::recycle(input);
-        Ok(Row { kind, values })
+        row.values = values;
+        Ok(())
     }
 
     /// [`Output::apply`] without a new buffer, for a narrow output: every
     /// output value is computed or taken from the input and held aside,
     /// then all are put into their slots and the rest cut off.
-    fn apply_aside(&self, mut row: Row) -> Result<Row, String> {
+    fn apply_aside(&self, row: &mut Row) -> Result<(), String> {
         const NULL: Value = Value::Null;
         let mut aside = [NULL; ASIDE];
         for (slot, eval) in &self.computed {
@@ -597,7 +611,7 @@ impl Output {
         for (value, held) in row.values.iter_mut().zip(&mut aside) {
             *value = std::mem::replace(held, NULL);
         }
-        Ok(row)
+        Ok(())
     }
 
     /// [`Output::apply`] without a new buffer, for a wide output that
@@ -605,20 +619,29 @@ impl Output {
     /// over the input first and held aside, the copied columns are
     /// swapped into their slots, the computed values put into theirs, and
     /// the rest cut off.
-    fn apply_swapping(&self, mut row: Row) -> Result<Row, String> {
+    fn apply_swapping(&self, row: &mut Row) -> Result<(), String> {
+        if let [(slot, eval)] = self.computed.as_slice() {
+            let value = eval(&row.values)?;
+            for &(slot, i) in &self.moves {
+                row.values.swap(slot, i);
+            }
+            row.values[*slot] = value;
+            row.values.truncate(self.width);
+            return Ok(());
+        }
         const NULL: Value = Value::Null;
         let mut aside = [NULL; ASIDE];
         for ((_, eval), held) in self.computed.iter().zip(&mut aside) {
             *held = eval(&row.values)?;
         }
-        for &(slot, i, _) in &self.copied {
+        for &(slot, i) in &self.moves {
             row.values.swap(slot, i);
         }
         for ((slot, _), held) in self.computed.iter().zip(&mut aside) {
             row.values[*slot] = std::mem::replace(held, NULL);
         }
         row.values.truncate(self.width);
-        Ok(row)
+        Ok(())
     }
 }
 
