@@ -76,6 +76,20 @@ pub(crate) struct TableRows {
     pub order: Vec<usize>,
 }
 
+/// A source's values (physical columns, then computed ones) in the
+/// table's declared order. Most tables declare their computed columns
+/// last: then the values are already in order and kept as they are.
+pub(crate) fn in_declared_order(values: Vec<Value>, order: &[usize]) -> Vec<Value> {
+    let in_order = order.len() == values.len() && order.iter().enumerate().all(|(i, &o)| i == o);
+    if in_order {
+        return values;
+    }
+    let mut ordered = Row::buffer(order.len());
+    ordered.extend(order.iter().map(|&i| values[i].clone()));
+    Row::recycle(values);
+    ordered
+}
+
 /// How a table's rows are laid out, with its computed columns compiled.
 pub(crate) fn table_rows(table: &TableDef) -> Result<TableRows, SqlError> {
     // A row as the source makes it: the physical columns, then the
@@ -494,12 +508,7 @@ impl RowDecoder {
             let v = c(&values[..base])?;
             values.push(v);
         }
-        Ok(Row::insert(
-            self.order
-                .iter()
-                .map(|&i| values[i].clone())
-                .collect::<Vec<_>>(),
-        ))
+        Ok(Row::insert(in_declared_order(values, &self.order)))
     }
 }
 

@@ -282,17 +282,19 @@ pub(crate) fn datagen_source(
     let computed: Vec<Eval> = rows.computed.clone();
     let order = rows.order.clone();
     let make = move |n: u64| -> Row {
-        let mut values: Vec<Value> = fields
-            .iter()
-            .enumerate()
-            .map(|(c, (f, ty))| f.value(c, n, *ty))
-            .collect();
+        let mut values = Row::buffer(fields.len() + computed.len());
+        values.extend(
+            fields
+                .iter()
+                .enumerate()
+                .map(|(c, (f, ty))| f.value(c, n, *ty)),
+        );
         let physical = values.len();
         for c in &computed {
             let v = c(&values[..physical]).unwrap_or(Value::Null);
             values.push(v);
         }
-        Row::insert(order.iter().map(|&i| values[i].clone()).collect::<Vec<_>>())
+        Row::insert(crate::connector::in_declared_order(values, &order))
     };
     let source = match count {
         Some(n) => GeneratorSource::new(n, make),

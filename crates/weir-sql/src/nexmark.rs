@@ -153,11 +153,16 @@ fn field_uses(fields: impl DoubleEndedIterator<Item = Option<usize>>) -> Vec<Fie
     uses
 }
 
-/// The values `uses` picks from `e`, if `e` is of table `table`.
-fn row_values(e: Event, table: usize, uses: &[FieldUse]) -> Option<Vec<Value>> {
+/// The values `uses` picks from `e`, if `e` is of table `table`, in a
+/// buffer with room for `more` values after them.
+fn row_values(e: Event, table: usize, uses: &[FieldUse], more: usize) -> Option<Vec<Value>> {
     #[inline(always)]
-    fn each(uses: &[FieldUse], mut field: impl FnMut(usize, bool) -> Value) -> Vec<Value> {
-        let mut values = Row::buffer(uses.len());
+    fn each(
+        uses: &[FieldUse],
+        more: usize,
+        mut field: impl FnMut(usize, bool) -> Value,
+    ) -> Vec<Value> {
+        let mut values = Row::buffer(uses.len() + more);
         // One `extend` of a known length: each value is written straight
         // into the buffer (a `push` per value, which may grow the buffer,
         // built each value on the stack first).
@@ -169,9 +174,9 @@ fn row_values(e: Event, table: usize, uses: &[FieldUse]) -> Option<Vec<Value>> {
         values
     }
     Some(match (e, table) {
-        (Event::Bid(mut b), 0) => each(uses, |f, take| bid_field(&mut b, f, take)),
-        (Event::Auction(mut a), 1) => each(uses, |f, take| auction_field(&mut a, f, take)),
-        (Event::Person(mut p), 2) => each(uses, |f, take| person_field(&mut p, f, take)),
+        (Event::Bid(mut b), 0) => each(uses, more, |f, take| bid_field(&mut b, f, take)),
+        (Event::Auction(mut a), 1) => each(uses, more, |f, take| auction_field(&mut a, f, take)),
+        (Event::Person(mut p), 2) => each(uses, more, |f, take| person_field(&mut p, f, take)),
         _ => return None,
     })
 }
@@ -288,7 +293,7 @@ pub(crate) fn nexmark_source(
             table.name.to_lowercase()
         )))
         .flat_map(move |e: Event, out: &mut Collector<Row>| {
-            let Some(mut values) = row_values(e, which, &uses) else {
+            let Some(mut values) = row_values(e, which, &uses, computed.len()) else {
                 return;
             };
             if !plain {
@@ -297,7 +302,7 @@ pub(crate) fn nexmark_source(
                     let v = c(&values[..physical]).unwrap_or(Value::Null);
                     values.push(v);
                 }
-                values = order.iter().map(|&i| values[i].clone()).collect();
+                values = crate::connector::in_declared_order(values, &order);
             }
             out.collect(Row::insert(values));
         })
@@ -359,7 +364,7 @@ mod tests {
                 FieldUse::Take(4)
             ]
         ));
-        let values = row_values(Event::Bid(bid()), 0, &uses).expect("a bid");
+        let values = row_values(Event::Bid(bid()), 0, &uses, 0).expect("a bid");
         assert_eq!(
             values,
             vec![
@@ -374,7 +379,7 @@ mod tests {
     #[test]
     fn an_event_of_another_table_gives_no_row() {
         let uses = field_uses([Some(0)].into_iter());
-        assert!(row_values(Event::Bid(bid()), 1, &uses).is_none());
-        assert!(row_values(Event::Bid(bid()), 2, &uses).is_none());
+        assert!(row_values(Event::Bid(bid()), 1, &uses, 0).is_none());
+        assert!(row_values(Event::Bid(bid()), 2, &uses, 0).is_none());
     }
 }
