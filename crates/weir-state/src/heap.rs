@@ -66,9 +66,9 @@ pub(crate) trait StateTable: Send {
 /// limit of outstanding misses, with no work to overlap.
 const PREFETCH_DISTANCE: usize = 16;
 
-/// Slots of a state (all key groups) from which prefetching pays: with
-/// 48-byte entries, tables past the second-level cache of a core.
-const PREFETCH_MIN_SLOTS: usize = 1 << 16;
+/// Size of a state's tables (all key groups) from which prefetching pays:
+/// tables past the second-level cache of a core.
+const PREFETCH_MIN_BYTES: usize = 1 << 20;
 
 /// The values of one state, by key group (offset in the backend's range),
 /// then by encoded key.
@@ -305,7 +305,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
         }
     }
     fn prefetch_pays(&self) -> bool {
-        self.slots >= PREFETCH_MIN_SLOTS
+        self.slots * std::mem::size_of::<Option<crate::key_table::Entry<V>>>() >= PREFETCH_MIN_BYTES
     }
 }
 
@@ -531,5 +531,31 @@ impl HeapBackend {
         self.ns_hash = self.hasher.hash_one(self.ns_key.as_slice());
         self.has_ns = true;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled<V: Serialize + DeserializeOwned + Clone + Send + 'static>(
+        keys: u64,
+        value: V,
+    ) -> TypedTable<V> {
+        let mut table = TypedTable::new("s", StateKind::Value, 1, KeyHasher::default(), None);
+        for k in 0..keys {
+            let key = KeyBytes::from(&k.to_le_bytes()[..]);
+            table.insert(0, k, key, value.clone(), 0);
+        }
+        table
+    }
+
+    #[test]
+    fn prefetching_pays_from_a_tables_size_in_bytes_not_its_key_count() {
+        // The same 5 000 keys: with 8-byte values the table fits a core's
+        // second-level cache, with 128-byte values (a SQL group's key and
+        // accumulators are of that order) it does not.
+        assert!(!filled(5_000, 0u64).prefetch_pays());
+        assert!(filled(5_000, [0u64; 16]).prefetch_pays());
     }
 }
