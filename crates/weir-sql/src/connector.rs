@@ -588,15 +588,13 @@ pub(crate) fn sink(
         stream
     } else {
         stream.process(
-            move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-                let kind = row.kind;
-                let values = row
-                    .into_values()
-                    .into_iter()
-                    .zip(&casts)
-                    .map(|(v, (f, t))| cast(v, *f, *t))
-                    .collect::<Result<Vec<_>, _>>()?;
-                out.collect(Row { kind, values });
+            move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+                // Cast in the row's own buffer, not into a new one per row.
+                row.values.truncate(casts.len());
+                for (v, (f, t)) in row.values.iter_mut().zip(&casts) {
+                    *v = cast(std::mem::replace(v, Value::Null), *f, *t)?;
+                }
+                out.collect(row);
                 Ok(())
             },
         )

@@ -530,9 +530,7 @@ impl Row {
             values: values.into(),
         }
     }
-}
 
-impl Row {
     /// The row's values, taken out of it.
     pub fn into_values(mut self) -> Vec<Value> {
         std::mem::take(&mut self.values)
@@ -559,26 +557,7 @@ impl Row {
         }
         Vec::with_capacity(n)
     }
-}
 
-/// The widest rows whose buffers are kept for reuse.
-const POOLED_WIDTH: usize = 16;
-/// How many buffers of each width a thread keeps: a batch's worth.
-const POOLED_PER_WIDTH: usize = 1024;
-
-thread_local! {
-    /// Buffers of dropped rows, by capacity (index `capacity - 1`).
-    static FREE_BUFFERS: std::cell::RefCell<[Vec<Vec<Value>>; POOLED_WIDTH]> =
-        const { std::cell::RefCell::new([const { Vec::new() }; POOLED_WIDTH]) };
-}
-
-impl Drop for Row {
-    fn drop(&mut self) {
-        Row::recycle(std::mem::take(&mut self.values));
-    }
-}
-
-impl Row {
     /// Gives a row's buffer back for [`Row::buffer`] to reuse (or frees
     /// it, if this thread keeps enough of its width).
     pub fn recycle(mut values: Vec<Value>) {
@@ -596,6 +575,23 @@ impl Row {
                 }
             }
         });
+    }
+}
+
+/// The widest rows whose buffers are kept for reuse.
+const POOLED_WIDTH: usize = 16;
+/// How many buffers of each width a thread keeps: a batch's worth.
+const POOLED_PER_WIDTH: usize = 1024;
+
+thread_local! {
+    /// Buffers of dropped rows, by capacity (index `capacity - 1`).
+    static FREE_BUFFERS: std::cell::RefCell<[Vec<Vec<Value>>; POOLED_WIDTH]> =
+        const { std::cell::RefCell::new([const { Vec::new() }; POOLED_WIDTH]) };
+}
+
+impl Drop for Row {
+    fn drop(&mut self) {
+        Row::recycle(std::mem::take(&mut self.values));
     }
 }
 

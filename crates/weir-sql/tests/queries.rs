@@ -957,3 +957,29 @@ fn metadata_columns_need_a_connector_that_gives_them() {
         "{e}"
     );
 }
+
+/// An `INSERT` whose columns differ in type from the sink's (numeric to
+/// numeric) writes each value as the sink's column type.
+#[test]
+fn an_insert_casts_each_value_to_its_sink_columns_type() -> Result<(), SqlError> {
+    let path = csv("sink-casts", ORDERS);
+    let dir = std::env::temp_dir().join(format!("weir-sql-casts-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let table = |name: &str, types: &str| {
+        format!(
+            "CREATE TABLE {name} ({types}) WITH ('connector' = 'filesystem', \
+             'path' = '{}', 'format' = 'csv');",
+            dir.display()
+        )
+    };
+    let script = format!(
+        "{}\n{}\nINSERT INTO sunk SELECT id, amount FROM orders WHERE id < 3;\n{}\nSELECT * FROM back;",
+        orders_ddl(&path),
+        table("sunk", "id DECIMAL(5, 1), amount DOUBLE"),
+        table("back", "id STRING, amount STRING")
+    );
+    let mut lines = support::changelog(&script)?;
+    lines.sort();
+    assert_eq!(lines, ["+I[1.0, 12.5]", "+I[2.0, 3.0]"]);
+    Ok(())
+}

@@ -305,7 +305,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
         }
     }
     fn prefetch_pays(&self) -> bool {
-        self.slots * std::mem::size_of::<Option<crate::key_table::Entry<V>>>() >= PREFETCH_MIN_BYTES
+        self.slots * KeyTable::<V>::SLOT_BYTES >= PREFETCH_MIN_BYTES
     }
 }
 

@@ -42,6 +42,9 @@ impl<V> Default for KeyTable<V> {
 const MIN_SLOTS: usize = 4;
 
 impl<V> KeyTable<V> {
+    /// Bytes of one slot (an entry, or an empty slot of the same size).
+    pub const SLOT_BYTES: usize = std::mem::size_of::<Option<Entry<V>>>();
+
     /// Number of entries.
     #[inline]
     pub fn len(&self) -> usize {
@@ -187,7 +190,7 @@ impl<V> KeyTable<V> {
         let slot: *const Option<Entry<V>> = &self.slots[self.home(hash)];
         let first = slot as usize;
         // An entry may straddle two cache lines: load both.
-        let last = first + std::mem::size_of::<Option<Entry<V>>>() - 1;
+        let last = first + Self::SLOT_BYTES - 1;
         prefetch_line(first);
         if last / 64 != first / 64 {
             prefetch_line(last);
