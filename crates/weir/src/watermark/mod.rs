@@ -9,7 +9,10 @@
 
 mod operator;
 
-pub(crate) use operator::{assign_timestamp, Generator, Idleness, TimestampsAndWatermarksOperator};
+pub(crate) use operator::{
+    assign_timestamp, FilterMapWithWatermarksOperator, Generator, Idleness,
+    TimestampsAndWatermarksOperator,
+};
 
 use std::sync::Arc;
 use std::time::Duration;

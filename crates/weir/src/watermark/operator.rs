@@ -94,7 +94,9 @@ impl Idleness {
     }
 }
 
-pub(crate) struct TimestampsAndWatermarksOperator<T> {
+/// What an operator that generates watermarks keeps between records: the
+/// strategy's generator, idleness and the watermark emitted so far.
+struct Watermarking<T> {
     strategy: WatermarkStrategy<T>,
     generator: Generator<T>,
     idleness: Option<Idleness>,
@@ -105,9 +107,9 @@ pub(crate) struct TimestampsAndWatermarksOperator<T> {
     idle: bool,
 }
 
-impl<T> TimestampsAndWatermarksOperator<T> {
-    pub fn new(strategy: WatermarkStrategy<T>) -> Self {
-        TimestampsAndWatermarksOperator {
+impl<T> Watermarking<T> {
+    fn new(strategy: WatermarkStrategy<T>) -> Self {
+        Watermarking {
             strategy,
             generator: Generator::None,
             idleness: None,
@@ -119,10 +121,62 @@ impl<T> TimestampsAndWatermarksOperator<T> {
         }
     }
 
-    fn apply(&mut self, wm: WatermarkOutput, out: &mut Output<T>) -> FunctionResult
-    where
-        T: Send + 'static,
-    {
+    fn open(&mut self, ctx: &RuntimeContext) {
+        self.generator = Generator::new(&self.strategy.generator, ctx);
+        self.idleness = self.strategy.idleness.map(Idleness::new);
+        self.interval_ms = ctx.auto_watermark_interval.as_millis() as i64;
+        if self.interval_ms > 0 {
+            self.next_periodic = Some(ctx.clock.now_ms() + self.interval_ms);
+        }
+        self.clock = Some(ctx.clock.clone());
+    }
+
+    /// A batch of records arrived (the stream is active); the processing
+    /// time to stamp ingestion-time records with.
+    fn start_batch<O: Send + 'static>(&mut self, out: &mut Output<O>) -> FunctionResult<i64> {
+        if let Some(idleness) = &mut self.idleness {
+            idleness.activity += 1;
+        }
+        if self.idle {
+            self.idle = false;
+            out.forward_control(Control::WatermarkStatus(WatermarkStatus::Active))?;
+        }
+        Ok(match (&self.strategy.timestamps, &self.clock) {
+            (TimestampKind::Ingestion, Some(clock)) => clock.now_ms(),
+            _ => 0,
+        })
+    }
+
+    /// Stamps `value` (which came with `previous`) and shows it to the
+    /// generator, which writes to `wm` what it emits.
+    #[inline]
+    fn observe(&mut self, value: &T, previous: i64, now: i64, wm: &mut WatermarkOutput) -> i64 {
+        let timestamp = assign_timestamp(&self.strategy.timestamps, value, previous, now);
+        self.generator.on_event(value, timestamp, wm);
+        timestamp
+    }
+
+    /// Applies what the generator wrote to `wm`, if anything, and clears it
+    /// for the next record.
+    #[inline]
+    fn apply_emitted<O: Send + 'static>(
+        &mut self,
+        wm: &mut WatermarkOutput,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
+        // Each field is tested where it was written: the record path reads
+        // nothing wider than the generator stored.
+        if wm.watermark.is_some() || wm.idle.is_some() {
+            self.apply(std::mem::take(wm), out)?;
+        }
+        Ok(())
+    }
+
+    fn apply<O: Send + 'static>(
+        &mut self,
+        wm: WatermarkOutput,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         if let Some(w) = wm.watermark {
             if self.idle {
                 self.idle = false;
@@ -146,87 +200,12 @@ impl<T> TimestampsAndWatermarksOperator<T> {
         }
         Ok(())
     }
-}
 
-impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
-    type In = T;
-    type Out = T;
-
-    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        self.generator = Generator::new(&self.strategy.generator, ctx);
-        self.idleness = self.strategy.idleness.map(Idleness::new);
-        self.interval_ms = ctx.auto_watermark_interval.as_millis() as i64;
-        if self.interval_ms > 0 {
-            self.next_periodic = Some(ctx.clock.now_ms() + self.interval_ms);
-        }
-        self.clock = Some(ctx.clock.clone());
-        Ok(())
-    }
-
-    fn process_batch(
+    fn process_watermark<O: Send + 'static>(
         &mut self,
-        input: &mut Vec<StreamRecord<T>>,
-        out: &mut Output<T>,
+        watermark: i64,
+        out: &mut Output<O>,
     ) -> FunctionResult {
-        if input.is_empty() {
-            return Ok(());
-        }
-        if let Some(idleness) = &mut self.idleness {
-            idleness.activity += 1;
-        }
-        if self.idle {
-            self.idle = false;
-            out.forward_control(Control::WatermarkStatus(WatermarkStatus::Active))?;
-        }
-        let now = match (&self.strategy.timestamps, &self.clock) {
-            (TimestampKind::Ingestion, Some(clock)) => clock.now_ms(),
-            _ => 0,
-        };
-        match &mut self.generator {
-            // The common cases stay free of per-record dynamic calls to the
-            // generator, and stamp records in place: the batch is handed on
-            // as it is.
-            Generator::Bounded(_) | Generator::None => {
-                match &self.strategy.timestamps {
-                    TimestampKind::FromRecord => {}
-                    TimestampKind::Ingestion => input.iter_mut().for_each(|r| r.timestamp = now),
-                    TimestampKind::Assigner(f) => {
-                        for r in input.iter_mut() {
-                            r.timestamp = f(&r.value, r.timestamp);
-                        }
-                    }
-                }
-                if let Generator::Bounded(g) = &mut self.generator {
-                    if let Some(max) = input.iter().map(|r| r.timestamp).max() {
-                        g.observe(max);
-                    }
-                }
-                let records = out.records();
-                if records.is_empty() {
-                    std::mem::swap(records, input);
-                } else {
-                    records.append(input);
-                }
-            }
-            Generator::Custom(_) => {
-                let records = std::mem::take(input);
-                for mut r in records {
-                    r.timestamp =
-                        assign_timestamp(&self.strategy.timestamps, &r.value, r.timestamp, now);
-                    let mut wm = WatermarkOutput::default();
-                    self.generator.on_event(&r.value, r.timestamp, &mut wm);
-                    out.collect(r);
-                    // A punctuated watermark follows the record that caused it.
-                    if wm.watermark.is_some() || wm.idle.is_some() {
-                        self.apply(wm, out)?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn process_watermark(&mut self, watermark: i64, out: &mut Output<T>) -> FunctionResult {
         // Upstream watermarks are replaced by this operator's, except the
         // final one that ends the input (as in Flink).
         if watermark == MAX_WATERMARK && self.current != MAX_WATERMARK {
@@ -236,11 +215,11 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
         Ok(())
     }
 
-    fn processing_deadline(&self) -> Option<i64> {
-        self.next_periodic
-    }
-
-    fn on_processing_time(&mut self, now: i64, out: &mut Output<T>) -> FunctionResult {
+    fn on_processing_time<O: Send + 'static>(
+        &mut self,
+        now: i64,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         let mut wm = WatermarkOutput::default();
         let idle = self.idleness.as_mut().is_some_and(|i| i.is_idle(now));
         if idle {
@@ -256,5 +235,164 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
         self.apply(wm, out)?;
         self.next_periodic = Some(now.saturating_add(self.interval_ms));
         Ok(())
+    }
+}
+
+pub(crate) struct TimestampsAndWatermarksOperator<T> {
+    marks: Watermarking<T>,
+}
+
+impl<T> TimestampsAndWatermarksOperator<T> {
+    pub fn new(strategy: WatermarkStrategy<T>) -> Self {
+        TimestampsAndWatermarksOperator {
+            marks: Watermarking::new(strategy),
+        }
+    }
+}
+
+impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
+    type In = T;
+    type Out = T;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.marks.open(ctx);
+        Ok(())
+    }
+
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<T>>,
+        out: &mut Output<T>,
+    ) -> FunctionResult {
+        if input.is_empty() {
+            return Ok(());
+        }
+        let now = self.marks.start_batch(out)?;
+        let marks = &mut self.marks;
+        match &mut marks.generator {
+            // The common cases stay free of per-record dynamic calls to the
+            // generator, and stamp records in place: the batch is handed on
+            // as it is.
+            Generator::Bounded(_) | Generator::None => {
+                match &marks.strategy.timestamps {
+                    TimestampKind::FromRecord => {}
+                    TimestampKind::Ingestion => input.iter_mut().for_each(|r| r.timestamp = now),
+                    TimestampKind::Assigner(f) => {
+                        for r in input.iter_mut() {
+                            r.timestamp = f(&r.value, r.timestamp);
+                        }
+                    }
+                }
+                if let Generator::Bounded(g) = &mut marks.generator {
+                    if let Some(max) = input.iter().map(|r| r.timestamp).max() {
+                        g.observe(max);
+                    }
+                }
+                let records = out.records();
+                if records.is_empty() {
+                    std::mem::swap(records, input);
+                } else {
+                    records.append(input);
+                }
+            }
+            Generator::Custom(_) => {
+                let records = std::mem::take(input);
+                let mut wm = WatermarkOutput::default();
+                for mut r in records {
+                    r.timestamp = marks.observe(&r.value, r.timestamp, now, &mut wm);
+                    out.collect(r);
+                    // A punctuated watermark follows the record that caused it.
+                    marks.apply_emitted(&mut wm, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: i64, out: &mut Output<T>) -> FunctionResult {
+        self.marks.process_watermark(watermark, out)
+    }
+
+    fn processing_deadline(&self) -> Option<i64> {
+        self.marks.next_periodic
+    }
+
+    fn on_processing_time(&mut self, now: i64, out: &mut Output<T>) -> FunctionResult {
+        self.marks.on_processing_time(now, out)
+    }
+}
+
+/// `make`, timestamps and watermarks, then `keep`, record by record in one
+/// operator: the records, timestamps and watermarks of
+/// `flat_map(make)`, `assign_timestamps_and_watermarks` and `filter(keep)`
+/// chained, without handing a batch from one to the next. The generator
+/// sees every record `make` makes, including those `keep` drops.
+pub(crate) struct FilterMapWithWatermarksOperator<I, M, P, K> {
+    make: P,
+    keep: K,
+    marks: Watermarking<M>,
+    _input: std::marker::PhantomData<fn(I)>,
+}
+
+impl<I, M, P, K> FilterMapWithWatermarksOperator<I, M, P, K> {
+    pub fn new(make: P, strategy: WatermarkStrategy<M>, keep: K) -> Self {
+        FilterMapWithWatermarksOperator {
+            make,
+            keep,
+            marks: Watermarking::new(strategy),
+            _input: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<I, M, P, K> Operator for FilterMapWithWatermarksOperator<I, M, P, K>
+where
+    I: Send + 'static,
+    M: Send + 'static,
+    P: FnMut(I) -> FunctionResult<Option<M>> + Send + 'static,
+    K: FnMut(&mut M) -> FunctionResult<bool> + Send + 'static,
+{
+    type In = I;
+    type Out = M;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.marks.open(ctx);
+        Ok(())
+    }
+
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<I>>,
+        out: &mut Output<M>,
+    ) -> FunctionResult {
+        if input.is_empty() {
+            return Ok(());
+        }
+        let now = self.marks.start_batch(out)?;
+        let mut wm = WatermarkOutput::default();
+        for r in input.drain(..) {
+            let Some(mut value) = (self.make)(r.value)? else {
+                continue;
+            };
+            let timestamp = self.marks.observe(&value, r.timestamp, now, &mut wm);
+            if (self.keep)(&mut value)? {
+                out.collect(StreamRecord { value, timestamp });
+            }
+            // A punctuated watermark follows the record that caused it.
+            self.marks.apply_emitted(&mut wm, out)?;
+        }
+        Ok(())
+    }
+
+    fn process_watermark(&mut self, watermark: i64, out: &mut Output<M>) -> FunctionResult {
+        self.marks.process_watermark(watermark, out)
+    }
+
+    fn processing_deadline(&self) -> Option<i64> {
+        self.marks.next_periodic
+    }
+
+    fn on_processing_time(&mut self, now: i64, out: &mut Output<M>) -> FunctionResult {
+        self.marks.on_processing_time(now, out)
     }
 }

@@ -101,6 +101,71 @@ fn event_time_timers_fire_in_order_per_key_once() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reports each record with its timestamp and the watermark before it.
+fn with_time_and_watermark(stream: &DataStream<(String, i64)>) -> DataStream<String> {
+    stream.process(
+        |(key, _): (String, i64), ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, String>| {
+            out.collect(format!(
+                "{key}@{} after {}",
+                ctx.timestamp().unwrap_or(-1),
+                ctx.current_watermark()
+            ));
+            Ok(())
+        },
+    )
+}
+
+#[test]
+fn a_fused_filter_map_stamps_what_it_makes_and_watermarks_follow_what_it_drops(
+) -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_auto_watermark_interval(Duration::ZERO);
+    let made = env
+        .from_elements(vec!["a 5", "no number", "x 30", "b 7", "c 40"])
+        .filter_map_with_watermarks(
+            |line: &'static str| {
+                let (key, ts) = line.split_once(' ').unwrap_or_default();
+                Ok(ts.parse().ok().map(|ts: i64| (key.to_string(), ts)))
+            },
+            punctuated().with_timestamp_assigner(|e: &(String, i64), _| e.1),
+            |e: &mut (String, i64)| {
+                e.0.make_ascii_uppercase();
+                Ok(e.0 != "X")
+            },
+        );
+    let out = with_time_and_watermark(&made).execute_and_collect()?;
+    assert_eq!(
+        out,
+        vec![
+            // Stamped from the record `make` made, changed by `keep`.
+            "A@5 after -9223372036854775808",
+            // "x 30" was dropped after the generator saw it: watermark 29.
+            "B@7 after 29",
+            "C@40 after 29",
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn a_fused_filter_map_fails_the_job_with_the_error_of_its_step() {
+    let env = StreamExecutionEnvironment::new();
+    env.from_elements(vec![1_i64, 2, 3])
+        .filter_map_with_watermarks(
+            |n: i64| Ok(Some(n)),
+            WatermarkStrategy::for_monotonous_timestamps().with_timestamp_assigner(|n, _| *n),
+            |n: &mut i64| {
+                if *n == 2 {
+                    return Err("two is not allowed".into());
+                }
+                Ok(true)
+            },
+        )
+        .print();
+    let err = env.execute("fused").expect_err("the job fails");
+    assert!(format!("{err:#}").contains("two is not allowed"), "{err:#}");
+}
+
 #[test]
 fn timers_outside_a_keyed_stream_fail_the_job() {
     let env = StreamExecutionEnvironment::new();
