@@ -124,12 +124,15 @@ pub(crate) struct Catalog {
 }
 
 /// A planned table scan: its rows, columns and time attribute.
-pub(crate) type Scan = (
-    weir::DataStream<crate::value::Row>,
-    crate::expr::Scope,
-    Option<usize>,
-    bool,
-);
+#[derive(Clone)]
+pub(crate) struct Scan {
+    pub rows: crate::connector::ScanRows,
+    pub scope: crate::expr::Scope,
+    /// The time attribute's column.
+    pub rowtime: Option<usize>,
+    /// Whether that is processing time (a `PROCTIME()` column).
+    pub proctime: bool,
+}
 
 impl Catalog {
     /// Forgets the scans of the previous job.

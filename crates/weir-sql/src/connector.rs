@@ -4,7 +4,10 @@
 //! validated as Flink does: a missing required option or an unknown one is
 //! an error naming it, before the job starts.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::sync::Arc;
 
 use weir::prelude::*;
 use weir::watermark::{WatermarkGenerator, WatermarkOutput};
@@ -289,6 +292,93 @@ pub(crate) fn is_changelog(table: &TableDef) -> bool {
     table.option("connector") == Some("upsert-kafka")
 }
 
+/// A `WHERE` and a `SELECT` list as one step over a row: whether to keep
+/// it, after changing it in place into the row the `SELECT` makes.
+pub(crate) type Calc = Arc<dyn Fn(&mut Row) -> Result<bool, String> + Send + Sync>;
+
+/// A table's rows as its source makes them, still to be finished by each
+/// reader: stamped with the table's timestamps and watermarks and passed
+/// through the reader's calc, if it has one, in a single operator (a
+/// row is still in the CPU's caches when it is stamped and filtered, and
+/// a row the calc drops costs no hand-over). Readers without a calc share
+/// one stream of finished rows.
+#[derive(Clone)]
+pub(crate) struct ScanRows {
+    finish: Rc<dyn Fn(Option<Calc>) -> DataStream<Row>>,
+    plain: Rc<RefCell<Option<DataStream<Row>>>>,
+}
+
+impl ScanRows {
+    /// The rows `make` makes of `raw`'s records (`None`: no row).
+    pub(crate) fn new<I, P>(
+        raw: DataStream<I>,
+        make: P,
+        watermarks: Option<WatermarkStrategy<Row>>,
+    ) -> ScanRows
+    where
+        I: Clone + Send + 'static,
+        P: Fn(I) -> Option<Row> + Clone + Send + Sync + 'static,
+    {
+        let finish = move |calc: Option<Calc>| {
+            let make = make.clone();
+            match (&watermarks, calc) {
+                (Some(w), None) => raw.filter_map_with_watermarks(
+                    move |v| Ok(make(v)),
+                    w.clone(),
+                    |_: &mut Row| Ok(true),
+                ),
+                (Some(w), Some(calc)) => raw.filter_map_with_watermarks(
+                    move |v| Ok(make(v)),
+                    w.clone(),
+                    move |row: &mut Row| Ok(calc(row)?),
+                ),
+                (None, calc) => raw.process(
+                    move |v: I, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+                        if let Some(mut row) = make(v) {
+                            if calc.as_ref().map_or(Ok(true), |c| c(&mut row))? {
+                                out.collect(row);
+                            }
+                        }
+                        Ok(())
+                    },
+                ),
+            }
+        };
+        ScanRows {
+            finish: Rc::new(finish),
+            plain: Rc::default(),
+        }
+    }
+
+    /// The rows of a source that makes them itself.
+    fn of_rows(raw: DataStream<Row>, watermarks: Option<WatermarkStrategy<Row>>) -> ScanRows {
+        if watermarks.is_some() {
+            return ScanRows::new(raw, Some, watermarks);
+        }
+        ScanRows {
+            finish: Rc::new(move |calc| match calc {
+                None => raw.clone(),
+                Some(calc) => crate::plan::calc_stream(&raw, calc),
+            }),
+            plain: Rc::default(),
+        }
+    }
+
+    /// The finished rows, without a calc.
+    pub(crate) fn stream(&self) -> DataStream<Row> {
+        self.plain
+            .borrow_mut()
+            .get_or_insert_with(|| (self.finish)(None))
+            .clone()
+    }
+
+    /// The finished rows through `calc`, in the operator that finishes
+    /// them.
+    pub(crate) fn with_calc(&self, calc: Calc) -> DataStream<Row> {
+        (self.finish)(Some(calc))
+    }
+}
+
 /// The rows of `table` read as a source, in declared column order, with
 /// timestamps and watermarks if it declares a watermark.
 pub(crate) fn source(
@@ -310,9 +400,19 @@ pub(crate) fn source(
             ));
         }
     }
+    let (watermarks, rowtime) = match &table.watermark {
+        Some(w) => {
+            let (strategy, rowtime) = watermark_strategy(w, &rows.scope, watermark_per_row)?;
+            (Some(strategy), Some(rowtime))
+        }
+        None => (None, None),
+    };
     let stream = match connector(table)? {
         "filesystem" => filesystem_source(env, table, &rows, &physical)?,
-        "nexmark" => crate::nexmark::nexmark_source(env, table, &rows, &physical)?,
+        "nexmark" => {
+            let rows_of = crate::nexmark::nexmark_source(env, table, &rows, &physical, watermarks)?;
+            return Ok(scan(rows_of, rows.scope, rowtime, table));
+        }
         "datagen" => crate::datagen::datagen_source(env, table, &rows)?,
         #[cfg(feature = "kafka")]
         "kafka" => crate::kafka::kafka_source(env, table, &rows, &physical)?,
@@ -333,18 +433,49 @@ pub(crate) fn source(
             ))
         }
     };
-    let Some(w) = &table.watermark else {
-        // A `name AS PROCTIME()` column is the processing-time attribute.
-        let proctime = table.columns.iter().find_map(|c| match &c.kind {
-            crate::catalog::ColumnKind::Computed(e) if crate::expr::is_proctime(e) => {
-                rows.scope.index(&c.name, c.at).ok()
-            }
-            _ => None,
-        });
-        return Ok((stream, rows.scope, proctime, proctime.is_some()));
-    };
-    let rowtime = rows.scope.index(&w.column, w.at)?;
-    let compiled = compile(&w.expr, &rows.scope)?;
+    let rows_of = ScanRows::of_rows(stream, watermarks);
+    Ok(scan(rows_of, rows.scope, rowtime, table))
+}
+
+/// The scan of `table`'s rows: its time attribute is the watermark's
+/// column, or else a `name AS PROCTIME()` column.
+fn scan(
+    rows: ScanRows,
+    scope: Scope,
+    rowtime: Option<usize>,
+    table: &TableDef,
+) -> crate::catalog::Scan {
+    if rowtime.is_some() {
+        return crate::catalog::Scan {
+            rows,
+            scope,
+            rowtime,
+            proctime: false,
+        };
+    }
+    let proctime = table.columns.iter().find_map(|c| match &c.kind {
+        crate::catalog::ColumnKind::Computed(e) if crate::expr::is_proctime(e) => {
+            scope.index(&c.name, c.at).ok()
+        }
+        _ => None,
+    });
+    crate::catalog::Scan {
+        rows,
+        scope,
+        rowtime: proctime,
+        proctime: proctime.is_some(),
+    }
+}
+
+/// The timestamps and watermarks of a table's `WATERMARK` over rows of
+/// `scope`, and its rowtime column.
+fn watermark_strategy(
+    w: &crate::catalog::WatermarkDef,
+    scope: &Scope,
+    per_row: bool,
+) -> Result<(WatermarkStrategy<Row>, usize), SqlError> {
+    let rowtime = scope.index(&w.column, w.at)?;
+    let compiled = compile(&w.expr, scope)?;
     if !compiled.ty.is_timestamp() {
         return Err(SqlError::validation(
             format!(
@@ -363,14 +494,13 @@ pub(crate) fn source(
         expr: compiled.eval,
         shifted,
         max: i64::MIN,
-        per_row: watermark_per_row,
+        per_row,
     };
-    let stream = stream.assign_timestamps_and_watermarks(
-        WatermarkStrategy::for_generator(move |_| generator.clone()).with_timestamp_assigner(
-            move |row: &Row, _| row.values[rowtime].as_i64().unwrap_or(i64::MIN),
-        ),
-    );
-    Ok((stream, rows.scope, Some(rowtime), false))
+    let strategy = WatermarkStrategy::for_generator(move |_| generator.clone())
+        .with_timestamp_assigner(move |row: &Row, _| {
+            row.values[rowtime].as_i64().unwrap_or(i64::MIN)
+        });
+    Ok((strategy, rowtime))
 }
 
 fn filesystem_source(

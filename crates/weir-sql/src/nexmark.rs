@@ -15,7 +15,7 @@ use weir_nexmark::{
 };
 
 use crate::catalog::TableDef;
-use crate::connector::{check_options, connector_error, TableRows};
+use crate::connector::{check_options, connector_error, ScanRows, TableRows};
 use crate::error::SqlError;
 use crate::expr::Eval;
 use crate::types::SqlType;
@@ -186,7 +186,8 @@ pub(crate) fn nexmark_source(
     table: &TableDef,
     rows: &TableRows,
     physical: &[bool],
-) -> Result<DataStream<Row>, SqlError> {
+    watermarks: Option<WatermarkStrategy<Row>>,
+) -> Result<ScanRows, SqlError> {
     check_options(
         table,
         &[
@@ -283,7 +284,7 @@ pub(crate) fn nexmark_source(
     } else {
         field_uses(fields.iter().copied())
     };
-    let stream = env
+    let events = env
         .from_generator(count, move |i| match &pool {
             Some(pool) => pool.event(i),
             None => generator.event(i),
@@ -292,22 +293,22 @@ pub(crate) fn nexmark_source(
             "Source[{}; nexmark]",
             table.name.to_lowercase()
         )))
-        .flat_map(move |e: Event, out: &mut Collector<Row>| {
-            let Some(mut values) = row_values(e, which, &uses, computed.len()) else {
-                return;
-            };
-            if !plain {
-                let physical = values.len();
-                for c in &computed {
-                    let v = c(&values[..physical]).unwrap_or(Value::Null);
-                    values.push(v);
-                }
-                values = crate::connector::in_declared_order(values, &order);
-            }
-            out.collect(Row::insert(values));
-        })
         .name(&format!("Source: {}[nexmark]", table.name));
-    Ok(stream)
+    // Each event becomes its row in the operator that stamps and filters
+    // it, so that the row is still in the CPU's caches there.
+    let make = move |e: Event| {
+        let mut values = row_values(e, which, &uses, computed.len())?;
+        if !plain {
+            let physical = values.len();
+            for c in &computed {
+                let v = c(&values[..physical]).unwrap_or(Value::Null);
+                values.push(v);
+            }
+            values = crate::connector::in_declared_order(values, &order);
+        }
+        Some(Row::insert(values))
+    };
+    Ok(ScanRows::new(events, make, watermarks))
 }
 
 /// The identifier Nexmark's queries create their user function with

@@ -345,13 +345,24 @@ pub(crate) fn plan_select(
                 name, args: None, ..
             },
             Some(needed),
-        ) => plan_table_reading(env, catalog, &name.to_string(), at, Some(needed))?,
-        _ => plan_relation(env, catalog, from)?,
+        ) => read_table(env, catalog, &name.to_string(), at, Some(needed))?,
+        _ => Read::View(plan_relation(env, catalog, from)?),
     };
-    if grouped {
-        return crate::group::plan_group_aggregate(input, select, catalog.state_ttl);
+    match input {
+        Read::Table(scan, rows) if !grouped => calc_then(rows, select, |calc| match calc {
+            // The calc runs in the operator that stamps the scan's rows.
+            Some(calc) => scan.rows.with_calc(calc),
+            None => scan.rows.stream(),
+        }),
+        Read::Table(scan, rows) => {
+            let input = rows.finish(scan.rows.stream());
+            crate::group::plan_group_aggregate(input, select, catalog.state_ttl)
+        }
+        Read::View(input) if grouped => {
+            crate::group::plan_group_aggregate(input, select, catalog.state_ttl)
+        }
+        Read::View(input) => calc(input, select),
     }
-    calc(input, select)
 }
 
 /// For a query straight over a table: which of its columns the query
@@ -425,6 +436,46 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, Sql
 
 /// `WHERE` and the `SELECT` list over `input`, in one operator.
 pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError> {
+    let Planned {
+        stream,
+        scope,
+        rowtime,
+        proctime,
+        window,
+        updating,
+        steps,
+    } = input;
+    let rows = Unfinished {
+        scope,
+        rowtime,
+        proctime,
+        window,
+        updating,
+        steps,
+    };
+    calc_then(rows, select, |calc| match calc {
+        None => stream,
+        Some(calc) => calc_stream(&stream, calc),
+    })
+}
+
+/// A relation's description before its stream is made.
+struct Unfinished {
+    scope: Scope,
+    rowtime: Option<usize>,
+    proctime: bool,
+    window: Option<[usize; 2]>,
+    updating: bool,
+    steps: Vec<String>,
+}
+
+/// `WHERE` and the `SELECT` list over `input`, whose stream `stream` makes
+/// with the calc (`None`: the rows as they are).
+fn calc_then(
+    input: Unfinished,
+    select: &Select,
+    stream: impl FnOnce(Option<connector::Calc>) -> DataStream<Row>,
+) -> Result<Planned, SqlError> {
     let mut steps = input.steps;
     let filter = crate::window::where_filter(select, &input.scope)?;
     if let Some(e) = &select.selection {
@@ -435,13 +486,8 @@ pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError>
     let window = p.window(input.window);
     let scope = p.scope;
     steps.push(calc_step(&scope));
-    let stream = if filter.is_none() && p.output.is_none() {
-        input.stream
-    } else {
-        filter_project(input.stream, filter, p.output)
-    };
     Ok(Planned {
-        stream,
+        stream: stream(calc_of(filter, p.output)),
         scope,
         rowtime,
         proctime,
@@ -464,20 +510,46 @@ pub(crate) fn filter_project(
     filter: Option<Eval>,
     output: Option<Output>,
 ) -> DataStream<Row> {
+    match calc_of(filter, output) {
+        None => stream,
+        Some(calc) => calc_stream(&stream, calc),
+    }
+}
+
+/// The rows `calc` keeps, as it changes them.
+pub(crate) fn calc_stream(stream: &DataStream<Row>, calc: connector::Calc) -> DataStream<Row> {
     stream.process(
         move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-            if let Some(f) = &filter {
-                if !matches!(f(&row.values)?, Value::Boolean(true)) {
-                    return Ok(());
-                }
+            if calc(&mut row)? {
+                out.collect(row);
             }
-            if let Some(o) = &output {
-                o.apply(&mut row)?;
-            }
-            out.collect(row);
             Ok(())
         },
     )
+}
+
+/// A `WHERE` (`filter`) and `SELECT` list (`output`) as one step: `None`
+/// if together they keep every row as it is.
+pub(crate) fn calc_of(filter: Option<Eval>, output: Option<Output>) -> Option<connector::Calc> {
+    if filter.is_none() && output.is_none() {
+        return None;
+    }
+    Some(std::sync::Arc::new(move |row: &mut Row| {
+        if let Some(f) = &filter {
+            // Matched where it is returned: moving the result out with `?`
+            // reloads it in wider pieces than it was written in, which
+            // stalls the CPU on every row.
+            match f(&row.values) {
+                Ok(Value::Boolean(true)) => {}
+                Ok(_) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(o) = &output {
+            o.apply(row)?;
+        }
+        Ok(true)
+    }))
 }
 
 /// How a `SELECT` list makes its row from the input row: the computed
@@ -782,6 +854,45 @@ fn plan_table_reading(
     at: Position,
     needed: Option<&[bool]>,
 ) -> Result<Planned, SqlError> {
+    Ok(match read_table(env, catalog, table_name, at, needed)? {
+        Read::Table(scan, rows) => {
+            let stream = scan.rows.stream();
+            rows.finish(stream)
+        }
+        Read::View(planned) => planned,
+    })
+}
+
+/// A relation in `FROM`: a table's scan, whose rows a calc can still be
+/// fused into, or a view's plan.
+enum Read {
+    Table(crate::catalog::Scan, Unfinished),
+    View(Planned),
+}
+
+impl Unfinished {
+    fn finish(self, stream: DataStream<Row>) -> Planned {
+        Planned {
+            stream,
+            scope: self.scope,
+            rowtime: self.rowtime,
+            proctime: self.proctime,
+            window: self.window,
+            updating: self.updating,
+            steps: self.steps,
+        }
+    }
+}
+
+/// Reads the table or view `table_name` as [`plan_table_reading`] does,
+/// leaving a table's rows unfinished.
+fn read_table(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    table_name: &str,
+    at: Position,
+    needed: Option<&[bool]>,
+) -> Result<Read, SqlError> {
     match catalog.get(table_name) {
         Some(Relation::Table(table)) => {
             let key = (
@@ -789,7 +900,7 @@ fn plan_table_reading(
                 needed.map_or_else(Vec::new, <[bool]>::to_vec),
             );
             let cached = catalog.scans.borrow().get(&key).cloned();
-            let (stream, scope, rowtime, proctime) = match cached {
+            let scan = match cached {
                 Some(scan) => scan,
                 None => {
                     let scan = connector::source(env, table, catalog.watermark_per_row, needed)?;
@@ -802,23 +913,23 @@ fn plan_table_reading(
                 table.name,
                 table.option("connector").unwrap_or_default()
             )];
-            if let (Some(w), Some(_)) = (&table.watermark, rowtime) {
+            if let (Some(w), false) = (&table.watermark, scan.proctime) {
                 steps.push(format!(
                     "WatermarkAssigner: rowtime={}, watermark={}",
                     w.column, w.expr
                 ));
             }
-            Ok(Planned {
-                stream,
-                scope,
-                rowtime,
-                proctime,
+            let rows = Unfinished {
+                scope: scan.scope.clone(),
+                rowtime: scan.rowtime,
+                proctime: scan.proctime,
                 window: None,
                 updating: connector::is_changelog(table),
                 steps,
-            })
+            };
+            Ok(Read::Table(scan, rows))
         }
-        Some(Relation::View(query)) => plan_query(env, catalog, query),
+        Some(Relation::View(query)) => Ok(Read::View(plan_query(env, catalog, query)?)),
         None => {
             let known: Vec<&str> = catalog.names().collect();
             Err(SqlError::validation(
