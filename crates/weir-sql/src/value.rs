@@ -548,11 +548,13 @@ impl Row {
     pub fn buffer(n: usize) -> Vec<Value> {
         if (1..=POOLED_WIDTH).contains(&n) {
             let reused = FREE_BUFFERS
-                .try_with(|free| free.borrow_mut()[n - 1].pop())
+                .try_with(|free| free.borrow_mut().0[n - 1].pop())
                 .ok()
                 .flatten();
-            if let Some(buffer) = reused {
-                return buffer;
+            if let Some(ptr) = reused {
+                // SAFETY: `recycle` kept this pointer of an empty `Vec`
+                // whose capacity was `n`, and nothing else holds it.
+                return unsafe { Vec::from_raw_parts(ptr.as_ptr(), 0, n) };
             }
         }
         Vec::with_capacity(n)
@@ -566,15 +568,22 @@ impl Row {
             return;
         }
         values.clear();
+        let mut values = std::mem::ManuallyDrop::new(values);
+        let ptr = NonNull::new(values.as_mut_ptr()).unwrap_or(NonNull::dangling());
         // A thread being torn down keeps nothing.
-        let _ = FREE_BUFFERS.try_with(|free| {
-            if let Ok(mut free) = free.try_borrow_mut() {
-                let kept = &mut free[capacity - 1];
-                if kept.len() < POOLED_PER_WIDTH {
-                    kept.push(values);
+        let kept = FREE_BUFFERS
+            .try_with(|free| match free.try_borrow_mut() {
+                Ok(mut free) if free.0[capacity - 1].len() < POOLED_PER_WIDTH => {
+                    free.0[capacity - 1].push(ptr);
+                    true
                 }
-            }
-        });
+                _ => false,
+            })
+            .unwrap_or(false);
+        if !kept {
+            // SAFETY: `values` was not kept, so it is freed here once.
+            unsafe { std::mem::ManuallyDrop::drop(&mut values) };
+        }
     }
 }
 
@@ -583,10 +592,27 @@ const POOLED_WIDTH: usize = 16;
 /// How many buffers of each width a thread keeps: a batch's worth.
 const POOLED_PER_WIDTH: usize = 1024;
 
+/// The buffers of dropped rows, by capacity (index `capacity - 1`), each
+/// kept as its pointer alone: a buffer is given back and taken again many
+/// times per batch, and a `Vec` moved in and out of the pool was stored
+/// and reloaded in pieces of different widths, which stalls the CPU.
+struct FreeBuffers([Vec<NonNull<Value>>; POOLED_WIDTH]);
+
+impl Drop for FreeBuffers {
+    fn drop(&mut self) {
+        for (i, kept) in self.0.iter_mut().enumerate() {
+            for ptr in kept.drain(..) {
+                // SAFETY: each pointer is of an empty `Vec` of capacity
+                // `i + 1` that only this pool held.
+                drop(unsafe { Vec::from_raw_parts(ptr.as_ptr(), 0, i + 1) });
+            }
+        }
+    }
+}
+
 thread_local! {
-    /// Buffers of dropped rows, by capacity (index `capacity - 1`).
-    static FREE_BUFFERS: std::cell::RefCell<[Vec<Vec<Value>>; POOLED_WIDTH]> =
-        const { std::cell::RefCell::new([const { Vec::new() }; POOLED_WIDTH]) };
+    static FREE_BUFFERS: std::cell::RefCell<FreeBuffers> =
+        const { std::cell::RefCell::new(FreeBuffers([const { Vec::new() }; POOLED_WIDTH])) };
 }
 
 impl Drop for Row {
