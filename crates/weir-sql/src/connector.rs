@@ -309,8 +309,10 @@ pub(crate) struct ScanRows {
 }
 
 impl ScanRows {
-    /// The rows `make` makes of `raw`'s records (`None`: no row).
+    /// The rows `make` makes of `raw`'s records (`None`: no row), of the
+    /// table `table`.
     pub(crate) fn new<I, P>(
+        table: &str,
         raw: DataStream<I>,
         make: P,
         watermarks: Option<WatermarkStrategy<Row>>,
@@ -319,9 +321,17 @@ impl ScanRows {
         I: Clone + Send + 'static,
         P: Fn(I) -> Option<Row> + Clone + Send + Sync + 'static,
     {
+        let table = table.to_string();
         let finish = move |calc: Option<Calc>| {
             let make = make.clone();
-            match (&watermarks, calc) {
+            // Named for the plan's steps it runs (as `EXPLAIN` lists them).
+            let name = match (watermarks.is_some(), calc.is_some()) {
+                (true, true) => format!("WatermarkAssigner + Calc: {table}"),
+                (true, false) => format!("WatermarkAssigner: {table}"),
+                (false, true) => format!("Calc: {table}"),
+                (false, false) => format!("Scan: {table}"),
+            };
+            let stream = match (&watermarks, calc) {
                 (Some(w), None) => raw.filter_map_with_watermarks(
                     move |v| Ok(make(v)),
                     w.clone(),
@@ -342,7 +352,8 @@ impl ScanRows {
                         Ok(())
                     },
                 ),
-            }
+            };
+            stream.name(&name)
         };
         ScanRows {
             finish: Rc::new(finish),
@@ -351,14 +362,19 @@ impl ScanRows {
     }
 
     /// The rows of a source that makes them itself.
-    fn of_rows(raw: DataStream<Row>, watermarks: Option<WatermarkStrategy<Row>>) -> ScanRows {
+    fn of_rows(
+        table: &str,
+        raw: DataStream<Row>,
+        watermarks: Option<WatermarkStrategy<Row>>,
+    ) -> ScanRows {
         if watermarks.is_some() {
-            return ScanRows::new(raw, Some, watermarks);
+            return ScanRows::new(table, raw, Some, watermarks);
         }
+        let name = format!("Calc: {table}");
         ScanRows {
             finish: Rc::new(move |calc| match calc {
                 None => raw.clone(),
-                Some(calc) => crate::plan::calc_stream(&raw, calc),
+                Some(calc) => crate::plan::calc_stream(&raw, calc).name(&name),
             }),
             plain: Rc::default(),
         }
@@ -433,7 +449,7 @@ pub(crate) fn source(
             ))
         }
     };
-    let rows_of = ScanRows::of_rows(stream, watermarks);
+    let rows_of = ScanRows::of_rows(&table.name, stream, watermarks);
     Ok(scan(rows_of, rows.scope, rowtime, table))
 }
 

@@ -308,7 +308,7 @@ pub(crate) fn nexmark_source(
         }
         Some(Row::insert(values))
     };
-    Ok(ScanRows::new(events, make, watermarks))
+    Ok(ScanRows::new(&table.name, events, make, watermarks))
 }
 
 /// The identifier Nexmark's queries create their user function with
