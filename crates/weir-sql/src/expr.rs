@@ -55,8 +55,30 @@ pub(crate) enum Shape {
         operand: i64,
         int: bool,
     },
+    /// Computed, and able to write its value straight into a slot of the
+    /// row it reads.
+    WritesAt(SlotEval),
     /// Anything else.
     Computed,
+}
+
+/// Evaluates an expression over a row and writes its value into the row's
+/// slot `slot`, after reading every operand; an error fails the job.
+///
+/// A value returned through memory and copied into a row right away is
+/// reloaded in wider pieces than it was stored in (a tag byte, a scale
+/// byte, payload words), and the CPU stalls on that reload every row; a
+/// value written in place is not read again until much later.
+#[derive(Clone)]
+pub(crate) struct SlotEval(pub Arc<WriteAt>);
+
+/// What a [`SlotEval`] calls: the row and the slot to write.
+type WriteAt = dyn Fn(&mut [Value], usize) -> Result<(), String> + Send + Sync;
+
+impl std::fmt::Debug for SlotEval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SlotEval")
+    }
 }
 
 /// The columns an expression can name: the input row's.
@@ -878,8 +900,32 @@ fn arithmetic(
             ty,
         });
     }
+    // A column and a constant (`0.908 * price`): also written in place.
+    let operands = match (&l.shape, &r.shape) {
+        (Shape::Column(i), Shape::Constant(c)) => Some((*i, c.clone(), false)),
+        (Shape::Constant(c), Shape::Column(j)) => Some((*j, c.clone(), true)),
+        _ => None,
+    };
+    let shape = operands.map_or(Shape::Computed, |(column, constant, flipped)| {
+        let op = op.clone();
+        Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
+            let x = &row[column];
+            if x.is_null() || constant.is_null() {
+                row[slot] = Value::Null;
+                return Ok(());
+            }
+            let (a, b) = if flipped {
+                (&constant, x)
+            } else {
+                (x, &constant)
+            };
+            let v = apply(&op, a, b, ty)?;
+            row[slot] = v;
+            Ok(())
+        })))
+    });
     Ok(Compiled {
-        shape: Shape::Computed,
+        shape,
         eval: pair(&l, &r, move |a, b| {
             if a.is_null() || b.is_null() {
                 return Ok(Value::Null);
@@ -890,6 +936,7 @@ fn arithmetic(
     })
 }
 
+#[inline(always)]
 pub(crate) fn apply(
     op: &BinaryOperator,
     a: &Value,

@@ -574,6 +574,10 @@ pub(crate) struct Output {
     /// The swaps of a swapping build that move something (slot, input
     /// column): a column already in its slot stays where it is.
     moves: Vec<(usize, usize)>,
+    /// A swapping build's one computed value, when it can be written
+    /// straight into its slot before the swaps (no swap takes the input
+    /// column in that slot elsewhere).
+    in_place: Option<crate::expr::SlotEval>,
 }
 
 /// An output of at most this many columns is built in the input row's
@@ -593,40 +597,55 @@ impl Output {
                 _ => None,
             })
             .collect();
-        Output::new(
-            items.into_iter().map(|c| c.eval).collect(),
-            &sources,
-            input_width,
-        )
+        Output::new(items, &sources, input_width)
     }
 
-    fn new(evals: Vec<Eval>, sources: &[Option<usize>], input_width: usize) -> Output {
+    fn new(
+        items: Vec<crate::expr::Compiled>,
+        sources: &[Option<usize>],
+        input_width: usize,
+    ) -> Output {
         let mut computed = Vec::new();
         let mut copied = Vec::new();
-        for (slot, (eval, source)) in evals.into_iter().zip(sources).enumerate() {
+        let mut writers = Vec::new();
+        for (slot, (item, source)) in items.into_iter().zip(sources).enumerate() {
             match source {
                 Some(i) => {
                     let last = !sources[slot + 1..].contains(&Some(*i));
                     copied.push((slot, *i, last));
                 }
-                None => computed.push((slot, eval)),
+                None => {
+                    if let crate::expr::Shape::WritesAt(w) = item.shape {
+                        writers.push((slot, w));
+                    }
+                    computed.push((slot, item.eval));
+                }
             }
         }
         let swaps = sources.len() <= input_width
             && computed.len() <= ASIDE
             && copied.iter().all(|&(slot, i, _)| i >= slot)
             && copied.windows(2).all(|w| w[0].1 < w[1].1);
-        let moves = copied
+        let moves: Vec<(usize, usize)> = copied
             .iter()
             .filter(|&&(slot, i, _)| slot != i)
             .map(|&(slot, i, _)| (slot, i))
             .collect();
+        let in_place = match (computed.as_slice(), writers.pop()) {
+            ([(slot, _)], Some((at, writer)))
+                if at == *slot && !moves.iter().any(|&(_, i)| i == at) =>
+            {
+                Some(writer)
+            }
+            _ => None,
+        };
         Output {
             width: sources.len(),
             computed,
             copied,
             swaps,
             moves,
+            in_place,
         }
     }
 
@@ -692,6 +711,14 @@ impl Output {
     /// swapped into their slots, the computed values put into theirs, and
     /// the rest cut off.
     fn apply_swapping(&self, row: &mut Row) -> Result<(), String> {
+        if let (Some(writer), [(slot, _)]) = (&self.in_place, self.computed.as_slice()) {
+            (writer.0)(&mut row.values, *slot)?;
+            for &(slot, i) in &self.moves {
+                row.values.swap(slot, i);
+            }
+            row.values.truncate(self.width);
+            return Ok(());
+        }
         if let [(slot, eval)] = self.computed.as_slice() {
             let value = eval(&row.values)?;
             for &(slot, i) in &self.moves {
@@ -781,7 +808,11 @@ pub(crate) fn projection(items: &[SelectItem], input: &Scope) -> Result<Projecti
                     input.mark_used(i);
                     sources.push(Some(i));
                     let e: Eval = std::sync::Arc::new(move |r: &[Value]| Ok(r[i].clone()));
-                    evals.push(e);
+                    evals.push(crate::expr::Compiled {
+                        eval: e,
+                        ty: *ty,
+                        shape: crate::expr::Shape::Column(i),
+                    });
                     scope.columns.push((name.clone(), *ty));
                 }
             }
@@ -802,8 +833,8 @@ pub(crate) fn projection(items: &[SelectItem], input: &Scope) -> Result<Projecti
                     SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
                     _ => column_name(e, scope.columns.len()),
                 };
-                evals.push(c.eval);
                 scope.columns.push((name, c.ty));
+                evals.push(c);
             }
             other => return Err(SqlError::unsupported(format!("{other}"), pos(other))),
         }

@@ -115,6 +115,38 @@ Received a total of 2 rows
     Ok(())
 }
 
+/// A computed column of a column and a constant is written straight into
+/// its slot when nothing else needs the input column there (the second
+/// query, constant first), and not when a copied column moves out of
+/// that slot (the first: the scan's row is `id, buyer, amount`, and
+/// `buyer` moves from slot 1 to 0).
+#[test]
+fn arithmetic_of_a_column_and_a_constant_lands_in_its_slot() -> Result<(), SqlError> {
+    let path = csv("in_place", ORDERS);
+    let out = run(&format!(
+        "{}
+         SELECT buyer, amount * 2 AS doubled FROM orders WHERE id < 5;
+         SELECT id, buyer, 2 * amount AS doubled FROM orders;",
+        orders_ddl(&path)
+    ))?;
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| +I")).collect();
+    assert_eq!(
+        rows,
+        vec![
+            "| +I | alice |   25.00 |",
+            "| +I |   bob |    6.00 |",
+            "| +I | alice |   80.50 |",
+            "| +I | carol |    NULL |",
+            "| +I |  1 | alice |   25.00 |",
+            "| +I |  2 |   bob |    6.00 |",
+            "| +I |  3 | alice |   80.50 |",
+            "| +I |  4 | carol |    NULL |",
+        ],
+        "{out}"
+    );
+    Ok(())
+}
+
 #[test]
 fn projection_and_filter_over_csv() -> Result<(), SqlError> {
     let path = csv("projection", ORDERS);
