@@ -82,13 +82,18 @@ pub(crate) struct TableRows {
 /// A source's values (physical columns, then computed ones) in the
 /// table's declared order. Most tables declare their computed columns
 /// last: then the values are already in order and kept as they are.
-pub(crate) fn in_declared_order(values: Vec<Value>, order: &[usize]) -> Vec<Value> {
+pub(crate) fn in_declared_order(mut values: Vec<Value>, order: &[usize]) -> Vec<Value> {
     let in_order = order.len() == values.len() && order.iter().enumerate().all(|(i, &o)| i == o);
     if in_order {
         return values;
     }
+    // Each value is in `order` once: moved, not cloned.
     let mut ordered = Row::buffer(order.len());
-    ordered.extend(order.iter().map(|&i| values[i].clone()));
+    ordered.extend(
+        order
+            .iter()
+            .map(|&i| std::mem::replace(&mut values[i], Value::Null)),
+    );
     Row::recycle(values);
     ordered
 }
