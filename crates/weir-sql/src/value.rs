@@ -490,7 +490,13 @@ impl weir::prelude::StableHash for Value {
 }
 
 /// What a row means in a changelog (Flink's `RowKind`).
+///
+/// A word wide: a row (a `Vec` and its kind) has the room anyway, and a
+/// one-byte kind was stored as a byte and copied, with the row, as a word,
+/// a load the CPU cannot serve from the store and stalls on, for every
+/// row a function returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u64)]
 pub enum RowKind {
     Insert,
     UpdateBefore,
