@@ -919,8 +919,18 @@ fn arithmetic(
             } else {
                 (x, &constant)
             };
+            // Written from its parts, and before the old value is
+            // dropped: `apply`'s value is built on the stack a piece at a
+            // time, and copied whole it was read back in wider pieces than
+            // it was stored in, which stalled the CPU on every row.
             let v = apply(&op, a, b, ty)?;
-            row[slot] = v;
+            let old = std::mem::replace(&mut row[slot], Value::Null);
+            match v {
+                Value::Decimal(u, s) => row[slot] = Value::Decimal(u, s),
+                Value::Double(d) => row[slot] = Value::Double(d),
+                v => row[slot] = v,
+            }
+            drop(old);
             Ok(())
         })))
     });
