@@ -250,9 +250,15 @@ impl Build {
             _ => return None,
         };
         Some(match e {
-            Event::Bid(mut b) => place::<7>(values, slots, |f| bid_field(&mut b, f, true)),
-            Event::Auction(mut a) => place::<10>(values, slots, |f| auction_field(&mut a, f, true)),
-            Event::Person(mut p) => place::<8>(values, slots, |f| person_field(&mut p, f, true)),
+            Event::Bid(mut b) => {
+                place::<{ BID.len() }>(values, slots, |f| bid_field(&mut b, f, true))
+            }
+            Event::Auction(mut a) => {
+                place::<{ AUCTION.len() }>(values, slots, |f| auction_field(&mut a, f, true))
+            }
+            Event::Person(mut p) => {
+                place::<{ PERSON.len() }>(values, slots, |f| person_field(&mut p, f, true))
+            }
         })
     }
 }
