@@ -632,6 +632,36 @@ fn logic(and: bool, a: Compiled, b: Compiled) -> Compiled {
     }
 }
 
+/// `op(column, operand) <comparison> constant` over integers, as one
+/// step (`MOD(a, 123) = 0`); where the arithmetic fails, its own error.
+struct FusedIntTest {
+    column: usize,
+    op: fn(i64, i64) -> Option<i64>,
+    operand: i64,
+    int: bool,
+    constant: i64,
+    arithmetic: Eval,
+}
+
+impl FusedIntTest {
+    fn eval(self, test: impl Fn(Ordering) -> bool + Send + Sync + 'static) -> Eval {
+        Arc::new(move |row| {
+            let Some(x) = row[self.column].as_i64() else {
+                return Ok(Value::Null);
+            };
+            let v = match (self.op)(x, self.operand) {
+                Some(v) if self.int => i64::from(v as i32),
+                Some(v) => v,
+                None => match (self.arithmetic)(row)?.as_i64() {
+                    Some(v) => v,
+                    None => return Ok(Value::Null),
+                },
+            };
+            Ok(Value::Boolean(test(v.cmp(&self.constant))))
+        })
+    }
+}
+
 fn binary(
     op: &BinaryOperator,
     left: &Expr,
@@ -675,6 +705,7 @@ fn binary(
                 BinaryOperator::Gt => |o| o == Ordering::Greater,
                 _ => |o| o != Ordering::Less,
             };
+            let op_kind = op;
             let integers = |t: SqlType| matches!(t, SqlType::Int | SqlType::BigInt);
             let fusable = integers(r.ty) || r.ty == SqlType::Null;
             if let (
@@ -688,29 +719,31 @@ fn binary(
                 Shape::Constant(c),
             ) = (fusable, &l.shape, &r.shape)
             {
-                // `MOD(a, 123) = 0`: the arithmetic and the comparison in
-                // one step; where the arithmetic fails, its own error.
                 let (column, op, operand, int) = (*column, *op, *operand, *int);
                 let Some(k) = c.as_i64() else {
                     return Ok(constant(Value::Null, SqlType::Boolean));
                 };
-                let arithmetic = l.eval.clone();
+                let fused = FusedIntTest {
+                    column,
+                    op,
+                    operand,
+                    int,
+                    constant: k,
+                    arithmetic: l.eval.clone(),
+                };
+                // One closure per comparison, so that each has its test
+                // inlined rather than called through a pointer every row.
+                let eval = match op_kind {
+                    BinaryOperator::Eq => fused.eval(|o| o == Ordering::Equal),
+                    BinaryOperator::NotEq => fused.eval(|o| o != Ordering::Equal),
+                    BinaryOperator::Lt => fused.eval(|o| o == Ordering::Less),
+                    BinaryOperator::LtEq => fused.eval(|o| o != Ordering::Greater),
+                    BinaryOperator::Gt => fused.eval(|o| o == Ordering::Greater),
+                    _ => fused.eval(|o| o != Ordering::Less),
+                };
                 return Ok(Compiled {
                     shape: Shape::Computed,
-                    eval: Arc::new(move |row| {
-                        let Some(x) = row[column].as_i64() else {
-                            return Ok(Value::Null);
-                        };
-                        let v = match op(x, operand) {
-                            Some(v) if int => i64::from(v as i32),
-                            Some(v) => v,
-                            None => match arithmetic(row)?.as_i64() {
-                                Some(v) => v,
-                                None => return Ok(Value::Null),
-                            },
-                        };
-                        Ok(Value::Boolean(test(v.cmp(&k))))
-                    }),
+                    eval,
                     ty: SqlType::Boolean,
                 });
             }
