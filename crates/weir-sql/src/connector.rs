@@ -518,8 +518,11 @@ fn watermark_strategy(
         per_row,
     };
     let strategy = WatermarkStrategy::for_generator(move |_| generator.clone())
-        .with_timestamp_assigner(move |row: &Row, _| {
-            row.values[rowtime].as_i64().unwrap_or(i64::MIN)
+        .with_timestamp_assigner(move |row: &Row, _| match &row.values[rowtime] {
+            // A time attribute is a TIMESTAMP(3) or TIMESTAMP_LTZ(3): one
+            // test per row, not `as_i64`'s jump over every kind of value.
+            Value::Timestamp(t) | Value::TimestampLtz(t) => *t,
+            other => other.as_i64().unwrap_or(i64::MIN),
         });
     Ok((strategy, rowtime))
 }
