@@ -705,35 +705,35 @@ fn binary(
                 BinaryOperator::Gt => |o| o == Ordering::Greater,
                 _ => |o| o != Ordering::Less,
             };
-            let op_kind = op;
             let integers = |t: SqlType| matches!(t, SqlType::Int | SqlType::BigInt);
             let fusable = integers(r.ty) || r.ty == SqlType::Null;
             if let (
                 true,
                 Shape::IntOp {
                     column,
-                    op,
+                    op: int_op,
                     operand,
                     int,
                 },
                 Shape::Constant(c),
             ) = (fusable, &l.shape, &r.shape)
             {
-                let (column, op, operand, int) = (*column, *op, *operand, *int);
+                let (column, int_op, operand, int) = (*column, *int_op, *operand, *int);
                 let Some(k) = c.as_i64() else {
                     return Ok(constant(Value::Null, SqlType::Boolean));
                 };
                 let fused = FusedIntTest {
                     column,
-                    op,
+                    op: int_op,
                     operand,
                     int,
                     constant: k,
                     arithmetic: l.eval.clone(),
                 };
-                // One closure per comparison, so that each has its test
-                // inlined rather than called through a pointer every row.
-                let eval = match op_kind {
+                // One closure per comparison (the tests of `test` above),
+                // so that each has its test inlined rather than called
+                // through a pointer every row.
+                let eval = match op {
                     BinaryOperator::Eq => fused.eval(|o| o == Ordering::Equal),
                     BinaryOperator::NotEq => fused.eval(|o| o != Ordering::Equal),
                     BinaryOperator::Lt => fused.eval(|o| o == Ordering::Less),

@@ -243,22 +243,18 @@ impl Build {
             Build::Uses(uses) => return row_values(e, table, uses, more),
             Build::Slots(slots) => slots,
         };
-        let values = match (&e, table) {
-            (Event::Bid(_), 0) | (Event::Auction(_), 1) | (Event::Person(_), 2) => {
-                Row::buffer(slots.len + more)
+        let n = slots.len + more;
+        Some(match (e, table) {
+            (Event::Bid(mut b), 0) => {
+                place::<{ BID.len() }>(Row::buffer(n), slots, |f| bid_field(&mut b, f, true))
+            }
+            (Event::Auction(mut a), 1) => place::<{ AUCTION.len() }>(Row::buffer(n), slots, |f| {
+                auction_field(&mut a, f, true)
+            }),
+            (Event::Person(mut p), 2) => {
+                place::<{ PERSON.len() }>(Row::buffer(n), slots, |f| person_field(&mut p, f, true))
             }
             _ => return None,
-        };
-        Some(match e {
-            Event::Bid(mut b) => {
-                place::<{ BID.len() }>(values, slots, |f| bid_field(&mut b, f, true))
-            }
-            Event::Auction(mut a) => {
-                place::<{ AUCTION.len() }>(values, slots, |f| auction_field(&mut a, f, true))
-            }
-            Event::Person(mut p) => {
-                place::<{ PERSON.len() }>(values, slots, |f| person_field(&mut p, f, true))
-            }
         })
     }
 }
