@@ -36,7 +36,7 @@ use crate::operators::{
 };
 use crate::sink::{CollectSink, PrintFormat, PrintSink, PrintTarget, TextFileSink};
 use crate::watermark::{
-    FilterMapWithWatermarksOperator, TimestampsAndWatermarksOperator, WatermarkStrategy,
+    ScanWithWatermarksOperator, Stamp, TimestampsAndWatermarksOperator, WatermarkStrategy,
 };
 use crate::window::{
     AllWindowedStream, CountEvictor, CountTrigger, GlobalWindow, GlobalWindows, PurgingTrigger,
@@ -213,17 +213,58 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     /// holds event time back. An error from `make` or `keep` fails the job.
     pub fn filter_map_with_watermarks<M, P, K>(
         &self,
-        make: P,
+        mut make: P,
         strategy: WatermarkStrategy<M>,
-        keep: K,
+        mut keep: K,
     ) -> DataStream<M>
     where
         M: Clone + Send + 'static,
         P: FnMut(T) -> crate::error::FunctionResult<Option<M>> + Clone + Send + Sync + 'static,
         K: FnMut(&mut M) -> crate::error::FunctionResult<bool> + Clone + Send + Sync + 'static,
     {
+        self.scan_with_watermarks(
+            move |record: T, stamp: &mut Stamp<'_, M>| {
+                let Some(mut value) = make(record)? else {
+                    return Ok(None);
+                };
+                stamp.stamp(&value);
+                Ok(keep(&mut value)?.then_some(value))
+            },
+            strategy,
+        )
+    }
+
+    /// Takes each record through `scan`, which makes at most one record of
+    /// it, with timestamps and watermarks from `strategy`, in one operator.
+    ///
+    /// `scan` gets the record and a [`Stamp`], which shows a value to the
+    /// timestamp assigner and the watermark generator. The record `scan`
+    /// returns gets the timestamp of what it stamped (it is stamped as it
+    /// is returned if `scan` stamped nothing). What `scan` stamps may be a
+    /// stand-in: a source that can read a record's time and a filter's
+    /// fields without making the whole record stamps a stand-in holding
+    /// those, and makes the record only if the filter keeps it, so a
+    /// record dropped costs none of its making, while the watermarks still
+    /// follow every record. [`filter_map_with_watermarks`] is this with a
+    /// record made, stamped and then filtered. An error from `scan` fails
+    /// the job.
+    ///
+    /// [`filter_map_with_watermarks`]: DataStream::filter_map_with_watermarks
+    pub fn scan_with_watermarks<M, S>(
+        &self,
+        scan: S,
+        strategy: WatermarkStrategy<M>,
+    ) -> DataStream<M>
+    where
+        M: Clone + Send + 'static,
+        S: FnMut(T, &mut Stamp<'_, M>) -> crate::error::FunctionResult<Option<M>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    {
         let factory = NodeFactory::one_input(move |_| {
-            FilterMapWithWatermarksOperator::new(make.clone(), strategy.clone(), keep.clone())
+            ScanWithWatermarksOperator::new(scan.clone(), strategy.clone())
         });
         self.add_operator("Timestamps/Watermarks", factory)
     }

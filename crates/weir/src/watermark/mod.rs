@@ -9,8 +9,9 @@
 
 mod operator;
 
+pub use operator::Stamp;
 pub(crate) use operator::{
-    assign_timestamp, FilterMapWithWatermarksOperator, Generator, Idleness,
+    assign_timestamp, Generator, Idleness, ScanWithWatermarksOperator,
     TimestampsAndWatermarksOperator,
 };
 

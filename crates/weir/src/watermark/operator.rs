@@ -322,35 +322,58 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
     }
 }
 
-/// `make`, timestamps and watermarks, then `keep`, record by record in one
-/// operator: the records, timestamps and watermarks of
-/// `flat_map(make)`, `assign_timestamps_and_watermarks` and `filter(keep)`
-/// chained, without handing a batch from one to the next. The generator
-/// sees every record `make` makes, including those `keep` drops.
-pub(crate) struct FilterMapWithWatermarksOperator<I, M, P, K> {
-    make: P,
-    keep: K,
+/// A scan step's hold on the timestamps and watermarks of the record it
+/// is taking: [`Stamp::stamp`] shows a value to the strategy's timestamp
+/// assigner and watermark generator. A step that decides from a few of a
+/// record's fields whether to make it at all stamps a stand-in holding
+/// those fields, so that the generator sees every record, kept or not.
+pub struct Stamp<'a, M> {
+    marks: &'a mut Watermarking<M>,
+    previous: i64,
+    now: i64,
+    wm: &'a mut WatermarkOutput,
+    timestamp: Option<i64>,
+}
+
+impl<M> Stamp<'_, M> {
+    /// Assigns `value` its timestamp and shows it to the watermark
+    /// generator; the timestamp is the one the step's record gets. Stamped
+    /// twice, the record gets the later timestamp, and the generator has
+    /// seen both values.
+    #[inline]
+    pub fn stamp(&mut self, value: &M) -> i64 {
+        let timestamp = self.marks.observe(value, self.previous, self.now, self.wm);
+        self.timestamp = Some(timestamp);
+        timestamp
+    }
+}
+
+/// A scan step, timestamps and watermarks record by record in one
+/// operator: the step makes at most one record of each input record and
+/// stamps it (or a stand-in of it) through a [`Stamp`]; a record it
+/// returns unstamped is stamped as it is returned. The generator sees
+/// everything stamped, including what the step then drops.
+pub(crate) struct ScanWithWatermarksOperator<I, M, S> {
+    scan: S,
     marks: Watermarking<M>,
     _input: std::marker::PhantomData<fn(I)>,
 }
 
-impl<I, M, P, K> FilterMapWithWatermarksOperator<I, M, P, K> {
-    pub fn new(make: P, strategy: WatermarkStrategy<M>, keep: K) -> Self {
-        FilterMapWithWatermarksOperator {
-            make,
-            keep,
+impl<I, M, S> ScanWithWatermarksOperator<I, M, S> {
+    pub fn new(scan: S, strategy: WatermarkStrategy<M>) -> Self {
+        ScanWithWatermarksOperator {
+            scan,
             marks: Watermarking::new(strategy),
             _input: std::marker::PhantomData,
         }
     }
 }
 
-impl<I, M, P, K> Operator for FilterMapWithWatermarksOperator<I, M, P, K>
+impl<I, M, S> Operator for ScanWithWatermarksOperator<I, M, S>
 where
     I: Send + 'static,
     M: Send + 'static,
-    P: FnMut(I) -> FunctionResult<Option<M>> + Send + 'static,
-    K: FnMut(&mut M) -> FunctionResult<bool> + Send + 'static,
+    S: FnMut(I, &mut Stamp<'_, M>) -> FunctionResult<Option<M>> + Send + 'static,
 {
     type In = I;
     type Out = M;
@@ -371,11 +394,20 @@ where
         let now = self.marks.start_batch(out)?;
         let mut wm = WatermarkOutput::default();
         for r in input.drain(..) {
-            let Some(mut value) = (self.make)(r.value)? else {
-                continue;
+            let mut stamp = Stamp {
+                marks: &mut self.marks,
+                previous: r.timestamp,
+                now,
+                wm: &mut wm,
+                timestamp: None,
             };
-            let timestamp = self.marks.observe(&value, r.timestamp, now, &mut wm);
-            if (self.keep)(&mut value)? {
+            let made = (self.scan)(r.value, &mut stamp)?;
+            let stamped = stamp.timestamp;
+            if let Some(value) = made {
+                let timestamp = match stamped {
+                    Some(t) => t,
+                    None => self.marks.observe(&value, r.timestamp, now, &mut wm),
+                };
                 out.collect(StreamRecord { value, timestamp });
             }
             // A punctuated watermark follows the record that caused it.

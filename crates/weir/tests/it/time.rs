@@ -148,6 +148,42 @@ fn a_fused_filter_map_stamps_what_it_makes_and_watermarks_follow_what_it_drops(
 }
 
 #[test]
+fn a_scan_stamps_a_stand_in_and_makes_only_the_records_it_keeps() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_auto_watermark_interval(Duration::ZERO);
+    let made = env
+        .from_elements(vec!["a 5", "x 30", "b 7", "c 40", "no number", "d 41"])
+        .scan_with_watermarks(
+            |line: &'static str, stamp: &mut Stamp<'_, (String, i64)>| {
+                let (key, ts) = line.split_once(' ').unwrap_or_default();
+                let Ok(ts) = ts.parse::<i64>() else {
+                    return Ok(None);
+                };
+                // "d" is returned unstamped: it is stamped as it leaves.
+                if key == "d" {
+                    return Ok(Some((key.to_uppercase(), ts)));
+                }
+                // The stand-in holds the time only; the key is read after.
+                stamp.stamp(&(String::new(), ts));
+                Ok((key != "x").then(|| (key.to_uppercase(), ts)))
+            },
+            punctuated().with_timestamp_assigner(|e: &(String, i64), _| e.1),
+        );
+    let out = with_time_and_watermark(&made).execute_and_collect()?;
+    assert_eq!(
+        out,
+        vec![
+            "A@5 after -9223372036854775808",
+            // "x 30" was stamped and dropped: watermark 29.
+            "B@7 after 29",
+            "C@40 after 29",
+            "D@41 after 39",
+        ]
+    );
+    Ok(())
+}
+
+#[test]
 fn a_fused_filter_map_fails_the_job_with_the_error_of_its_step() {
     let env = StreamExecutionEnvironment::new();
     env.from_elements(vec![1_i64, 2, 3])
