@@ -7,15 +7,15 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use weir::prelude::*;
-use weir::watermark::{WatermarkGenerator, WatermarkOutput};
+use weir::watermark::{Stamp, WatermarkGenerator, WatermarkOutput};
 
 use crate::catalog::{ColumnKind, TableDef};
 use crate::error::SqlError;
 use crate::expr::{cast, compile, Eval, Scope};
 use crate::format::{format_options, RowFormat};
+use crate::plan::Calc;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
@@ -264,13 +264,20 @@ struct SqlWatermarks {
     expr: Eval,
     /// The common `column ± constant` form, read without calling `expr`.
     shifted: Option<(usize, i64)>,
+    /// The rowtime column, which the timestamp assigner reads.
+    rowtime: usize,
     max: i64,
     per_row: bool,
 }
 
 impl WatermarkGenerator<Row> for SqlWatermarks {
-    fn on_event(&mut self, row: &Row, _timestamp: i64, output: &mut WatermarkOutput) {
+    fn on_event(&mut self, row: &Row, timestamp: i64, output: &mut WatermarkOutput) {
         let ms = match self.shifted {
+            // The rowtime column's value is the timestamp just assigned
+            // (`i64::MIN` for a NULL): not read from the row again.
+            Some((column, shift)) if column == self.rowtime => {
+                (timestamp != i64::MIN).then(|| timestamp.saturating_add(shift))
+            }
             Some((column, shift)) => row.values[column].as_i64().map(|t| t.saturating_add(shift)),
             None => (self.expr)(&row.values).ok().and_then(|v| v.as_i64()),
         };
@@ -297,10 +304,6 @@ pub(crate) fn is_changelog(table: &TableDef) -> bool {
     table.option("connector") == Some("upsert-kafka")
 }
 
-/// A `WHERE` and a `SELECT` list as one step over a row: whether to keep
-/// it, after changing it in place into the row the `SELECT` makes.
-pub(crate) type Calc = Arc<dyn Fn(&mut Row) -> Result<bool, String> + Send + Sync>;
-
 /// A table's rows as its source makes them, still to be finished by each
 /// reader: stamped with the table's timestamps and watermarks and passed
 /// through the reader's calc, if it has one, in a single operator (a
@@ -313,18 +316,64 @@ pub(crate) struct ScanRows {
     plain: Rc<RefCell<Option<DataStream<Row>>>>,
 }
 
+/// A table's `WATERMARK` as its scan applies it: the strategy, and which
+/// of the row's columns its timestamp and watermark read.
+#[derive(Clone)]
+pub(crate) struct Watermarks {
+    pub strategy: WatermarkStrategy<Row>,
+    pub reads: Vec<bool>,
+}
+
+/// A source that can read some of a raw record's columns without making
+/// its row: a scan whose `WHERE` and watermark read only those stamps a
+/// stand-in row holding them, and makes the row only if the `WHERE` keeps
+/// it.
+pub(crate) trait Probes<I>: Clone + 'static {
+    type Probe: Probe<I>;
+
+    /// A probe that reads the columns `columns` marks, with its stand-in
+    /// row (NULL where it writes nothing); `None` if this source cannot.
+    fn probe(&self, columns: &[bool]) -> Option<(Self::Probe, Row)>;
+}
+
+/// What [`Probes::probe`] gives.
+pub(crate) trait Probe<I>: Clone + Send + Sync + 'static {
+    /// Writes its columns of `raw` into `row`; false if `raw` makes no row.
+    fn probe(&self, raw: &mut I, row: &mut Row) -> bool;
+}
+
+/// A source without probes.
+#[derive(Clone)]
+pub(crate) enum NoProbes {}
+
+impl<I> Probes<I> for NoProbes {
+    type Probe = NoProbes;
+
+    fn probe(&self, _: &[bool]) -> Option<(NoProbes, Row)> {
+        match *self {}
+    }
+}
+
+impl<I> Probe<I> for NoProbes {
+    fn probe(&self, _: &mut I, _: &mut Row) -> bool {
+        match *self {}
+    }
+}
+
 impl ScanRows {
     /// The rows `make` makes of `raw`'s records (`None`: no row), of the
-    /// table `table`.
-    pub(crate) fn new<I, P>(
+    /// table `table`, read apart by `probes` where it can.
+    pub(crate) fn new<I, P, Q>(
         table: &str,
         raw: DataStream<I>,
         make: P,
-        watermarks: Option<WatermarkStrategy<Row>>,
+        probes: Option<Q>,
+        watermarks: Option<Watermarks>,
     ) -> ScanRows
     where
         I: Clone + Send + 'static,
         P: Fn(I) -> Option<Row> + Clone + Send + Sync + 'static,
+        Q: Probes<I>,
     {
         let table = table.to_string();
         let finish = move |calc: Option<Calc>| {
@@ -336,21 +385,28 @@ impl ScanRows {
                 (false, true) => format!("Calc: {table}"),
                 (false, false) => format!("Scan: {table}"),
             };
-            let stream = match (&watermarks, calc) {
-                (Some(w), None) => raw.filter_map_with_watermarks(
+            let probed = match (&watermarks, &calc, &probes) {
+                (Some(w), Some(calc), Some(probes)) => {
+                    probed(&raw, make.clone(), probes, w, calc.clone())
+                }
+                _ => None,
+            };
+            let stream = match (probed, &watermarks, calc) {
+                (Some(stream), ..) => stream,
+                (None, Some(w), None) => raw.filter_map_with_watermarks(
                     move |v| Ok(make(v)),
-                    w.clone(),
+                    w.strategy.clone(),
                     |_: &mut Row| Ok(true),
                 ),
-                (Some(w), Some(calc)) => raw.filter_map_with_watermarks(
+                (None, Some(w), Some(calc)) => raw.filter_map_with_watermarks(
                     move |v| Ok(make(v)),
-                    w.clone(),
-                    move |row: &mut Row| Ok(calc(row)?),
+                    w.strategy.clone(),
+                    move |row: &mut Row| Ok(calc.apply(row)?),
                 ),
-                (None, calc) => raw.process(
+                (None, None, calc) => raw.process(
                     move |v: I, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
                         if let Some(mut row) = make(v) {
-                            if calc.as_ref().map_or(Ok(true), |c| c(&mut row))? {
+                            if calc.as_ref().map_or(Ok(true), |c| c.apply(&mut row))? {
                                 out.collect(row);
                             }
                         }
@@ -367,13 +423,9 @@ impl ScanRows {
     }
 
     /// The rows of a source that makes them itself.
-    fn of_rows(
-        table: &str,
-        raw: DataStream<Row>,
-        watermarks: Option<WatermarkStrategy<Row>>,
-    ) -> ScanRows {
+    fn of_rows(table: &str, raw: DataStream<Row>, watermarks: Option<Watermarks>) -> ScanRows {
         if watermarks.is_some() {
-            return ScanRows::new(table, raw, Some, watermarks);
+            return ScanRows::new(table, raw, Some, None::<NoProbes>, watermarks);
         }
         let name = format!("Calc: {table}");
         ScanRows {
@@ -488,15 +540,64 @@ fn scan(
     }
 }
 
+/// The rows of `raw` that `calc`'s `WHERE` keeps, each read apart by a
+/// probe of `probes` first: the probe's stand-in row, holding the columns
+/// the `WHERE` and the watermark read, is stamped and filtered, and only a
+/// record the `WHERE` keeps is made into its row (evaluated once, so a
+/// `WHERE` over `RAND()` keeps what it kept). `None` if the calc has no
+/// `WHERE` or `probes` cannot read its columns.
+fn probed<I, P, Q>(
+    raw: &DataStream<I>,
+    make: P,
+    probes: &Q,
+    watermarks: &Watermarks,
+    calc: Calc,
+) -> Option<DataStream<Row>>
+where
+    I: Clone + Send + 'static,
+    P: Fn(I) -> Option<Row> + Clone + Send + Sync + 'static,
+    Q: Probes<I>,
+{
+    let filter = calc.filter()?.clone();
+    let mut columns = filter.reads.clone()?;
+    if columns.len() != watermarks.reads.len() {
+        return None;
+    }
+    for (c, w) in columns.iter_mut().zip(&watermarks.reads) {
+        *c |= *w;
+    }
+    let (probe, mut stand_in) = probes.probe(&columns)?;
+    Some(raw.scan_with_watermarks(
+        move |mut raw: I, stamp: &mut Stamp<'_, Row>| {
+            if !probe.probe(&mut raw, &mut stand_in) {
+                return Ok(None);
+            }
+            stamp.stamp(&stand_in);
+            if !filter.passes(&stand_in.values)? {
+                return Ok(None);
+            }
+            let Some(mut row) = make(raw) else {
+                return Ok(None);
+            };
+            calc.project(&mut row)?;
+            Ok(Some(row))
+        },
+        watermarks.strategy.clone(),
+    ))
+}
+
 /// The timestamps and watermarks of a table's `WATERMARK` over rows of
 /// `scope`, and its rowtime column.
 fn watermark_strategy(
     w: &crate::catalog::WatermarkDef,
     scope: &Scope,
     per_row: bool,
-) -> Result<(WatermarkStrategy<Row>, usize), SqlError> {
+) -> Result<(Watermarks, usize), SqlError> {
     let rowtime = scope.index(&w.column, w.at)?;
-    let compiled = compile(&w.expr, scope)?;
+    let tracked = scope.tracking();
+    let compiled = compile(&w.expr, &tracked)?;
+    let mut reads = tracked.used_columns();
+    reads[rowtime] = true;
     if !compiled.ty.is_timestamp() {
         return Err(SqlError::validation(
             format!(
@@ -514,6 +615,7 @@ fn watermark_strategy(
     let generator = SqlWatermarks {
         expr: compiled.eval,
         shifted,
+        rowtime,
         max: i64::MIN,
         per_row,
     };
@@ -524,7 +626,7 @@ fn watermark_strategy(
             Value::Timestamp(t) | Value::TimestampLtz(t) => *t,
             other => other.as_i64().unwrap_or(i64::MIN),
         });
-    Ok((strategy, rowtime))
+    Ok((Watermarks { strategy, reads }, rowtime))
 }
 
 fn filesystem_source(

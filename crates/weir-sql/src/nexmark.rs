@@ -15,7 +15,9 @@ use weir_nexmark::{
 };
 
 use crate::catalog::TableDef;
-use crate::connector::{check_options, connector_error, ScanRows, TableRows};
+use crate::connector::{
+    check_options, connector_error, Probe, Probes, ScanRows, TableRows, Watermarks,
+};
 use crate::error::SqlError;
 use crate::expr::Eval;
 use crate::types::SqlType;
@@ -259,6 +261,92 @@ impl Build {
     }
 }
 
+/// The probes of a Nexmark table's rows: a few of an event's fields
+/// copied into a stand-in row, without making the event's row.
+#[derive(Clone)]
+struct EventProbes {
+    /// The table (0 bid, 1 auction, 2 person).
+    which: usize,
+    /// Where each value of the row comes from.
+    uses: Vec<FieldUse>,
+}
+
+/// A probe of some of an event's fields: where each goes in the row.
+#[derive(Clone)]
+struct EventProbe {
+    which: usize,
+    at: [Option<u8>; MOST_FIELDS],
+}
+
+impl Probes<Event> for EventProbes {
+    type Probe = EventProbe;
+
+    fn probe(&self, columns: &[bool]) -> Option<(EventProbe, Row)> {
+        if columns.len() != self.uses.len() {
+            return None;
+        }
+        let mut at = [None; MOST_FIELDS];
+        for (p, u) in self.uses.iter().enumerate().filter(|(p, _)| columns[*p]) {
+            match *u {
+                FieldUse::Null => {}
+                // A field in two of the probed columns: not one place.
+                FieldUse::Clone(f) | FieldUse::Take(f) if at[f].is_some() => return None,
+                FieldUse::Clone(f) | FieldUse::Take(f) => at[f] = Some(u8::try_from(p).ok()?),
+            }
+        }
+        let probe = EventProbe {
+            which: self.which,
+            at,
+        };
+        Some((probe, Row::insert(vec![Value::Null; self.uses.len()])))
+    }
+}
+
+impl Probe<Event> for EventProbe {
+    #[inline(always)]
+    fn probe(&self, e: &mut Event, row: &mut Row) -> bool {
+        // A loop of a constant count, unrolled as in `place`; the fields
+        // are copied, since the event may yet be made into its row.
+        #[inline(always)]
+        fn copy<const FIELDS: usize>(
+            at: &[Option<u8>; MOST_FIELDS],
+            values: &mut [Value],
+            mut field: impl FnMut(usize) -> Value,
+        ) {
+            for (f, p) in at.iter().enumerate().take(FIELDS) {
+                if let Some(p) = p {
+                    let slot: *mut Value = &mut values[*p as usize];
+                    // Written in place, as `place` writes: a value built on
+                    // the stack and assigned was read back in other widths
+                    // than it was stored in, which stalled every probe.
+                    // SAFETY: `slot` is a live value of `values`, dropped
+                    // once and written again at once; a field is a copy of
+                    // a number or a string, whose making does not unwind
+                    // (a failed allocation aborts).
+                    unsafe {
+                        std::ptr::drop_in_place(slot);
+                        slot.write(field(f));
+                    }
+                }
+            }
+        }
+        let values = &mut row.values;
+        match (e, self.which) {
+            (Event::Bid(b), 0) => {
+                copy::<{ BID.len() }>(&self.at, values, |f| bid_field(b, f, false))
+            }
+            (Event::Auction(a), 1) => {
+                copy::<{ AUCTION.len() }>(&self.at, values, |f| auction_field(a, f, false))
+            }
+            (Event::Person(p), 2) => {
+                copy::<{ PERSON.len() }>(&self.at, values, |f| person_field(p, f, false))
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
 /// The values `uses` picks from `e`, if `e` is of table `table`, in a
 /// buffer with room for `more` values after them.
 fn row_values(e: Event, table: usize, uses: &[FieldUse], more: usize) -> Option<Vec<Value>> {
@@ -292,7 +380,7 @@ pub(crate) fn nexmark_source(
     table: &TableDef,
     rows: &TableRows,
     physical: &[bool],
-    watermarks: Option<WatermarkStrategy<Row>>,
+    watermarks: Option<Watermarks>,
 ) -> Result<ScanRows, SqlError> {
     check_options(
         table,
@@ -385,11 +473,18 @@ pub(crate) fn nexmark_source(
     // Without computed columns each column of the row is a field of the
     // event (the query's columns only, when the scan keeps fewer).
     let plain = computed.is_empty();
-    let build = Build::of(if plain {
+    let uses = if plain {
         field_uses(order.iter().map(|&p| fields[p]))
     } else {
         field_uses(fields.iter().copied())
+    };
+    // Only a row of the event's fields as they are can be probed: a
+    // computed column is computed from the whole row.
+    let probes = plain.then(|| EventProbes {
+        which,
+        uses: uses.clone(),
     });
+    let build = Build::of(uses);
     let events = env
         .from_generator(count, move |i| match &pool {
             Some(pool) => pool.event(i),
@@ -414,7 +509,7 @@ pub(crate) fn nexmark_source(
         }
         Some(Row::insert(values))
     };
-    Ok(ScanRows::new(&table.name, events, make, watermarks))
+    Ok(ScanRows::new(&table.name, events, make, probes, watermarks))
 }
 
 /// The identifier Nexmark's queries create their user function with
@@ -500,6 +595,54 @@ mod tests {
         );
         assert!(values.capacity() >= 5, "room for a computed column");
         assert!(build.values(Event::Bid(bid()), 1, 0).is_none());
+    }
+
+    #[test]
+    fn a_probe_copies_the_columns_asked_for_into_their_places() {
+        // Row: extra, NULL, auction, price, auction again.
+        let probes = EventProbes {
+            which: 0,
+            uses: field_uses([Some(6), None, Some(0), Some(2), Some(0)].into_iter()),
+        };
+        let (probe, mut row) = probes
+            .probe(&[true, false, false, true, true])
+            .expect("a probe");
+        let mut event = Event::Bid(bid());
+        assert!(probe.probe(&mut event, &mut row));
+        assert_eq!(
+            row.values,
+            vec![
+                Value::string("x"),
+                Value::Null,
+                Value::Null,
+                Value::BigInt(9),
+                Value::BigInt(7)
+            ]
+        );
+        // Copied, not taken: the event still makes its whole row.
+        let Event::Bid(b) = &event else {
+            panic!("a bid")
+        };
+        assert_eq!(b.extra.to_string(), "x");
+        // Probed again, the values are replaced, not added to.
+        assert!(probe.probe(&mut event, &mut row));
+        assert_eq!(row.values.len(), 5);
+        assert!(
+            probes.probe(&[true; 5]).is_none(),
+            "auction in two probed columns: no one place to copy it to"
+        );
+        assert!(probes.probe(&[true; 4]).is_none(), "columns of another row");
+        let auctions = EventProbes {
+            which: 1,
+            uses: probes.uses.clone(),
+        };
+        let (probe, mut row) = auctions
+            .probe(&[true, false, true, false, false])
+            .expect("a probe");
+        assert!(
+            !probe.probe(&mut Event::Bid(bid()), &mut row),
+            "a bid is not an auction"
+        );
     }
 
     #[test]

@@ -458,10 +458,14 @@ struct Unfinished {
 fn calc_then(
     input: Unfinished,
     select: &Select,
-    stream: impl FnOnce(Option<connector::Calc>) -> DataStream<Row>,
+    stream: impl FnOnce(Option<Calc>) -> DataStream<Row>,
 ) -> Result<Planned, SqlError> {
     let mut steps = input.steps;
     let filter = crate::window::where_filter(select, &input.scope)?;
+    // Which columns the `WHERE` reads, so that a scan that can read them
+    // apart filters before it makes a row.
+    let tracked = input.scope.tracking();
+    crate::window::where_filter(select, &tracked)?;
     if let Some(e) = &select.selection {
         steps.push(format!("Calc: where {e}"));
     }
@@ -471,7 +475,7 @@ fn calc_then(
     let scope = p.scope;
     steps.push(calc_step(&scope));
     Ok(Planned {
-        stream: stream(calc_of(filter, p.output)),
+        stream: stream(calc_of(filter, p.output).map(|c| c.filter_reads(tracked.used_columns()))),
         scope,
         rowtime,
         proctime,
@@ -501,10 +505,10 @@ pub(crate) fn filter_project(
 }
 
 /// The rows `calc` keeps, as it changes them.
-pub(crate) fn calc_stream(stream: &DataStream<Row>, calc: connector::Calc) -> DataStream<Row> {
+pub(crate) fn calc_stream(stream: &DataStream<Row>, calc: Calc) -> DataStream<Row> {
     stream.process(
         move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-            if calc(&mut row)? {
+            if calc.apply(&mut row)? {
                 out.collect(row);
             }
             Ok(())
@@ -514,26 +518,81 @@ pub(crate) fn calc_stream(stream: &DataStream<Row>, calc: connector::Calc) -> Da
 
 /// A `WHERE` (`filter`) and `SELECT` list (`output`) as one step: `None`
 /// if together they keep every row as it is.
-pub(crate) fn calc_of(filter: Option<Eval>, output: Option<Output>) -> Option<connector::Calc> {
+pub(crate) fn calc_of(filter: Option<Eval>, output: Option<Output>) -> Option<Calc> {
     if filter.is_none() && output.is_none() {
         return None;
     }
-    Some(std::sync::Arc::new(move |row: &mut Row| {
-        if let Some(f) = &filter {
-            // Matched where it is returned: moving the result out with `?`
-            // reloads it in wider pieces than it was written in, which
-            // stalls the CPU on every row.
-            match f(&row.values) {
-                Ok(Value::Boolean(true)) => {}
-                Ok(_) => return Ok(false),
-                Err(e) => return Err(e),
+    Some(Calc {
+        filter: filter.map(|eval| Filter { eval, reads: None }),
+        output,
+    })
+}
+
+/// A `WHERE` and a `SELECT` list as one step over a row: whether to keep
+/// it, after changing it in place into the row the `SELECT` makes.
+#[derive(Clone)]
+pub(crate) struct Calc {
+    filter: Option<Filter>,
+    output: Option<Output>,
+}
+
+/// A `WHERE` and the input columns it reads, where they are known.
+#[derive(Clone)]
+pub(crate) struct Filter {
+    pub eval: Eval,
+    pub reads: Option<Vec<bool>>,
+}
+
+impl Filter {
+    /// Whether `values` pass: the `WHERE` is TRUE (not FALSE or NULL).
+    #[inline]
+    pub fn passes(&self, values: &[Value]) -> Result<bool, String> {
+        // Matched where it is returned: moving the result out with `?`
+        // reloads it in wider pieces than it was written in, which stalls
+        // the CPU on every row.
+        match (self.eval)(values) {
+            Ok(Value::Boolean(true)) => Ok(true),
+            Ok(_) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Calc {
+    /// Whether to keep `row`, changed into the `SELECT`'s row if kept.
+    #[inline]
+    pub fn apply(&self, row: &mut Row) -> Result<bool, String> {
+        if let Some(f) = &self.filter {
+            if !f.passes(&row.values)? {
+                return Ok(false);
             }
         }
-        if let Some(o) = &output {
-            o.apply(row)?;
-        }
+        self.project(row)?;
         Ok(true)
-    }))
+    }
+
+    /// `row` changed into the `SELECT`'s row, the `WHERE` already passed.
+    #[inline]
+    pub fn project(&self, row: &mut Row) -> Result<(), String> {
+        match &self.output {
+            Some(o) => o.apply(row),
+            None => Ok(()),
+        }
+    }
+
+    /// The `WHERE`, if there is one.
+    pub fn filter(&self) -> Option<&Filter> {
+        self.filter.as_ref()
+    }
+
+    /// The same step, its `WHERE` known to read the input columns `reads`
+    /// marks.
+    fn filter_reads(mut self, reads: Vec<bool>) -> Calc {
+        if let Some(f) = &mut self.filter {
+            f.reads = Some(reads);
+        }
+        self
+    }
 }
 
 /// How a `SELECT` list makes its row from the input row: the computed
