@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use weir::prelude::*;
-use weir::watermark::{Stamp, WatermarkGenerator, WatermarkOutput};
+use weir::watermark::{ScanContext, WatermarkGenerator, WatermarkOutput};
 
 use crate::catalog::{ColumnKind, TableDef};
 use crate::error::SqlError;
@@ -568,19 +568,18 @@ where
     }
     let (probe, mut stand_in) = probes.probe(&columns)?;
     Some(raw.scan_with_watermarks(
-        move |mut raw: I, stamp: &mut Stamp<'_, Row>| {
+        move |mut raw: I, ctx: &mut ScanContext<'_, Row>| {
             if !probe.probe(&mut raw, &mut stand_in) {
-                return Ok(None);
+                return Ok(());
             }
-            stamp.stamp(&stand_in);
-            if !filter.passes(&stand_in.values)? {
-                return Ok(None);
+            ctx.stamp(&stand_in);
+            if filter.passes(&stand_in.values)? {
+                if let Some(mut row) = make(raw) {
+                    calc.project(&mut row)?;
+                    ctx.collect(row);
+                }
             }
-            let Some(mut row) = make(raw) else {
-                return Ok(None);
-            };
-            calc.project(&mut row)?;
-            Ok(Some(row))
+            Ok(())
         },
         watermarks.strategy.clone(),
     ))

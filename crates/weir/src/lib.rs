@@ -99,7 +99,7 @@ pub mod prelude {
     pub use crate::sink::{DiscardingSink, PrintFormat};
     pub use crate::source::{GeneratorSource, SocketTextSource, SplitContext, SplitSourceFunction};
     pub use crate::watermark::{
-        BoundedOutOfOrderness, Stamp, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
+        BoundedOutOfOrderness, ScanContext, WatermarkGenerator, WatermarkOutput, WatermarkStrategy,
     };
     pub use crate::window::{
         AggregateFunction, AllWindowedStream, AssignerContext, ContinuousEventTimeTrigger,

@@ -36,7 +36,7 @@ use crate::operators::{
 };
 use crate::sink::{CollectSink, PrintFormat, PrintSink, PrintTarget, TextFileSink};
 use crate::watermark::{
-    ScanWithWatermarksOperator, Stamp, TimestampsAndWatermarksOperator, WatermarkStrategy,
+    ScanContext, ScanWithWatermarksOperator, TimestampsAndWatermarksOperator, WatermarkStrategy,
 };
 use crate::window::{
     AllWindowedStream, CountEvictor, CountTrigger, GlobalWindow, GlobalWindows, PurgingTrigger,
@@ -223,24 +223,26 @@ impl<T: Clone + Send + 'static> DataStream<T> {
         K: FnMut(&mut M) -> crate::error::FunctionResult<bool> + Clone + Send + Sync + 'static,
     {
         self.scan_with_watermarks(
-            move |record: T, stamp: &mut Stamp<'_, M>| {
-                let Some(mut value) = make(record)? else {
-                    return Ok(None);
-                };
-                stamp.stamp(&value);
-                Ok(keep(&mut value)?.then_some(value))
+            move |record: T, ctx: &mut ScanContext<'_, M>| {
+                if let Some(mut value) = make(record)? {
+                    ctx.stamp(&value);
+                    if keep(&mut value)? {
+                        ctx.collect(value);
+                    }
+                }
+                Ok(())
             },
             strategy,
         )
     }
 
-    /// Takes each record through `scan`, which makes at most one record of
-    /// it, with timestamps and watermarks from `strategy`, in one operator.
+    /// Takes each record through `scan`, with timestamps and watermarks
+    /// from `strategy`, in one operator.
     ///
-    /// `scan` gets the record and a [`Stamp`], which shows a value to the
-    /// timestamp assigner and the watermark generator. The record `scan`
-    /// returns gets the timestamp of what it stamped (it is stamped as it
-    /// is returned if `scan` stamped nothing). What `scan` stamps may be a
+    /// `scan` gets the record and a [`ScanContext`]: `stamp` shows a value
+    /// to the timestamp assigner and the watermark generator, and `collect`
+    /// emits a record with the timestamp last stamped (stamping the record
+    /// itself if `scan` stamped nothing). What `scan` stamps may be a
     /// stand-in: a source that can read a record's time and a filter's
     /// fields without making the whole record stamps a stand-in holding
     /// those, and makes the record only if the filter keeps it, so a
@@ -257,7 +259,7 @@ impl<T: Clone + Send + 'static> DataStream<T> {
     ) -> DataStream<M>
     where
         M: Clone + Send + 'static,
-        S: FnMut(T, &mut Stamp<'_, M>) -> crate::error::FunctionResult<Option<M>>
+        S: FnMut(T, &mut ScanContext<'_, M>) -> crate::error::FunctionResult
             + Clone
             + Send
             + Sync

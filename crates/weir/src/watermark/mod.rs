@@ -9,7 +9,7 @@
 
 mod operator;
 
-pub use operator::Stamp;
+pub use operator::ScanContext;
 pub(crate) use operator::{
     assign_timestamp, Generator, Idleness, ScanWithWatermarksOperator,
     TimestampsAndWatermarksOperator,

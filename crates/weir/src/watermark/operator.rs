@@ -322,37 +322,48 @@ impl<T: Send + 'static> Operator for TimestampsAndWatermarksOperator<T> {
     }
 }
 
-/// A scan step's hold on the timestamps and watermarks of the record it
-/// is taking: [`Stamp::stamp`] shows a value to the strategy's timestamp
-/// assigner and watermark generator. A step that decides from a few of a
-/// record's fields whether to make it at all stamps a stand-in holding
-/// those fields, so that the generator sees every record, kept or not.
-pub struct Stamp<'a, M> {
+/// A scan step's hold on the record it is taking: [`ScanContext::stamp`]
+/// shows a value to the strategy's timestamp assigner and watermark
+/// generator, and [`ScanContext::collect`] emits a record. A step that
+/// decides from a few of a record's fields whether to make it at all
+/// stamps a stand-in holding those fields, so that the generator sees
+/// every record, kept or not.
+pub struct ScanContext<'a, M: Send + 'static> {
     marks: &'a mut Watermarking<M>,
+    out: &'a mut Output<M>,
+    wm: &'a mut WatermarkOutput,
     previous: i64,
     now: i64,
-    wm: &'a mut WatermarkOutput,
     timestamp: Option<i64>,
 }
 
-impl<M> Stamp<'_, M> {
+impl<M: Send + 'static> ScanContext<'_, M> {
     /// Assigns `value` its timestamp and shows it to the watermark
-    /// generator; the timestamp is the one the step's record gets. Stamped
-    /// twice, the record gets the later timestamp, and the generator has
-    /// seen both values.
+    /// generator: what the step emits next gets this timestamp.
     #[inline]
     pub fn stamp(&mut self, value: &M) -> i64 {
         let timestamp = self.marks.observe(value, self.previous, self.now, self.wm);
         self.timestamp = Some(timestamp);
         timestamp
     }
+
+    /// Emits `value` with the timestamp last stamped for this input
+    /// record, or stamps `value` itself if nothing was.
+    #[inline]
+    pub fn collect(&mut self, value: M) {
+        let timestamp = match self.timestamp {
+            Some(t) => t,
+            None => self.stamp(&value),
+        };
+        self.out.collect(StreamRecord { value, timestamp });
+    }
 }
 
 /// A scan step, timestamps and watermarks record by record in one
-/// operator: the step makes at most one record of each input record and
-/// stamps it (or a stand-in of it) through a [`Stamp`]; a record it
-/// returns unstamped is stamped as it is returned. The generator sees
-/// everything stamped, including what the step then drops.
+/// operator: the step takes each input record with a [`ScanContext`], in
+/// which it stamps what it makes (or a stand-in of it) and emits records.
+/// The generator sees everything stamped, including what the step then
+/// drops.
 pub(crate) struct ScanWithWatermarksOperator<I, M, S> {
     scan: S,
     marks: Watermarking<M>,
@@ -373,7 +384,7 @@ impl<I, M, S> Operator for ScanWithWatermarksOperator<I, M, S>
 where
     I: Send + 'static,
     M: Send + 'static,
-    S: FnMut(I, &mut Stamp<'_, M>) -> FunctionResult<Option<M>> + Send + 'static,
+    S: FnMut(I, &mut ScanContext<'_, M>) -> FunctionResult + Send + 'static,
 {
     type In = I;
     type Out = M;
@@ -394,22 +405,17 @@ where
         let now = self.marks.start_batch(out)?;
         let mut wm = WatermarkOutput::default();
         for r in input.drain(..) {
-            let mut stamp = Stamp {
-                marks: &mut self.marks,
-                previous: r.timestamp,
-                now,
-                wm: &mut wm,
-                timestamp: None,
-            };
-            let made = (self.scan)(r.value, &mut stamp)?;
-            let stamped = stamp.timestamp;
-            if let Some(value) = made {
-                let timestamp = match stamped {
-                    Some(t) => t,
-                    None => self.marks.observe(&value, r.timestamp, now, &mut wm),
-                };
-                out.collect(StreamRecord { value, timestamp });
-            }
+            (self.scan)(
+                r.value,
+                &mut ScanContext {
+                    marks: &mut self.marks,
+                    out,
+                    wm: &mut wm,
+                    previous: r.timestamp,
+                    now,
+                    timestamp: None,
+                },
+            )?;
             // A punctuated watermark follows the record that caused it.
             self.marks.apply_emitted(&mut wm, out)?;
         }

@@ -154,18 +154,21 @@ fn a_scan_stamps_a_stand_in_and_makes_only_the_records_it_keeps() -> anyhow::Res
     let made = env
         .from_elements(vec!["a 5", "x 30", "b 7", "c 40", "no number", "d 41"])
         .scan_with_watermarks(
-            |line: &'static str, stamp: &mut Stamp<'_, (String, i64)>| {
+            |line: &'static str, ctx: &mut ScanContext<'_, (String, i64)>| {
                 let (key, ts) = line.split_once(' ').unwrap_or_default();
                 let Ok(ts) = ts.parse::<i64>() else {
-                    return Ok(None);
+                    return Ok(());
                 };
-                // "d" is returned unstamped: it is stamped as it leaves.
-                if key == "d" {
-                    return Ok(Some((key.to_uppercase(), ts)));
+                // "d" is emitted unstamped: it is stamped as it leaves.
+                if key != "d" {
+                    // The stand-in holds the time only; the key is read
+                    // after.
+                    ctx.stamp(&(String::new(), ts));
                 }
-                // The stand-in holds the time only; the key is read after.
-                stamp.stamp(&(String::new(), ts));
-                Ok((key != "x").then(|| (key.to_uppercase(), ts)))
+                if key != "x" {
+                    ctx.collect((key.to_uppercase(), ts));
+                }
+                Ok(())
             },
             punctuated().with_timestamp_assigner(|e: &(String, i64), _| e.1),
         );
