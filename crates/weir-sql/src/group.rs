@@ -55,7 +55,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
         let aggregates = &mut self.aggregates;
         // A result row: the key's columns, then the aggregates' results.
         let result = |kind, aggregates: &SqlAggregates, acc: &[Acc]| {
-            let mut values = Vec::with_capacity(key.len() + acc.len());
+            let mut values = Row::buffer(key.len() + acc.len());
             values.extend_from_slice(key);
             aggregates.results_into(acc, &mut values);
             Row { kind, values }
