@@ -192,7 +192,7 @@ impl<'de> Deserialize<'de> for Unscaled {
 }
 
 /// One value of a column.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub enum Value {
     Null,
     Boolean(bool),
@@ -211,6 +211,41 @@ pub enum Value {
     TimestampLtz(i64),
     /// A duration in milliseconds.
     Interval(i64),
+}
+
+const _: () = assert!(
+    std::mem::size_of::<Value>() == 24 && std::mem::align_of::<Value>() == 8,
+    "Value::clone copies a value as three words"
+);
+
+impl Clone for Value {
+    #[inline]
+    fn clone(&self) -> Value {
+        // A shared string's or bytes' count is taken for the copy (the
+        // clone made only for that is forgotten); then every value is
+        // copied whole, three words. Copied as a `Value`, the bytes
+        // between the tag and the payload went through the stack in two
+        // overlapping pieces and were read back at once, a stall on every
+        // clone (a fifth of a windowed GROUP BY's time, keying its rows).
+        match self {
+            Value::String(s) => std::mem::forget(s.clone()),
+            Value::Bytes(b) => std::mem::forget(b.clone()),
+            _ => {}
+        }
+        // SAFETY: a `Value` is three words (asserted above). Every variant
+        // but these two holds plain numbers only (no pointer, nothing to
+        // drop), so a copy of its bytes is a clone; for these two, the
+        // copy owns the count just taken, as a clone would.
+        unsafe {
+            let mut copy = std::mem::MaybeUninit::<Value>::uninit();
+            std::ptr::copy_nonoverlapping(
+                (self as *const Value).cast::<[u64; 3]>(),
+                copy.as_mut_ptr().cast::<[u64; 3]>(),
+                1,
+            );
+            copy.assume_init()
+        }
+    }
 }
 
 impl Value {
@@ -661,6 +696,43 @@ impl PrintFormat for Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clone_of_each_kind_of_value_is_equal_and_owns_its_share() {
+        let text: Arc<str> = Arc::from("shared text");
+        let bytes: Arc<[u8]> = Arc::from(&b"\x00\xff"[..]);
+        let values = [
+            Value::Null,
+            Value::Boolean(true),
+            Value::Int(-7),
+            Value::BigInt(i64::MIN),
+            Value::Double(2.5),
+            Value::decimal(i128::MAX, 3),
+            Value::String(Str::shared(Arc::clone(&text))),
+            Value::static_str("static"),
+            Value::Bytes(Arc::clone(&bytes)),
+            Value::Date(19_000),
+            Value::Timestamp(1_700_000_000_000),
+            Value::TimestampLtz(-1),
+            Value::Interval(86_400_000),
+        ];
+        let clones: Vec<Value> = values.iter().map(Value::clone).collect();
+        for (v, c) in values.iter().zip(&clones) {
+            assert_eq!(std::mem::discriminant(v), std::mem::discriminant(c));
+            assert_eq!(format!("{v:?}"), format!("{c:?}"));
+        }
+        assert_eq!(Arc::strong_count(&text), 3, "the clone holds a count");
+        assert_eq!(Arc::strong_count(&bytes), 3, "the clone holds a count");
+        drop(values);
+        assert_eq!(Arc::strong_count(&text), 2);
+        assert_eq!(
+            format!("{:?}", clones[6]),
+            format!("{:?}", Value::string("shared text"))
+        );
+        drop(clones);
+        assert_eq!(Arc::strong_count(&text), 1);
+        assert_eq!(Arc::strong_count(&bytes), 1);
+    }
 
     #[test]
     fn strings_hold_their_text_and_release_it() {
