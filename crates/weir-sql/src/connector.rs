@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use weir::prelude::*;
 use weir::watermark::{ScanContext, WatermarkGenerator, WatermarkOutput};
@@ -322,6 +323,24 @@ pub(crate) struct ScanRows {
 pub(crate) struct Watermarks {
     pub strategy: WatermarkStrategy<Row>,
     pub reads: Vec<bool>,
+    /// The rowtime column, and what a row whose rowtime is NULL fails the
+    /// job with.
+    pub rowtime: usize,
+    pub null_rowtime: Arc<str>,
+}
+
+impl Watermarks {
+    /// Stamps `row` in `ctx`; an error if its rowtime is NULL. Flink's
+    /// watermark assigner fails the job on such a row ("RowTime field
+    /// should not be null"): it has no event time to be placed by.
+    #[inline]
+    fn stamp(&self, row: &Row, ctx: &mut ScanContext<'_, Row>) -> FunctionResult {
+        // A NULL is stamped `i64::MIN`; the value is read only then.
+        if ctx.stamp(row) == i64::MIN && row.values[self.rowtime].is_null() {
+            return Err(self.null_rowtime.to_string().into());
+        }
+        Ok(())
+    }
 }
 
 /// A source that can read some of a raw record's columns without making
@@ -393,16 +412,22 @@ impl ScanRows {
             };
             let stream = match (probed, &watermarks, calc) {
                 (Some(stream), ..) => stream,
-                (None, Some(w), None) => raw.filter_map_with_watermarks(
-                    move |v| Ok(make(v)),
-                    w.strategy.clone(),
-                    |_: &mut Row| Ok(true),
-                ),
-                (None, Some(w), Some(calc)) => raw.filter_map_with_watermarks(
-                    move |v| Ok(make(v)),
-                    w.strategy.clone(),
-                    move |row: &mut Row| Ok(calc.apply(row)?),
-                ),
+                (None, Some(w), calc) => {
+                    let w = w.clone();
+                    let strategy = w.strategy.clone();
+                    raw.scan_with_watermarks(
+                        move |v: I, ctx: &mut ScanContext<'_, Row>| {
+                            if let Some(mut row) = make(v) {
+                                w.stamp(&row, ctx)?;
+                                if calc.as_ref().map_or(Ok(true), |c| c.apply(&mut row))? {
+                                    ctx.collect(row);
+                                }
+                            }
+                            Ok(())
+                        },
+                        strategy,
+                    )
+                }
                 (None, None, calc) => raw.process(
                     move |v: I, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
                         if let Some(mut row) = make(v) {
@@ -475,7 +500,8 @@ pub(crate) fn source(
     }
     let (watermarks, rowtime) = match &table.watermark {
         Some(w) => {
-            let (strategy, rowtime) = watermark_strategy(w, &rows.scope, watermark_per_row)?;
+            let (strategy, rowtime) =
+                watermark_strategy(&table.name, w, &rows.scope, watermark_per_row)?;
             (Some(strategy), Some(rowtime))
         }
         None => (None, None),
@@ -567,12 +593,13 @@ where
         *c |= *w;
     }
     let (probe, mut stand_in) = probes.probe(&columns)?;
+    let stamping = watermarks.clone();
     Some(raw.scan_with_watermarks(
         move |mut raw: I, ctx: &mut ScanContext<'_, Row>| {
             if !probe.probe(&mut raw, &mut stand_in) {
                 return Ok(());
             }
-            ctx.stamp(&stand_in);
+            stamping.stamp(&stand_in, ctx)?;
             if filter.passes(&stand_in.values)? {
                 if let Some(mut row) = make(raw) {
                     calc.project(&mut row)?;
@@ -588,6 +615,7 @@ where
 /// The timestamps and watermarks of a table's `WATERMARK` over rows of
 /// `scope`, and its rowtime column.
 fn watermark_strategy(
+    table: &str,
     w: &crate::catalog::WatermarkDef,
     scope: &Scope,
     per_row: bool,
@@ -625,7 +653,21 @@ fn watermark_strategy(
             Value::Timestamp(t) | Value::TimestampLtz(t) => *t,
             other => other.as_i64().unwrap_or(i64::MIN),
         });
-    Ok((Watermarks { strategy, reads }, rowtime))
+    let null_rowtime = format!(
+        "table '{table}': the rowtime column '{}' is NULL in a row; a WATERMARK's column \
+         must have a value in every row (Flink fails the same way: \"RowTime field should \
+         not be null\")",
+        w.column
+    );
+    Ok((
+        Watermarks {
+            strategy,
+            reads,
+            rowtime,
+            null_rowtime: null_rowtime.into(),
+        },
+        rowtime,
+    ))
 }
 
 fn filesystem_source(

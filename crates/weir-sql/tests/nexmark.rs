@@ -149,20 +149,24 @@ fn a_table_of_some_bid_fields_in_another_order_reads_each_from_its_field() {
 }
 
 #[test]
-fn a_filtered_scan_stamps_the_bids_it_keeps_with_their_own_time() {
+fn a_filtered_scan_stamps_the_bids_it_keeps_and_those_it_drops() {
     // The `WHERE` over a string and a number is decided before a bid's row
-    // is made; the bids kept must still carry their own event time into
-    // the windows, and the watermark must follow the bids dropped.
-    let events_num = 20_000;
+    // is made. The bids kept must still carry their own event time into
+    // the windows, and the watermark must follow the bids dropped: it runs
+    // 5 s ahead of the latest bid, after every bid, so a kept bid in the
+    // last 5 s of its window is late if any bid before it, kept or not,
+    // was 5 s from that window's end.
+    let events_num = 2_000;
     let script = format!(
-        "CREATE TABLE b (auction BIGINT, channel STRING, dateTime TIMESTAMP(3), \
-           WATERMARK FOR dateTime AS dateTime) \
+        "SET 'pipeline.auto-watermark-interval' = '0';\n\
+         CREATE TABLE b (auction BIGINT, channel STRING, dateTime TIMESTAMP(3), \
+           WATERMARK FOR dateTime AS dateTime + INTERVAL '5' SECOND) \
          WITH ('connector' = 'nexmark', 'table' = 'bid', 'events.num' = '{events_num}', \
-           'first-event.rate' = '1000');\n\
+           'first-event.rate' = '10');\n\
          CREATE VIEW kept AS SELECT auction, dateTime FROM b \
            WHERE channel = 'Google' AND MOD(auction, 2) = 0;\n\
          SELECT window_start, COUNT(*) AS n \
-         FROM TABLE(TUMBLE(TABLE kept, DESCRIPTOR(dateTime), INTERVAL '1' SECOND)) \
+         FROM TABLE(TUMBLE(TABLE kept, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) \
          GROUP BY window_start, window_end;"
     );
     let sql: Vec<Vec<String>> = support::changelog(&script)
@@ -172,24 +176,33 @@ fn a_filtered_scan_stamps_the_bids_it_keeps_with_their_own_time() {
         .map(values)
         .collect();
     let generator = NexmarkGenerator::new(GeneratorConfig {
-        rate: 1_000,
+        rate: 10,
         ..GeneratorConfig::default()
     });
-    let mut per_second: HashMap<i64, u64> = HashMap::new();
+    let (mut watermark, mut late) = (i64::MIN, 0);
+    let mut per_window: HashMap<i64, u64> = HashMap::new();
     for n in 0..events_num {
-        if let weir_nexmark::Event::Bid(b) = generator.event(n) {
-            if b.channel.to_string() == "Google" && b.auction % 2 == 0 {
-                *per_second
-                    .entry(b.date_time.div_euclid(1000) * 1000)
-                    .or_default() += 1;
+        let weir_nexmark::Event::Bid(b) = generator.event(n) else {
+            continue;
+        };
+        if b.channel.to_string() == "Google" && b.auction % 2 == 0 {
+            let start = b.date_time.div_euclid(10_000) * 10_000;
+            if start + 10_000 - 1 <= watermark {
+                late += 1;
+            } else {
+                *per_window.entry(start).or_default() += 1;
             }
         }
+        watermark = watermark.max(b.date_time + 5_000);
     }
-    let expected: Vec<Vec<String>> = per_second
+    let expected: Vec<Vec<String>> = per_window
         .into_iter()
         .map(|(start, n)| vec![timestamp(start), n.to_string()])
         .collect();
-    assert!(expected.len() > 10, "{expected:?}");
+    assert!(
+        expected.len() > 10 && late > 10,
+        "{late} late: {expected:?}"
+    );
     assert_eq!(counted(sql), counted(expected));
 }
 

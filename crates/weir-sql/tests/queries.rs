@@ -235,6 +235,31 @@ fn a_bad_line_fails_the_job_and_says_which() {
     assert!(out.contains("| +I |  2 |   bob |"), "{out}");
 }
 
+/// A row without a rowtime has no event time: Flink's watermark assigner
+/// fails the job on it ("RowTime field should not be null"), before any
+/// `WHERE` could drop it, and so does Weir's.
+#[test]
+fn a_null_rowtime_fails_the_job_and_names_the_column() {
+    let path = csv(
+        "null_rowtime",
+        "1,alice,12.50,2020-04-15 08:00:01\n2,bob,3.00,\n3,carol,1.00,2020-04-15 08:00:02\n",
+    );
+    for query in [
+        "SELECT id, buyer FROM orders;",
+        "SELECT id FROM orders WHERE id <> 2;",
+        "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), \
+         INTERVAL '10' SECOND)) GROUP BY window_start, window_end;",
+    ] {
+        let e = run(&format!("{}\n{query}", orders_ddl(&path)))
+            .expect_err("a NULL rowtime fails the job")
+            .to_string();
+        assert!(
+            e.contains("table 'orders': the rowtime column 'ts' is NULL"),
+            "{query}: {e}"
+        );
+    }
+}
+
 /// Orders with one late row: after 08:00:12 the watermark is 08:00:10, so
 /// the row of 08:00:05 is late for the window [08:00:00, 08:00:10), which
 /// fired when the watermark passed 08:00:09.999.
