@@ -19,12 +19,12 @@ use std::hash::Hash;
 use std::sync::Arc;
 use weir_state::{KeyedStateStore, StableHash};
 
-use weir_runtime::element::StreamRecord;
+use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::FunctionResult;
 
-use super::operator::{emit_late, focus, with_context, Firing, Map, WindowLogic};
+use super::operator::{emit_late, focus, no_timestamp, with_context, Firing, Map, WindowLogic};
 use super::{TimeWindow, Window};
 use crate::functions::Collector;
 use crate::operators::{KeySelector, OwnState, SavedWatermark};
@@ -441,6 +441,10 @@ where
         for record in input.drain(..) {
             let ts = record.timestamp;
             if ts <= self.watermark {
+                // The aligned operator is for event-time windows only.
+                if ts == NO_TIMESTAMP {
+                    return Err(no_timestamp());
+                }
                 cached = None;
                 self.process_behind(record, out)?;
                 continue;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use weir_runtime::element::StreamRecord;
+use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext, SideOutputs};
 use weir_runtime::time::{SharedClock, TimerQueue};
@@ -72,6 +72,16 @@ pub(crate) trait WindowLogic<K, W, T, O>: Send + 'static {
     fn clear(&mut self, _ctx: &mut ProcessWindowContext<'_, W>) -> FunctionResult {
         Ok(())
     }
+}
+
+/// What an event-time window fails the job with when a record has no
+/// timestamp (Flink: "Record has Long.MIN_VALUE timestamp"): without one
+/// the record has no window, and would otherwise be taken for late.
+pub(crate) fn no_timestamp() -> Box<dyn std::error::Error + Send + Sync> {
+    "a record without a timestamp reached an event-time window: stamp the records first \
+     (assign_timestamps_and_watermarks, or a source that assigns timestamps), or use a \
+     processing-time window"
+        .into()
 }
 
 /// Sends a late record to the late side output `tag`, after the results
@@ -948,6 +958,9 @@ where
     ) -> FunctionResult {
         let now = if self.event_time { 0 } else { self.now() };
         for record in input.drain(..) {
+            if self.event_time && record.timestamp == NO_TIMESTAMP {
+                return Err(no_timestamp());
+            }
             self.process_record(record, now, out)?;
         }
         Ok(())

@@ -21,14 +21,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use weir_state::{KeyedStateStore, StableHash};
 
-use weir_runtime::element::StreamRecord;
+use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::time::SharedClock;
 use weir_runtime::FunctionResult;
 
 use super::assigner::{AssignerContext, WindowAssigner};
-use super::operator::{emit_late, with_context, Firing, Map, WindowLogic};
+use super::operator::{emit_late, no_timestamp, with_context, Firing, Map, WindowLogic};
 use super::Window;
 use crate::functions::Collector;
 use crate::operators::{KeySelector, OwnState, SavedWatermark};
@@ -449,6 +449,10 @@ where
         out: &mut Output<O>,
     ) -> FunctionResult {
         for record in input.drain(..) {
+            // Sessions of event time only come here.
+            if record.timestamp == NO_TIMESTAMP {
+                return Err(no_timestamp());
+            }
             self.process_record(record, out)?;
         }
         Ok(())

@@ -301,6 +301,50 @@ fn late_records_without_a_side_output_are_counted() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Records never stamped have no event time: an event-time window fails
+/// the job and says what is missing (Flink: "Record has Long.MIN_VALUE
+/// timestamp"), whether its windows are tumbling (the aligned operator),
+/// sliding with a process function or sessions (the general one).
+#[test]
+fn records_without_timestamps_fail_an_event_time_window() {
+    type Event = (u8, i64, i64);
+    let reduce = |a: Event, b: Event| (a.0, a.1, a.2 + b.2);
+    let jobs: [(&str, fn(&DataStream<Event>, fn(Event, Event) -> Event)); 3] = [
+        ("tumbling", |s, f| {
+            s.key_by(|e| e.0)
+                .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+                .reduce(f)
+                .add_sink(DiscardingSink);
+        }),
+        ("sliding", |s, f| {
+            s.key_by(|e| e.0)
+                .window(SlidingEventTimeWindows::of(
+                    Duration::from_secs(10),
+                    Duration::from_secs(5),
+                ))
+                .trigger(CountTrigger::of(1))
+                .reduce(f)
+                .add_sink(DiscardingSink);
+        }),
+        ("session", |s, f| {
+            s.key_by(|e| e.0)
+                .window(EventTimeSessionWindows::with_gap(Duration::from_secs(1)))
+                .reduce(f)
+                .add_sink(DiscardingSink);
+        }),
+    ];
+    for (name, job) in jobs {
+        let env = StreamExecutionEnvironment::new();
+        let unstamped = env.from_elements(vec![(1_u8, 100_i64, 1_i64), (1, 200, 2)]);
+        job(&unstamped, reduce);
+        let e = env.execute(name).expect_err("no timestamps");
+        assert!(
+            format!("{e:#}").contains("a record without a timestamp reached an event-time window"),
+            "{name}: {e:#}"
+        );
+    }
+}
+
 #[test]
 fn windows_with_offsets_and_negative_timestamps() -> anyhow::Result<()> {
     let env = StreamExecutionEnvironment::new();
