@@ -308,8 +308,10 @@ fn late_records_without_a_side_output_are_counted() -> anyhow::Result<()> {
 #[test]
 fn records_without_timestamps_fail_an_event_time_window() {
     type Event = (u8, i64, i64);
+    type Reduce = fn(Event, Event) -> Event;
+    type Job = fn(&DataStream<Event>, Reduce);
     let reduce = |a: Event, b: Event| (a.0, a.1, a.2 + b.2);
-    let jobs: [(&str, fn(&DataStream<Event>, fn(Event, Event) -> Event)); 3] = [
+    let jobs: [(&str, Job); 3] = [
         ("tumbling", |s, f| {
             s.key_by(|e| e.0)
                 .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
