@@ -18,7 +18,12 @@ fn sql_rows(query: &str) -> Vec<Vec<String>> {
 }
 
 fn sql_rows_of(query: &str, events: u64) -> Vec<Vec<String>> {
-    support::changelog(&script(query, events))
+    inserted(&script(query, events))
+}
+
+/// The rows a script's query inserts, as their values.
+fn inserted(script: &str) -> Vec<Vec<String>> {
+    support::changelog(script)
         .expect("the query runs")
         .iter()
         .filter_map(|l| l.strip_prefix("+I["))
@@ -125,12 +130,7 @@ fn a_table_of_some_bid_fields_in_another_order_reads_each_from_its_field() {
          WITH ('connector' = 'nexmark', 'table' = 'bid', 'events.num' = '{events_num}');\n\
          SELECT auction, url, doubled, extra, dateTime FROM b;"
     );
-    let rows: Vec<Vec<String>> = support::changelog(&script)
-        .expect("the query runs")
-        .iter()
-        .filter_map(|l| l.strip_prefix("+I["))
-        .map(values)
-        .collect();
+    let rows: Vec<Vec<String>> = inserted(&script);
     let generator = NexmarkGenerator::new(GeneratorConfig::default());
     let expected: Vec<Vec<String>> = (0..events_num)
         .filter_map(|n| match generator.event(n) {
@@ -169,12 +169,7 @@ fn a_filtered_scan_stamps_the_bids_it_keeps_and_those_it_drops() {
          FROM TABLE(TUMBLE(TABLE kept, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)) \
          GROUP BY window_start, window_end;"
     );
-    let sql: Vec<Vec<String>> = support::changelog(&script)
-        .expect("the query runs")
-        .iter()
-        .filter_map(|l| l.strip_prefix("+I["))
-        .map(values)
-        .collect();
+    let sql: Vec<Vec<String>> = inserted(&script);
     let generator = NexmarkGenerator::new(GeneratorConfig {
         rate: 10,
         ..GeneratorConfig::default()
