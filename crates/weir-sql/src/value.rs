@@ -641,8 +641,11 @@ impl Row {
 
 /// The widest rows whose buffers are kept for reuse.
 const POOLED_WIDTH: usize = 16;
-/// How many buffers of each width a thread keeps: a batch's worth.
-const POOLED_PER_WIDTH: usize = 1024;
+/// How many buffers of each width a thread keeps: a few batches' worth,
+/// since a chain of operators holds more than one batch of rows at once
+/// (a `GROUP BY` makes two result rows per input row while the input
+/// batch's rows are still alive).
+const POOLED_PER_WIDTH: usize = 4096;
 
 /// The buffers of dropped rows, by capacity (index `capacity - 1`), each
 /// kept as its pointer alone: a buffer is given back and taken again many
