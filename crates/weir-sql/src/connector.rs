@@ -417,10 +417,17 @@ impl ScanRows {
                     let strategy = w.strategy.clone();
                     raw.scan_with_watermarks(
                         move |v: I, ctx: &mut ScanContext<'_, Row>| {
-                            if let Some(mut row) = make(v) {
-                                w.stamp(&row, ctx)?;
-                                if calc.as_ref().map_or(Ok(true), |c| c.apply(&mut row))? {
-                                    ctx.collect(row);
+                            // The row stays where `make` returned it until
+                            // it is collected: moved out at once, it was
+                            // read back in other widths than `make` wrote
+                            // it in, and stalled a second time.
+                            let mut made = make(v);
+                            if let Some(row) = &mut made {
+                                w.stamp(row, ctx)?;
+                                if calc.as_ref().map_or(Ok(true), |c| c.apply(row))? {
+                                    if let Some(row) = made {
+                                        ctx.collect(row);
+                                    }
                                 }
                             }
                             Ok(())
