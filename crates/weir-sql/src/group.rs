@@ -60,21 +60,23 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
             aggregates.results_into(acc, &mut values);
             Row { kind, values }
         };
-        // One state access, the accumulators updated where they are
-        // stored.
-        let (before, after) = state.update_in_place(|previous| match previous {
+        // Results are emitted as they are made, inside the one state
+        // access: handed back out of it, each row was moved through memory
+        // twice more and read back in other widths than it was written in.
+        let skip_unchanged = self.ttl.is_none();
+        state.update_in_place(|previous| match previous {
             // A retraction of a group never seen (its state expired, or
             // the input retracts what it never inserted) changes nothing,
             // as in Flink.
-            None if retraction => (ValueChange::Keep, (None, None)),
+            None if retraction => (ValueChange::Keep, ()),
             None => {
                 let mut group = Group {
                     rows: 1,
                     accumulators: aggregates.create_accumulator(),
                 };
                 aggregates.add(row, &mut group.accumulators);
-                let after = result(RowKind::Insert, aggregates, &group.accumulators);
-                (ValueChange::Set(group), (None, Some(after)))
+                out.collect(result(RowKind::Insert, aggregates, &group.accumulators));
+                (ValueChange::Set(group), ())
             }
             Some(group) => {
                 let mut before = result(RowKind::UpdateBefore, aggregates, &group.accumulators);
@@ -87,23 +89,19 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                 }
                 if group.rows <= 0 {
                     before.kind = RowKind::Delete;
-                    return (ValueChange::Remove, (Some(before), None));
+                    out.collect(before);
+                    return (ValueChange::Remove, ());
                 }
                 let after = result(RowKind::UpdateAfter, aggregates, &group.accumulators);
-                (ValueChange::Keep, (Some(before), Some(after)))
+                // An unchanged result is not emitted again (as Flink does
+                // without a state time-to-live).
+                if !(skip_unchanged && before.values == after.values) {
+                    out.collect(before);
+                    out.collect(after);
+                }
+                (ValueChange::Keep, ())
             }
         })?;
-        match (before, after) {
-            (None, Some(row)) | (Some(row), None) => out.collect(row),
-            // An unchanged result is not emitted again (as Flink does
-            // without a state time-to-live).
-            (Some(before), Some(after)) if before.values == after.values && self.ttl.is_none() => {}
-            (Some(before), Some(after)) => {
-                out.collect(before);
-                out.collect(after);
-            }
-            (None, None) => {}
-        }
         Ok(())
     }
 }
