@@ -505,14 +505,16 @@ pub(crate) fn source(
             ));
         }
     }
-    let (watermarks, rowtime) = match &table.watermark {
-        Some(w) => {
-            let (strategy, rowtime) =
-                watermark_strategy(&table.name, w, &rows.scope, watermark_per_row)?;
-            (Some(strategy), Some(rowtime))
-        }
-        None => (None, None),
+    let watermarks = match &table.watermark {
+        Some(w) => Some(watermark_strategy(
+            &table.name,
+            w,
+            &rows.scope,
+            watermark_per_row,
+        )?),
+        None => None,
     };
+    let rowtime = watermarks.as_ref().map(|w| w.rowtime);
     let stream = match connector(table)? {
         "filesystem" => filesystem_source(env, table, &rows, &physical)?,
         "nexmark" => {
@@ -620,13 +622,13 @@ where
 }
 
 /// The timestamps and watermarks of a table's `WATERMARK` over rows of
-/// `scope`, and its rowtime column.
+/// `scope`.
 fn watermark_strategy(
     table: &str,
     w: &crate::catalog::WatermarkDef,
     scope: &Scope,
     per_row: bool,
-) -> Result<(Watermarks, usize), SqlError> {
+) -> Result<Watermarks, SqlError> {
     let rowtime = scope.index(&w.column, w.at)?;
     let tracked = scope.tracking();
     let compiled = compile(&w.expr, &tracked)?;
@@ -666,15 +668,12 @@ fn watermark_strategy(
          not be null\")",
         w.column
     );
-    Ok((
-        Watermarks {
-            strategy,
-            reads,
-            rowtime,
-            null_rowtime: null_rowtime.into(),
-        },
+    Ok(Watermarks {
+        strategy,
+        reads,
         rowtime,
-    ))
+        null_rowtime: null_rowtime.into(),
+    })
 }
 
 fn filesystem_source(

@@ -461,11 +461,11 @@ fn calc_then(
     stream: impl FnOnce(Option<Calc>) -> DataStream<Row>,
 ) -> Result<Planned, SqlError> {
     let mut steps = input.steps;
-    let filter = crate::window::where_filter(select, &input.scope)?;
-    // Which columns the `WHERE` reads, so that a scan that can read them
-    // apart filters before it makes a row.
+    // Compiled over a scope that records which columns the `WHERE` reads,
+    // so that a scan that can read them apart filters before it makes a
+    // row.
     let tracked = input.scope.tracking();
-    crate::window::where_filter(select, &tracked)?;
+    let filter = crate::window::where_filter(select, &tracked)?;
     if let Some(e) = &select.selection {
         steps.push(format!("Calc: where {e}"));
     }
