@@ -13,6 +13,7 @@ use weir::prelude::*;
 use weir::watermark::{ScanContext, WatermarkGenerator, WatermarkOutput};
 
 use crate::catalog::{ColumnKind, TableDef};
+use crate::computed::ComputedColumns;
 use crate::error::SqlError;
 use crate::expr::{cast, compile, Eval, Scope};
 use crate::format::{format_options, RowFormat};
@@ -75,7 +76,7 @@ pub(crate) fn check_options(table: &TableDef, known: &[&str]) -> Result<(), SqlE
 pub(crate) struct TableRows {
     pub scope: Scope,
     /// Computed columns, in the order they follow the physical ones.
-    pub computed: Vec<Eval>,
+    pub computed: ComputedColumns,
     /// Where each declared column is in the row.
     pub order: Vec<usize>,
 }
@@ -129,7 +130,7 @@ pub(crate) fn table_rows(table: &TableDef) -> Result<TableRows, SqlError> {
             ColumnKind::Computed(e) => {
                 let compiled = compile(e, &base)?;
                 scope.columns.push((c.name.clone(), compiled.ty));
-                computed.push(compiled.eval);
+                computed.push((c.name.clone(), compiled));
                 order.push(next_computed);
                 next_computed += 1;
             }
@@ -139,7 +140,7 @@ pub(crate) fn table_rows(table: &TableDef) -> Result<TableRows, SqlError> {
     let declared = Scope::of(order.iter().map(|&i| scope.columns[i].clone()).collect());
     Ok(TableRows {
         scope: declared,
-        computed,
+        computed: ComputedColumns::new(&table.name, computed),
         order,
     })
 }
@@ -357,8 +358,9 @@ pub(crate) trait Probes<I>: Clone + 'static {
 
 /// What [`Probes::probe`] gives.
 pub(crate) trait Probe<I>: Clone + Send + Sync + 'static {
-    /// Writes its columns of `raw` into `row`; false if `raw` makes no row.
-    fn probe(&self, raw: &mut I, row: &mut Row) -> bool;
+    /// Writes its columns of `raw` into `row`; false if `raw` makes no
+    /// row, an error if a column cannot be computed.
+    fn probe(&self, raw: &mut I, row: &mut Row) -> Result<bool, String>;
 }
 
 /// A source without probes.
@@ -374,14 +376,15 @@ impl<I> Probes<I> for NoProbes {
 }
 
 impl<I> Probe<I> for NoProbes {
-    fn probe(&self, _: &mut I, _: &mut Row) -> bool {
+    fn probe(&self, _: &mut I, _: &mut Row) -> Result<bool, String> {
         match *self {}
     }
 }
 
 impl ScanRows {
-    /// The rows `make` makes of `raw`'s records (`None`: no row), of the
-    /// table `table`, read apart by `probes` where it can.
+    /// The rows `make` makes of `raw`'s records (`None`: no row; an error
+    /// fails the job), of the table `table`, read apart by `probes` where
+    /// it can.
     pub(crate) fn new<I, P, Q>(
         table: &str,
         raw: DataStream<I>,
@@ -391,7 +394,7 @@ impl ScanRows {
     ) -> ScanRows
     where
         I: Clone + Send + 'static,
-        P: Fn(I) -> Option<Row> + Clone + Send + Sync + 'static,
+        P: Fn(I) -> Result<Option<Row>, String> + Clone + Send + Sync + 'static,
         Q: Probes<I>,
     {
         let table = table.to_string();
@@ -421,7 +424,7 @@ impl ScanRows {
                             // it is collected: moved out at once, it was
                             // read back in other widths than `make` wrote
                             // it in, and stalled a second time.
-                            let mut made = make(v);
+                            let mut made = make(v)?;
                             if let Some(row) = &mut made {
                                 w.stamp(row, ctx)?;
                                 if calc.as_ref().map_or(Ok(true), |c| c.apply(row))? {
@@ -437,7 +440,7 @@ impl ScanRows {
                 }
                 (None, None, calc) => raw.process(
                     move |v: I, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-                        if let Some(mut row) = make(v) {
+                        if let Some(mut row) = make(v)? {
                             if calc.as_ref().map_or(Ok(true), |c| c.apply(&mut row))? {
                                 out.collect(row);
                             }
@@ -457,7 +460,13 @@ impl ScanRows {
     /// The rows of a source that makes them itself.
     fn of_rows(table: &str, raw: DataStream<Row>, watermarks: Option<Watermarks>) -> ScanRows {
         if watermarks.is_some() {
-            return ScanRows::new(table, raw, Some, None::<NoProbes>, watermarks);
+            return ScanRows::new(
+                table,
+                raw,
+                |row| Ok(Some(row)),
+                None::<NoProbes>,
+                watermarks,
+            );
         }
         let name = format!("Calc: {table}");
         ScanRows {
@@ -521,7 +530,10 @@ pub(crate) fn source(
             let rows_of = crate::nexmark::nexmark_source(env, table, &rows, &physical, watermarks)?;
             return Ok(scan(rows_of, rows.scope, rowtime, table));
         }
-        "datagen" => crate::datagen::datagen_source(env, table, &rows)?,
+        "datagen" => {
+            let rows_of = crate::datagen::datagen_source(env, table, &rows, watermarks)?;
+            return Ok(scan(rows_of, rows.scope, rowtime, table));
+        }
         #[cfg(feature = "kafka")]
         "kafka" => crate::kafka::kafka_source(env, table, &rows, &physical)?,
         #[cfg(not(feature = "kafka"))]
@@ -590,7 +602,7 @@ fn probed<I, P, Q>(
 ) -> Option<DataStream<Row>>
 where
     I: Clone + Send + 'static,
-    P: Fn(I) -> Option<Row> + Clone + Send + Sync + 'static,
+    P: Fn(I) -> Result<Option<Row>, String> + Clone + Send + Sync + 'static,
     Q: Probes<I>,
 {
     let filter = calc.filter()?.clone();
@@ -605,12 +617,12 @@ where
     let stamping = watermarks.clone();
     Some(raw.scan_with_watermarks(
         move |mut raw: I, ctx: &mut ScanContext<'_, Row>| {
-            if !probe.probe(&mut raw, &mut stand_in) {
+            if !probe.probe(&mut raw, &mut stand_in)? {
                 return Ok(());
             }
             stamping.stamp(&stand_in, ctx)?;
             if filter.passes(&stand_in.values)? {
-                if let Some(mut row) = make(raw) {
+                if let Some(mut row) = make(raw)? {
                     calc.project(&mut row)?;
                     ctx.collect(row);
                 }
@@ -767,7 +779,7 @@ pub(crate) struct RowDecoder {
     columns: Vec<(String, SqlType)>,
     nullable: Vec<bool>,
     read: Vec<bool>,
-    computed: Vec<Eval>,
+    computed: ComputedColumns,
     order: Vec<usize>,
 }
 
@@ -806,11 +818,7 @@ impl RowDecoder {
                 self.columns[i].0
             ));
         }
-        let base = values.len();
-        for c in &self.computed {
-            let v = c(&values[..base])?;
-            values.push(v);
-        }
+        self.computed.append(&mut values)?;
         Ok(Row::insert(in_declared_order(values, &self.order)))
     }
 }

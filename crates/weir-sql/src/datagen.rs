@@ -17,12 +17,16 @@
 //! values are a function of the row's number: the same table gives the
 //! same rows in every run (and after a restore from a checkpoint).
 
+use std::sync::Arc;
+
 use weir::prelude::*;
 
 use crate::catalog::TableDef;
-use crate::connector::{check_options, connector_error, TableRows};
+use crate::computed::ComputedColumns;
+use crate::connector::{
+    check_options, connector_error, Probe, Probes, ScanRows, TableRows, Watermarks,
+};
 use crate::error::SqlError;
-use crate::expr::Eval;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
@@ -157,7 +161,8 @@ pub(crate) fn datagen_source(
     env: &StreamExecutionEnvironment,
     table: &TableDef,
     rows: &TableRows,
-) -> Result<DataStream<Row>, SqlError> {
+    watermarks: Option<Watermarks>,
+) -> Result<ScanRows, SqlError> {
     let physical: Vec<(String, SqlType)> =
         table.physical().map(|(n, t)| (n.to_string(), t)).collect();
     let mut known: Vec<String> = ["connector", "rows-per-second", "number-of-rows"]
@@ -279,9 +284,22 @@ pub(crate) fn datagen_source(
         };
         fields.push((field, *ty));
     }
-    let computed: Vec<Eval> = rows.computed.clone();
+    let fields: Arc<[(Field, SqlType)]> = fields.into();
+    let computed = rows.computed.clone();
     let order = rows.order.clone();
-    let make = move |n: u64| -> Row {
+    // A stand-in row of the declared columns can be probed when they are
+    // the physical ones then the computed ones, in that order (the row the
+    // computed columns are computed over).
+    let probes = (order.len() == fields.len() + computed.len()
+        && order.iter().enumerate().all(|(i, &o)| i == o))
+    .then(|| DatagenProbes {
+        fields: fields.clone(),
+        computed: computed.clone(),
+    });
+    // The source emits row numbers; each becomes its row in the operator
+    // that stamps and filters it, so that the row is still in the CPU's
+    // caches there (and a probed row the `WHERE` drops is never made).
+    let make = move |n: u64| -> Result<Option<Row>, String> {
         let mut values = Row::buffer(fields.len() + computed.len());
         values.extend(
             fields
@@ -289,22 +307,90 @@ pub(crate) fn datagen_source(
                 .enumerate()
                 .map(|(c, (f, ty))| f.value(c, n, *ty)),
         );
-        let physical = values.len();
-        for c in &computed {
-            let v = c(&values[..physical]).unwrap_or(Value::Null);
-            values.push(v);
-        }
-        Row::insert(crate::connector::in_declared_order(values, &order))
+        computed.append(&mut values)?;
+        Ok(Some(Row::insert(crate::connector::in_declared_order(
+            values, &order,
+        ))))
     };
     let source = match count {
-        Some(n) => GeneratorSource::new(n, make),
-        None => GeneratorSource::unbounded(make),
+        Some(n) => GeneratorSource::new(n, row_number),
+        None => GeneratorSource::unbounded(row_number),
     }
     .with_rate_limit(rate);
-    Ok(env
+    let numbers = env
         .add_parallel_source(source, &format!("{}[datagen]", table.name))
         .uid(&crate::plan::state_uid(&format!(
             "Source[{}; datagen]",
             table.name.to_lowercase()
-        ))))
+        )));
+    Ok(ScanRows::new(
+        &table.name,
+        numbers,
+        make,
+        probes,
+        watermarks,
+    ))
+}
+
+/// Row `n`'s number: what the source emits.
+fn row_number(n: u64) -> u64 {
+    n
+}
+
+/// Probes of a `datagen` table whose declared columns are its physical
+/// ones, then its computed ones.
+#[derive(Clone)]
+struct DatagenProbes {
+    fields: Arc<[(Field, SqlType)]>,
+    computed: ComputedColumns,
+}
+
+/// Makes the physical columns it reads, and then its computed ones (over
+/// all the physical ones, when it reads any computed column).
+#[derive(Clone)]
+struct DatagenProbe {
+    fields: Arc<[(Field, SqlType)]>,
+    physical: Vec<usize>,
+    computed: ComputedColumns,
+    computing: Vec<usize>,
+}
+
+impl Probes<u64> for DatagenProbes {
+    type Probe = DatagenProbe;
+
+    fn probe(&self, columns: &[bool]) -> Option<(DatagenProbe, Row)> {
+        let base = self.fields.len();
+        if columns.len() != base + self.computed.len() {
+            return None;
+        }
+        let computing: Vec<usize> = (0..self.computed.len())
+            .filter(|i| columns[base + i])
+            .collect();
+        let physical = (0..base)
+            .filter(|&p| columns[p] || !computing.is_empty())
+            .collect();
+        let probe = DatagenProbe {
+            fields: self.fields.clone(),
+            physical,
+            computed: self.computed.clone(),
+            computing,
+        };
+        Some((probe, Row::insert(vec![Value::Null; columns.len()])))
+    }
+}
+
+impl Probe<u64> for DatagenProbe {
+    #[inline]
+    fn probe(&self, n: &mut u64, row: &mut Row) -> Result<bool, String> {
+        let values = &mut row.values;
+        for &p in &self.physical {
+            let (field, ty) = &self.fields[p];
+            values[p] = field.value(p, *n, *ty);
+        }
+        let base = self.fields.len();
+        for &i in &self.computing {
+            self.computed.write_at(i, values, base, base + i)?;
+        }
+        Ok(true)
+    }
 }

@@ -1526,8 +1526,22 @@ fn function(
                     ))
                 }
             };
+            // Of a column (a table's event time from its epoch
+            // milliseconds): also written in place.
+            let shape = match n.shape {
+                Shape::Column(i) => {
+                    Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
+                        match row[i].as_i64() {
+                            Some(v) => row[slot] = Value::TimestampLtz(v.saturating_mul(scale)),
+                            None => row[slot] = Value::Null,
+                        }
+                        Ok(())
+                    })))
+                }
+                _ => Shape::Computed,
+            };
             Ok(Compiled {
-                shape: Shape::Computed,
+                shape,
                 eval: Arc::new(move |r| {
                     Ok(match (n.eval)(r)?.as_i64() {
                         Some(v) => Value::TimestampLtz(v.saturating_mul(scale)),

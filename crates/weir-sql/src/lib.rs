@@ -21,6 +21,7 @@
 
 mod aggregate;
 mod catalog;
+mod computed;
 mod connector;
 mod datagen;
 mod ddl;

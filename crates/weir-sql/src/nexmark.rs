@@ -19,7 +19,6 @@ use crate::connector::{
     check_options, connector_error, Probe, Probes, ScanRows, TableRows, Watermarks,
 };
 use crate::error::SqlError;
-use crate::expr::Eval;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
@@ -304,7 +303,7 @@ impl Probes<Event> for EventProbes {
 
 impl Probe<Event> for EventProbe {
     #[inline(always)]
-    fn probe(&self, e: &mut Event, row: &mut Row) -> bool {
+    fn probe(&self, e: &mut Event, row: &mut Row) -> Result<bool, String> {
         // A loop of a constant count, unrolled as in `place`; the fields
         // are copied, since the event may yet be made into its row.
         #[inline(always)]
@@ -341,9 +340,9 @@ impl Probe<Event> for EventProbe {
             (Event::Person(p), 2) => {
                 copy::<{ PERSON.len() }>(&self.at, values, |f| person_field(p, f, false))
             }
-            _ => return false,
+            _ => return Ok(false),
         }
-        true
+        Ok(true)
     }
 }
 
@@ -468,7 +467,7 @@ pub(crate) fn nexmark_source(
             Some(std::sync::Arc::new(EventPool::new(&generator, size)))
         }
     };
-    let computed: Vec<Eval> = rows.computed.clone();
+    let computed = rows.computed.clone();
     let order = rows.order.clone();
     // Without computed columns each column of the row is a field of the
     // event (the query's columns only, when the scan keeps fewer).
@@ -498,16 +497,14 @@ pub(crate) fn nexmark_source(
     // Each event becomes its row in the operator that stamps and filters
     // it, so that the row is still in the CPU's caches there.
     let make = move |e: Event| {
-        let mut values = build.values(e, which, computed.len())?;
+        let Some(mut values) = build.values(e, which, computed.len()) else {
+            return Ok(None);
+        };
         if !plain {
-            let physical = values.len();
-            for c in &computed {
-                let v = c(&values[..physical]).unwrap_or(Value::Null);
-                values.push(v);
-            }
+            computed.append(&mut values)?;
             values = crate::connector::in_declared_order(values, &order);
         }
-        Some(Row::insert(values))
+        Ok(Some(Row::insert(values)))
     };
     Ok(ScanRows::new(&table.name, events, make, probes, watermarks))
 }
@@ -608,7 +605,7 @@ mod tests {
             .probe(&[true, false, false, true, true])
             .expect("a probe");
         let mut event = Event::Bid(bid());
-        assert!(probe.probe(&mut event, &mut row));
+        assert_eq!(probe.probe(&mut event, &mut row), Ok(true));
         assert_eq!(
             row.values,
             vec![
@@ -625,7 +622,7 @@ mod tests {
         };
         assert_eq!(b.extra.to_string(), "x");
         // Probed again, the values are replaced, not added to.
-        assert!(probe.probe(&mut event, &mut row));
+        assert_eq!(probe.probe(&mut event, &mut row), Ok(true));
         assert_eq!(row.values.len(), 5);
         assert!(
             probes.probe(&[true; 5]).is_none(),
@@ -639,8 +636,9 @@ mod tests {
         let (probe, mut row) = auctions
             .probe(&[true, false, true, false, false])
             .expect("a probe");
-        assert!(
-            !probe.probe(&mut Event::Bid(bid()), &mut row),
+        assert_eq!(
+            probe.probe(&mut Event::Bid(bid()), &mut row),
+            Ok(false),
             "a bid is not an auction"
         );
     }

@@ -260,6 +260,92 @@ fn a_null_rowtime_fails_the_job_and_names_the_column() {
     }
 }
 
+/// A `datagen` scan with a `WHERE` and a watermark reads each row's
+/// filtered and time columns first, and makes only the rows it keeps:
+/// those rows are whole, their computed columns included, and windows over
+/// them count what the `WHERE` kept.
+#[test]
+fn a_filtered_datagen_scan_makes_whole_the_rows_it_keeps() -> Result<(), SqlError> {
+    let ddl = "CREATE TABLE g (
+                 id BIGINT, k AS MOD(id, 10), ts AS TO_TIMESTAMP_LTZ(id, 0),
+                 WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+               ) WITH ('connector' = 'datagen', 'rows-per-second' = '100000',
+                 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '40');";
+    let lines = support::changelog(&format!(
+        "{ddl}\nSELECT id, k, ts FROM g WHERE MOD(id, 7) = 0;"
+    ))?;
+    // The changelog's lines come sorted.
+    let mut expected: Vec<String> = [7, 14, 21, 28, 35]
+        .iter()
+        .map(|id| format!("+I[{id}, {}, 1970-01-01 00:00:{id:02}.000]", id % 10))
+        .collect();
+    expected.sort();
+    assert_eq!(lines, expected);
+    let lines = support::changelog(&format!(
+        "{ddl}\nSELECT window_start, COUNT(*), SUM(k) FROM TABLE(TUMBLE(TABLE g, DESCRIPTOR(ts),
+           INTERVAL '10' SECOND)) WHERE MOD(id, 7) = 0 GROUP BY window_start, window_end;"
+    ))?;
+    assert_eq!(
+        lines,
+        [
+            "+I[1970-01-01 00:00:00.000, 1, 7]",
+            "+I[1970-01-01 00:00:10.000, 1, 4]",
+            "+I[1970-01-01 00:00:20.000, 2, 9]",
+            "+I[1970-01-01 00:00:30.000, 1, 5]",
+        ]
+    );
+    Ok(())
+}
+
+/// A computed column that cannot be computed for a row fails the job and
+/// names the column, as Flink's source fails on `/ by zero`: it is never
+/// made a NULL. Each way a source computes its columns is tried: the
+/// general expression, integer arithmetic of a column and a constant, a
+/// stand-in row probed for a `WHERE`, and a file's rows.
+#[test]
+fn a_computed_column_that_fails_fails_the_job_and_names_it() {
+    let datagen = |columns: &str, query: &str| {
+        run(&format!(
+            "CREATE TABLE g (id BIGINT, {columns}) WITH ('connector' = 'datagen',
+               'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '5');
+             {query}"
+        ))
+        .expect_err("the job fails")
+        .to_string()
+    };
+    let e = datagen("q AS 10 / (id - 3)", "SELECT id, q FROM g;");
+    assert!(
+        e.contains("computed column 'q' of table 'g': division by zero: 10 / 0"),
+        "{e}"
+    );
+    let e = datagen("m AS MOD(id, 0)", "SELECT id, m FROM g;");
+    assert!(
+        e.contains("computed column 'm' of table 'g': division by zero: 1 % 0"),
+        "{e}"
+    );
+    let e = datagen(
+        "ts AS TO_TIMESTAMP_LTZ(id, 3), q AS 10 / (id - 3), WATERMARK FOR ts AS ts",
+        "SELECT id FROM g WHERE q > 0;",
+    );
+    assert!(
+        e.contains("computed column 'q' of table 'g': division by zero: 10 / 0"),
+        "{e}"
+    );
+    let path = csv("computed_fails", "1,0\n");
+    let e = run(&format!(
+        "CREATE TABLE f (a INT, b INT, r AS a / b) WITH ('connector' = 'filesystem',
+           'path' = '{}', 'format' = 'csv');
+         SELECT r FROM f;",
+        path.display()
+    ))
+    .expect_err("the job fails")
+    .to_string();
+    assert!(
+        e.contains("computed column 'r' of table 'f': division by zero: 1 / 0"),
+        "{e}"
+    );
+}
+
 /// Orders with one late row: after 08:00:12 the watermark is 08:00:10, so
 /// the row of 08:00:05 is late for the window [08:00:00, 08:00:10), which
 /// fired when the watermark passed 08:00:09.999.
