@@ -24,19 +24,43 @@ pub const VALUE_FORMAT_VERSION: u8 = 1;
 /// Writes `key` into `buf` (cleared first), reusing its allocation.
 pub fn encode_key<K: Serialize + ?Sized>(key: &K, buf: &mut Vec<u8>) -> Result<(), StateError> {
     buf.clear();
-    let taken = std::mem::take(buf);
-    *buf = postcard::to_extend(key, taken)?;
-    Ok(())
+    append_key(key, buf)
 }
 
 /// Writes `key` after what `buf` holds (a namespace after its key).
+#[inline]
 pub(crate) fn append_key<K: Serialize + ?Sized>(
     key: &K,
     buf: &mut Vec<u8>,
 ) -> Result<(), StateError> {
-    let taken = std::mem::take(buf);
-    *buf = postcard::to_extend(key, taken)?;
+    // Into the buffer where it is: a buffer moved into the serializer and
+    // returned from it in a `Result` was read back in other widths than
+    // it was stored in, a stall on every key of every state access.
+    postcard::serialize_with_flavor(key, Append(buf))?;
     Ok(())
+}
+
+/// Postcard's output: the end of a borrowed buffer.
+struct Append<'a>(&'a mut Vec<u8>);
+
+impl postcard::ser_flavors::Flavor for Append<'_> {
+    type Output = ();
+
+    #[inline]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(data);
+        Ok(())
+    }
+
+    #[inline]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.push(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
 }
 
 /// A key from bytes written by [`encode_key`].
