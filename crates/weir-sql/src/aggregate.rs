@@ -125,9 +125,56 @@ pub(crate) struct SqlAggregates {
     /// Whether the accumulators must be able to retract (the input is a
     /// changelog with retractions).
     pub retracting: bool,
+    /// New accumulators, when they own no memory (counts, sums, minima,
+    /// maxima, averages, at most two): then a copy of their bytes is a new
+    /// set of accumulators.
+    plain: Option<Accumulators>,
 }
 
 impl SqlAggregates {
+    /// The aggregates `calls`, able to retract when `retracting`.
+    pub fn new(calls: Vec<AggCall>, retracting: bool) -> SqlAggregates {
+        let mut aggregates = SqlAggregates {
+            calls,
+            retracting,
+            plain: None,
+        };
+        let fresh = aggregates.fresh();
+        let owns_nothing = !fresh.spilled()
+            && fresh.iter().all(|a| match a {
+                Acc::Count(_) => true,
+                Acc::Value(v) | Acc::Avg { sum: v, .. } => v.is_null(),
+                _ => false,
+            });
+        aggregates.plain = owns_nothing.then_some(fresh);
+        aggregates
+    }
+
+    /// One new accumulator per call.
+    fn fresh(&self) -> Accumulators {
+        self.calls
+            .iter()
+            .map(|c| match c.kind {
+                AggKind::CountStar | AggKind::Count => Acc::Count(0),
+                AggKind::CountDistinct if self.retracting => Acc::Counted(Box::default()),
+                AggKind::Min | AggKind::Max if self.retracting => Acc::Sorted(BTreeMap::new()),
+                AggKind::ListAgg if self.retracting => Acc::List(Vec::new()),
+                AggKind::Sum if self.retracting => Acc::Avg {
+                    sum: Value::Null,
+                    count: 0,
+                },
+                AggKind::CountDistinct => Acc::Distinct(Box::default()),
+                AggKind::Sum | AggKind::Min | AggKind::Max | AggKind::ListAgg => {
+                    Acc::Value(Value::Null)
+                }
+                AggKind::Avg => Acc::Avg {
+                    sum: Value::Null,
+                    count: 0,
+                },
+            })
+            .collect()
+    }
+
     /// Appends the results of `acc` to `out` (a result row being built,
     /// its key columns already in it).
     pub fn results_into(&self, acc: &[Acc], out: &mut Vec<Value>) {
@@ -227,27 +274,17 @@ fn add_values(a: &Value, b: &Value, t: SqlType) -> Value {
 
 impl AggregateFunction<Row, Accumulators, Vec<Value>> for SqlAggregates {
     fn create_accumulator(&mut self) -> Accumulators {
-        self.calls
-            .iter()
-            .map(|c| match c.kind {
-                AggKind::CountStar | AggKind::Count => Acc::Count(0),
-                AggKind::CountDistinct if self.retracting => Acc::Counted(Box::default()),
-                AggKind::Min | AggKind::Max if self.retracting => Acc::Sorted(BTreeMap::new()),
-                AggKind::ListAgg if self.retracting => Acc::List(Vec::new()),
-                AggKind::Sum if self.retracting => Acc::Avg {
-                    sum: Value::Null,
-                    count: 0,
-                },
-                AggKind::CountDistinct => Acc::Distinct(Box::default()),
-                AggKind::Sum | AggKind::Min | AggKind::Max | AggKind::ListAgg => {
-                    Acc::Value(Value::Null)
-                }
-                AggKind::Avg => Acc::Avg {
-                    sum: Value::Null,
-                    count: 0,
-                },
-            })
-            .collect()
+        match &self.plain {
+            // A copy of the bytes of accumulators made once. Made anew, each
+            // accumulator was built on the stack and read back in other
+            // widths than it was written in, a stall on every new window of
+            // a key (a fifth of a TUMBLE job's time).
+            // SAFETY: `plain` holds its accumulators inline, and they own
+            // no memory (numbers and NULLs only): a copy of their bytes is
+            // a clone, and dropping both drops nothing twice.
+            Some(plain) => unsafe { std::ptr::read(plain) },
+            None => self.fresh(),
+        }
     }
 
     fn add(&mut self, row: Row, acc: &mut Accumulators) {
@@ -414,10 +451,7 @@ mod tests {
     }
 
     fn run(calls: Vec<AggCall>, rows: &[Vec<Value>]) -> Vec<Value> {
-        let mut agg = SqlAggregates {
-            calls,
-            retracting: false,
-        };
+        let mut agg = SqlAggregates::new(calls, false);
         let mut acc = agg.create_accumulator();
         for r in rows {
             agg.add(Row::insert(r.clone()), &mut acc);
@@ -476,5 +510,38 @@ mod tests {
         assert_eq!(listed, vec![Value::string("3,4,3")]);
         let nothing = run(vec![call(AggKind::Sum, SqlType::Int)], &[vec![Value::Null]]);
         assert_eq!(nothing, vec![Value::Null]);
+    }
+
+    /// New accumulators are copied as bytes only when they own no memory:
+    /// a copied set, or a copied heap pointer, would be freed twice.
+    #[test]
+    fn only_accumulators_that_own_nothing_are_copied_as_bytes() {
+        let call = |kind| AggCall {
+            kind,
+            arg: 0,
+            arg_type: SqlType::BigInt,
+            separator: ",".into(),
+        };
+        let plain = |kinds: &[AggKind], retracting| {
+            let calls = kinds.iter().map(|k| call(*k)).collect();
+            SqlAggregates::new(calls, retracting).plain.is_some()
+        };
+        assert!(plain(&[AggKind::CountStar, AggKind::Sum], false));
+        assert!(plain(&[AggKind::Min, AggKind::Avg], false));
+        assert!(plain(&[AggKind::Sum], true), "a retracting sum is a sum and a count");
+        assert!(!plain(&[AggKind::CountDistinct], false), "a set");
+        assert!(!plain(&[AggKind::Max], true), "a retracting MAX's map");
+        assert!(!plain(&[AggKind::ListAgg], true), "a retracting LISTAGG's list");
+        assert!(
+            !plain(&[AggKind::Count, AggKind::Sum, AggKind::Max], false),
+            "three accumulators: on the heap"
+        );
+        // A copy is a new set: changing it leaves the next copy new.
+        let mut agg = SqlAggregates::new(vec![call(AggKind::Sum)], false);
+        let mut first = agg.create_accumulator();
+        agg.add(Row::insert(vec![Value::BigInt(5)]), &mut first);
+        assert_eq!(agg.get_result(&first), vec![Value::BigInt(5)]);
+        let second = agg.create_accumulator();
+        assert_eq!(agg.get_result(&second), vec![Value::Null]);
     }
 }

@@ -158,10 +158,7 @@ pub(crate) fn plan_group_aggregate(
     } = aggregation;
     let nkeys = keys.len();
     let function = GroupAggregate {
-        aggregates: SqlAggregates {
-            calls: calls.clone(),
-            retracting: input.updating,
-        },
+        aggregates: SqlAggregates::new(calls.clone(), input.updating),
         ttl,
         state: None,
     };

@@ -256,10 +256,7 @@ pub(crate) fn plan_over(
         args.push(c.eval);
     }
     let function = OverAggregate {
-        aggregates: SqlAggregates {
-            calls: agg_calls.clone(),
-            retracting: frame.bounded(),
-        },
+        aggregates: SqlAggregates::new(agg_calls.clone(), frame.bounded()),
         args,
         time,
         proctime: input.proctime,

@@ -840,10 +840,7 @@ pub(crate) fn plan_window_aggregate(
         input.scope.columns.len(),
     );
     let keyed = pre.key_by(move |r: &Row| RowKey::of(&r.values[..nkeys]));
-    let aggregates = SqlAggregates {
-        calls: calls.clone(),
-        retracting: false,
-    };
+    let aggregates = SqlAggregates::new(calls.clone(), false);
     let emit = move |key: &RowKey,
                      ctx: &mut ProcessWindowContext<'_, TimeWindow>,
                      results: Elements<'_, Vec<Value>>,
