@@ -528,10 +528,16 @@ mod tests {
         };
         assert!(plain(&[AggKind::CountStar, AggKind::Sum], false));
         assert!(plain(&[AggKind::Min, AggKind::Avg], false));
-        assert!(plain(&[AggKind::Sum], true), "a retracting sum is a sum and a count");
+        assert!(
+            plain(&[AggKind::Sum], true),
+            "a retracting sum is a sum and a count"
+        );
         assert!(!plain(&[AggKind::CountDistinct], false), "a set");
         assert!(!plain(&[AggKind::Max], true), "a retracting MAX's map");
-        assert!(!plain(&[AggKind::ListAgg], true), "a retracting LISTAGG's list");
+        assert!(
+            !plain(&[AggKind::ListAgg], true),
+            "a retracting LISTAGG's list"
+        );
         assert!(
             !plain(&[AggKind::Count, AggKind::Sum, AggKind::Max], false),
             "three accumulators: on the heap"

@@ -81,8 +81,8 @@ impl ComputedColumns {
     /// and metadata values).
     pub fn append(&self, values: &mut Vec<Value>) -> Result<(), String> {
         let base = values.len();
-        values.resize(base + self.columns.len(), Value::Null);
         for (i, c) in self.columns.iter().enumerate() {
+            values.push(Value::Null);
             c.write_at(values, base, base + i)?;
         }
         Ok(())
@@ -116,8 +116,8 @@ impl ComputedColumn {
             } => match values[*column].as_i64() {
                 None => values[slot] = Value::Null,
                 Some(x) => match op(x, *operand) {
-                    Some(v) if *int => values[slot] = Value::Int(v as i32),
-                    Some(v) => values[slot] = Value::BigInt(v),
+                    Some(v) if *int => put(&mut values[slot], || Value::Int(v as i32)),
+                    Some(v) => put(&mut values[slot], || Value::BigInt(v)),
                     // Division by zero or overflow: the expression says
                     // which.
                     None => {
@@ -130,5 +130,19 @@ impl ComputedColumn {
             Write::Eval(eval) => values[slot] = eval(&values[..base]).map_err(failed)?,
         }
         Ok(())
+    }
+}
+
+/// Replaces `slot` with `make()`'s value, written straight into it: a
+/// value assigned whole is built on the stack first and read back in
+/// other widths than it was written in.
+#[inline(always)]
+pub(crate) fn put(slot: &mut Value, make: impl FnOnce() -> Value) {
+    let slot: *mut Value = slot;
+    // SAFETY: `slot` is a live value, dropped once and written again at
+    // once; `make` (a number's variant) does not unwind.
+    unsafe {
+        std::ptr::drop_in_place(slot);
+        slot.write(make());
     }
 }

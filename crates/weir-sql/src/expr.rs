@@ -1532,7 +1532,9 @@ fn function(
                 Shape::Column(i) => {
                     Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
                         match row[i].as_i64() {
-                            Some(v) => row[slot] = Value::TimestampLtz(v.saturating_mul(scale)),
+                            Some(v) => crate::computed::put(&mut row[slot], || {
+                                Value::TimestampLtz(v.saturating_mul(scale))
+                            }),
                             None => row[slot] = Value::Null,
                         }
                         Ok(())
