@@ -494,7 +494,7 @@ fn column(scope: &Scope, name: &str, at: Position) -> Result<Compiled, SqlError>
     Ok(column_at(scope, i))
 }
 
-fn column_at(scope: &Scope, i: usize) -> Compiled {
+pub(crate) fn column_at(scope: &Scope, i: usize) -> Compiled {
     Compiled {
         shape: Shape::Column(i),
         eval: Arc::new(move |r| Ok(r[i].clone())),

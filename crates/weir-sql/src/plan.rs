@@ -607,14 +607,17 @@ pub(crate) struct Output {
     /// Output slot, input column, and whether this is the column's last
     /// copy (so it can be moved).
     copied: Vec<(usize, usize, bool)>,
-    /// Whether a wide output (more than [`ASIDE`] columns) can be built
-    /// in the input row's own buffer by swaps: each copied column is
-    /// copied once and to a slot at or before its own, in the input's
-    /// order (so swapping each into place, in slot order, never disturbs a
-    /// column still to be copied), and the computed values are few enough
-    /// to be held aside meanwhile.
+    /// Whether the output can be built in the input row's own buffer by
+    /// swaps: each copied column is copied once and to a slot at or
+    /// before its own, in the input's order (so swapping each into place,
+    /// in slot order, never disturbs a column still to be copied), and
+    /// the computed values are few enough to be held aside meanwhile.
     swaps: bool,
-    /// The swaps of a swapping build that move something (slot, input
+    /// When the output is input columns, each copied once, and constants:
+    /// the constants (slot, value), written after the swaps.
+    permuted: Option<Vec<(usize, Value)>>,
+    /// The swaps of a swapping or permuting build that move something
+    /// (slot, input
     /// column): a column already in its slot stays where it is.
     moves: Vec<(usize, usize)>,
     /// A swapping build's one computed value, when it can be written
@@ -651,6 +654,7 @@ impl Output {
         let mut computed = Vec::new();
         let mut copied = Vec::new();
         let mut writers = Vec::new();
+        let mut constants = Vec::new();
         for (slot, (item, source)) in items.into_iter().zip(sources).enumerate() {
             match source {
                 Some(i) => {
@@ -658,22 +662,43 @@ impl Output {
                     copied.push((slot, *i, last));
                 }
                 None => {
-                    if let crate::expr::Shape::WritesAt(w) = item.shape {
-                        writers.push((slot, w));
+                    match item.shape {
+                        crate::expr::Shape::WritesAt(w) => writers.push((slot, w)),
+                        crate::expr::Shape::Constant(v) => constants.push((slot, v)),
+                        _ => {}
                     }
                     computed.push((slot, item.eval));
                 }
             }
         }
-        let swaps = sources.len() <= input_width
-            && computed.len() <= ASIDE
-            && copied.iter().all(|&(slot, i, _)| i >= slot)
+        let in_order = copied.iter().all(|&(slot, i, _)| i >= slot)
             && copied.windows(2).all(|w| w[0].1 < w[1].1);
-        let moves: Vec<(usize, usize)> = copied
-            .iter()
-            .filter(|&&(slot, i, _)| slot != i)
-            .map(|&(slot, i, _)| (slot, i))
-            .collect();
+        // Columns, each copied once, and constants (`SELECT k, id` of `id,
+        // k, ts`; `COUNT(*)`'s NULL): any order of the columns is a
+        // sequence of swaps, after which the constants are written.
+        let permuted = (sources.len() <= input_width
+            && constants.len() == computed.len()
+            && copied.iter().all(|&(_, _, last)| last))
+        .then_some(constants);
+        let swaps = sources.len() <= input_width && computed.len() <= ASIDE && in_order;
+        let moves: Vec<(usize, usize)> = if in_order {
+            copied
+                .iter()
+                .filter(|&&(slot, i, _)| slot != i)
+                .map(|&(slot, i, _)| (slot, i))
+                .collect()
+        } else {
+            // Where each input column is as the swaps go.
+            let mut held: Vec<usize> = (0..input_width).collect();
+            let mut moves = Vec::new();
+            for &(slot, i, _) in &copied {
+                if let Some(at) = held.iter().position(|&h| h == i).filter(|&at| at != slot) {
+                    held.swap(slot, at);
+                    moves.push((slot, at));
+                }
+            }
+            moves
+        };
         let in_place = match (computed.as_slice(), writers.pop()) {
             ([(slot, _)], Some((at, writer)))
                 if at == *slot && !moves.iter().any(|&(_, i)| i == at) =>
@@ -687,6 +712,7 @@ impl Output {
             computed,
             copied,
             swaps,
+            permuted,
             moves,
             in_place,
         }
@@ -698,6 +724,16 @@ impl Output {
     /// building it.)
     pub fn apply(&self, row: &mut Row) -> Result<(), String> {
         if row.values.len() >= self.width {
+            if let Some(constants) = &self.permuted {
+                for &(slot, i) in &self.moves {
+                    row.values.swap(slot, i);
+                }
+                for (slot, v) in constants {
+                    crate::computed::put(&mut row.values[*slot], || v.clone());
+                }
+                row.values.truncate(self.width);
+                return Ok(());
+            }
             // Swapping moves only what changes place; holding every value
             // aside moves each twice.
             if self.swaps {
@@ -1042,6 +1078,62 @@ fn read_table(
                 ),
                 at,
             ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{column_at, Compiled, Scope};
+    use crate::types::SqlType;
+
+    /// Every choice of input columns, in every order, each copied once,
+    /// with and without a constant: the output holds them in that order
+    /// (built by swaps in the input's buffer).
+    #[test]
+    fn an_output_of_columns_in_any_order_and_constants_holds_them_in_that_order() {
+        let width: usize = 4;
+        let scope = Scope::of(
+            (0..width)
+                .map(|i| (format!("c{i}"), SqlType::String))
+                .collect(),
+        );
+        let input: Vec<Value> = (0..width)
+            .map(|i| Value::string(&format!("v{i}")))
+            .collect();
+        // Each sequence of distinct columns, as base-`width` numbers.
+        for n in 1..=3usize {
+            for code in 0..width.pow(n as u32) {
+                let picked: Vec<usize> =
+                    (0..n).map(|d| code / width.pow(d as u32) % width).collect();
+                let mut seen = picked.clone();
+                seen.sort_unstable();
+                seen.dedup();
+                if seen.len() != n {
+                    continue;
+                }
+                let output = Output::of(
+                    picked.iter().map(|&i| column_at(&scope, i)).collect(),
+                    width,
+                );
+                let mut row = Row::insert(input.clone());
+                output.apply(&mut row).expect("columns only");
+                let expected: Vec<Value> = picked.iter().map(|&i| input[i].clone()).collect();
+                assert_eq!(row.values, expected, "columns {picked:?}");
+                // And with a constant (`COUNT(*)`'s NULL) in each place.
+                for at in 0..=n {
+                    let mut items: Vec<Compiled> =
+                        picked.iter().map(|&i| column_at(&scope, i)).collect();
+                    items.insert(at, Compiled::constant(Value::Int(7), SqlType::Int));
+                    let output = Output::of(items, width);
+                    let mut row = Row::insert(input.clone());
+                    output.apply(&mut row).expect("columns and a constant");
+                    let mut expected = expected.clone();
+                    expected.insert(at, Value::Int(7));
+                    assert_eq!(row.values, expected, "columns {picked:?}, constant at {at}");
+                }
+            }
         }
     }
 }
