@@ -687,7 +687,7 @@ impl Output {
                 .filter(|&&(slot, i, _)| slot != i)
                 .map(|&(slot, i, _)| (slot, i))
                 .collect()
-        } else {
+        } else if permuted.is_some() {
             // Where each input column is as the swaps go.
             let mut held: Vec<usize> = (0..input_width).collect();
             let mut moves = Vec::new();
@@ -698,6 +698,8 @@ impl Output {
                 }
             }
             moves
+        } else {
+            Vec::new()
         };
         let in_place = match (computed.as_slice(), writers.pop()) {
             ([(slot, _)], Some((at, writer)))
