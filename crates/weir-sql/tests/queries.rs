@@ -301,7 +301,7 @@ fn a_filtered_datagen_scan_makes_whole_the_rows_it_keeps() -> Result<(), SqlErro
 /// names the column, as Flink's source fails on `/ by zero`: it is never
 /// made a NULL. Each way a source computes its columns is tried: the
 /// general expression, integer arithmetic of a column and a constant, a
-/// stand-in row probed for a `WHERE`, and a file's rows.
+/// stand-in row probed for a `WHERE`, Nexmark's events and a file's rows.
 #[test]
 fn a_computed_column_that_fails_fails_the_job_and_names_it() {
     let datagen = |columns: &str, query: &str| {
@@ -329,6 +329,17 @@ fn a_computed_column_that_fails_fails_the_job_and_names_it() {
     );
     assert!(
         e.contains("computed column 'q' of table 'g': division by zero: 10 / 0"),
+        "{e}"
+    );
+    let e = run(
+        "CREATE TABLE bid (auction BIGINT, price BIGINT, r AS price / (price - price))
+           WITH ('connector' = 'nexmark', 'table' = 'bid', 'events.num' = '100');
+         SELECT auction, r FROM bid;",
+    )
+    .expect_err("the job fails")
+    .to_string();
+    assert!(
+        e.contains("computed column 'r' of table 'bid': division by zero"),
         "{e}"
     );
     let path = csv("computed_fails", "1,0\n");
