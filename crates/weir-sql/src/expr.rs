@@ -939,6 +939,50 @@ fn arithmetic(
         (Shape::Constant(c), Shape::Column(j)) => Some((*j, c.clone(), true)),
         _ => None,
     };
+    // A DECIMAL constant times an integer column, the product at the
+    // constant's scale (`0.908 * price`): one multiplication, with no
+    // rescaling to decide per row.
+    let integers = |t: SqlType| matches!(t, SqlType::Int | SqlType::BigInt);
+    let column_type = if matches!(l.shape, Shape::Column(_)) {
+        l.ty
+    } else {
+        r.ty
+    };
+    if let (
+        Some((column, Value::Decimal(c, sc), _)),
+        BinaryOperator::Multiply,
+        SqlType::Decimal(_, s),
+    ) = (&operands, &op, ty)
+    {
+        if *sc == s && integers(column_type) {
+            let (column, c, constant) = (*column, c.get(), Value::Decimal(*c, *sc));
+            let shape = Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
+                let Some(x) = row[column].as_i64() else {
+                    row[slot] = Value::Null;
+                    return Ok(());
+                };
+                match c.checked_mul(i128::from(x)) {
+                    Some(p) => crate::computed::put(&mut row[slot], || Value::decimal(p, s)),
+                    // Out of range: the general path says so.
+                    None => {
+                        let v = apply(&BinaryOperator::Multiply, &constant, &row[column], ty)?;
+                        row[slot] = v;
+                    }
+                }
+                Ok(())
+            })));
+            return Ok(Compiled {
+                shape,
+                eval: pair(&l, &r, move |a, b| {
+                    if a.is_null() || b.is_null() {
+                        return Ok(Value::Null);
+                    }
+                    apply(&op, a, b, ty)
+                }),
+                ty,
+            });
+        }
+    }
     let shape = operands.map_or(Shape::Computed, |(column, constant, flipped)| {
         let op = op.clone();
         Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
@@ -1714,6 +1758,51 @@ mod tests {
         assert_eq!(ok("REPLACE(s, 'ei', 'a')"), "War");
         assert_eq!(ok("TO_TIMESTAMP_LTZ(a, 3)"), "1970-01-01 00:00:00.007");
         assert_eq!(ok("TO_TIMESTAMP_LTZ(a, 0)"), "1970-01-01 00:00:07.000");
+    }
+
+    /// An expression that writes its value straight into a row's slot
+    /// writes what its `eval` returns, NULLs included.
+    #[test]
+    fn values_written_in_place_are_the_values_evaluated() {
+        let scope = Scope::of(vec![
+            ("a".into(), SqlType::Int),
+            ("s".into(), SqlType::String),
+            ("d".into(), SqlType::Decimal(10, 2)),
+            ("ts".into(), SqlType::Timestamp),
+        ]);
+        let rows = [
+            [
+                Value::Int(7),
+                Value::string("x"),
+                Value::decimal(1050, 2),
+                Value::Timestamp(1),
+            ],
+            [Value::Null, Value::Null, Value::Null, Value::Null],
+        ];
+        for sql in [
+            "0.908 * a",
+            "a * 0.908",
+            "a * 2.5",
+            "d * 2",
+            "0.5 * d",
+            "TO_TIMESTAMP_LTZ(a, 3)",
+        ] {
+            let e = Parser::new(&GenericDialect {})
+                .try_with_sql(sql)
+                .unwrap()
+                .parse_expr()
+                .unwrap();
+            let c = compile(&e, &scope).unwrap();
+            let Shape::WritesAt(writer) = &c.shape else {
+                panic!("{sql} is not written in place");
+            };
+            for row in &rows {
+                let mut values = row.to_vec();
+                values.push(Value::string("old"));
+                (writer.0)(&mut values, 4).unwrap();
+                assert_eq!(values[4], (c.eval)(row).unwrap(), "{sql} of {row:?}");
+            }
+        }
     }
 
     #[test]
