@@ -971,16 +971,7 @@ fn arithmetic(
                 }
                 Ok(())
             })));
-            return Ok(Compiled {
-                shape,
-                eval: pair(&l, &r, move |a, b| {
-                    if a.is_null() || b.is_null() {
-                        return Ok(Value::Null);
-                    }
-                    apply(&op, a, b, ty)
-                }),
-                ty,
-            });
+            return Ok(computed_arithmetic(&l, &r, op, ty, shape));
         }
     }
     let shape = operands.map_or(Shape::Computed, |(column, constant, flipped)| {
@@ -1011,16 +1002,28 @@ fn arithmetic(
             Ok(())
         })))
     });
-    Ok(Compiled {
+    Ok(computed_arithmetic(&l, &r, op, ty, shape))
+}
+
+/// `l op r` of type `ty`, computed by the general arithmetic (NULL if
+/// either is), with the shape `shape`.
+fn computed_arithmetic(
+    l: &Compiled,
+    r: &Compiled,
+    op: BinaryOperator,
+    ty: SqlType,
+    shape: Shape,
+) -> Compiled {
+    Compiled {
         shape,
-        eval: pair(&l, &r, move |a, b| {
+        eval: pair(l, r, move |a, b| {
             if a.is_null() || b.is_null() {
                 return Ok(Value::Null);
             }
             apply(&op, a, b, ty)
         }),
         ty,
-    })
+    }
 }
 
 #[inline(always)]
