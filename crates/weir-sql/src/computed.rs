@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::expr::{Compiled, Eval, Shape, SlotEval};
-use crate::value::Value;
+use crate::value::{put, Value};
 
 /// A table's computed columns, in the order they follow its physical and
 /// metadata columns.
@@ -130,19 +130,5 @@ impl ComputedColumn {
             Write::Eval(eval) => values[slot] = eval(&values[..base]).map_err(failed)?,
         }
         Ok(())
-    }
-}
-
-/// Replaces `slot` with `make()`'s value, written straight into it: a
-/// value assigned whole is built on the stack first and read back in
-/// other widths than it was written in.
-#[inline(always)]
-pub(crate) fn put(slot: &mut Value, make: impl FnOnce() -> Value) {
-    let slot: *mut Value = slot;
-    // SAFETY: `slot` is a live value, dropped once and written again at
-    // once; `make` (a number's variant) does not unwind.
-    unsafe {
-        std::ptr::drop_in_place(slot);
-        slot.write(make());
     }
 }

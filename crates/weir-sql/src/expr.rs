@@ -962,7 +962,7 @@ fn arithmetic(
                     return Ok(());
                 };
                 match c.checked_mul(i128::from(x)) {
-                    Some(p) => crate::computed::put(&mut row[slot], || Value::decimal(p, s)),
+                    Some(p) => crate::value::put(&mut row[slot], || Value::decimal(p, s)),
                     // Out of range: the general path says so.
                     None => {
                         let v = apply(&BinaryOperator::Multiply, &constant, &row[column], ty)?;
@@ -1579,7 +1579,7 @@ fn function(
                 Shape::Column(i) => {
                     Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
                         match row[i].as_i64() {
-                            Some(v) => crate::computed::put(&mut row[slot], || {
+                            Some(v) => crate::value::put(&mut row[slot], || {
                                 Value::TimestampLtz(v.saturating_mul(scale))
                             }),
                             None => row[slot] = Value::Null,

@@ -731,7 +731,7 @@ impl Output {
                     row.values.swap(slot, i);
                 }
                 for (slot, v) in constants {
-                    crate::computed::put(&mut row.values[*slot], || v.clone());
+                    crate::value::put(&mut row.values[*slot], || v.clone());
                 }
                 row.values.truncate(self.width);
                 return Ok(());

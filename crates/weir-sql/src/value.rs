@@ -248,6 +248,23 @@ impl Clone for Value {
     }
 }
 
+/// Replaces `slot` with `make()`'s value, written straight into it: a
+/// value assigned whole is built on the stack first and read back in
+/// other widths than it was written in. `make` must not panic (it makes a
+/// number's value, or clones a value).
+#[inline(always)]
+pub(crate) fn put(slot: &mut Value, make: impl FnOnce() -> Value) {
+    let slot: *mut Value = slot;
+    // SAFETY: `slot` is a live value, dropped once and written again at
+    // once; dropping a value and `make` do not unwind (a failed
+    // allocation or a count's overflow aborts), so the dropped value is
+    // never seen.
+    unsafe {
+        std::ptr::drop_in_place(slot);
+        slot.write(make());
+    }
+}
+
 impl Value {
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
