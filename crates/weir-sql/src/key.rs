@@ -15,7 +15,7 @@ use weir::prelude::StableHash;
 use crate::value::Value;
 
 /// The values of a row's key columns.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RowKey {
     /// One key column (never held as `Many`, so equal keys are equal
     /// variants).
@@ -39,6 +39,18 @@ impl From<Vec<Value>> for RowKey {
         match values.len() {
             1 => RowKey::One(values.pop().unwrap_or(Value::Null)),
             _ => RowKey::Many(values),
+        }
+    }
+}
+
+impl std::hash::Hash for RowKey {
+    /// The values alone: one column is never held as `Many`, so equal
+    /// keys are the same variant without hashing which.
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            RowKey::One(v) => v.hash(state),
+            RowKey::Many(values) => values.hash(state),
         }
     }
 }
@@ -109,6 +121,40 @@ mod tests {
         assert_eq!(one, RowKey::from(vec![Value::BigInt(3)]));
         assert!(matches!(one, RowKey::One(_)));
         assert_ne!(one, RowKey::of(&[Value::BigInt(4)]));
+    }
+
+    /// Equal keys hash alike (a key made from a row and one read back
+    /// from state meet in one map); values of different types, or
+    /// different values, hash apart.
+    #[test]
+    fn equal_keys_hash_alike_and_different_ones_apart() {
+        use std::hash::BuildHasher;
+        let hasher = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default();
+        let hash = |k: &RowKey| hasher.hash_one(k);
+        for values in keys() {
+            let a = RowKey::of(&values);
+            let b = RowKey::from(values.clone());
+            assert_eq!(hash(&a), hash(&b), "{values:?}");
+        }
+        let numbers = [
+            Value::Null,
+            Value::Boolean(true),
+            Value::Int(1),
+            Value::BigInt(1),
+            Value::Double(1.0),
+            Value::Date(1),
+            Value::Timestamp(1),
+            Value::TimestampLtz(1),
+            Value::Interval(1),
+            Value::decimal(1, 0),
+            Value::string("1"),
+            Value::BigInt(2),
+        ];
+        let hashes: std::collections::BTreeSet<u64> = numbers
+            .iter()
+            .map(|v| hash(&RowKey::of(std::slice::from_ref(v))))
+            .collect();
+        assert_eq!(hashes.len(), numbers.len());
     }
 
     fn json<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {

@@ -509,21 +509,33 @@ impl PartialEq for Value {
 impl Eq for Value {}
 
 impl Hash for Value {
+    /// A number is hashed with its variant in one write (a key of one
+    /// column hashes in one step of the hasher).
+    #[inline]
     fn hash<H: Hasher>(&self, state: &mut H) {
-        std::mem::discriminant(self).hash(state);
+        let number = |variant: u64, bits: u64| (u128::from(variant) << 64) | u128::from(bits);
         match self {
-            Value::Null => {}
-            Value::Boolean(b) => b.hash(state),
-            Value::Int(v) => v.hash(state),
-            Value::BigInt(v)
-            | Value::Timestamp(v)
-            | Value::TimestampLtz(v)
-            | Value::Interval(v) => v.hash(state),
-            Value::Double(v) => v.to_bits().hash(state),
-            Value::Decimal(v, s) => (v.get(), s).hash(state),
-            Value::String(s) => s.hash(state),
-            Value::Bytes(b) => b.hash(state),
-            Value::Date(d) => d.hash(state),
+            Value::Null => state.write_u128(number(0, 0)),
+            Value::Boolean(b) => state.write_u128(number(1, u64::from(*b))),
+            Value::Int(v) => state.write_u128(number(2, *v as u64)),
+            Value::BigInt(v) => state.write_u128(number(3, *v as u64)),
+            Value::Double(v) => state.write_u128(number(4, v.to_bits())),
+            Value::Date(d) => state.write_u128(number(5, *d as u64)),
+            Value::Timestamp(v) => state.write_u128(number(6, *v as u64)),
+            Value::TimestampLtz(v) => state.write_u128(number(7, *v as u64)),
+            Value::Interval(v) => state.write_u128(number(8, *v as u64)),
+            Value::Decimal(v, s) => {
+                state.write_u8(9);
+                (v.get(), s).hash(state);
+            }
+            Value::String(s) => {
+                state.write_u8(10);
+                s.hash(state);
+            }
+            Value::Bytes(b) => {
+                state.write_u8(11);
+                b.hash(state);
+            }
         }
     }
 }
