@@ -85,8 +85,7 @@ pub(crate) struct TableRows {
 /// table's declared order. Most tables declare their computed columns
 /// last: then the values are already in order and kept as they are.
 pub(crate) fn in_declared_order(mut values: Vec<Value>, order: &[usize]) -> Vec<Value> {
-    let in_order = order.len() == values.len() && order.iter().enumerate().all(|(i, &o)| i == o);
-    if in_order {
+    if declared_as_made(order, values.len()) {
         return values;
     }
     // Each value is in `order` once: moved, not cloned.
@@ -98,6 +97,12 @@ pub(crate) fn in_declared_order(mut values: Vec<Value>, order: &[usize]) -> Vec<
     );
     Row::recycle(values);
     ordered
+}
+
+/// Whether a table's declared columns (`order`) are the `width` values its
+/// source makes, in the order it makes them.
+pub(crate) fn declared_as_made(order: &[usize], width: usize) -> bool {
+    order.len() == width && order.iter().enumerate().all(|(i, &o)| i == o)
 }
 
 /// How a table's rows are laid out, with its computed columns compiled.

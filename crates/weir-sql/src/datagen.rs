@@ -290,12 +290,13 @@ pub(crate) fn datagen_source(
     // A stand-in row of the declared columns can be probed when they are
     // the physical ones then the computed ones, in that order (the row the
     // computed columns are computed over).
-    let probes = (order.len() == fields.len() + computed.len()
-        && order.iter().enumerate().all(|(i, &o)| i == o))
-    .then(|| DatagenProbes {
-        fields: fields.clone(),
-        computed: computed.clone(),
-    });
+    let probes =
+        crate::connector::declared_as_made(&order, fields.len() + computed.len()).then(|| {
+            DatagenProbes {
+                fields: fields.clone(),
+                computed: computed.clone(),
+            }
+        });
     // The source emits row numbers; each becomes its row in the operator
     // that stamps and filters it, so that the row is still in the CPU's
     // caches there (and a probed row the `WHERE` drops is never made).

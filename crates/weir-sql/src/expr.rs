@@ -705,8 +705,7 @@ fn binary(
                 BinaryOperator::Gt => |o| o == Ordering::Greater,
                 _ => |o| o != Ordering::Less,
             };
-            let integers = |t: SqlType| matches!(t, SqlType::Int | SqlType::BigInt);
-            let fusable = integers(r.ty) || r.ty == SqlType::Null;
+            let fusable = r.ty.is_integer() || r.ty == SqlType::Null;
             if let (
                 true,
                 Shape::IntOp {
@@ -747,7 +746,7 @@ fn binary(
                     ty: SqlType::Boolean,
                 });
             }
-            let eval = if integers(l.ty) && integers(r.ty) {
+            let eval = if l.ty.is_integer() && r.ty.is_integer() {
                 // The common case of filters: integers, often against a
                 // constant, compared without the general comparison.
                 pair(&l, &r, move |a, b| {
@@ -863,7 +862,7 @@ fn arithmetic(
     let ty = numeric_result(&op, l.ty, r.ty).ok_or_else(|| {
         SqlError::validation(format!("cannot apply {op} to {} and {}", l.ty, r.ty), at)
     })?;
-    if matches!(ty, SqlType::Int | SqlType::BigInt) {
+    if ty.is_integer() {
         // Integers: the operation chosen once, here, not per row.
         let int_op: fn(i64, i64) -> Option<i64> = match op {
             BinaryOperator::Plus => i64::checked_add,
@@ -942,19 +941,14 @@ fn arithmetic(
     // A DECIMAL constant times an integer column, the product at the
     // constant's scale (`0.908 * price`): one multiplication, with no
     // rescaling to decide per row.
-    let integers = |t: SqlType| matches!(t, SqlType::Int | SqlType::BigInt);
-    let column_type = if matches!(l.shape, Shape::Column(_)) {
-        l.ty
-    } else {
-        r.ty
-    };
     if let (
-        Some((column, Value::Decimal(c, sc), _)),
+        Some((column, Value::Decimal(c, sc), flipped)),
         BinaryOperator::Multiply,
         SqlType::Decimal(_, s),
     ) = (&operands, &op, ty)
     {
-        if *sc == s && integers(column_type) {
+        let column_type = if *flipped { r.ty } else { l.ty };
+        if *sc == s && column_type.is_integer() {
             let (column, c, constant) = (*column, c.get(), Value::Decimal(*c, *sc));
             let shape = Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
                 let Some(x) = row[column].as_i64() else {

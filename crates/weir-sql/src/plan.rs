@@ -617,8 +617,7 @@ pub(crate) struct Output {
     /// the constants (slot, value), written after the swaps.
     permuted: Option<Vec<(usize, Value)>>,
     /// The swaps of a swapping or permuting build that move something
-    /// (slot, input
-    /// column): a column already in its slot stays where it is.
+    /// (slot, position): a column already in its slot stays where it is.
     moves: Vec<(usize, usize)>,
     /// A swapping build's one computed value, when it can be written
     /// straight into its slot before the swaps (no swap takes the input
@@ -681,26 +680,19 @@ impl Output {
             && copied.iter().all(|&(_, _, last)| last))
         .then_some(constants);
         let swaps = sources.len() <= input_width && computed.len() <= ASIDE && in_order;
-        let moves: Vec<(usize, usize)> = if in_order {
-            copied
-                .iter()
-                .filter(|&&(slot, i, _)| slot != i)
-                .map(|&(slot, i, _)| (slot, i))
-                .collect()
-        } else if permuted.is_some() {
-            // Where each input column is as the swaps go.
+        // Each copied column swapped into its slot, in slot order, from
+        // wherever the swaps before it left it (for columns in the input's
+        // order, that is where it started).
+        let mut moves = Vec::new();
+        if in_order || permuted.is_some() {
             let mut held: Vec<usize> = (0..input_width).collect();
-            let mut moves = Vec::new();
             for &(slot, i, _) in &copied {
                 if let Some(at) = held.iter().position(|&h| h == i).filter(|&at| at != slot) {
                     held.swap(slot, at);
                     moves.push((slot, at));
                 }
             }
-            moves
-        } else {
-            Vec::new()
-        };
+        }
         let in_place = match (computed.as_slice(), writers.pop()) {
             ([(slot, _)], Some((at, writer)))
                 if at == *slot && !moves.iter().any(|&(_, i)| i == at) =>

@@ -92,6 +92,11 @@ impl SqlType {
         )
     }
 
+    /// Whether values of this type are whole numbers (INT, BIGINT).
+    pub fn is_integer(self) -> bool {
+        matches!(self, SqlType::Int | SqlType::BigInt)
+    }
+
     /// Whether a column of this type can be a time attribute.
     pub fn is_timestamp(self) -> bool {
         matches!(self, SqlType::Timestamp | SqlType::TimestampLtz)
