@@ -339,12 +339,14 @@ impl Watermarks {
     /// Stamps `row` in `ctx`; an error if its rowtime is NULL. Flink's
     /// watermark assigner fails the job on such a row ("RowTime field
     /// should not be null"): it has no event time to be placed by.
-    #[inline]
+    #[inline(always)]
     fn stamp(&self, row: &Row, ctx: &mut ScanContext<'_, Row>) -> FunctionResult {
-        // A NULL is stamped `i64::MIN`; the value is read only then.
-        if ctx.stamp(row) == i64::MIN && row.values[self.rowtime].is_null() {
-            return Err(self.null_rowtime.to_string().into());
-        }
+        let timestamp = match row.values.get(self.rowtime) {
+            Some(Value::Timestamp(t) | Value::TimestampLtz(t)) => *t,
+            Some(Value::Null) | None => return Err(self.null_rowtime.to_string().into()),
+            Some(other) => other.as_i64().unwrap_or(i64::MIN),
+        };
+        ctx.stamp_as(row, timestamp);
         Ok(())
     }
 }
@@ -665,15 +667,25 @@ fn watermark_strategy(
         crate::expr::Shape::Column(column) => Some((column, 0)),
         _ => None,
     };
-    let generator = SqlWatermarks {
-        expr: compiled.eval,
-        shifted,
-        rowtime,
-        max: i64::MIN,
-        per_row,
+    let strategy = match shifted {
+        // `rowtime - INTERVAL …`, emitted periodically: the engine's own
+        // generator, with no dynamic call per row.
+        Some((column, shift)) if column == rowtime && shift <= 0 && !per_row => {
+            WatermarkStrategy::for_max_timestamp_less(Duration::from_millis(shift.unsigned_abs()))
+        }
+        _ => {
+            let generator = SqlWatermarks {
+                expr: compiled.eval,
+                shifted,
+                rowtime,
+                max: i64::MIN,
+                per_row,
+            };
+            WatermarkStrategy::for_generator(move |_| generator.clone())
+        }
     };
-    let strategy = WatermarkStrategy::for_generator(move |_| generator.clone())
-        .with_timestamp_assigner(move |row: &Row, _| match &row.values[rowtime] {
+    let strategy =
+        strategy.with_timestamp_assigner(move |row: &Row, _| match &row.values[rowtime] {
             // A time attribute is a TIMESTAMP(3) or TIMESTAMP_LTZ(3): one
             // test per row, not `as_i64`'s jump over every kind of value.
             Value::Timestamp(t) | Value::TimestampLtz(t) => *t,
@@ -997,6 +1009,100 @@ pub(crate) fn sink(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows of `ts` = 10·i ms, row i at processing time i ms of a manual
+    /// clock, one row a poll.
+    #[derive(Clone)]
+    struct TickingRows {
+        clock: weir::ManualClock,
+        next: i64,
+    }
+
+    impl SourceFunction<Row> for TickingRows {
+        fn poll_next(&mut self, ctx: &mut SourceContext<'_, Row>) -> FunctionResult<SourceStatus> {
+            if self.next > 1_000 {
+                return Ok(SourceStatus::Finished);
+            }
+            self.clock.set(self.next);
+            ctx.collect(Row::insert(vec![Value::Timestamp(10 * self.next)]));
+            self.next += 1;
+            Ok(SourceStatus::More)
+        }
+    }
+
+    /// The watermarks rows of the table `ddl` (one column, `ts`) see
+    /// after its scan, watermarks emitted every 50 ms or after every row.
+    fn watermarks_seen(ddl: &str, per_row: bool) -> Vec<i64> {
+        let Ok(statements) = crate::script::parse_script(ddl) else {
+            panic!("{ddl} does not parse");
+        };
+        let Some(crate::script::Statement::CreateTable(table)) = statements.into_iter().next()
+        else {
+            panic!("{ddl} is not a CREATE TABLE");
+        };
+        let rows = table_rows(&table).expect("the table's rows");
+        let watermark = table.watermark.as_ref().expect("a WATERMARK");
+        let w = watermark_strategy(&table.name, watermark, &rows.scope, per_row)
+            .expect("the watermark strategy");
+        let clock = weir::ManualClock::new(0);
+        let env = StreamExecutionEnvironment::new();
+        env.set_clock(Arc::new(clock.clone()));
+        env.set_auto_watermark_interval(std::time::Duration::from_millis(50));
+        let strategy = w.strategy.clone();
+        env.add_source(TickingRows { clock, next: 0 }, "ticking")
+            .scan_with_watermarks(
+                move |row: Row, ctx: &mut ScanContext<'_, Row>| {
+                    w.stamp(&row, ctx)?;
+                    ctx.collect(row);
+                    Ok(())
+                },
+                strategy,
+            )
+            .process(
+                |_row: Row, ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, i64>| {
+                    out.collect(ctx.current_watermark());
+                    Ok(())
+                },
+            )
+            .execute_and_collect()
+            .expect("the job runs")
+            .into_iter()
+            .filter(|w| *w > i64::MIN)
+            .collect()
+    }
+
+    #[test]
+    fn a_watermark_is_the_largest_rowtime_less_the_delay_whenever_it_is_emitted() {
+        for (ddl, delay) in [
+            (
+                "CREATE TABLE t (ts TIMESTAMP(3), \
+                 WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH ('connector' = 'datagen')",
+                2_000,
+            ),
+            (
+                "CREATE TABLE t (ts TIMESTAMP(3), WATERMARK FOR ts AS ts) \
+                 WITH ('connector' = 'datagen')",
+                0,
+            ),
+        ] {
+            for per_row in [false, true] {
+                let seen = watermarks_seen(ddl, per_row);
+                // Rowtimes are multiples of 10 ms, so every watermark less
+                // the delay is one: a millisecond off would show.
+                assert!(!seen.is_empty(), "no watermark before the end: {ddl}");
+                for w in &seen {
+                    assert_eq!((w + delay).rem_euclid(10), 0, "watermark {w} of {ddl}");
+                }
+                // Rows come in rowtime order, so the last row saw (about)
+                // the last rowtime less the delay.
+                let last = *seen.last().unwrap_or(&i64::MIN);
+                assert!(
+                    (9_000 - delay..=10_000 - delay).contains(&last),
+                    "last watermark {last} of {ddl} (per row: {per_row})"
+                );
+            }
+        }
+    }
 
     #[test]
     fn csv_fields_split_with_quotes() {

@@ -61,23 +61,34 @@ pub trait WatermarkGenerator<T>: Send {
 #[derive(Debug, Clone)]
 pub struct BoundedOutOfOrderness {
     max_timestamp: i64,
-    bound_ms: i64,
+    /// How far the watermark trails the largest timestamp: `bound + 1`.
+    lag_ms: i64,
 }
 
 impl BoundedOutOfOrderness {
     /// A generator tolerating records up to `bound` out of order.
     pub fn new(bound: Duration) -> Self {
-        let bound_ms = bound.as_millis() as i64;
+        Self::lagging(bound.as_millis() as i64 + 1)
+    }
+
+    /// A generator whose watermark is the largest timestamp less `delay`
+    /// (Flink SQL's `WATERMARK FOR ts AS ts - INTERVAL …`, which has no
+    /// DataStream generator's extra millisecond).
+    pub fn with_delay(delay: Duration) -> Self {
+        Self::lagging(delay.as_millis() as i64)
+    }
+
+    fn lagging(lag_ms: i64) -> Self {
         BoundedOutOfOrderness {
             // Flink's start value, so the first watermark is i64::MIN.
-            max_timestamp: i64::MIN + bound_ms + 1,
-            bound_ms,
+            max_timestamp: i64::MIN + lag_ms,
+            lag_ms,
         }
     }
 
     /// The watermark this generator would emit now.
     pub fn current_watermark(&self) -> i64 {
-        self.max_timestamp - self.bound_ms - 1
+        self.max_timestamp - self.lag_ms
     }
 
     #[inline]
@@ -101,9 +112,10 @@ type GeneratorFactory<T> =
     Arc<dyn Fn(&RuntimeContext) -> Box<dyn WatermarkGenerator<T>> + Send + Sync>;
 
 pub(crate) enum GeneratorKind<T> {
-    /// Bounded out-of-orderness (monotonous = bound 0); kept apart from
-    /// `Custom` so the per-record call is static.
-    Bounded(Duration),
+    /// Bounded out-of-orderness (monotonous = bound 0), or a watermark
+    /// a delay behind the largest timestamp; kept apart from `Custom` so
+    /// the per-record call is static.
+    Bounded(BoundedOutOfOrderness),
     None,
     Custom(GeneratorFactory<T>),
 }
@@ -120,7 +132,7 @@ pub(crate) enum TimestampKind<T> {
 impl<T> Clone for GeneratorKind<T> {
     fn clone(&self) -> Self {
         match self {
-            GeneratorKind::Bounded(d) => GeneratorKind::Bounded(*d),
+            GeneratorKind::Bounded(g) => GeneratorKind::Bounded(g.clone()),
             GeneratorKind::None => GeneratorKind::None,
             GeneratorKind::Custom(f) => GeneratorKind::Custom(Arc::clone(f)),
         }
@@ -165,7 +177,15 @@ impl<T: 'static> WatermarkStrategy<T> {
 
     /// Watermarks `max_timestamp - bound - 1`, emitted periodically.
     pub fn for_bounded_out_of_orderness(bound: Duration) -> Self {
-        Self::with_generator(GeneratorKind::Bounded(bound))
+        Self::with_generator(GeneratorKind::Bounded(BoundedOutOfOrderness::new(bound)))
+    }
+
+    /// Watermarks `max_timestamp - delay`, emitted periodically: Flink
+    /// SQL's `WATERMARK FOR ts AS ts - INTERVAL '…'`.
+    pub fn for_max_timestamp_less(delay: Duration) -> Self {
+        Self::with_generator(GeneratorKind::Bounded(BoundedOutOfOrderness::with_delay(
+            delay,
+        )))
     }
 
     /// For timestamps that never decrease: bounded out-of-orderness of zero.
@@ -214,5 +234,51 @@ impl<T: 'static> WatermarkStrategy<T> {
     pub fn with_idleness(mut self, timeout: Duration) -> Self {
         self.idleness = Some(timeout);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn emitted(mut g: BoundedOutOfOrderness, timestamps: &[i64]) -> Option<i64> {
+        for &t in timestamps {
+            g.observe(t);
+        }
+        let mut out = WatermarkOutput::default();
+        WatermarkGenerator::<()>::on_periodic_emit(&mut g, &mut out);
+        out.watermark
+    }
+
+    #[test]
+    fn a_bound_trails_by_one_more_millisecond_than_a_delay() {
+        let four = Duration::from_secs(4);
+        let seen = [7_000, 10_000, 9_000];
+        // The DataStream generator: `max - bound - 1`.
+        assert_eq!(
+            emitted(BoundedOutOfOrderness::new(four), &seen),
+            Some(5_999)
+        );
+        assert_eq!(
+            emitted(BoundedOutOfOrderness::new(Duration::ZERO), &seen),
+            Some(9_999)
+        );
+        // SQL's `ts - INTERVAL '4' SECOND`: `max - delay`.
+        assert_eq!(
+            emitted(BoundedOutOfOrderness::with_delay(four), &seen),
+            Some(6_000)
+        );
+        assert_eq!(
+            emitted(BoundedOutOfOrderness::with_delay(Duration::ZERO), &seen),
+            Some(10_000)
+        );
+        // Before any record, either is as low as a watermark goes.
+        for g in [
+            BoundedOutOfOrderness::new(four),
+            BoundedOutOfOrderness::with_delay(four),
+            BoundedOutOfOrderness::with_delay(Duration::ZERO),
+        ] {
+            assert_eq!(emitted(g, &[]), Some(i64::MIN));
+        }
     }
 }
