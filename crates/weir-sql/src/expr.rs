@@ -951,9 +951,15 @@ fn arithmetic(
         if *sc == s && column_type.is_integer() {
             let (column, c, constant) = (*column, c.get(), Value::Decimal(*c, *sc));
             let shape = Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
-                let Some(x) = row[column].as_i64() else {
-                    row[slot] = Value::Null;
-                    return Ok(());
+                // An INT or BIGINT column holds one of three kinds of
+                // value: two tests, not `as_i64`'s jump over every kind.
+                let x = match row[column] {
+                    Value::BigInt(x) => x,
+                    Value::Int(x) => i64::from(x),
+                    _ => {
+                        row[slot] = Value::Null;
+                        return Ok(());
+                    }
                 };
                 match c.checked_mul(i128::from(x)) {
                     Some(p) => crate::value::put(&mut row[slot], || Value::decimal(p, s)),
@@ -1766,6 +1772,7 @@ mod tests {
             ("s".into(), SqlType::String),
             ("d".into(), SqlType::Decimal(10, 2)),
             ("ts".into(), SqlType::Timestamp),
+            ("b".into(), SqlType::BigInt),
         ]);
         let rows = [
             [
@@ -1773,11 +1780,20 @@ mod tests {
                 Value::string("x"),
                 Value::decimal(1050, 2),
                 Value::Timestamp(1),
+                Value::BigInt(-12_345),
             ],
-            [Value::Null, Value::Null, Value::Null, Value::Null],
+            [
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            ],
         ];
         for sql in [
             "0.908 * a",
+            "0.908 * b",
+            "b * 0.05",
             "a * 0.908",
             "a * 2.5",
             "d * 2",
@@ -1796,8 +1812,8 @@ mod tests {
             for row in &rows {
                 let mut values = row.to_vec();
                 values.push(Value::string("old"));
-                (writer.0)(&mut values, 4).unwrap();
-                assert_eq!(values[4], (c.eval)(row).unwrap(), "{sql} of {row:?}");
+                (writer.0)(&mut values, 5).unwrap();
+                assert_eq!(values[5], (c.eval)(row).unwrap(), "{sql} of {row:?}");
             }
         }
     }

@@ -560,7 +560,7 @@ impl Filter {
 
 impl Calc {
     /// Whether to keep `row`, changed into the `SELECT`'s row if kept.
-    #[inline]
+    #[inline(always)]
     pub fn apply(&self, row: &mut Row) -> Result<bool, String> {
         if let Some(f) = &self.filter {
             if !f.passes(&row.values)? {
@@ -623,6 +623,10 @@ pub(crate) struct Output {
     /// straight into its slot before the swaps (no swap takes the input
     /// column in that slot elsewhere).
     in_place: Option<crate::expr::SlotEval>,
+    /// When that value is all there is to do (every column stays where it
+    /// is, and the input is as wide as the output: `SELECT a, b, 0.908 *
+    /// c` of `a, b, c`): its slot and writer.
+    writes_one: Option<(usize, crate::expr::SlotEval)>,
 }
 
 /// An output of at most this many columns is built in the input row's
@@ -701,6 +705,14 @@ impl Output {
             }
             _ => None,
         };
+        let writes_one = match (&in_place, computed.as_slice()) {
+            (Some(writer), [(slot, _)])
+                if swaps && moves.is_empty() && sources.len() == input_width =>
+            {
+                Some((*slot, writer.clone()))
+            }
+            _ => None,
+        };
         Output {
             width: sources.len(),
             computed,
@@ -709,6 +721,7 @@ impl Output {
             permuted,
             moves,
             in_place,
+            writes_one,
         }
     }
 
@@ -716,7 +729,20 @@ impl Output {
     /// that fails the job. (In place: a row returned in a `Result` was
     /// copied through the stack a piece at a time, which cost more than
     /// building it.)
+    #[inline(always)]
     pub fn apply(&self, row: &mut Row) -> Result<(), String> {
+        // The one write, with no call and no choice of build between the
+        // scan and the writer.
+        if let Some((slot, writer)) = &self.writes_one {
+            if row.values.len() == self.width {
+                return (writer.0)(&mut row.values, *slot);
+            }
+        }
+        self.build(row)
+    }
+
+    /// [`Output::apply`], any output.
+    fn build(&self, row: &mut Row) -> Result<(), String> {
         if row.values.len() >= self.width {
             if let Some(constants) = &self.permuted {
                 for &(slot, i) in &self.moves {
@@ -1081,6 +1107,61 @@ mod tests {
     use super::*;
     use crate::expr::{column_at, Compiled, Scope};
     use crate::types::SqlType;
+
+    /// Every choice of input columns, in every order, each copied once,
+    /// with a product written in place (`0.908 * c`) in each place: the
+    /// output holds each item's value in its slot.
+    #[test]
+    fn an_output_with_a_value_written_in_place_holds_every_item_in_its_slot() {
+        let width: usize = 3;
+        let scope = Scope::of(
+            (0..width)
+                .map(|i| (format!("c{i}"), SqlType::BigInt))
+                .collect(),
+        );
+        let input: Vec<Value> = (0..width).map(|i| Value::BigInt(10 + i as i64)).collect();
+        let product = |j: usize| {
+            let e = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
+                .try_with_sql(&format!("0.908 * c{j}"))
+                .and_then(|mut p| p.parse_expr())
+                .expect("an expression");
+            crate::expr::compile(&e, &scope).expect("a product of a column")
+        };
+        let mut in_place = 0;
+        for n in 0..=width {
+            for code in 0..width.pow(n as u32) {
+                let picked: Vec<usize> =
+                    (0..n).map(|d| code / width.pow(d as u32) % width).collect();
+                let mut seen = picked.clone();
+                seen.sort_unstable();
+                seen.dedup();
+                if seen.len() != n || n == width {
+                    continue;
+                }
+                for at in 0..=n {
+                    for j in 0..width {
+                        let mut items: Vec<Compiled> =
+                            picked.iter().map(|&i| column_at(&scope, i)).collect();
+                        items.insert(at, product(j));
+                        let expected: Vec<Value> = items
+                            .iter()
+                            .map(|c| (c.eval)(&input).expect("a value"))
+                            .collect();
+                        let output = Output::of(items, width);
+                        in_place += usize::from(output.writes_one.is_some());
+                        let mut row = Row::insert(input.clone());
+                        output.apply(&mut row).expect("columns and a product");
+                        assert_eq!(
+                            row.values, expected,
+                            "columns {picked:?}, 0.908 * c{j} at {at}"
+                        );
+                    }
+                }
+            }
+        }
+        // `c0, c1, 0.908 * cj` and the like: the one write is all there is.
+        assert!(in_place > 0);
+    }
 
     /// Every choice of input columns, in every order, each copied once,
     /// with and without a constant: the output holds them in that order

@@ -48,6 +48,23 @@ impl<O: Send + 'static> Output<O> {
         self.buffer.push(record);
     }
 
+    /// Emits the record `make` builds, built where it is kept: room is
+    /// made first, so the record is written into the buffer from the
+    /// registers it was put together in, not built on the stack and copied
+    /// over (a copy that reads it back in wider pieces than it was stored
+    /// in, which stalls the CPU).
+    #[inline(always)]
+    pub fn collect_with(&mut self, make: impl FnOnce() -> StreamRecord<O>) {
+        self.buffer.reserve(1);
+        let len = self.buffer.len();
+        // SAFETY: `reserve` made room for one more record at `len`; the
+        // length counts it only once it is written.
+        unsafe {
+            self.buffer.as_mut_ptr().add(len).write(make());
+            self.buffer.set_len(len + 1);
+        }
+    }
+
     /// The pending records, to extend in bulk.
     #[inline]
     pub fn records(&mut self) -> &mut Vec<StreamRecord<O>> {

@@ -359,13 +359,13 @@ impl<M: Send + 'static> ScanContext<'_, M> {
 
     /// Emits `value` with the timestamp last stamped for this input
     /// record, or stamps `value` itself if nothing was.
-    #[inline]
+    #[inline(always)]
     pub fn collect(&mut self, value: M) {
         let timestamp = match self.timestamp {
             Some(t) => t,
             None => self.stamp(&value),
         };
-        self.out.collect(StreamRecord { value, timestamp });
+        self.out.collect_with(|| StreamRecord { value, timestamp });
     }
 }
 
