@@ -436,7 +436,7 @@ impl ScanRows {
                                 w.stamp(row, ctx)?;
                                 if calc.as_ref().map_or(Ok(true), |c| c.apply(row))? {
                                     if let Some(row) = made {
-                                        ctx.collect(row.read_by_words());
+                                        ctx.collect(row);
                                     }
                                 }
                             }

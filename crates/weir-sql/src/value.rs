@@ -604,33 +604,6 @@ pub struct Row {
 }
 
 impl Row {
-    /// This row, read a word at a time.
-    ///
-    /// A row that a call returned was stored a word at a time; moved on
-    /// at once, it is read back in wider pieces than were stored, which
-    /// the CPU cannot forward from its stores: it waits for them to reach
-    /// its cache, every row. Read word by word (reads the compiler may not
-    /// widen), it is handed on from registers.
-    #[inline(always)]
-    pub fn read_by_words(self) -> Row {
-        const WORDS: usize = std::mem::size_of::<Row>() / 8;
-        // A row is its kind (a `u64`) and its buffer (three words): no
-        // padding, nothing else.
-        const _: () = assert!(std::mem::size_of::<Row>() == 8 * WORDS);
-        let row = std::mem::ManuallyDrop::new(self);
-        // Read as pointers, so that the buffer's pointer keeps what it
-        // points to.
-        let at = (&*row as *const Row).cast::<*const ()>();
-        let mut words = [std::ptr::null::<()>(); WORDS];
-        for (i, word) in words.iter_mut().enumerate() {
-            // SAFETY: `i < WORDS`, within the row; a row has no padding.
-            *word = unsafe { at.add(i).read_volatile() };
-        }
-        // SAFETY: the words of a row, which is not dropped (it is moved
-        // into what is returned).
-        unsafe { std::mem::transmute::<[*const (); WORDS], Row>(words) }
-    }
-
     /// An insert-only row.
     pub fn insert(values: impl Into<Vec<Value>>) -> Row {
         Row {

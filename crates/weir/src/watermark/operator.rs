@@ -361,11 +361,17 @@ impl<M: Send + 'static> ScanContext<'_, M> {
     /// record, or stamps `value` itself if nothing was.
     #[inline(always)]
     pub fn collect(&mut self, value: M) {
-        let timestamp = match self.timestamp {
-            Some(t) => t,
-            None => self.stamp(&value),
-        };
-        self.out.collect_with(|| StreamRecord { value, timestamp });
+        if let Some(timestamp) = self.timestamp {
+            self.out.collect_moved(value, timestamp);
+            return;
+        }
+        // Stamped where it is kept.
+        let record = self.out.collect_moved(value, i64::MIN);
+        let timestamp = self
+            .marks
+            .observe(&record.value, self.previous, self.now, self.wm);
+        record.timestamp = timestamp;
+        self.timestamp = Some(timestamp);
     }
 }
 
