@@ -48,6 +48,62 @@ impl<T> StreamRecord<T> {
         (self.timestamp != NO_TIMESTAMP).then_some(self.timestamp)
     }
 
+    /// Pushes `value` stamped `timestamp` onto `records`, copied a word at
+    /// a time, and returns it where it is kept.
+    ///
+    /// A value that a call made was stored a word at a time; a plain move
+    /// reads it back in wider pieces, which the CPU cannot forward from
+    /// the stores still under way, so it waits for them to reach its
+    /// cache, every record.
+    #[inline(always)]
+    pub fn push_moved(records: &mut Vec<Self>, value: T, timestamp: i64) -> &mut Self {
+        let value = std::mem::ManuallyDrop::new(value);
+        // SAFETY: `value` is a `T`, read once and not dropped here.
+        unsafe { Self::push_from(records, &*value, timestamp) }
+    }
+
+    /// As [`push_moved`](Self::push_moved), with the value taken out of
+    /// `taken` where it lies, `None` left there (a value moved out of an
+    /// `Option` first is copied whole, in wide pieces); `None` if there was
+    /// nothing to take.
+    #[inline(always)]
+    pub fn push_taken<'a>(
+        records: &'a mut Vec<Self>,
+        taken: &mut Option<T>,
+        timestamp: i64,
+    ) -> Option<&'a mut Self> {
+        let value: *const T = taken.as_ref()?;
+        // SAFETY: `value` is read once, and the option it lies in is then
+        // overwritten without dropping it: the value now lives in
+        // `records`.
+        unsafe {
+            let record = Self::push_from(records, value, timestamp);
+            std::ptr::write(taken, None);
+            Some(record)
+        }
+    }
+
+    /// Pushes a record of the value at `value` (read word by word) and
+    /// `timestamp`.
+    ///
+    /// # Safety
+    ///
+    /// `value` points to a `T` that is not used again as one.
+    #[inline(always)]
+    unsafe fn push_from(records: &mut Vec<Self>, value: *const T, timestamp: i64) -> &mut Self {
+        records.reserve(1);
+        let len = records.len();
+        // SAFETY: `reserve` made room for one more record at `len`, written
+        // here field by field; the length counts it only once it is.
+        unsafe {
+            let at = records.as_mut_ptr().add(len);
+            std::ptr::addr_of_mut!((*at).timestamp).write(timestamp);
+            copy_by_words(value, std::ptr::addr_of_mut!((*at).value));
+            records.set_len(len + 1);
+            &mut *at
+        }
+    }
+
     /// Replaces the value, keeping the timestamp.
     #[inline]
     pub fn replace<U>(self, value: U) -> StreamRecord<U> {
@@ -112,4 +168,105 @@ pub enum Message<T> {
     Records(Vec<StreamRecord<T>>),
     /// A control element.
     Control(Control),
+}
+
+/// Pushes `value` onto `items` copied a word at a time (see
+/// [`StreamRecord::push_moved`]): for a value a call returned.
+#[inline(always)]
+pub fn push_by_words<T>(items: &mut Vec<T>, value: T) {
+    items.reserve(1);
+    let len = items.len();
+    let value = std::mem::ManuallyDrop::new(value);
+    // SAFETY: `reserve` made room at `len`; `value` is read once and not
+    // dropped here, and the length counts it once it is written.
+    unsafe {
+        copy_by_words(&*value, items.as_mut_ptr().add(len));
+        items.set_len(len + 1);
+    }
+}
+
+/// Copies the `T` at `from` to `to` a word at a time (see
+/// [`StreamRecord::push_moved`]), or at once if it is not made of whole
+/// words.
+///
+/// # Safety
+///
+/// `from` points to a `T`; `to` is valid for a write of one.
+#[inline(always)]
+unsafe fn copy_by_words<T>(from: *const T, to: *mut T) {
+    use std::mem::{align_of, size_of, MaybeUninit};
+    type Word = MaybeUninit<usize>;
+    const W: usize = size_of::<Word>();
+    if size_of::<T>() % W != 0 || align_of::<T>() < W || size_of::<T>() > 8 * W {
+        // SAFETY: as the caller promises.
+        unsafe { std::ptr::copy_nonoverlapping(from, to, 1) };
+        return;
+    }
+    let (from, to) = (from.cast::<Word>(), to.cast::<Word>());
+    for i in 0..size_of::<T>() / W {
+        // SAFETY: `i` words are within a `T` at both ends, each aligned;
+        // a `MaybeUninit` word copies padding and pointers as they are.
+        // Volatile, so that the reads are not merged into wider ones.
+        unsafe { to.add(i).write(from.add(i).read_volatile()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StreamRecord;
+    use std::sync::Arc;
+
+    fn pushed<T>(value: T) -> T {
+        let mut records = Vec::new();
+        StreamRecord::push_moved(&mut records, value, 7);
+        let Some(record) = records.pop() else {
+            panic!("nothing pushed");
+        };
+        assert_eq!(record.timestamp, 7);
+        record.value
+    }
+
+    #[test]
+    fn a_value_pushed_word_by_word_is_the_value_and_is_dropped_once() {
+        // Whole words, pointers among them.
+        let shared = Arc::new(5);
+        let v = pushed((String::from("abc"), Arc::clone(&shared), 7u64));
+        assert_eq!((v.0.as_str(), *v.1, v.2), ("abc", 5, 7));
+        assert_eq!(Arc::strong_count(&shared), 2);
+        drop(v);
+        assert_eq!(Arc::strong_count(&shared), 1);
+        // Padding within a word.
+        assert_eq!(pushed((3u8, u64::MAX)), (3, u64::MAX));
+        // Not whole words, or wider than eight of them: copied at once.
+        assert_eq!(pushed(7u8), 7);
+        assert_eq!(pushed([1u16, 2, 3]), [1, 2, 3]);
+        let wide: [u64; 12] = std::array::from_fn(|i| i as u64);
+        assert_eq!(pushed(wide), wide);
+    }
+
+    #[test]
+    fn values_pushed_word_by_word_are_the_values_in_order() {
+        let mut items = Vec::new();
+        for i in 0..100u64 {
+            super::push_by_words(&mut items, (i, format!("{i}")));
+        }
+        let expected: Vec<(u64, String)> = (0..100).map(|i| (i, format!("{i}"))).collect();
+        assert_eq!(items, expected);
+    }
+
+    #[test]
+    fn a_value_taken_out_of_an_option_leaves_none_and_is_dropped_once() {
+        let shared = Arc::new(1);
+        let mut records = Vec::new();
+        let mut taken = Some((Arc::clone(&shared), String::from("x")));
+        let record = StreamRecord::push_taken(&mut records, &mut taken, 3);
+        assert_eq!(record.map(|r| r.timestamp), Some(3));
+        assert!(taken.is_none());
+        assert!(StreamRecord::push_taken(&mut records, &mut taken, 4).is_none());
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].value.1, "x");
+        assert_eq!(Arc::strong_count(&shared), 2);
+        drop(records);
+        assert_eq!(Arc::strong_count(&shared), 1);
+    }
 }

@@ -435,9 +435,7 @@ impl ScanRows {
                             if let Some(row) = &mut made {
                                 w.stamp(row, ctx)?;
                                 if calc.as_ref().map_or(Ok(true), |c| c.apply(row))? {
-                                    if let Some(row) = made {
-                                        ctx.collect(row);
-                                    }
+                                    ctx.collect_taken(&mut made);
                                 }
                             }
                             Ok(())
@@ -449,7 +447,7 @@ impl ScanRows {
                     move |v: I, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
                         if let Some(mut row) = make(v)? {
                             if calc.as_ref().map_or(Ok(true), |c| c.apply(&mut row))? {
-                                out.collect(row);
+                                out.collect_moved(row);
                             }
                         }
                         Ok(())
@@ -629,9 +627,10 @@ where
             }
             stamping.stamp(&stand_in, ctx)?;
             if filter.passes(&stand_in.values)? {
-                if let Some(mut row) = make(raw)? {
-                    calc.project(&mut row)?;
-                    ctx.collect(row);
+                let mut made = make(raw)?;
+                if let Some(row) = &mut made {
+                    calc.project(row)?;
+                    ctx.collect_taken(&mut made);
                 }
             }
             Ok(())

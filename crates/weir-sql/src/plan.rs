@@ -509,7 +509,8 @@ pub(crate) fn calc_stream(stream: &DataStream<Row>, calc: Calc) -> DataStream<Ro
     stream.process(
         move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
             if calc.apply(&mut row)? {
-                out.collect(row);
+                // Rewritten by a call: copied on a word at a time.
+                out.collect_moved(row);
             }
             Ok(())
         },

@@ -48,26 +48,16 @@ impl<O: Send + 'static> Output<O> {
         self.buffer.push(record);
     }
 
-    /// Emits `value` stamped `timestamp`, and returns it where it is kept
-    /// (still to change before it is handed on).
-    ///
-    /// The value is copied into the buffer a word at a time. A value that
-    /// a call made was stored a word at a time; a plain move reads it back
-    /// in wider pieces, which the CPU cannot forward from the stores still
-    /// under way, so it waits for them to reach its cache, every record.
+    /// Emits the value in `taken` stamped `timestamp`, taken out of it
+    /// where it lies (`None` is left there) and copied a word at a time
+    /// ([`StreamRecord::push_taken`]); returns it where it is kept.
     #[inline(always)]
-    pub fn collect_moved(&mut self, value: O, timestamp: i64) -> &mut StreamRecord<O> {
-        self.buffer.reserve(1);
-        let len = self.buffer.len();
-        // SAFETY: `reserve` made room for one more record at `len`, written
-        // here field by field; the length counts it only once it is.
-        unsafe {
-            let at = self.buffer.as_mut_ptr().add(len);
-            std::ptr::addr_of_mut!((*at).timestamp).write(timestamp);
-            move_by_words(value, std::ptr::addr_of_mut!((*at).value));
-            self.buffer.set_len(len + 1);
-            &mut *at
-        }
+    pub fn collect_taken(
+        &mut self,
+        taken: &mut Option<O>,
+        timestamp: i64,
+    ) -> Option<&mut StreamRecord<O>> {
+        StreamRecord::push_taken(&mut self.buffer, taken, timestamp)
     }
 
     /// The pending records, to extend in bulk.
@@ -326,68 +316,5 @@ pub fn min_deadline(a: Option<i64>, b: Option<i64>) -> Option<i64> {
         (Some(x), Some(y)) => Some(x.min(y)),
         (x, None) => x,
         (None, y) => y,
-    }
-}
-
-/// Moves `value` to `to` a word at a time (see [`Output::collect_moved`]),
-/// or at once if it is not made of whole words.
-///
-/// # Safety
-///
-/// `to` is valid for a write of a `T`, and holds nothing to drop.
-#[inline(always)]
-unsafe fn move_by_words<T>(value: T, to: *mut T) {
-    use std::mem::{align_of, size_of, MaybeUninit};
-    type Word = MaybeUninit<usize>;
-    const W: usize = size_of::<Word>();
-    if size_of::<T>() % W != 0 || align_of::<T>() < W || size_of::<T>() > 8 * W {
-        // SAFETY: as the caller promises.
-        unsafe { to.write(value) };
-        return;
-    }
-    let value = std::mem::ManuallyDrop::new(value);
-    let from = (&*value as *const T).cast::<Word>();
-    let to = to.cast::<Word>();
-    for i in 0..size_of::<T>() / W {
-        // SAFETY: `i` words are within a `T` at both ends, each aligned;
-        // a `MaybeUninit` word copies padding and pointers as they are.
-        // Volatile, so that the reads are not merged into wider ones. The
-        // value is not dropped here: it now lives at `to`.
-        unsafe { to.add(i).write(from.add(i).read_volatile()) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::move_by_words;
-    use std::mem::MaybeUninit;
-    use std::sync::Arc;
-
-    fn moved<T>(value: T) -> T {
-        let mut slot = MaybeUninit::<T>::uninit();
-        // SAFETY: the slot is a `T`'s room with nothing in it, and is
-        // written by the move.
-        unsafe {
-            move_by_words(value, slot.as_mut_ptr());
-            slot.assume_init()
-        }
-    }
-
-    #[test]
-    fn a_value_moved_by_words_is_the_value_and_is_dropped_once() {
-        // Whole words, pointers among them.
-        let shared = Arc::new(5);
-        let v = moved((String::from("abc"), Arc::clone(&shared), 7u64));
-        assert_eq!((v.0.as_str(), *v.1, v.2), ("abc", 5, 7));
-        assert_eq!(Arc::strong_count(&shared), 2);
-        drop(v);
-        assert_eq!(Arc::strong_count(&shared), 1);
-        // Padding within a word.
-        assert_eq!(moved((3u8, u64::MAX)), (3, u64::MAX));
-        // Not whole words, or wider than eight of them: moved at once.
-        assert_eq!(moved(7u8), 7);
-        assert_eq!(moved([1u16, 2, 3]), [1, 2, 3]);
-        let wide: [u64; 12] = std::array::from_fn(|i| i as u64);
-        assert_eq!(moved(wide), wide);
     }
 }

@@ -23,6 +23,17 @@ impl<'a, O> Collector<'a, O> {
             .push(StreamRecord::with_timestamp(value, self.timestamp));
     }
 
+    /// Emits `value`, copied a word at a time
+    /// ([`StreamRecord::push_moved`]): for a value that lies in memory as
+    /// a call returned it, which a plain move reads back in wider pieces
+    /// than were stored and stalls on. (A value put together in registers
+    /// is better emitted by [`collect`](Self::collect), which does not
+    /// store it first.)
+    #[inline]
+    pub fn collect_moved(&mut self, value: O) {
+        StreamRecord::push_moved(self.records, value, self.timestamp);
+    }
+
     /// Emits `value` with its own event timestamp (ms).
     #[inline]
     pub fn collect_with_timestamp(&mut self, value: O, timestamp: i64) {

@@ -130,7 +130,13 @@ pub(crate) fn prepare_keys<K: Serialize + StableHash, I>(
     keys.clear();
     if let Some(store) = store.as_ref().filter(|s| s.in_use()) {
         if batch.len() > 1 && store.prefetch_pays()? {
-            keys.extend(batch.iter().map(|r| key_of(&r.value)));
+            // Each key copied a word at a time: pushed whole, as `key_of`
+            // returned it, it was read back in wider pieces than it was
+            // stored in, which stalls the CPU on every record.
+            keys.reserve(batch.len());
+            for r in batch {
+                weir_runtime::element::push_by_words(keys, key_of(&r.value));
+            }
             store.prepare_keys(keys.iter())?;
         }
     }

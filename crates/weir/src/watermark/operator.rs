@@ -357,21 +357,30 @@ impl<M: Send + 'static> ScanContext<'_, M> {
         self.timestamp = Some(timestamp);
     }
 
+    /// Emits the value in `taken`, taken out of it where it lies (`None`
+    /// is left there) and copied a word at a time
+    /// ([`StreamRecord::push_taken`]), as [`collect`](Self::collect)
+    /// emits a value: for a value a call returned, which a plain move
+    /// reads back in wider pieces than were stored and stalls on.
+    #[inline(always)]
+    pub fn collect_taken(&mut self, taken: &mut Option<M>) {
+        let timestamp = match (self.timestamp, taken.as_ref()) {
+            (_, None) => return,
+            (Some(t), _) => t,
+            (None, Some(value)) => self.stamp(value),
+        };
+        self.out.collect_taken(taken, timestamp);
+    }
+
     /// Emits `value` with the timestamp last stamped for this input
     /// record, or stamps `value` itself if nothing was.
-    #[inline(always)]
+    #[inline]
     pub fn collect(&mut self, value: M) {
-        if let Some(timestamp) = self.timestamp {
-            self.out.collect_moved(value, timestamp);
-            return;
-        }
-        // Stamped where it is kept.
-        let record = self.out.collect_moved(value, i64::MIN);
-        let timestamp = self
-            .marks
-            .observe(&record.value, self.previous, self.now, self.wm);
-        record.timestamp = timestamp;
-        self.timestamp = Some(timestamp);
+        let timestamp = match self.timestamp {
+            Some(t) => t,
+            None => self.stamp(&value),
+        };
+        self.out.collect(StreamRecord { value, timestamp });
     }
 }
 
