@@ -197,13 +197,16 @@ unsafe fn copy_by_words<T>(from: *const T, to: *mut T) {
     use std::mem::{align_of, size_of, MaybeUninit};
     type Word = MaybeUninit<usize>;
     const W: usize = size_of::<Word>();
-    if size_of::<T>() % W != 0 || align_of::<T>() < W || size_of::<T>() > 8 * W {
+    // Two words or fewer come back from a call in registers, and are
+    // written whole; not whole words, or many, are copied at once.
+    let words = size_of::<T>() / W;
+    if size_of::<T>() % W != 0 || align_of::<T>() < W || !(3..=8).contains(&words) {
         // SAFETY: as the caller promises.
         unsafe { std::ptr::copy_nonoverlapping(from, to, 1) };
         return;
     }
     let (from, to) = (from.cast::<Word>(), to.cast::<Word>());
-    for i in 0..size_of::<T>() / W {
+    for i in 0..words {
         // SAFETY: `i` words are within a `T` at both ends, each aligned;
         // a `MaybeUninit` word copies padding and pointers as they are.
         // Volatile, so that the reads are not merged into wider ones.
@@ -236,9 +239,10 @@ mod tests {
         drop(v);
         assert_eq!(Arc::strong_count(&shared), 1);
         // Padding within a word.
-        assert_eq!(pushed((3u8, u64::MAX)), (3, u64::MAX));
-        // Not whole words, or wider than eight of them: copied at once.
+        assert_eq!(pushed((3u8, u64::MAX, 9u64)), (3, u64::MAX, 9));
+        // Not whole words, two or fewer, or more than eight: copied at once.
         assert_eq!(pushed(7u8), 7);
+        assert_eq!(pushed((3u8, u64::MAX)), (3, u64::MAX));
         assert_eq!(pushed([1u16, 2, 3]), [1, 2, 3]);
         let wide: [u64; 12] = std::array::from_fn(|i| i as u64);
         assert_eq!(pushed(wide), wide);
