@@ -1109,6 +1109,20 @@ mod tests {
     use crate::expr::{column_at, Compiled, Scope};
     use crate::types::SqlType;
 
+    /// Every sequence of `n` distinct columns of `width` (each a number
+    /// in base `width`, its digits the columns).
+    fn distinct_picks(width: usize, n: usize) -> Vec<Vec<usize>> {
+        (0..width.pow(n as u32))
+            .map(|code| (0..n).map(|d| code / width.pow(d as u32) % width).collect())
+            .filter(|picked: &Vec<usize>| {
+                let mut seen = picked.clone();
+                seen.sort_unstable();
+                seen.dedup();
+                seen.len() == n
+            })
+            .collect()
+    }
+
     /// Every choice of input columns, in every order, each copied once,
     /// with a product written in place (`0.908 * c`) in each place: the
     /// output holds each item's value in its slot.
@@ -1129,34 +1143,24 @@ mod tests {
             crate::expr::compile(&e, &scope).expect("a product of a column")
         };
         let mut in_place = 0;
-        for n in 0..=width {
-            for code in 0..width.pow(n as u32) {
-                let picked: Vec<usize> =
-                    (0..n).map(|d| code / width.pow(d as u32) % width).collect();
-                let mut seen = picked.clone();
-                seen.sort_unstable();
-                seen.dedup();
-                if seen.len() != n || n == width {
-                    continue;
-                }
-                for at in 0..=n {
-                    for j in 0..width {
-                        let mut items: Vec<Compiled> =
-                            picked.iter().map(|&i| column_at(&scope, i)).collect();
-                        items.insert(at, product(j));
-                        let expected: Vec<Value> = items
-                            .iter()
-                            .map(|c| (c.eval)(&input).expect("a value"))
-                            .collect();
-                        let output = Output::of(items, width);
-                        in_place += usize::from(output.writes_one.is_some());
-                        let mut row = Row::insert(input.clone());
-                        output.apply(&mut row).expect("columns and a product");
-                        assert_eq!(
-                            row.values, expected,
-                            "columns {picked:?}, 0.908 * c{j} at {at}"
-                        );
-                    }
+        for picked in (0..width).flat_map(|n| distinct_picks(width, n)) {
+            for at in 0..=picked.len() {
+                for j in 0..width {
+                    let mut items: Vec<Compiled> =
+                        picked.iter().map(|&i| column_at(&scope, i)).collect();
+                    items.insert(at, product(j));
+                    let expected: Vec<Value> = items
+                        .iter()
+                        .map(|c| (c.eval)(&input).expect("a value"))
+                        .collect();
+                    let output = Output::of(items, width);
+                    in_place += usize::from(output.writes_one.is_some());
+                    let mut row = Row::insert(input.clone());
+                    output.apply(&mut row).expect("columns and a product");
+                    assert_eq!(
+                        row.values, expected,
+                        "columns {picked:?}, 0.908 * c{j} at {at}"
+                    );
                 }
             }
         }
@@ -1178,37 +1182,26 @@ mod tests {
         let input: Vec<Value> = (0..width)
             .map(|i| Value::string(&format!("v{i}")))
             .collect();
-        // Each sequence of distinct columns, as base-`width` numbers.
-        for n in 1..=3usize {
-            for code in 0..width.pow(n as u32) {
-                let picked: Vec<usize> =
-                    (0..n).map(|d| code / width.pow(d as u32) % width).collect();
-                let mut seen = picked.clone();
-                seen.sort_unstable();
-                seen.dedup();
-                if seen.len() != n {
-                    continue;
-                }
-                let output = Output::of(
-                    picked.iter().map(|&i| column_at(&scope, i)).collect(),
-                    width,
-                );
+        for picked in (1..=3).flat_map(|n| distinct_picks(width, n)) {
+            let output = Output::of(
+                picked.iter().map(|&i| column_at(&scope, i)).collect(),
+                width,
+            );
+            let mut row = Row::insert(input.clone());
+            output.apply(&mut row).expect("columns only");
+            let expected: Vec<Value> = picked.iter().map(|&i| input[i].clone()).collect();
+            assert_eq!(row.values, expected, "columns {picked:?}");
+            // And with a constant (`COUNT(*)`'s NULL) in each place.
+            for at in 0..=picked.len() {
+                let mut items: Vec<Compiled> =
+                    picked.iter().map(|&i| column_at(&scope, i)).collect();
+                items.insert(at, Compiled::constant(Value::Int(7), SqlType::Int));
+                let output = Output::of(items, width);
                 let mut row = Row::insert(input.clone());
-                output.apply(&mut row).expect("columns only");
-                let expected: Vec<Value> = picked.iter().map(|&i| input[i].clone()).collect();
-                assert_eq!(row.values, expected, "columns {picked:?}");
-                // And with a constant (`COUNT(*)`'s NULL) in each place.
-                for at in 0..=n {
-                    let mut items: Vec<Compiled> =
-                        picked.iter().map(|&i| column_at(&scope, i)).collect();
-                    items.insert(at, Compiled::constant(Value::Int(7), SqlType::Int));
-                    let output = Output::of(items, width);
-                    let mut row = Row::insert(input.clone());
-                    output.apply(&mut row).expect("columns and a constant");
-                    let mut expected = expected.clone();
-                    expected.insert(at, Value::Int(7));
-                    assert_eq!(row.values, expected, "columns {picked:?}, constant at {at}");
-                }
+                output.apply(&mut row).expect("columns and a constant");
+                let mut expected = expected.clone();
+                expected.insert(at, Value::Int(7));
+                assert_eq!(row.values, expected, "columns {picked:?}, constant at {at}");
             }
         }
     }
