@@ -847,13 +847,18 @@ pub(crate) fn plan_window_aggregate(
                      out: &mut Collector<'_, Row>|
           -> FunctionResult {
         let w = *ctx.window();
+        let at = key.len();
         for aggs in results {
-            let mut values = Vec::with_capacity(key.len() + 3 + aggs.len());
+            // A reused buffer, and the window's times written into their
+            // slots: pushed, each was built on the stack a piece at a time
+            // and read back in wider pieces, which stalled every row.
+            let mut values = Row::buffer(at + 3 + aggs.len());
             values.extend_from_slice(key);
-            values.push(Value::Timestamp(w.start));
-            values.push(Value::Timestamp(w.end));
-            values.push(time_value(time_type, w.end - 1));
-            values.extend(aggs.iter().cloned());
+            values.resize(at + 3, Value::Null);
+            crate::value::put(&mut values[at], || Value::Timestamp(w.start));
+            crate::value::put(&mut values[at + 1], || Value::Timestamp(w.end));
+            crate::value::put(&mut values[at + 2], || time_value(time_type, w.end - 1));
+            values.extend_from_slice(aggs);
             out.collect(Row::insert(values));
         }
         Ok(())
