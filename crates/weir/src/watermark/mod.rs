@@ -61,7 +61,8 @@ pub trait WatermarkGenerator<T>: Send {
 #[derive(Debug, Clone)]
 pub struct BoundedOutOfOrderness {
     max_timestamp: i64,
-    /// How far the watermark trails the largest timestamp: `bound + 1`.
+    /// How far the watermark trails the largest timestamp: `bound + 1`,
+    /// or the delay of [`with_delay`](Self::with_delay).
     lag_ms: i64,
 }
 
