@@ -49,17 +49,17 @@ impl<T> StreamRecord<T> {
     }
 
     /// Pushes `value` stamped `timestamp` onto `records`, copied a word at
-    /// a time, and returns it where it is kept.
+    /// a time.
     ///
     /// A value that a call made was stored a word at a time; a plain move
     /// reads it back in wider pieces, which the CPU cannot forward from
     /// the stores still under way, so it waits for them to reach its
     /// cache, every record.
     #[inline(always)]
-    pub fn push_moved(records: &mut Vec<Self>, value: T, timestamp: i64) -> &mut Self {
+    pub fn push_moved(records: &mut Vec<Self>, value: T, timestamp: i64) {
         let value = std::mem::ManuallyDrop::new(value);
         // SAFETY: `value` is a `T`, read once and not dropped here.
-        unsafe { Self::push_from(records, &*value, timestamp) }
+        unsafe { Self::push_from(records, &*value, timestamp) };
     }
 
     /// As [`push_moved`](Self::push_moved), with the value taken out of
@@ -91,16 +91,13 @@ impl<T> StreamRecord<T> {
     /// `value` points to a `T` that is not used again as one.
     #[inline(always)]
     unsafe fn push_from(records: &mut Vec<Self>, value: *const T, timestamp: i64) -> &mut Self {
-        records.reserve(1);
-        let len = records.len();
-        // SAFETY: `reserve` made room for one more record at `len`, written
-        // here field by field; the length counts it only once it is.
+        // SAFETY: the record's two fields are written, the value as the
+        // caller promises.
         unsafe {
-            let at = records.as_mut_ptr().add(len);
-            std::ptr::addr_of_mut!((*at).timestamp).write(timestamp);
-            copy_by_words(value, std::ptr::addr_of_mut!((*at).value));
-            records.set_len(len + 1);
-            &mut *at
+            push_written(records, |at| {
+                std::ptr::addr_of_mut!((*at).timestamp).write(timestamp);
+                copy_by_words(value, std::ptr::addr_of_mut!((*at).value));
+            })
         }
     }
 
@@ -174,14 +171,28 @@ pub enum Message<T> {
 /// [`StreamRecord::push_moved`]): for a value a call returned.
 #[inline(always)]
 pub fn push_by_words<T>(items: &mut Vec<T>, value: T) {
+    let value = std::mem::ManuallyDrop::new(value);
+    // SAFETY: `value` is read once and not dropped here.
+    unsafe { push_written(items, |at| copy_by_words(&*value, at)) };
+}
+
+/// Pushes the item `write` writes into the room made for it at the end
+/// of `items`, and returns it there.
+///
+/// # Safety
+///
+/// `write` writes a whole `T` at the pointer it is given.
+#[inline(always)]
+unsafe fn push_written<T>(items: &mut Vec<T>, write: impl FnOnce(*mut T)) -> &mut T {
     items.reserve(1);
     let len = items.len();
-    let value = std::mem::ManuallyDrop::new(value);
-    // SAFETY: `reserve` made room at `len`; `value` is read once and not
-    // dropped here, and the length counts it once it is written.
+    // SAFETY: `reserve` made room for one more item at `len`; the length
+    // counts it only once it is written.
     unsafe {
-        copy_by_words(&*value, items.as_mut_ptr().add(len));
+        let at = items.as_mut_ptr().add(len);
+        write(at);
         items.set_len(len + 1);
+        &mut *at
     }
 }
 

@@ -341,13 +341,24 @@ impl Watermarks {
     /// should not be null"): it has no event time to be placed by.
     #[inline(always)]
     fn stamp(&self, row: &Row, ctx: &mut ScanContext<'_, Row>) -> FunctionResult {
-        let timestamp = match row.values.get(self.rowtime) {
-            Some(Value::Timestamp(t) | Value::TimestampLtz(t)) => *t,
-            Some(Value::Null) | None => return Err(self.null_rowtime.to_string().into()),
-            Some(other) => other.as_i64().unwrap_or(i64::MIN),
-        };
-        ctx.stamp_as(row, timestamp);
-        Ok(())
+        match row.values.get(self.rowtime) {
+            Some(Value::Null) | None => Err(self.null_rowtime.to_string().into()),
+            Some(time) => {
+                ctx.stamp_as(row, event_time(time));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The event time a rowtime column's value gives, in ms.
+#[inline(always)]
+fn event_time(time: &Value) -> i64 {
+    match time {
+        // A time attribute is a TIMESTAMP(3) or TIMESTAMP_LTZ(3): one test
+        // per row, not `as_i64`'s jump over every kind of value.
+        Value::Timestamp(t) | Value::TimestampLtz(t) => *t,
+        other => other.as_i64().unwrap_or(i64::MIN),
     }
 }
 
@@ -684,12 +695,7 @@ fn watermark_strategy(
         }
     };
     let strategy =
-        strategy.with_timestamp_assigner(move |row: &Row, _| match &row.values[rowtime] {
-            // A time attribute is a TIMESTAMP(3) or TIMESTAMP_LTZ(3): one
-            // test per row, not `as_i64`'s jump over every kind of value.
-            Value::Timestamp(t) | Value::TimestampLtz(t) => *t,
-            other => other.as_i64().unwrap_or(i64::MIN),
-        });
+        strategy.with_timestamp_assigner(move |row: &Row, _| event_time(&row.values[rowtime]));
     let null_rowtime = format!(
         "table '{table}': the rowtime column '{}' is NULL in a row; a WATERMARK's column \
          must have a value in every row (Flink fails the same way: \"RowTime field should \

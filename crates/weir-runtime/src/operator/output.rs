@@ -50,14 +50,10 @@ impl<O: Send + 'static> Output<O> {
 
     /// Emits the value in `taken` stamped `timestamp`, taken out of it
     /// where it lies (`None` is left there) and copied a word at a time
-    /// ([`StreamRecord::push_taken`]); returns it where it is kept.
+    /// ([`StreamRecord::push_taken`]).
     #[inline(always)]
-    pub fn collect_taken(
-        &mut self,
-        taken: &mut Option<O>,
-        timestamp: i64,
-    ) -> Option<&mut StreamRecord<O>> {
-        StreamRecord::push_taken(&mut self.buffer, taken, timestamp)
+    pub fn collect_taken(&mut self, taken: &mut Option<O>, timestamp: i64) {
+        StreamRecord::push_taken(&mut self.buffer, taken, timestamp);
     }
 
     /// The pending records, to extend in bulk.
