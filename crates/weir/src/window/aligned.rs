@@ -11,6 +11,7 @@
 //! are exactly those of [`WindowOperator`](super::operator::WindowOperator)
 //! with an `EventTimeTrigger`, which the golden and property tests check.
 
+use std::collections::hash_map::Entry;
 use std::collections::BTreeSet;
 
 use serde::de::DeserializeOwned;
@@ -68,6 +69,8 @@ pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     late_tag: Option<String>,
     /// Slices in ascending start order.
     slices: Vec<Slice<K, L::Acc>>,
+    /// The emptied table of a dropped slice, for the next new one.
+    spare: Option<Map<K, L::Acc>>,
     /// Windows (by start) whose function used per-window state: cleared
     /// when they are dropped.
     window_states: Map<(K, i64), ()>,
@@ -107,6 +110,7 @@ where
             allowed_lateness,
             late_tag,
             slices: Vec::new(),
+            spare: None,
             window_states: Map::default(),
             state: None,
             watermark: i64::MIN,
@@ -141,13 +145,14 @@ where
                 // slice's keys are mostly the same as the one before, and
                 // growing the table by doubling rehashes every entry.
                 let keys = self.slices.last().map_or(0, |s| s.entries.len());
-                self.slices.insert(
-                    i,
-                    Slice {
-                        start,
-                        entries: Map::with_capacity_and_hasher(keys, Default::default()),
-                    },
-                );
+                let entries = match self.spare.take() {
+                    Some(mut spare) => {
+                        spare.reserve(keys);
+                        spare
+                    }
+                    None => Map::with_capacity_and_hasher(keys, Default::default()),
+                };
+                self.slices.insert(i, Slice { start, entries });
                 i
             }
         }
@@ -459,13 +464,15 @@ where
                 }
             };
             let key = (self.key_of)(&record.value);
-            let entries = &mut self.slices[i].entries;
-            match entries.get_mut(&key) {
-                Some(acc) => self.logic.add(acc, record),
-                None => {
+            // One hash and one probe, found or not: a key new to the slice
+            // (every key, in a window each key has one record in) was
+            // hashed and looked for twice, by a look-up and an insert.
+            match self.slices[i].entries.entry(key) {
+                Entry::Occupied(mut found) => self.logic.add(found.get_mut(), record),
+                Entry::Vacant(room) => {
                     let mut acc = self.logic.create();
                     self.logic.add(&mut acc, record);
-                    entries.insert(key, acc);
+                    room.insert(acc);
                 }
             }
         }
@@ -531,10 +538,17 @@ where
         // Drop slices whose last window is past its cleanup time.
         let (size, lateness, offset, slide) =
             (self.size, self.allowed_lateness, self.offset, self.slide);
-        self.slices.retain(|s| {
+        let done = self.slices.extract_if(.., |s| {
             let last = TimeWindow::window_start(s.start, offset, slide);
-            (last.saturating_add(size) - 1).saturating_add(lateness) > watermark
+            (last.saturating_add(size) - 1).saturating_add(lateness) <= watermark
         });
+        // The last one's table is kept, emptied, for the next new slice:
+        // one the size of a slice's keys, allocated anew, came back as
+        // fresh pages to fault in and zero, for every window.
+        if let Some(mut entries) = done.map(|s| s.entries).last() {
+            entries.clear();
+            self.spare = Some(entries);
+        }
         self.drop_window_states(watermark, out)?;
         out.emit_watermark(watermark)?;
         Ok(())
