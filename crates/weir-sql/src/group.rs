@@ -156,9 +156,9 @@ pub(crate) fn plan_group_aggregate(
         having,
         ..
     } = aggregation;
-    let nkeys = keys.len();
+    let key_of = pre.key_of();
     let function = GroupAggregate {
-        aggregates: SqlAggregates::new(calls.clone(), input.updating),
+        aggregates: SqlAggregates::new(pre.calls, input.updating),
         ttl,
         state: None,
     };
@@ -170,11 +170,7 @@ pub(crate) fn plan_group_aggregate(
             .join(", "),
         crate::aggregate::describe(&calls)
     );
-    let aggregated = crate::plan::stateful(
-        pre.key_by(move |r: &Row| RowKey::of(&r.values[..nkeys]))
-            .process(function),
-        &what,
-    );
+    let aggregated = crate::plan::stateful(pre.stream.key_by(key_of).process(function), &what);
     let having = having
         .map(|h| crate::expr::compile(&h, &scope))
         .transpose()?

@@ -25,11 +25,13 @@ pub(crate) enum RowKey {
 }
 
 impl RowKey {
-    /// The key of `values` (a row's key columns, in order).
-    pub fn of(values: &[Value]) -> RowKey {
-        match values {
-            [one] => RowKey::One(one.clone()),
-            many => RowKey::Many(many.to_vec()),
+    /// The key of a row's `values` whose key columns are `columns`, in
+    /// order.
+    #[inline]
+    pub fn at(values: &[Value], columns: &[usize]) -> RowKey {
+        match columns {
+            [one] => RowKey::One(values[*one].clone()),
+            many => RowKey::Many(many.iter().map(|&i| values[i].clone()).collect()),
         }
     }
 }
@@ -91,6 +93,11 @@ impl StableHash for RowKey {
 mod tests {
     use super::*;
 
+    /// The key of a row of key columns alone.
+    fn of(values: &[Value]) -> RowKey {
+        RowKey::at(values, &(0..values.len()).collect::<Vec<_>>())
+    }
+
     fn keys() -> Vec<Vec<Value>> {
         vec![
             vec![],
@@ -104,7 +111,7 @@ mod tests {
     #[test]
     fn a_key_hashes_and_serialises_as_its_values() {
         for values in keys() {
-            let key = RowKey::of(&values);
+            let key = of(&values);
             assert_eq!(&*key, &values[..]);
             assert_eq!(key.stable_hash(), values.stable_hash(), "{values:?}");
             // The same text as the values': the same bytes in state.
@@ -117,10 +124,17 @@ mod tests {
 
     #[test]
     fn equal_values_make_equal_keys() {
-        let one = RowKey::of(&[Value::BigInt(3)]);
+        let one = of(&[Value::BigInt(3)]);
         assert_eq!(one, RowKey::from(vec![Value::BigInt(3)]));
         assert!(matches!(one, RowKey::One(_)));
-        assert_ne!(one, RowKey::of(&[Value::BigInt(4)]));
+        assert_ne!(one, of(&[Value::BigInt(4)]));
+        // Key columns anywhere in a row, in key order.
+        let row = [Value::Int(1), Value::string("b"), Value::BigInt(3)];
+        assert_eq!(RowKey::at(&row, &[2]), one);
+        assert_eq!(
+            RowKey::at(&row, &[2, 0]),
+            RowKey::Many(vec![Value::BigInt(3), Value::Int(1)])
+        );
     }
 
     /// Equal keys hash alike (a key made from a row and one read back
@@ -132,7 +146,7 @@ mod tests {
         let hasher = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default();
         let hash = |k: &RowKey| hasher.hash_one(k);
         for values in keys() {
-            let a = RowKey::of(&values);
+            let a = of(&values);
             let b = RowKey::from(values.clone());
             assert_eq!(hash(&a), hash(&b), "{values:?}");
         }
@@ -152,7 +166,7 @@ mod tests {
         ];
         let hashes: std::collections::BTreeSet<u64> = numbers
             .iter()
-            .map(|v| hash(&RowKey::of(std::slice::from_ref(v))))
+            .map(|v| hash(&of(std::slice::from_ref(v))))
             .collect();
         assert_eq!(hashes.len(), numbers.len());
     }

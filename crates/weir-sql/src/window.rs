@@ -2,6 +2,7 @@
 //! aggregations over them (`GROUP BY window_start, window_end, …`),
 //! planned into Weir's event-time window operator.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlparser::ast::helpers::attached_token::AttachedToken;
@@ -746,25 +747,82 @@ pub(crate) fn where_filter(select: &Select, scope: &Scope) -> Result<Option<Eval
     }
 }
 
-/// Filters with `filter` and computes `[keys…, aggregate arguments…]` per
-/// row, before the rows are keyed.
+/// The rows an aggregation is fed, and where in them its keys and its
+/// calls' arguments are.
+pub(crate) struct PreAggregated {
+    pub stream: DataStream<Row>,
+    /// The key columns, in key order.
+    pub keys: Arc<[usize]>,
+    /// The calls, with their arguments' columns in these rows.
+    pub calls: Vec<AggCall>,
+}
+
+impl PreAggregated {
+    /// The key of a row.
+    pub fn key_of(&self) -> impl Fn(&Row) -> RowKey + Send + Sync + 'static {
+        let keys = Arc::clone(&self.keys);
+        move |r: &Row| RowKey::at(&r.values, &keys)
+    }
+}
+
+/// The rows of `stream` that `filter` keeps, ready to aggregate: the
+/// input rows as they are when every key and argument is a column of
+/// them (`COUNT(*)` reads none), else `[keys…, aggregate arguments…]`
+/// computed per row.
 pub(crate) fn pre_aggregate(
     stream: DataStream<Row>,
     filter: Option<Eval>,
     aggregation: &Aggregation,
     input_width: usize,
-) -> DataStream<Row> {
+) -> PreAggregated {
+    let column = |c: &crate::expr::Compiled| match c.shape {
+        crate::expr::Shape::Column(i) => Some(i),
+        _ => None,
+    };
+    let keys: Option<Vec<usize>> = aggregation.key_evals.iter().map(column).collect();
+    let args: Option<Vec<usize>> = aggregation
+        .calls
+        .iter()
+        .zip(&aggregation.arg_evals)
+        // `COUNT(*)`'s argument is never read: any column will do.
+        .map(|(call, c)| match call.kind {
+            AggKind::CountStar => Some(0),
+            _ => column(c),
+        })
+        .collect();
+    if let (Some(keys), Some(args)) = (keys, args) {
+        // Nothing to compute: a row rewritten into its keys and arguments
+        // was a copy of values the aggregation reads where they are.
+        let calls = aggregation
+            .calls
+            .iter()
+            .zip(args)
+            .map(|(call, arg)| AggCall {
+                arg,
+                ..call.clone()
+            })
+            .collect();
+        return PreAggregated {
+            stream: crate::plan::filter_project(stream, filter, None),
+            keys: keys.into(),
+            calls,
+        };
+    }
     let columns = aggregation
         .key_evals
         .iter()
         .chain(&aggregation.arg_evals)
         .cloned()
         .collect();
-    crate::plan::filter_project(
-        stream,
-        filter,
-        Some(crate::plan::Output::of(columns, input_width)),
-    )
+    PreAggregated {
+        stream: crate::plan::filter_project(
+            stream,
+            filter,
+            Some(crate::plan::Output::of(columns, input_width)),
+        ),
+        keys: (0..aggregation.key_evals.len()).collect(),
+        calls: aggregation.calls.clone(),
+    }
 }
 
 /// `SELECT …, agg(…) FROM TABLE(window TVF) GROUP BY window_start,
@@ -839,8 +897,8 @@ pub(crate) fn plan_window_aggregate(
         &aggregation,
         input.scope.columns.len(),
     );
-    let keyed = pre.key_by(move |r: &Row| RowKey::of(&r.values[..nkeys]));
-    let aggregates = SqlAggregates::new(calls.clone(), false);
+    let keyed = pre.stream.key_by(pre.key_of());
+    let aggregates = SqlAggregates::new(pre.calls, false);
     let emit = move |key: &RowKey,
                      ctx: &mut ProcessWindowContext<'_, TimeWindow>,
                      results: Elements<'_, Vec<Value>>,
