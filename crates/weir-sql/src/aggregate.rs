@@ -91,6 +91,10 @@ pub(crate) enum Acc {
 /// reach them). Serialised as a list, as a `Vec` is.
 pub(crate) type Accumulators = SmallVec<[Acc; 2]>;
 
+/// One group's (and window's) results, one per aggregate call: up to two
+/// held inline, so that a window's result per key allocates nothing.
+pub(crate) type Results = SmallVec<[Value; 2]>;
+
 /// A value ordered as SQL compares it (the values of one column have one
 /// type, so every pair compares).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,7 +181,7 @@ impl SqlAggregates {
 
     /// Appends the results of `acc` to `out` (a result row being built,
     /// its key columns already in it).
-    pub fn results_into(&self, acc: &[Acc], out: &mut Vec<Value>) {
+    pub fn results_into(&self, acc: &[Acc], out: &mut impl Extend<Value>) {
         out.extend(self.calls.iter().zip(acc).map(|(call, a)| {
             match a {
                 Acc::Count(n) => Value::BigInt(*n),
@@ -272,7 +276,7 @@ fn add_values(a: &Value, b: &Value, t: SqlType) -> Value {
     }
 }
 
-impl AggregateFunction<Row, Accumulators, Vec<Value>> for SqlAggregates {
+impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
     fn create_accumulator(&mut self) -> Accumulators {
         match &self.plain {
             // A copy of the bytes of accumulators made once. Made anew, each
@@ -324,8 +328,8 @@ impl AggregateFunction<Row, Accumulators, Vec<Value>> for SqlAggregates {
         }
     }
 
-    fn get_result(&mut self, acc: &Accumulators) -> Vec<Value> {
-        let mut results = Vec::with_capacity(acc.len());
+    fn get_result(&mut self, acc: &Accumulators) -> Results {
+        let mut results = Results::new();
         self.results_into(acc, &mut results);
         results
     }
@@ -456,7 +460,7 @@ mod tests {
         for r in rows {
             agg.add(Row::insert(r.clone()), &mut acc);
         }
-        agg.get_result(&acc)
+        agg.get_result(&acc).to_vec()
     }
 
     #[test]
@@ -546,8 +550,8 @@ mod tests {
         let mut agg = SqlAggregates::new(vec![call(AggKind::Sum)], false);
         let mut first = agg.create_accumulator();
         agg.add(Row::insert(vec![Value::BigInt(5)]), &mut first);
-        assert_eq!(agg.get_result(&first), vec![Value::BigInt(5)]);
+        assert_eq!(agg.get_result(&first).to_vec(), vec![Value::BigInt(5)]);
         let second = agg.create_accumulator();
-        assert_eq!(agg.get_result(&second), vec![Value::Null]);
+        assert_eq!(agg.get_result(&second).to_vec(), vec![Value::Null]);
     }
 }

@@ -26,7 +26,7 @@ use sqlparser::ast::{
 };
 use weir::prelude::*;
 
-use crate::aggregate::{Accumulators, AggCall, SqlAggregates};
+use crate::aggregate::{Accumulators, AggCall, Results, SqlAggregates};
 use crate::catalog::Catalog;
 use crate::error::{position, Position, SqlError};
 use crate::expr::{compile, is_aggregate, Compiled, Eval};
@@ -488,7 +488,7 @@ fn take(
     let arguments = |values: &[Value]| -> Result<Vec<Value>, String> {
         args.iter().map(|a| a(values)).collect()
     };
-    let emit = |out: &mut Collector<'_, Row>, mut values: Vec<Value>, result: Vec<Value>| {
+    let emit = |out: &mut Collector<'_, Row>, mut values: Vec<Value>, result: Results| {
         values.extend(result);
         out.collect(Row::insert(values));
     };

@@ -13,7 +13,7 @@ use sqlparser::ast::{
 use weir::prelude::*;
 use weir::window::{SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowAssigner};
 
-use crate::aggregate::{AggCall, AggKind, SqlAggregates};
+use crate::aggregate::{AggCall, AggKind, Results, SqlAggregates};
 use crate::error::{position, Position, SqlError};
 use crate::expr::{compile, is_aggregate, Eval, Scope};
 use crate::key::RowKey;
@@ -899,13 +899,58 @@ pub(crate) fn plan_window_aggregate(
     );
     let keyed = pre.stream.key_by(pre.key_of());
     let aggregates = SqlAggregates::new(pre.calls, false);
+    // The aggregation's output columns, then the SELECT list over them.
+    let scope = aggregation.output_scope(&[
+        ("window_start", SqlType::Timestamp),
+        ("window_end", SqlType::Timestamp),
+        ("window_time", time_type),
+    ]);
+    let window_time = nkeys + 2;
+    let having = having.as_ref().map(|h| compile(h, &scope)).transpose()?;
+    let p = projection(items, &scope)?;
+    // A SELECT list of the output's columns alone, without HAVING, is
+    // written by the window's results themselves: each result row made
+    // whole, then rewritten into the columns chosen, was written twice.
+    let picks: Option<Arc<[usize]>> = match (&having, &p.output) {
+        (None, Some(_)) => p
+            .sources
+            .iter()
+            .copied()
+            .collect::<Option<Vec<usize>>>()
+            .map(Into::into),
+        _ => None,
+    };
+    let output = if picks.is_some() {
+        None
+    } else {
+        p.output.clone()
+    };
     let emit = move |key: &RowKey,
                      ctx: &mut ProcessWindowContext<'_, TimeWindow>,
-                     results: Elements<'_, Vec<Value>>,
+                     results: Elements<'_, Results>,
                      out: &mut Collector<'_, Row>|
           -> FunctionResult {
         let w = *ctx.window();
         let at = key.len();
+        if let Some(picks) = &picks {
+            for aggs in results {
+                // Each column written straight into its slot of a reused
+                // buffer, as below.
+                let mut values = Row::buffer(picks.len());
+                values.resize(picks.len(), Value::Null);
+                for (slot, &c) in values.iter_mut().zip(picks.iter()) {
+                    crate::value::put(slot, || match c.checked_sub(at) {
+                        None => key[c].clone(),
+                        Some(0) => Value::Timestamp(w.start),
+                        Some(1) => Value::Timestamp(w.end),
+                        Some(2) => time_value(time_type, w.end - 1),
+                        Some(agg) => aggs[agg - 3].clone(),
+                    });
+                }
+                out.collect(Row::insert(values));
+            }
+            return Ok(());
+        }
         for aggs in results {
             // A reused buffer, and the window's times written into their
             // slots: pushed, each was built on the stack a piece at a time
@@ -1016,20 +1061,11 @@ pub(crate) fn plan_window_aggregate(
             crate::aggregate::describe(calls)
         ),
     );
-    // The aggregation's output columns, then the SELECT list over them.
-    let scope = aggregation.output_scope(&[
-        ("window_start", SqlType::Timestamp),
-        ("window_end", SqlType::Timestamp),
-        ("window_time", time_type),
-    ]);
-    let window_time = nkeys + 2;
-    let having = having.as_ref().map(|h| compile(h, &scope)).transpose()?;
-    let p = projection(items, &scope)?;
     let (rowtime, proctime) = p.time(Some(window_time), input.proctime);
     let window = p.window((!input.proctime).then_some([nkeys, nkeys + 1]));
     let out_scope = p.scope;
     let having = having.map(|h| h.eval);
-    let stream = filter_project(stream, having, p.output);
+    let stream = filter_project(stream, having, output);
     let mut steps = input.steps;
     steps.push(format!(
         "WindowAggregate: {}{}, group by [{}], {} aggregate(s)",
@@ -1065,7 +1101,7 @@ fn windowed<A, P>(
 ) -> DataStream<Row>
 where
     A: WindowAssigner<Row, W = TimeWindow>,
-    P: ProcessWindowFunction<Vec<Value>, Row, RowKey, TimeWindow> + Clone + Sync,
+    P: ProcessWindowFunction<Results, Row, RowKey, TimeWindow> + Clone + Sync,
 {
     keyed.window(assigner).aggregate_with(aggregates, emit)
 }

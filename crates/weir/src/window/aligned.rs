@@ -278,15 +278,31 @@ where
             // The window's slice is set aside while its keys are emitted
             // (emitting borrows the operator mutably), and goes back after:
             // no key is copied and no entry looked up again.
-            let entries = std::mem::take(&mut self.slices[i].entries);
+            let mut entries = std::mem::take(&mut self.slices[i].entries);
             let now = self.now();
             let mut result = Ok(());
-            for (key, acc) in &entries {
-                result = self
-                    .emit_acc(key, start, acc, now, out)
-                    .and_then(|()| Ok(out.flush_if_full()?));
-                if result.is_err() {
-                    break;
+            if self.cleanup_time(start) <= self.watermark {
+                // The slice goes once the window fires (no lateness is
+                // allowed): each entry is dropped right after its result,
+                // while it is in cache. Dropped later, in a second pass
+                // over a table larger than the caches, every entry was
+                // fetched from memory again.
+                for (key, acc) in entries.drain() {
+                    result = self
+                        .emit_acc(&key, start, &acc, now, out)
+                        .and_then(|()| Ok(out.flush_if_full()?));
+                    if result.is_err() {
+                        break;
+                    }
+                }
+            } else {
+                for (key, acc) in &entries {
+                    result = self
+                        .emit_acc(key, start, acc, now, out)
+                        .and_then(|()| Ok(out.flush_if_full()?));
+                    if result.is_err() {
+                        break;
+                    }
                 }
             }
             self.slices[i].entries = entries;
