@@ -554,14 +554,19 @@ where
         // Drop slices whose last window is past its cleanup time.
         let (size, lateness, offset, slide) =
             (self.size, self.allowed_lateness, self.offset, self.slide);
-        let done = self.slices.extract_if(.., |s| {
-            let last = TimeWindow::window_start(s.start, offset, slide);
-            (last.saturating_add(size) - 1).saturating_add(lateness) <= watermark
-        });
         // The last one's table is kept, emptied, for the next new slice:
         // one the size of a slice's keys, allocated anew, came back as
         // fresh pages to fault in and zero, for every window.
-        if let Some(mut entries) = done.map(|s| s.entries).last() {
+        let mut spare = None;
+        self.slices.retain_mut(|s| {
+            let last = TimeWindow::window_start(s.start, offset, slide);
+            let keep = (last.saturating_add(size) - 1).saturating_add(lateness) > watermark;
+            if !keep {
+                spare = Some(std::mem::take(&mut s.entries));
+            }
+            keep
+        });
+        if let Some(mut entries) = spare {
             entries.clear();
             self.spare = Some(entries);
         }
