@@ -352,11 +352,31 @@ impl Value {
             (Timestamp(a) | TimestampLtz(a), Timestamp(b) | TimestampLtz(b))
             | (Interval(a), Interval(b)) => Some(a.cmp(b)),
             (Int(_) | BigInt(_), Int(_) | BigInt(_)) => Some(self.as_i64()?.cmp(&other.as_i64()?)),
+            // Exactly, at the decimal's scale: through a double, large
+            // values compared wrong (and the conversion cost more than
+            // the comparison).
+            (Decimal(a, s), Int(_) | BigInt(_)) => {
+                Some(decimal_against_integer(a.get(), *s, other.as_i64()?))
+            }
+            (Int(_) | BigInt(_), Decimal(b, s)) => {
+                Some(decimal_against_integer(b.get(), *s, self.as_i64()?).reverse())
+            }
             _ if self.as_f64().is_some() && other.as_f64().is_some() => {
                 self.as_f64()?.partial_cmp(&other.as_f64()?)
             }
             _ => None,
         }
+    }
+}
+
+/// How a decimal (`unscaled` at `scale`) compares with an integer.
+fn decimal_against_integer(unscaled: i128, scale: u8, integer: i64) -> Ordering {
+    match rescale(i128::from(integer), 0, scale) {
+        Some(scaled) => unscaled.cmp(&scaled),
+        // Past any decimal's range at this scale: the integer's sign
+        // decides (zero always rescales).
+        None if integer > 0 => Ordering::Less,
+        None => Ordering::Greater,
     }
 }
 
@@ -728,6 +748,40 @@ impl PrintFormat for Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A decimal against an integer compares exactly, either way round:
+    /// through a double, 2^53 + 1 and 2^53 were equal.
+    #[test]
+    fn a_decimal_compares_exactly_with_an_integer() {
+        use Ordering::*;
+        let cases = [
+            (Value::decimal(12345, 2), Value::BigInt(123), Greater),
+            (Value::decimal(12345, 2), Value::Int(124), Less),
+            (Value::decimal(12300, 2), Value::BigInt(123), Equal),
+            (Value::decimal(-5, 1), Value::Int(0), Less),
+            (
+                Value::decimal(9_007_199_254_740_993, 0),
+                Value::BigInt(9_007_199_254_740_992),
+                Greater,
+            ),
+            // The integer at the decimal's scale is past an i128.
+            (Value::decimal(1, 38), Value::BigInt(i64::MAX), Less),
+            (Value::decimal(1, 38), Value::BigInt(i64::MIN), Greater),
+        ];
+        for (decimal, integer, order) in cases {
+            assert_eq!(
+                decimal.compare(&integer),
+                Some(order),
+                "{decimal} vs {integer}"
+            );
+            assert_eq!(
+                integer.compare(&decimal),
+                Some(order.reverse()),
+                "{integer} vs {decimal}"
+            );
+        }
+        assert_eq!(Value::decimal(1, 0).compare(&Value::Null), None);
+    }
 
     #[test]
     fn a_clone_of_each_kind_of_value_is_equal_and_owns_its_share() {
