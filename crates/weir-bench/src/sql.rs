@@ -23,6 +23,30 @@ const QUERIES: &[(&str, &str)] = &[
         "auction BIGINT, bidder BIGINT, price DECIMAL(22, 3), dateTime TIMESTAMP(3), extra STRING",
     ),
     ("q2", "auction BIGINT, price BIGINT"),
+    ("q3", "name STRING, city STRING, state STRING, id BIGINT"),
+    ("q4", "category BIGINT, average BIGINT"),
+    ("q5", "auction BIGINT, num BIGINT"),
+    (
+        "q7",
+        "auction BIGINT, price BIGINT, bidder BIGINT, dateTime TIMESTAMP(3), extra STRING",
+    ),
+    ("q8", "id BIGINT, name STRING, starttime TIMESTAMP(3)"),
+    (
+        "q11",
+        "bidder BIGINT, bid_count BIGINT, starttime TIMESTAMP(3), endtime TIMESTAMP(3)",
+    ),
+    (
+        "q14",
+        "auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), bidTimeType STRING, \
+         dateTime TIMESTAMP(3), extra STRING, c_counts INT",
+    ),
+    (
+        "q15",
+        "`day` STRING, total_bids BIGINT, rank1_bids BIGINT, rank2_bids BIGINT, \
+         rank3_bids BIGINT, total_bidders BIGINT, rank1_bidders BIGINT, rank2_bidders BIGINT, \
+         rank3_bidders BIGINT, total_auctions BIGINT, rank1_auctions BIGINT, \
+         rank2_auctions BIGINT, rank3_auctions BIGINT",
+    ),
 ];
 
 const POOL: u64 = 100_000;
@@ -100,13 +124,22 @@ fn run_one(kind: &str, query: &str, events: u64, pool_size: u64) -> anyhow::Resu
                 "q0" => queries::q0(&stream).add_sink(DiscardingSink),
                 "q1" => queries::q1(&stream).add_sink(DiscardingSink),
                 "q2" => queries::q2(&stream).add_sink(DiscardingSink),
+                "q3" => queries::q3(&stream).add_sink(DiscardingSink),
+                "q4" => queries::q4(&stream).add_sink(DiscardingSink),
+                "q5" => queries::q5(&stream).add_sink(DiscardingSink),
+                "q7" => queries::q7(&stream).add_sink(DiscardingSink),
+                "q8" => queries::q8(&stream).add_sink(DiscardingSink),
+                "q11" => queries::q11(&stream).add_sink(DiscardingSink),
+                "q14" => queries::q14(&stream).add_sink(DiscardingSink),
+                "q15" => queries::q15(&stream).add_sink(DiscardingSink),
                 other => bail!("no DataStream query {other} here"),
             };
             env.execute(query)?;
         }
         "sql" => {
             let Some((_, sink)) = QUERIES.iter().find(|(q, _)| *q == query) else {
-                bail!("no SQL query {query} (known: q0, q1, q2)");
+                let known: Vec<&str> = QUERIES.iter().map(|(q, _)| *q).collect();
+                bail!("no SQL query {query} (known: {})", known.join(", "));
             };
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../../examples/sql/nexmark")
