@@ -215,8 +215,15 @@ impl SqlAggregates {
     /// an updating input). Needs accumulators made with `retracting`.
     pub fn retract(&self, row: &Row, acc: &mut [Acc]) {
         for (call, a) in self.calls.iter().zip(acc.iter_mut()) {
+            // `COUNT(*)` reads no column (the row may have none).
+            if call.kind == AggKind::CountStar {
+                if let Acc::Count(n) = a {
+                    *n -= 1;
+                }
+                continue;
+            }
             let v = &row.values[call.arg];
-            if call.kind != AggKind::CountStar && v.is_null() {
+            if v.is_null() {
                 continue;
             }
             match a {
@@ -293,8 +300,15 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
 
     fn add(&mut self, row: Row, acc: &mut Accumulators) {
         for (call, a) in self.calls.iter().zip(acc.iter_mut()) {
+            // `COUNT(*)` reads no column (the row may have none).
+            if call.kind == AggKind::CountStar {
+                if let Acc::Count(n) = a {
+                    *n += 1;
+                }
+                continue;
+            }
             let v = &row.values[call.arg];
-            if call.kind != AggKind::CountStar && v.is_null() {
+            if v.is_null() {
                 continue;
             }
             match (call.kind, a) {
@@ -514,6 +528,14 @@ mod tests {
         assert_eq!(listed, vec![Value::string("3,4,3")]);
         let nothing = run(vec![call(AggKind::Sum, SqlType::Int)], &[vec![Value::Null]]);
         assert_eq!(nothing, vec![Value::Null]);
+        // `COUNT(*)` reads no column: rows of none are counted, and
+        // retracted.
+        let star = vec![call(AggKind::CountStar, SqlType::BigInt)];
+        assert_eq!(run(star.clone(), &[vec![], vec![]]), vec![Value::BigInt(2)]);
+        let agg = SqlAggregates::new(star, true);
+        let mut acc: Accumulators = [Acc::Count(2)].into_iter().collect();
+        agg.retract(&Row::insert(vec![]), &mut acc);
+        assert!(matches!(acc[..], [Acc::Count(1)]));
     }
 
     /// New accumulators are copied as bytes only when they own no memory:

@@ -784,7 +784,8 @@ pub(crate) fn pre_aggregate(
         .calls
         .iter()
         .zip(&aggregation.arg_evals)
-        // `COUNT(*)`'s argument is never read: any column will do.
+        // `COUNT(*)` reads no argument: any index will do (the rows may
+        // have no columns at all).
         .map(|(call, c)| match call.kind {
             AggKind::CountStar => Some(0),
             _ => column(c),
