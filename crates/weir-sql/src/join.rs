@@ -327,12 +327,39 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
         }
         let sides = self.sides.as_ref().ok_or("the join is not open")?;
         let (mine, other) = (&sides[side], &sides[1 - side]);
-        let mut theirs = other.get()?;
-        let mut matched = 0;
-        let mut changed = false;
         let emit = |out: &mut Collector<'_, Row>, kind, values: Vec<Value>| {
             out.collect(Row { kind, values })
         };
+        if !self.outer[1 - side] {
+            // Their rows are only read: joined where they are stored, not
+            // copied out of state first (a copy of every kept row of the
+            // key, allocated and freed, per row). The joined rows are
+            // emitted after, with the state no longer in use.
+            let mut joined_rows = Vec::new();
+            let mut failed = None;
+            other.for_each(|t| {
+                if failed.is_some() {
+                    return;
+                }
+                let joined = Self::joined(side, &values, &t.values);
+                match self.residual.as_ref().map(|f| f(&joined)) {
+                    None | Some(Ok(Value::Boolean(true))) => joined_rows.push(joined),
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => failed = Some(e),
+                }
+            })?;
+            if let Some(e) = failed {
+                return Err(e.into());
+            }
+            let matched = joined_rows.len() as u32;
+            for joined in joined_rows {
+                emit(out, kind, joined);
+            }
+            return self.keep(side, mine, out, kind, values, matched);
+        }
+        let mut theirs = other.get()?;
+        let mut matched = 0;
+        let mut changed = false;
         for t in &mut theirs {
             let joined = Self::joined(side, &values, &t.values);
             if let Some(f) = &self.residual {
@@ -364,16 +391,38 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
                 emit(out, kind, joined);
             }
         }
+        if changed {
+            other.update(theirs)?;
+        }
+        self.keep(side, mine, out, kind, values, matched)
+    }
+}
+
+impl JoinFunction {
+    /// After `values` (of side `side`, a row of kind `kind`) joined
+    /// `matched` rows of the other side: keeps it in `mine`, or takes its
+    /// equal out of it for a retraction; pads it with NULLs if it is an
+    /// outer side's row that joined nothing.
+    fn keep(
+        &self,
+        side: usize,
+        mine: &ListState<Kept>,
+        out: &mut Collector<'_, Row>,
+        kind: RowKind,
+        values: Vec<Value>,
+        matched: u32,
+    ) -> FunctionResult {
+        let retraction = kind.is_retraction();
         if matched == 0 && self.outer[side] {
             let kind = if retraction {
                 RowKind::Delete
             } else {
                 RowKind::Insert
             };
-            emit(out, kind, self.padded(side, &values));
-        }
-        if changed {
-            other.update(theirs)?;
+            out.collect(Row {
+                kind,
+                values: self.padded(side, &values),
+            });
         }
         if retraction {
             let mut rows = mine.get()?;

@@ -138,12 +138,38 @@ macro_rules! keyed_state_conformance {
                 // At 110 ms the first element and entry are 10 ms past
                 // their life; the second ones have 50 ms left.
                 assert_eq!(l.get()?, vec![2]);
+                let mut seen = Vec::new();
+                l.for_each(|v| seen.push(*v))?;
+                assert_eq!(seen, vec![2], "elements visited in place expire too");
                 assert_eq!(m.keys()?, vec!["new".to_string()]);
                 assert_eq!(m.get(&"old".to_string())?, None);
                 assert!(m.contains(&"new".to_string())?);
                 clock.advance(60);
                 assert!(l.get()?.is_empty());
                 assert!(m.is_empty()?);
+                Ok(())
+            }
+
+            #[test]
+            fn visiting_a_list_with_on_read_ttl_restarts_its_elements_lives(
+            ) -> Result<(), StateError> {
+                let clock = ManualClock::new(0);
+                let s = store_with_clock(all_groups(), Arc::new(clock.clone()));
+                let ttl = StateTtlConfig::new_builder(Duration::from_millis(100))
+                    .set_update_type(UpdateType::OnReadAndWrite)
+                    .build();
+                let l = s.list_state(
+                    &$crate::ListStateDescriptor::<u8>::new("l").enable_time_to_live(ttl),
+                )?;
+                s.set_current_key(&1u32)?;
+                l.add(1)?;
+                clock.advance(80);
+                let mut seen = Vec::new();
+                l.for_each(|v| seen.push(*v))?;
+                assert_eq!(seen, vec![1]);
+                clock.advance(80);
+                // Visited at 80 ms, the element lives to 180.
+                assert_eq!(l.get()?, vec![1]);
                 Ok(())
             }
 
@@ -259,6 +285,9 @@ macro_rules! keyed_state_conformance {
                 l.add("x".into())?;
                 l.add_all(["y".to_string(), "z".to_string()])?;
                 assert_eq!(l.get()?, vec!["x", "y", "z"]);
+                let mut seen = Vec::new();
+                l.for_each(|v| seen.push(v.clone()))?;
+                assert_eq!(seen, vec!["x", "y", "z"], "visited in place, in order");
                 l.update(vec!["only".into()])?;
                 assert_eq!(l.get()?, vec!["only"]);
                 s.set_current_key(&2u64)?;

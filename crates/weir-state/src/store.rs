@@ -1192,6 +1192,27 @@ impl<T: StateValue> ListState<T> {
         })
     }
 
+    /// Calls `f` on each of the current key's elements (without expired
+    /// ones), in order, where they are stored: nothing is copied, as
+    /// [`get`](Self::get) copies the whole list. `f` runs with the state
+    /// locked, so it must not use state itself.
+    pub fn for_each(&self, mut f: impl FnMut(&T)) -> Result<(), StateError> {
+        if self.ttl.touch_on_read() {
+            // Reading restarts the elements' lives: a write, done by `get`.
+            self.get()?.iter().for_each(f);
+            return Ok(());
+        }
+        let now = self.ttl.now(&self.handle.store)?;
+        let ttl = self.ttl;
+        self.handle.with(|slot| {
+            for (stamp, v) in slot.into_iter().flatten() {
+                if !ttl.hidden(*stamp, now) {
+                    f(v);
+                }
+            }
+        })
+    }
+
     /// Appends a value.
     pub fn add(&self, value: T) -> Result<(), StateError> {
         let now = self.ttl.now(&self.handle.store)?;
