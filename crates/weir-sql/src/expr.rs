@@ -1363,13 +1363,15 @@ fn extract(field: &DateTimeField, x: Compiled, e: &Expr) -> Result<Compiled, Sql
             ))
         }
     };
-    let pick: fn(crate::time::Fields) -> i64 = match field {
-        DateTimeField::Year => |f| f.year,
-        DateTimeField::Month => |f| i64::from(f.month),
-        DateTimeField::Day => |f| i64::from(f.day),
-        DateTimeField::Hour if !days => |f| f.hour,
-        DateTimeField::Minute if !days => |f| f.minute,
-        DateTimeField::Second if !days => |f| f.second,
+    // The time of day straight from the milliseconds: through the
+    // calendar fields, every HOUR() worked out the date as well.
+    let pick: fn(i64) -> i64 = match field {
+        DateTimeField::Year => |ms| crate::time::fields(ms).year,
+        DateTimeField::Month => |ms| i64::from(crate::time::fields(ms).month),
+        DateTimeField::Day => |ms| i64::from(crate::time::fields(ms).day),
+        DateTimeField::Hour if !days => |ms| ms.rem_euclid(86_400_000) / 3_600_000,
+        DateTimeField::Minute if !days => |ms| ms.rem_euclid(3_600_000) / 60_000,
+        DateTimeField::Second if !days => |ms| ms.rem_euclid(60_000) / 1000,
         other => {
             return Err(SqlError::unsupported(
                 format!("extracting {other} from {}", x.ty),
@@ -1388,7 +1390,7 @@ fn extract(field: &DateTimeField, x: Compiled, e: &Expr) -> Result<Compiled, Sql
                     None => return Ok(Value::Null),
                 },
             };
-            Ok(Value::BigInt(pick(crate::time::fields(ms))))
+            Ok(Value::BigInt(pick(ms)))
         }),
         ty: SqlType::BigInt,
     })
@@ -1714,6 +1716,32 @@ mod tests {
         // Where the arithmetic fails, its own error.
         let e = eval("a / 0 = 1", &at(Value::Int(1))).unwrap_err();
         assert!(e.contains("division by zero"), "{e}");
+    }
+
+    /// The time of day read from the milliseconds is the calendar's,
+    /// before 1970 too.
+    #[test]
+    fn hour_minute_and_second_are_the_calendars() {
+        let ms = [
+            0,
+            10_000,
+            86_399_999,
+            86_400_000 + 3_723_456,
+            -1,
+            -86_400_000 - 3_723_456,
+            1_700_000_000_123,
+        ];
+        for t in ms {
+            for kind in [Value::Timestamp(t), Value::TimestampLtz(t)] {
+                let row = [Value::Null, Value::Null, Value::Null, kind];
+                let field = |sql: &str| eval(sql, &row).unwrap().to_string();
+                let f = crate::time::fields(t);
+                assert_eq!(field("HOUR(ts)"), f.hour.to_string(), "{t}");
+                assert_eq!(field("MINUTE(ts)"), f.minute.to_string(), "{t}");
+                assert_eq!(field("SECOND(ts)"), f.second.to_string(), "{t}");
+                assert_eq!(field("EXTRACT(DAY FROM ts)"), f.day.to_string(), "{t}");
+            }
+        }
     }
 
     #[test]
