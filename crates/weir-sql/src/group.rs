@@ -12,7 +12,12 @@ use serde::{Deserialize, Serialize};
 use sqlparser::ast::{Expr, GroupByExpr, Select, Spanned};
 use weir::prelude::*;
 
-use crate::aggregate::{Acc, Accumulators, SqlAggregates};
+use weir::window::{
+    AssignerContext, Elements, EventTimeTrigger, ProcessWindowContext, TimeWindow, Trigger,
+    WindowAssigner,
+};
+
+use crate::aggregate::{Acc, Accumulators, Results, SqlAggregates};
 use crate::error::{position, SqlError};
 use crate::key::RowKey;
 use crate::plan::{calc_step, filter_project, projection, Planned};
@@ -144,6 +149,22 @@ pub(crate) fn plan_group_aggregate(
     let filter = where_filter(select, &input.scope)?;
     let aggregation = aggregation(&input.scope, &keys, select, &[])?;
     let scope = aggregation.output_scope(&[]);
+    // Grouped by the window of a window aggregation's (or window TVF's)
+    // rows: a window aggregation over those windows (Flink's cascading
+    // window aggregation), one result per window and group when the
+    // watermark passes the window's end, not an updating GROUP BY.
+    let carried = match input.window {
+        Some([start, end]) if !input.updating && !input.proctime => {
+            let key = |column: usize| {
+                aggregation
+                    .key_evals
+                    .iter()
+                    .position(|k| matches!(k.shape, crate::expr::Shape::Column(i) if i == column))
+            };
+            key(start).zip(key(end)).map(|(start, end)| [start, end])
+        }
+        _ => None,
+    };
     let pre = pre_aggregate(
         input.stream,
         filter,
@@ -157,49 +178,114 @@ pub(crate) fn plan_group_aggregate(
         ..
     } = aggregation;
     let key_of = pre.key_of();
-    let function = GroupAggregate {
-        aggregates: SqlAggregates::new(pre.calls, input.updating),
-        ttl,
-        state: None,
+    let grouped = keys
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let aggregated = match carried {
+        Some([start, end]) => {
+            // Both window columns are keys: a result row is the key's
+            // columns, then the aggregates', as a GROUP BY's is.
+            let windows = CarriedWindows {
+                start: pre.keys[start],
+                end: pre.keys[end],
+            };
+            let emit = |key: &RowKey,
+                        _ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+                        results: Elements<'_, Results>,
+                        out: &mut Collector<'_, Row>|
+             -> FunctionResult {
+                for aggs in results {
+                    let mut values = Row::buffer(key.len() + aggs.len());
+                    values.extend_from_slice(key);
+                    values.extend_from_slice(aggs);
+                    out.collect(Row::insert(values));
+                }
+                Ok(())
+            };
+            let aggregates = SqlAggregates::new(pre.calls, false);
+            let stream =
+                crate::window::windowed(&pre.stream.key_by(key_of), windows, aggregates, emit);
+            let what = format!(
+                "WindowAggregate[windows of keys {start} and {end}; {grouped}; {}]",
+                crate::aggregate::describe(&calls)
+            );
+            crate::plan::stateful(stream, &what)
+        }
+        None => {
+            let function = GroupAggregate {
+                aggregates: SqlAggregates::new(pre.calls, input.updating),
+                ttl,
+                state: None,
+            };
+            let what = format!(
+                "GroupAggregate[{grouped}; {}]",
+                crate::aggregate::describe(&calls)
+            );
+            crate::plan::stateful(pre.stream.key_by(key_of).process(function), &what)
+        }
     };
-    let what = format!(
-        "GroupAggregate[{}; {}]",
-        keys.iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        crate::aggregate::describe(&calls)
-    );
-    let aggregated = crate::plan::stateful(pre.stream.key_by(key_of).process(function), &what);
     let having = having
         .map(|h| crate::expr::compile(&h, &scope))
         .transpose()?
         .map(|c| c.eval);
     let p = projection(&items, &scope)?;
+    // The windows' columns, where the SELECT keeps both.
+    let window = p.window(carried);
     let (output, out_scope) = (p.output, p.scope);
     let stream = filter_project(aggregated, having, output);
     let mut steps = input.steps;
-    steps.push(format!(
-        "GroupAggregate: group by [{}], {} aggregate(s){}, changelog +I/-U/+U/-D{}",
-        keys.iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        calls.len(),
-        if input.updating { ", retracting" } else { "" },
-        ttl.map_or(String::new(), |t| format!(
-            ", state TTL {} ms",
-            t.as_millis()
-        ))
-    ));
+    steps.push(match carried {
+        Some(_) => format!(
+            "WindowAggregate: the input's windows, group by [{grouped}], {} aggregate(s)",
+            calls.len()
+        ),
+        None => format!(
+            "GroupAggregate: group by [{grouped}], {} aggregate(s){}, changelog +I/-U/+U/-D{}",
+            calls.len(),
+            if input.updating { ", retracting" } else { "" },
+            ttl.map_or(String::new(), |t| format!(
+                ", state TTL {} ms",
+                t.as_millis()
+            ))
+        ),
+    });
     steps.push(calc_step(&out_scope));
     Ok(Planned {
         stream,
         scope: out_scope,
         rowtime: None,
         proctime: false,
-        window: None,
-        updating: true,
+        window,
+        updating: carried.is_none(),
         steps,
     })
+}
+
+/// The window a row of a window aggregation (or window TVF) is in, read
+/// from its `window_start` and `window_end` columns.
+#[derive(Clone)]
+struct CarriedWindows {
+    start: usize,
+    end: usize,
+}
+
+impl WindowAssigner<Row> for CarriedWindows {
+    type W = TimeWindow;
+
+    fn assign_windows(&self, row: &Row, _: i64, _: &AssignerContext, out: &mut Vec<TimeWindow>) {
+        let bound = |i: usize| row.values.get(i).and_then(crate::value::Value::as_i64);
+        if let (Some(start), Some(end)) = (bound(self.start), bound(self.end)) {
+            out.push(TimeWindow::new(start, end));
+        }
+    }
+
+    fn default_trigger(&self) -> Box<dyn Trigger<Row, TimeWindow>> {
+        Box::new(EventTimeTrigger::create())
+    }
+
+    fn is_event_time(&self) -> bool {
+        true
+    }
 }

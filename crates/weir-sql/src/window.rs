@@ -1094,7 +1094,7 @@ pub(crate) fn plan_window_aggregate(
     })
 }
 
-fn windowed<A, P>(
+pub(crate) fn windowed<A, P>(
     keyed: &KeyedStream<Row, RowKey>,
     assigner: A,
     aggregates: SqlAggregates,

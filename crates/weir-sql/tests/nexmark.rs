@@ -477,7 +477,16 @@ fn q5_ends_with_the_hot_items_of_the_datastream_query() {
         .map(|(auction, n, _end)| vec![auction.to_string(), n.to_string()])
         .collect();
     assert!(expected.len() >= 5, "{expected:?}");
-    assert_eq!(counted(sql_table("q5", events)), counted(expected));
+    // Insert-only, as Flink plans it: the per-window maximum is a window
+    // aggregation over the counts' windows, and the join a window join.
+    let lines = support::changelog(&script("q5", events)).expect("the query runs");
+    assert!(lines.iter().all(|l| l.starts_with("+I[")), "{lines:?}");
+    let sql = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("+I["))
+        .map(values)
+        .collect();
+    assert_eq!(counted(sql), counted(expected));
 }
 
 #[test]
