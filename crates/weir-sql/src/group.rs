@@ -5,13 +5,16 @@
 //! accumulators in keyed state (expiring after `table.exec.state.ttl`, as
 //! in Flink). An updating input (`-U`/`-D` rows) is retracted from the
 //! accumulators.
+//!
+//! A `GROUP BY` of the window columns of an input that has windows (a
+//! window aggregation's or window TVF's rows) is instead a window
+//! aggregation over those windows, inserts only, as Flink plans it.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sqlparser::ast::{Expr, GroupByExpr, Select, Spanned};
 use weir::prelude::*;
-
 use weir::window::{
     AssignerContext, Elements, EventTimeTrigger, ProcessWindowContext, TimeWindow, Trigger,
     WindowAssigner,
