@@ -338,14 +338,12 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
             let mut joined_rows = Vec::new();
             let mut failed = None;
             other.for_each(|t| {
-                if failed.is_some() {
-                    return;
-                }
-                let joined = Self::joined(side, &values, &t.values);
-                match self.residual.as_ref().map(|f| f(&joined)) {
-                    None | Some(Ok(Value::Boolean(true))) => joined_rows.push(joined),
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => failed = Some(e),
+                if failed.is_none() {
+                    match self.join_with(side, &values, &t.values) {
+                        Ok(Some(joined)) => joined_rows.push(joined),
+                        Ok(None) => {}
+                        Err(e) => failed = Some(e),
+                    }
                 }
             })?;
             if let Some(e) = failed {
@@ -361,12 +359,9 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
         let mut matched = 0;
         let mut changed = false;
         for t in &mut theirs {
-            let joined = Self::joined(side, &values, &t.values);
-            if let Some(f) = &self.residual {
-                if !matches!(f(&joined)?, Value::Boolean(true)) {
-                    continue;
-                }
-            }
+            let Some(joined) = self.join_with(side, &values, &t.values)? else {
+                continue;
+            };
             matched += 1;
             let outer = self.outer[1 - side];
             if retraction {
@@ -399,6 +394,21 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
 }
 
 impl JoinFunction {
+    /// `mine` (of side `side`) joined with `theirs`, if the residual
+    /// condition (the `ON` clause's part beyond the key) holds for them.
+    fn join_with(
+        &self,
+        side: usize,
+        mine: &[Value],
+        theirs: &[Value],
+    ) -> Result<Option<Vec<Value>>, String> {
+        let joined = Self::joined(side, mine, theirs);
+        match &self.residual {
+            Some(f) if !matches!(f(&joined)?, Value::Boolean(true)) => Ok(None),
+            _ => Ok(Some(joined)),
+        }
+    }
+
     /// After `values` (of side `side`, a row of kind `kind`) joined
     /// `matched` rows of the other side: keeps it in `mine`, or takes its
     /// equal out of it for a retraction; pads it with NULLs if it is an

@@ -912,20 +912,19 @@ pub(crate) fn plan_window_aggregate(
     // A SELECT list of the output's columns alone, without HAVING, is
     // written by the window's results themselves: each result row made
     // whole, then rewritten into the columns chosen, was written twice.
-    let picks: Option<Arc<[usize]>> = match (&having, &p.output) {
-        (None, Some(_)) => p
-            .sources
-            .iter()
-            .copied()
-            .collect::<Option<Vec<usize>>>()
-            .map(Into::into),
+    // Otherwise a result row is every output column.
+    let selected: Option<Vec<usize>> = match (&having, &p.output) {
+        (None, Some(_)) => p.sources.iter().copied().collect(),
         _ => None,
     };
-    let output = if picks.is_some() {
+    let output = if selected.is_some() {
         None
     } else {
         p.output.clone()
     };
+    let picks: Arc<[usize]> = selected
+        .unwrap_or_else(|| (0..scope.columns.len()).collect())
+        .into();
     let emit = move |key: &RowKey,
                      ctx: &mut ProcessWindowContext<'_, TimeWindow>,
                      results: Elements<'_, Results>,
@@ -933,36 +932,22 @@ pub(crate) fn plan_window_aggregate(
           -> FunctionResult {
         let w = *ctx.window();
         let at = key.len();
-        if let Some(picks) = &picks {
-            for aggs in results {
-                // Each column written straight into its slot of a reused
-                // buffer, as below.
-                let mut values = Row::buffer(picks.len());
-                values.resize(picks.len(), Value::Null);
-                for (slot, &c) in values.iter_mut().zip(picks.iter()) {
-                    crate::value::put(slot, || match c.checked_sub(at) {
-                        None => key[c].clone(),
-                        Some(0) => Value::Timestamp(w.start),
-                        Some(1) => Value::Timestamp(w.end),
-                        Some(2) => time_value(time_type, w.end - 1),
-                        Some(agg) => aggs[agg - 3].clone(),
-                    });
-                }
-                out.collect(Row::insert(values));
-            }
-            return Ok(());
-        }
         for aggs in results {
-            // A reused buffer, and the window's times written into their
-            // slots: pushed, each was built on the stack a piece at a time
-            // and read back in wider pieces, which stalled every row.
-            let mut values = Row::buffer(at + 3 + aggs.len());
-            values.extend_from_slice(key);
-            values.resize(at + 3, Value::Null);
-            crate::value::put(&mut values[at], || Value::Timestamp(w.start));
-            crate::value::put(&mut values[at + 1], || Value::Timestamp(w.end));
-            crate::value::put(&mut values[at + 2], || time_value(time_type, w.end - 1));
-            values.extend_from_slice(aggs);
+            // A reused buffer, each column written straight into its slot:
+            // pushed, the window's times were built on the stack a piece
+            // at a time and read back in wider pieces, which stalled every
+            // row.
+            let mut values = Row::buffer(picks.len());
+            values.resize(picks.len(), Value::Null);
+            for (slot, &c) in values.iter_mut().zip(picks.iter()) {
+                crate::value::put(slot, || match c.checked_sub(at) {
+                    None => key[c].clone(),
+                    Some(0) => Value::Timestamp(w.start),
+                    Some(1) => Value::Timestamp(w.end),
+                    Some(2) => time_value(time_type, w.end - 1),
+                    Some(agg) => aggs[agg - 3].clone(),
+                });
+            }
             out.collect(Row::insert(values));
         }
         Ok(())

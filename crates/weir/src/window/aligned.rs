@@ -280,31 +280,24 @@ where
             // no key is copied and no entry looked up again.
             let mut entries = std::mem::take(&mut self.slices[i].entries);
             let now = self.now();
-            let mut result = Ok(());
-            if self.cleanup_time(start) <= self.watermark {
+            let mut emit = |this: &mut Self, key: &K, acc: &L::Acc| -> FunctionResult {
+                this.emit_acc(key, start, acc, now, out)?;
+                Ok(out.flush_if_full()?)
+            };
+            let result = if self.cleanup_time(start) <= self.watermark {
                 // The slice goes once the window fires (no lateness is
                 // allowed): each entry is dropped right after its result,
                 // while it is in cache. Dropped later, in a second pass
                 // over a table larger than the caches, every entry was
                 // fetched from memory again.
-                for (key, acc) in entries.drain() {
-                    result = self
-                        .emit_acc(&key, start, &acc, now, out)
-                        .and_then(|()| Ok(out.flush_if_full()?));
-                    if result.is_err() {
-                        break;
-                    }
-                }
+                entries
+                    .drain()
+                    .try_for_each(|(key, acc)| emit(self, &key, &acc))
             } else {
-                for (key, acc) in &entries {
-                    result = self
-                        .emit_acc(key, start, acc, now, out)
-                        .and_then(|()| Ok(out.flush_if_full()?));
-                    if result.is_err() {
-                        break;
-                    }
-                }
-            }
+                entries
+                    .iter()
+                    .try_for_each(|(key, acc)| emit(self, key, acc))
+            };
             self.slices[i].entries = entries;
             return result;
         }
