@@ -91,9 +91,9 @@ pub mod prelude {
     pub use crate::functions::{
         BroadcastContext, BroadcastProcessFunction, CoProcessFunction, Collector, FilterFunction,
         FlatMapFunction, FunctionError, FunctionResult, KeyedBroadcastProcessFunction,
-        KeyedProcessFunction, MapFunction, OutputTag, ProcessContext, ProcessFunction,
-        ReadOnlyContext, ReduceFunction, RuntimeContext, SinkContext, SinkFunction, SourceContext,
-        SourceFunction, SourceStatus, TimeDomain, TimerService,
+        KeyedBundleFunction, KeyedProcessFunction, MapFunction, OutputTag, ProcessContext,
+        ProcessFunction, ReadOnlyContext, ReduceFunction, RuntimeContext, SinkContext,
+        SinkFunction, SourceContext, SourceFunction, SourceStatus, TimeDomain, TimerService,
     };
     pub use crate::print_with_display;
     pub use crate::sink::{DiscardingSink, PrintFormat};

@@ -12,10 +12,12 @@ use weir_runtime::graph::{NodeFactory, Partitioning};
 use super::partitioning::KeyGroupWriter;
 use super::{DataStream, Key};
 use crate::functions::{
-    Collector, FilterFunction, FlatMapFunction, FunctionResult, KeyedProcessFunction, MapFunction,
-    ProcessContext, ReduceFunction, RuntimeContext,
+    Collector, FilterFunction, FlatMapFunction, FunctionResult, KeyedBundleFunction,
+    KeyedProcessFunction, MapFunction, ProcessContext, ReduceFunction, RuntimeContext,
 };
-use crate::operators::{KeySelector, KeyedProcessOperator, KeyedReduceOperator};
+use crate::operators::{
+    KeySelector, KeyedBundleOperator, KeyedProcessOperator, KeyedReduceOperator,
+};
 use crate::window::{
     CountEvictor, CountTrigger, GlobalWindow, GlobalWindows, PurgingTrigger, WindowAssigner,
     WindowedStream,
@@ -170,6 +172,21 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
         F: KeyedProcessFunction<K, T, O> + Clone + Sync,
     {
         self.keyed_process("KeyedProcess", f)
+    }
+
+    /// Processes the records a bundle at a time: the records of each
+    /// input batch grouped by key, at most `max_records` records a bundle,
+    /// each key's handed over at once (see [`KeyedBundleFunction`]).
+    pub fn process_bundles<O, F>(&self, max_records: usize, f: F) -> DataStream<O>
+    where
+        O: Clone + Send + 'static,
+        F: KeyedBundleFunction<K, T, O> + Clone + Sync,
+    {
+        let key_of = Arc::clone(&self.key_of);
+        let factory = NodeFactory::one_input(move |_| {
+            KeyedBundleOperator::new(f.clone(), Arc::clone(&key_of), max_records)
+        });
+        self.stream.add_operator("KeyedBundle", factory)
     }
 
     /// Cuts each key's records into windows.

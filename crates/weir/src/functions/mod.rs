@@ -9,6 +9,7 @@
 //! are `Clone`, and a function's fields are its private per-subtask state.
 
 mod broadcast;
+mod bundle;
 mod collector;
 mod process;
 mod sink;
@@ -17,6 +18,7 @@ pub(crate) use broadcast::BroadcastStates;
 pub use broadcast::{
     BroadcastContext, BroadcastProcessFunction, KeyedBroadcastProcessFunction, ReadOnlyContext,
 };
+pub use bundle::KeyedBundleFunction;
 pub use collector::Collector;
 pub(crate) use process::KeyedTimers;
 pub use process::{

@@ -6,6 +6,7 @@
 
 mod basic;
 mod broadcast;
+mod bundle;
 mod co;
 mod interval_join;
 mod own_state;
@@ -15,6 +16,7 @@ mod sink;
 
 pub(crate) use basic::{FilterOperator, FlatMapOperator, MapOperator};
 pub(crate) use broadcast::{BroadcastOperator, KeyedBroadcastOperator};
+pub(crate) use bundle::KeyedBundleOperator;
 pub(crate) use co::{CoFlatMapOperator, CoMapOperator, CoProcessOperator};
 pub(crate) use interval_join::IntervalJoinOperator;
 pub(crate) use own_state::{OwnState, SavedWatermark};

@@ -529,3 +529,68 @@ fn ttl_reducing_and_aggregating_state_in_a_running_job() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Emits each bundle it gets: its key, its records' sequence numbers, and
+/// the key's count of records after it, kept in a `ValueState`.
+#[derive(Clone, Default)]
+struct BundleCounter(Option<ValueState<u64>>);
+
+impl KeyedBundleFunction<u32, (u32, u64), (u32, Vec<u64>, u64)> for BundleCounter {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.0 = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
+        Ok(())
+    }
+
+    fn process_bundle(
+        &mut self,
+        records: &mut Vec<(u32, u64)>,
+        ctx: &mut ProcessContext<'_, u32>,
+        out: &mut Collector<'_, (u32, Vec<u64>, u64)>,
+    ) -> FunctionResult {
+        let count = self.0.as_ref().ok_or("not opened")?;
+        let n = count.value()?.unwrap_or(0) + records.len() as u64;
+        count.update(n)?;
+        let key = *ctx.get_current_key();
+        if records.iter().any(|(k, _)| *k != key) {
+            return Err("a bundle mixes keys".into());
+        }
+        out.collect((key, records.drain(..).map(|(_, seq)| seq).collect(), n));
+        Ok(())
+    }
+}
+
+/// A bundle is one key's records of a batch, in arrival order, at most the
+/// size asked for; the key's state carries from bundle to bundle.
+#[test]
+fn bundles_group_a_batch_by_key_in_order_with_the_keys_state() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(1);
+    let input: Vec<(u32, u64)> = (0..3000u64)
+        .map(|i| ((i.wrapping_mul(0x9E37_79B9) % 7) as u32, i))
+        .collect();
+    let out = env
+        .from_collection(input.clone())
+        .key_by(|r: &(u32, u64)| r.0)
+        .process_bundles(100, BundleCounter::default())
+        .execute_and_collect()?;
+    let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
+    for (key, seqs, count) in &out {
+        assert!(
+            !seqs.is_empty() && seqs.len() <= 100,
+            "bundle of {}",
+            seqs.len()
+        );
+        let so_far = seen.entry(*key).or_default();
+        so_far.extend(seqs);
+        assert_eq!(*count, so_far.len() as u64, "key {key}'s state");
+    }
+    // Each key's records, each once and in the order they came.
+    for key in 0..7 {
+        let expected: Vec<u64> = input.iter().filter(|r| r.0 == key).map(|r| r.1).collect();
+        assert_eq!(seen.get(&key), Some(&expected), "key {key}");
+    }
+    // Records that came together were bundled: far fewer bundles than
+    // records.
+    assert!(out.len() < input.len() / 4, "{} bundles", out.len());
+    Ok(())
+}

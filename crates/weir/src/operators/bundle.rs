@@ -1,0 +1,146 @@
+//! The operator of a [`KeyedBundleFunction`]: each input batch grouped by
+//! key, at most `max_records` records a bundle.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+use serde::Serialize;
+use weir_runtime::element::StreamRecord;
+use weir_runtime::operator::{Operator, Output, RuntimeContext};
+use weir_runtime::FunctionResult;
+use weir_state::{KeyedStateStore, StableHash};
+
+use super::process::{keyed_context, set_current_key};
+use super::KeySelector;
+use crate::functions::{Collector, KeyedBundleFunction, ProcessContext};
+
+/// One key's records of the bundle being gathered.
+struct KeyRecords<K, I> {
+    key: K,
+    /// The last record's timestamp.
+    timestamp: i64,
+    records: Vec<I>,
+}
+
+pub(crate) struct KeyedBundleOperator<F, K, I, O> {
+    f: F,
+    key_of: KeySelector<I, K>,
+    max_records: usize,
+    watermark: i64,
+    state: Option<KeyedStateStore>,
+    /// Each key's place in `gathered`, for the bundle being gathered.
+    places: HashMap<K, usize>,
+    gathered: Vec<KeyRecords<K, I>>,
+    /// Emptied record lists of earlier bundles, kept for their allocation.
+    spare: Vec<Vec<I>>,
+    _types: PhantomData<fn(I) -> O>,
+}
+
+impl<F, K, I, O> KeyedBundleOperator<F, K, I, O> {
+    /// `max_records` is at least one.
+    pub fn new(f: F, key_of: KeySelector<I, K>, max_records: usize) -> Self {
+        KeyedBundleOperator {
+            f,
+            key_of,
+            max_records: max_records.max(1),
+            watermark: i64::MIN,
+            state: None,
+            places: HashMap::new(),
+            gathered: Vec::new(),
+            spare: Vec::new(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<F, K, I, O> KeyedBundleOperator<F, K, I, O>
+where
+    F: KeyedBundleFunction<K, I, O>,
+    K: Clone + Eq + Hash + Serialize + StableHash,
+    O: Send + 'static,
+{
+    /// Hands each key's gathered records to the function, keys in the
+    /// order of their first record.
+    fn finish_bundle(&mut self, out: &mut Output<O>) -> FunctionResult {
+        self.places.clear();
+        let (collected, sides) = out.split();
+        for mut gathered in self.gathered.drain(..) {
+            set_current_key(&self.state, &gathered.key)?;
+            let mut ctx =
+                ProcessContext::new(gathered.timestamp, self.watermark, &gathered.key, sides);
+            self.f.process_bundle(
+                &mut gathered.records,
+                &mut ctx,
+                &mut Collector::new(collected, gathered.timestamp),
+            )?;
+            gathered.records.clear();
+            self.spare.push(gathered.records);
+        }
+        Ok(())
+    }
+}
+
+impl<F, K, I, O> Operator for KeyedBundleOperator<F, K, I, O>
+where
+    F: KeyedBundleFunction<K, I, O>,
+    K: Clone + Eq + Hash + Serialize + StableHash + Send + 'static,
+    I: Send + 'static,
+    O: Send + 'static,
+{
+    type In = I;
+    type Out = O;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        let (ctx, store) = keyed_context(ctx)?;
+        self.state = Some(store);
+        self.f.open(&ctx)
+    }
+
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<I>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
+        let mut in_bundle = 0;
+        for r in input.drain(..) {
+            if in_bundle == self.max_records {
+                self.finish_bundle(out)?;
+                in_bundle = 0;
+            }
+            in_bundle += 1;
+            let key = (self.key_of)(&r.value);
+            let gathered = match self.places.get(&key) {
+                Some(&place) => &mut self.gathered[place],
+                None => {
+                    self.places.insert(key.clone(), self.gathered.len());
+                    let records = self.spare.pop().unwrap_or_default();
+                    self.gathered.push(KeyRecords {
+                        key,
+                        timestamp: r.timestamp,
+                        records,
+                    });
+                    let last = self.gathered.len() - 1;
+                    &mut self.gathered[last]
+                }
+            };
+            gathered.timestamp = r.timestamp;
+            gathered.records.push(r.value);
+        }
+        self.finish_bundle(out)
+    }
+
+    fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
+        self.watermark = self.watermark.max(watermark);
+        out.emit_watermark(watermark)?;
+        Ok(())
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
+        self.f.snapshot_state(checkpoint_id)
+    }
+
+    fn close(&mut self) -> FunctionResult {
+        self.f.close()
+    }
+}
