@@ -114,6 +114,9 @@ pub(crate) struct Catalog {
     /// How long an unbounded aggregation keeps a group's state after its
     /// last update (`table.exec.state.ttl`; forever when unset).
     pub state_ttl: Option<std::time::Duration>,
+    /// The most rows an unbounded aggregation folds into one update per
+    /// group, with mini-batch on (`table.exec.mini-batch.size`).
+    pub mini_batch: Option<usize>,
     /// The tables scanned by the job being planned, by name and the
     /// columns read: a table read twice with the same columns is read once
     /// and its stream shared (Flink reuses sources the same way), so that
@@ -138,6 +141,14 @@ impl Catalog {
     /// Forgets the scans of the previous job.
     pub fn start_job(&self) {
         self.scans.borrow_mut().clear();
+    }
+
+    /// What the session's settings say an unbounded aggregation does.
+    pub fn group_settings(&self) -> crate::group::GroupSettings {
+        crate::group::GroupSettings {
+            ttl: self.state_ttl,
+            mini_batch: self.mini_batch,
+        }
     }
 }
 

@@ -61,13 +61,8 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
         // The group's key columns: the key the rows are keyed by.
         let key = ctx.get_current_key();
         let aggregates = &mut self.aggregates;
-        // A result row: the key's columns, then the aggregates' results.
-        let result = |kind, aggregates: &SqlAggregates, acc: &[Acc]| {
-            let mut values = Row::buffer(key.len() + acc.len());
-            values.extend_from_slice(key);
-            aggregates.results_into(acc, &mut values);
-            Row { kind, values }
-        };
+        let result =
+            |kind, aggregates: &SqlAggregates, acc: &[Acc]| result_row(key, kind, aggregates, acc);
         // Results are emitted as they are made, inside the one state
         // access: handed back out of it, each row was moved through memory
         // twice more and read back in other widths than it was written in.
@@ -114,9 +109,97 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
     }
 }
 
+/// With mini-batch (`table.exec.mini-batch.enabled`): a group's rows of a
+/// bundle folded into its accumulators with one state access, and one
+/// change of its result emitted for them all (Flink's
+/// `MiniBatchGroupAggFunction`): `+I` for a new group, `-U`/`+U` for a
+/// changed one, `-D` for one left without rows, nothing for one whose
+/// result did not change.
+impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        KeyedProcessFunction::open(self, ctx)
+    }
+
+    fn process_bundle(
+        &mut self,
+        rows: &mut Vec<Row>,
+        ctx: &mut ProcessContext<'_, RowKey>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let state = self.state.as_ref().ok_or("the aggregation is not open")?;
+        let key = ctx.get_current_key();
+        let aggregates = &mut self.aggregates;
+        let skip_unchanged = self.ttl.is_none();
+        state.update_in_place(|previous| {
+            let before = previous
+                .as_ref()
+                .map(|g| result_row(key, RowKind::UpdateBefore, aggregates, &g.accumulators));
+            let mut created = None;
+            let group = match previous {
+                Some(group) => group,
+                None => created.insert(Group {
+                    rows: 0,
+                    accumulators: aggregates.create_accumulator(),
+                }),
+            };
+            for row in rows.drain(..) {
+                if !row.kind.is_retraction() {
+                    group.rows += 1;
+                    aggregates.add(row, &mut group.accumulators);
+                } else if group.rows > 0 {
+                    group.rows -= 1;
+                    aggregates.retract(&row, &mut group.accumulators);
+                    if group.rows == 0 {
+                        // Emptied, the group starts again as a new one
+                        // would (the row-by-row path deletes it).
+                        group.accumulators = aggregates.create_accumulator();
+                    }
+                }
+                // Else a retraction of a group without rows: it changes
+                // nothing, as row by row.
+            }
+            let now = (group.rows > 0)
+                .then(|| result_row(key, RowKind::UpdateAfter, aggregates, &group.accumulators));
+            match (before, now) {
+                (None, None) => (ValueChange::Keep, ()),
+                (None, Some(mut after)) => {
+                    after.kind = RowKind::Insert;
+                    out.collect(after);
+                    match created {
+                        Some(group) => (ValueChange::Set(group), ()),
+                        None => (ValueChange::Keep, ()),
+                    }
+                }
+                (Some(mut before), None) => {
+                    before.kind = RowKind::Delete;
+                    out.collect(before);
+                    (ValueChange::Remove, ())
+                }
+                (Some(before), Some(after)) => {
+                    if !(skip_unchanged && before.values == after.values) {
+                        out.collect(before);
+                        out.collect(after);
+                    }
+                    (ValueChange::Keep, ())
+                }
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// A result row of the group `key`: its columns, then the aggregates'
+/// results.
+fn result_row(key: &RowKey, kind: RowKind, aggregates: &SqlAggregates, acc: &[Acc]) -> Row {
+    let mut values = Row::buffer(key.len() + acc.len());
+    values.extend_from_slice(key);
+    aggregates.results_into(acc, &mut values);
+    Row { kind, values }
+}
+
 /// The distinct rows of `input` (`UNION` without `ALL`): `SELECT cols …
 /// GROUP BY cols`, each row emitted the first time it is seen.
-pub(crate) fn distinct(input: Planned, ttl: Option<Duration>) -> Result<Planned, SqlError> {
+pub(crate) fn distinct(input: Planned, settings: GroupSettings) -> Result<Planned, SqlError> {
     let columns = input
         .scope
         .columns
@@ -135,15 +218,27 @@ pub(crate) fn distinct(input: Planned, ttl: Option<Duration>) -> Result<Planned,
         },
         _ => return Err(SqlError::Parse("planning DISTINCT: not a query".into())),
     };
-    plan_group_aggregate(input, &select, ttl)
+    plan_group_aggregate(input, &select, settings)
+}
+
+/// How an unbounded aggregation keeps and updates its groups, as the
+/// session's settings say.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct GroupSettings {
+    /// How long a group's state lives after its last update
+    /// (`table.exec.state.ttl`); for ever when `None`.
+    pub ttl: Option<Duration>,
+    /// With mini-batch, the most rows folded into one update of a group.
+    pub mini_batch: Option<usize>,
 }
 
 /// `SELECT keys…, aggregates… FROM … GROUP BY keys…`.
 pub(crate) fn plan_group_aggregate(
     input: Planned,
     select: &Select,
-    ttl: Option<Duration>,
+    settings: GroupSettings,
 ) -> Result<Planned, SqlError> {
+    let ttl = settings.ttl;
     let at = position(select.span());
     let keys: Vec<Expr> = match &select.group_by {
         GroupByExpr::Expressions(exprs, _) => exprs.clone(),
@@ -226,7 +321,14 @@ pub(crate) fn plan_group_aggregate(
                 "GroupAggregate[{grouped}; {}]",
                 crate::aggregate::describe(&calls)
             );
-            crate::plan::stateful(pre.stream.key_by(key_of).process(function), &what)
+            // The same state either way: a savepoint taken with mini-batch
+            // restores without it, and the other way round.
+            let keyed = pre.stream.key_by(key_of);
+            let stream = match settings.mini_batch {
+                Some(size) => keyed.process_bundles(size, function),
+                None => keyed.process(function),
+            };
+            crate::plan::stateful(stream, &what)
         }
     };
     let having = having
@@ -245,9 +347,12 @@ pub(crate) fn plan_group_aggregate(
             calls.len()
         ),
         None => format!(
-            "GroupAggregate: group by [{grouped}], {} aggregate(s){}, changelog +I/-U/+U/-D{}",
+            "GroupAggregate: group by [{grouped}], {} aggregate(s){}, changelog +I/-U/+U/-D{}{}",
             calls.len(),
             if input.updating { ", retracting" } else { "" },
+            settings
+                .mini_batch
+                .map_or(String::new(), |n| format!(", mini-batch of up to {n} rows")),
             ttl.map_or(String::new(), |t| format!(
                 ", state TTL {} ms",
                 t.as_millis()

@@ -187,7 +187,7 @@ fn plan_set_expr(
                 plan_set_expr(env, catalog, right, at)?,
                 at,
             )?,
-            catalog.state_ttl,
+            catalog.group_settings(),
         ),
         SetExpr::SetOperation {
             op, set_quantifier, ..
@@ -291,7 +291,11 @@ pub(crate) fn plan_select(
                     catalog.state_ttl,
                 )?;
                 if grouped {
-                    return crate::group::plan_group_aggregate(joined, select, catalog.state_ttl);
+                    return crate::group::plan_group_aggregate(
+                        joined,
+                        select,
+                        catalog.group_settings(),
+                    );
                 }
                 return calc(joined, select);
             }
@@ -356,10 +360,10 @@ pub(crate) fn plan_select(
         }),
         Read::Table(scan, rows) => {
             let input = rows.finish(scan.rows.stream());
-            crate::group::plan_group_aggregate(input, select, catalog.state_ttl)
+            crate::group::plan_group_aggregate(input, select, catalog.group_settings())
         }
         Read::View(input) if grouped => {
-            crate::group::plan_group_aggregate(input, select, catalog.state_ttl)
+            crate::group::plan_group_aggregate(input, select, catalog.group_settings())
         }
         Read::View(input) => calc(input, select),
     }

@@ -16,7 +16,19 @@ use crate::value::Row;
 
 /// The keys `SET` takes that the SQL layer reads (all others configure
 /// the jobs, as in `weir run -D`).
-const SQL_KEYS: &[&str] = &[RESULT_MODE, STATE_TTL];
+const SQL_KEYS: &[&str] = &[
+    RESULT_MODE,
+    STATE_TTL,
+    MINI_BATCH,
+    MINI_BATCH_LATENCY,
+    MINI_BATCH_SIZE,
+];
+
+/// Flink's mini-batch of unbounded aggregations: on or off, and the
+/// latency and size a bundle may reach, both needed when it is on.
+const MINI_BATCH: &str = "table.exec.mini-batch.enabled";
+const MINI_BATCH_LATENCY: &str = "table.exec.mini-batch.allow-latency";
+const MINI_BATCH_SIZE: &str = "table.exec.mini-batch.size";
 
 /// Flink's time-to-live of the state of unbounded aggregations.
 const STATE_TTL: &str = "table.exec.state.ttl";
@@ -133,6 +145,7 @@ impl Session {
                 (!ttl.is_zero()).then_some(ttl)
             }
         };
+        self.catalog.mini_batch = mini_batch(&self.config)?;
         Ok(env)
     }
 
@@ -281,6 +294,41 @@ impl Session {
 
 /// Rows as Flink's SQL client prints them in tableau mode: an `op` column
 /// with the row kind, values right-aligned, and the row count.
+/// The most rows of a mini-batch, when `table.exec.mini-batch.enabled`
+/// is on. As Flink, that needs a positive `allow-latency` and `size`.
+/// Weir folds the rows of each batch it receives (at most `size` of them)
+/// and holds none back for later ones, so a bundle never waits the
+/// latency allowed.
+fn mini_batch(config: &Configuration) -> Result<Option<usize>, SqlError> {
+    if config.get_bool(MINI_BATCH)? != Some(true) {
+        return Ok(None);
+    }
+    let needed = |key: &str, message: &str| SqlError::Setting {
+        key: key.into(),
+        message: format!("{message} when {MINI_BATCH} is true"),
+    };
+    if config
+        .get_duration(MINI_BATCH_LATENCY)?
+        .is_none_or(|latency| latency.is_zero())
+    {
+        return Err(needed(
+            MINI_BATCH_LATENCY,
+            "must be set to a duration above 0 ms (e.g. '2 s')",
+        ));
+    }
+    let size = config
+        .get(MINI_BATCH_SIZE)
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0);
+    match size {
+        Some(size) => Ok(Some(size)),
+        None => Err(needed(
+            MINI_BATCH_SIZE,
+            "must be set to a number of rows above 0 (e.g. '5000')",
+        )),
+    }
+}
+
 pub(crate) fn tableau(names: &[String], rows: &[Row]) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()

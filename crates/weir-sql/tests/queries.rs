@@ -569,6 +569,64 @@ fn settings_are_checked() -> Result<(), SqlError> {
     Ok(())
 }
 
+/// Mini-batch needs a latency and a size, as in Flink; on, a `GROUP BY`
+/// folds the rows that arrive together into one change per group.
+#[test]
+fn mini_batch_folds_a_groups_rows_and_needs_its_settings() -> Result<(), SqlError> {
+    let path = csv("mini_batch", ORDERS);
+    let ddl = orders_ddl(&path);
+    let query = "SELECT buyer, COUNT(*) AS n, SUM(amount) AS total FROM orders GROUP BY buyer;";
+    for (sets, missing) in [
+        ("", MINI_BATCH_LATENCY),
+        (
+            "SET 'table.exec.mini-batch.allow-latency' = '0 ms';",
+            MINI_BATCH_LATENCY,
+        ),
+        (
+            "SET 'table.exec.mini-batch.allow-latency' = '2 s';",
+            MINI_BATCH_SIZE,
+        ),
+        (
+            "SET 'table.exec.mini-batch.allow-latency' = '2 s';\n\
+             SET 'table.exec.mini-batch.size' = '-1';",
+            MINI_BATCH_SIZE,
+        ),
+    ] {
+        let e = run(&format!(
+            "SET 'table.exec.mini-batch.enabled' = 'true';\n{sets}\n{ddl}\n{query}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(&format!("'{missing}'")), "{sets}: {e}");
+    }
+    let on = "SET 'table.exec.mini-batch.enabled' = 'true';
+        SET 'table.exec.mini-batch.allow-latency' = '2 s';
+        SET 'table.exec.mini-batch.size' = '5000';";
+    let plan = run(&format!("{on}\n{ddl}\nEXPLAIN {query}"))?;
+    assert!(plan.contains("mini-batch of up to 5000 rows"), "{plan}");
+    // 300 rows of three buyers: row by row, 597 changelog rows; folded,
+    // as many as the batches the rows arrive in (one, here) times three.
+    let buyers = ["alice", "bob", "carol"];
+    let rows: String = (0..300)
+        .map(|i| format!("{i},{},{i}.00,2020-04-15 08:00:01\n", buyers[i % 3]))
+        .collect();
+    let ddl = orders_ddl(&csv("mini_batch_rows", &rows));
+    let lines = support::changelog(&format!("{on}\n{ddl}\n{query}"))?;
+    assert!(
+        lines.len() < 30,
+        "{} changelog rows: {lines:?}",
+        lines.len()
+    );
+    let expected: Vec<String> = (0..3)
+        .map(|k| format!("[{}, 100, {}.00]", buyers[k], 14850 + 100 * k))
+        .collect();
+    assert_eq!(support::materialize(&lines), expected);
+    Ok(())
+}
+
+const MINI_BATCH_LATENCY: &str = "table.exec.mini-batch.allow-latency";
+const MINI_BATCH_SIZE: &str = "table.exec.mini-batch.size";
+
 #[test]
 fn union_all_needs_the_same_columns() {
     let path = csv("union", ORDERS);
