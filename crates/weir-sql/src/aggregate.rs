@@ -44,6 +44,18 @@ pub(crate) struct AggCall {
     pub arg_type: SqlType,
     /// `LISTAGG`'s separator.
     pub separator: String,
+    /// The column of its `FILTER (WHERE …)` condition: a row counts only
+    /// where that is TRUE.
+    pub filter: Option<usize>,
+}
+
+impl AggCall {
+    /// Whether `row` passes the call's `FILTER`, if it has one.
+    #[inline]
+    fn takes(&self, row: &Row) -> bool {
+        self.filter
+            .is_none_or(|f| matches!(row.values[f], Value::Boolean(true)))
+    }
 }
 
 impl AggCall {
@@ -117,7 +129,10 @@ impl Ord for Ordered {
 pub(crate) fn describe(calls: &[AggCall]) -> String {
     calls
         .iter()
-        .map(|c| format!("{:?}({})", c.kind, c.arg_type))
+        .map(|c| {
+            let filtered = if c.filter.is_some() { " filtered" } else { "" };
+            format!("{:?}({}){filtered}", c.kind, c.arg_type)
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -215,6 +230,9 @@ impl SqlAggregates {
     /// an updating input). Needs accumulators made with `retracting`.
     pub fn retract(&self, row: &Row, acc: &mut [Acc]) {
         for (call, a) in self.calls.iter().zip(acc.iter_mut()) {
+            if !call.takes(row) {
+                continue;
+            }
             // `COUNT(*)` reads no column (the row may have none).
             if call.kind == AggKind::CountStar {
                 if let Acc::Count(n) = a {
@@ -300,6 +318,9 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
 
     fn add(&mut self, row: Row, acc: &mut Accumulators) {
         for (call, a) in self.calls.iter().zip(acc.iter_mut()) {
+            if !call.takes(&row) {
+                continue;
+            }
             // `COUNT(*)` reads no column (the row may have none).
             if call.kind == AggKind::CountStar {
                 if let Acc::Count(n) = a {
@@ -477,6 +498,52 @@ mod tests {
         agg.get_result(&acc).to_vec()
     }
 
+    /// A call with a `FILTER` takes the rows whose condition is TRUE, in
+    /// `add` and in `retract`; FALSE and NULL are left out.
+    #[test]
+    fn a_filtered_call_takes_only_rows_whose_condition_is_true() {
+        let call = |kind, filter| AggCall {
+            kind,
+            arg: 0,
+            arg_type: SqlType::BigInt,
+            separator: ",".into(),
+            filter,
+        };
+        let mut aggs = SqlAggregates::new(
+            vec![
+                call(AggKind::CountStar, Some(1)),
+                call(AggKind::Sum, Some(1)),
+                call(AggKind::CountDistinct, Some(1)),
+                call(AggKind::CountStar, None),
+            ],
+            true,
+        );
+        let row = |v: i64, f: Value| Row::insert(vec![Value::BigInt(v), f]);
+        let mut acc = aggs.create_accumulator();
+        for (v, f) in [
+            (1, Value::Boolean(true)),
+            (2, Value::Boolean(false)),
+            (4, Value::Null),
+            (8, Value::Boolean(true)),
+            (1, Value::Boolean(true)),
+        ] {
+            aggs.add(row(v, f), &mut acc);
+        }
+        let results = |acc: &Accumulators| {
+            let mut out = Vec::new();
+            aggs.results_into(acc, &mut out);
+            out
+        };
+        assert_eq!(
+            results(&acc),
+            [3, 10, 2, 5].map(Value::BigInt).to_vec(),
+            "COUNT(*), SUM, COUNT(DISTINCT) of the TRUE rows; COUNT(*) of all"
+        );
+        aggs.retract(&row(8, Value::Boolean(true)), &mut acc);
+        aggs.retract(&row(2, Value::Boolean(false)), &mut acc);
+        assert_eq!(results(&acc), [2, 2, 1, 3].map(Value::BigInt).to_vec());
+    }
+
     #[test]
     fn aggregates_skip_nulls_and_keep_flink_types() {
         let call = |kind, t| AggCall {
@@ -484,6 +551,7 @@ mod tests {
             arg: 0,
             arg_type: t,
             separator: ",".into(),
+            filter: None,
         };
         let ints = [
             vec![Value::Int(3)],
@@ -547,6 +615,7 @@ mod tests {
             arg: 0,
             arg_type: SqlType::BigInt,
             separator: ",".into(),
+            filter: None,
         };
         let plain = |kinds: &[AggKind], retracting| {
             let calls = kinds.iter().map(|k| call(*k)).collect();

@@ -242,7 +242,7 @@ pub(crate) fn plan_over(
     let mut args: Vec<Eval> = Vec::new();
     let mut agg_calls = Vec::new();
     for (call, call_at) in &calls.calls {
-        let (kind, arg, separator) = crate::window::agg_call(call, *call_at)?;
+        let (kind, arg, separator) = crate::window::agg_call(call, *call_at)?.filter_in_arg();
         let c = match arg {
             Some(x) => compile(&x, &input.scope)?,
             None => Compiled::constant(Value::Null, SqlType::BigInt),
@@ -252,6 +252,7 @@ pub(crate) fn plan_over(
             arg: args.len(),
             arg_type: c.ty,
             separator,
+            filter: None,
         });
         args.push(c.eval);
     }

@@ -412,9 +412,7 @@ pub(crate) struct Rewriter<'a> {
     groups: &'a [Expr],
     /// Columns the output has besides the groups (the window's).
     passthrough: &'a [&'a str],
-    /// Each aggregate: kind, argument (`None` for `COUNT(*)`) and
-    /// `LISTAGG`'s separator.
-    aggs: Vec<(AggKind, Option<Expr>, String)>,
+    aggs: Vec<AggSpec>,
 }
 
 impl Rewriter<'_> {
@@ -429,8 +427,7 @@ impl Rewriter<'_> {
                 if f.over.is_some() {
                     return Err(SqlError::unsupported(format!("{name} … OVER"), at));
                 }
-                let (kind, arg, separator) = agg_call(f, at)?;
-                self.aggs.push((kind, arg, separator));
+                self.aggs.push(agg_call(f, at)?);
                 Expr::Identifier(Ident::new(format!("$agg{}", self.aggs.len() - 1)))
             }
             Expr::Identifier(id) => {
@@ -525,13 +522,50 @@ pub(crate) fn map_children(
     })
 }
 
-/// An aggregate call's kind, argument (`None` for `COUNT(*)`) and
-/// `LISTAGG`'s separator; `agg(x) FILTER (WHERE c)` becomes an aggregate
-/// of `CASE WHEN c THEN x END`.
-pub(crate) fn agg_call(
-    f: &sqlparser::ast::Function,
-    at: Position,
-) -> Result<(AggKind, Option<Expr>, String), SqlError> {
+/// An aggregate call as written: its kind, argument (`None` for
+/// `COUNT(*)`), `LISTAGG`'s separator and `FILTER (WHERE …)` condition.
+pub(crate) struct AggSpec {
+    pub kind: AggKind,
+    pub arg: Option<Expr>,
+    pub separator: String,
+    pub filter: Option<Expr>,
+}
+
+impl AggSpec {
+    /// The call with its filter folded into its argument:
+    /// `agg(x) FILTER (WHERE c)` is `agg(CASE WHEN c THEN x END)`, as
+    /// every aggregate but `COUNT(*)` skips NULLs, and `COUNT(*)` becomes
+    /// `COUNT` of a non-NULL constant.
+    pub fn filter_in_arg(self) -> (AggKind, Option<Expr>, String) {
+        let Some(condition) = self.filter else {
+            return (self.kind, self.arg, self.separator);
+        };
+        let value = self
+            .arg
+            .unwrap_or(Expr::value(sqlparser::ast::Value::Number(
+                "1".into(),
+                false,
+            )));
+        let kind = match self.kind {
+            AggKind::CountStar => AggKind::Count,
+            other => other,
+        };
+        let case = Expr::Case {
+            case_token: AttachedToken::empty(),
+            end_token: AttachedToken::empty(),
+            operand: None,
+            conditions: vec![CaseWhen {
+                condition,
+                result: value,
+            }],
+            else_result: None,
+        };
+        (kind, Some(case), self.separator)
+    }
+}
+
+/// The aggregate call `f`.
+pub(crate) fn agg_call(f: &sqlparser::ast::Function, at: Position) -> Result<AggSpec, SqlError> {
     let name = f.name.to_string().to_ascii_uppercase();
     let FunctionArguments::List(list) = &f.args else {
         return Err(SqlError::validation(
@@ -582,40 +616,21 @@ pub(crate) fn agg_call(
             ))
         }
     };
-    // `agg(x) FILTER (WHERE c)` is `agg(CASE WHEN c THEN x END)`:
-    // every aggregate but COUNT(*) skips NULLs, and COUNT(*)
-    // becomes COUNT of a non-NULL constant.
-    let (kind, arg) = match &f.filter {
-        None => (kind, arg),
-        Some(condition) => {
-            if contains_aggregate(condition) {
-                return Err(SqlError::validation(
-                    "aggregates cannot be nested (in FILTER)",
-                    at,
-                ));
-            }
-            let value = arg.unwrap_or(Expr::value(sqlparser::ast::Value::Number(
-                "1".into(),
-                false,
-            )));
-            let kind = match kind {
-                AggKind::CountStar => AggKind::Count,
-                other => other,
-            };
-            let case = Expr::Case {
-                case_token: AttachedToken::empty(),
-                end_token: AttachedToken::empty(),
-                operand: None,
-                conditions: vec![CaseWhen {
-                    condition: (**condition).clone(),
-                    result: value,
-                }],
-                else_result: None,
-            };
-            (kind, Some(case))
+    let filter = match &f.filter {
+        Some(condition) if contains_aggregate(condition) => {
+            return Err(SqlError::validation(
+                "aggregates cannot be nested (in FILTER)",
+                at,
+            ))
         }
+        other => other.as_deref().cloned(),
     };
-    Ok((kind, arg, separator))
+    Ok(AggSpec {
+        kind,
+        arg,
+        separator,
+        filter,
+    })
 }
 
 /// The window columns a window aggregation's output has.
@@ -695,31 +710,64 @@ pub(crate) fn aggregation(
         .as_ref()
         .map(|h| rewriter.rewrite(h))
         .transpose()?;
-    // The aggregates' arguments, computed before the window.
-    let mut arg_evals = Vec::new();
+    // The aggregates' arguments and filters, computed before the window:
+    // each distinct expression once, however many calls read it (q15's
+    // twelve calls read two columns and three price ranges).
+    let mut arg_evals: Vec<crate::expr::Compiled> = Vec::new();
+    let mut computed: Vec<String> = Vec::new();
+    let mut column_of = |x: &Expr| -> Result<(usize, SqlType), SqlError> {
+        let text = x.to_string();
+        if let Some(i) = computed.iter().position(|t| *t == text) {
+            return Ok((keys.len() + i, arg_evals[i].ty));
+        }
+        let c = compile(x, input)?;
+        let ty = c.ty;
+        computed.push(text);
+        arg_evals.push(c);
+        Ok((keys.len() + arg_evals.len() - 1, ty))
+    };
     let mut calls = Vec::new();
-    for (kind, arg, separator) in &rewriter.aggs {
-        let c = match arg {
+    for AggSpec {
+        kind,
+        arg,
+        separator,
+        filter,
+    } in rewriter.aggs
+    {
+        let (arg, arg_type) = match &arg {
             Some(x) => {
-                let c = compile(x, input)?;
-                if matches!(kind, AggKind::Sum | AggKind::Avg) && !c.ty.is_numeric() {
+                let (column, ty) = column_of(x)?;
+                if matches!(kind, AggKind::Sum | AggKind::Avg) && !ty.is_numeric() {
                     return Err(SqlError::validation(
-                        format!("SUM and AVG need numbers, not {} ({x})", c.ty),
+                        format!("SUM and AVG need numbers, not {ty} ({x})"),
                         pos(x),
                     ));
                 }
-                c
+                (column, ty)
             }
-            // COUNT(*): no argument.
-            None => crate::expr::Compiled::constant(Value::Null, SqlType::BigInt),
+            // COUNT(*): no argument (its column is never read).
+            None => (usize::MAX, SqlType::BigInt),
+        };
+        let filter = match &filter {
+            None => None,
+            Some(condition) => {
+                let (column, ty) = column_of(condition)?;
+                if ty != SqlType::Boolean {
+                    return Err(SqlError::validation(
+                        format!("FILTER needs a BOOLEAN condition, not {ty} ({condition})"),
+                        pos(condition),
+                    ));
+                }
+                Some(column)
+            }
         };
         calls.push(AggCall {
-            kind: *kind,
-            arg: keys.len() + arg_evals.len(),
-            arg_type: c.ty,
-            separator: separator.clone(),
+            kind,
+            arg,
+            arg_type,
+            separator,
+            filter,
         });
-        arg_evals.push(c);
     }
     Ok(Aggregation {
         key_evals,
@@ -780,26 +828,23 @@ pub(crate) fn pre_aggregate(
         _ => None,
     };
     let keys: Option<Vec<usize>> = aggregation.key_evals.iter().map(column).collect();
-    let args: Option<Vec<usize>> = aggregation
-        .calls
-        .iter()
-        .zip(&aggregation.arg_evals)
-        // `COUNT(*)` reads no argument: any index will do (the rows may
-        // have no columns at all).
-        .map(|(call, c)| match call.kind {
-            AggKind::CountStar => Some(0),
-            _ => column(c),
-        })
-        .collect();
+    // Each computed argument's column of the input, when it is one.
+    let args: Option<Vec<usize>> = aggregation.arg_evals.iter().map(column).collect();
     if let (Some(keys), Some(args)) = (keys, args) {
         // Nothing to compute: a row rewritten into its keys and arguments
         // was a copy of values the aggregation reads where they are.
+        let nkeys = keys.len();
+        let at = |i: usize| args[i - nkeys];
         let calls = aggregation
             .calls
             .iter()
-            .zip(args)
-            .map(|(call, arg)| AggCall {
-                arg,
+            .map(|call| AggCall {
+                // `COUNT(*)` reads no argument.
+                arg: match call.kind {
+                    AggKind::CountStar => call.arg,
+                    _ => at(call.arg),
+                },
+                filter: call.filter.map(at),
                 ..call.clone()
             })
             .collect();

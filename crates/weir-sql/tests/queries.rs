@@ -624,6 +624,21 @@ fn mini_batch_folds_a_groups_rows_and_needs_its_settings() -> Result<(), SqlErro
     Ok(())
 }
 
+#[test]
+fn a_filter_condition_must_be_boolean() {
+    let path = csv("filter_type", ORDERS);
+    let ddl = orders_ddl(&path);
+    let e = run(&format!(
+        "{ddl}\nSELECT buyer, COUNT(*) FILTER (WHERE amount) FROM orders GROUP BY buyer;"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("FILTER needs a BOOLEAN condition, not DECIMAL(10, 2)"),
+        "{e}"
+    );
+}
+
 const MINI_BATCH_LATENCY: &str = "table.exec.mini-batch.allow-latency";
 const MINI_BATCH_SIZE: &str = "table.exec.mini-batch.size";
 
