@@ -81,6 +81,10 @@ impl AggCall {
 pub(crate) enum Acc {
     Count(i64),
     Distinct(Box<HashSet<Value>>),
+    /// `COUNT(DISTINCT)` of an integer, date or time column: the values
+    /// as integers, a third of the memory of values (a set of many values
+    /// is as fast as its misses in the caches are few).
+    DistinctInts(Box<HashSet<i64, IntHash>>),
     /// Sum, minimum or maximum so far (NULL before the first value).
     Value(Value),
     /// An average's (or a retracting sum's) running sum and how many
@@ -95,6 +99,44 @@ pub(crate) enum Acc {
     Counted(Box<HashMap<Value, i64>>),
     /// A retracting `LISTAGG`: the values, in arrival order.
     List(Vec<Value>),
+}
+
+/// Hashes an integer with two multiplications (a 64-bit finaliser's
+/// mixing): the set of a `COUNT(DISTINCT)` is filled from the query's
+/// own rows, so a keyed hash against crafted input (SipHash, std's
+/// default) buys nothing there but time.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct IntHash;
+
+impl std::hash::BuildHasher for IntHash {
+    type Hasher = IntHasher;
+
+    fn build_hasher(&self) -> IntHasher {
+        IntHasher(0)
+    }
+}
+
+pub(crate) struct IntHasher(u64);
+
+impl std::hash::Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^ (x >> 33)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_i64(&mut self, v: i64) {
+        self.0 ^= v as u64;
+    }
 }
 
 /// One group's (and window's) accumulators, one per aggregate call: up to
@@ -182,6 +224,9 @@ impl SqlAggregates {
                     sum: Value::Null,
                     count: 0,
                 },
+                AggKind::CountDistinct if c.arg_type.is_integral() => {
+                    Acc::DistinctInts(Box::default())
+                }
                 AggKind::CountDistinct => Acc::Distinct(Box::default()),
                 AggKind::Sum | AggKind::Min | AggKind::Max | AggKind::ListAgg => {
                     Acc::Value(Value::Null)
@@ -201,6 +246,7 @@ impl SqlAggregates {
             match a {
                 Acc::Count(n) => Value::BigInt(*n),
                 Acc::Distinct(set) => Value::BigInt(set.len() as i64),
+                Acc::DistinctInts(set) => Value::BigInt(set.len() as i64),
                 Acc::Counted(values) => Value::BigInt(values.len() as i64),
                 Acc::Value(v) => v.clone(),
                 Acc::Avg { sum, count } if call.kind == AggKind::Sum => {
@@ -274,7 +320,7 @@ impl SqlAggregates {
                 }
                 // Append-only accumulators cannot retract; the planner
                 // makes retracting ones for updating inputs.
-                Acc::Distinct(_) | Acc::Value(_) => {}
+                Acc::Distinct(_) | Acc::DistinctInts(_) | Acc::Value(_) => {}
             }
         }
     }
@@ -337,6 +383,12 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
                 (AggKind::CountDistinct, Acc::Distinct(set)) => {
                     set.insert(v.clone());
                 }
+                (AggKind::CountDistinct, Acc::DistinctInts(set)) => {
+                    // An integral column's values are all integers.
+                    if let Some(i) = v.as_i64() {
+                        set.insert(i);
+                    }
+                }
                 (AggKind::Sum, Acc::Value(sum)) => *sum = add_values(sum, v, call.result_type()),
                 (AggKind::Min, Acc::Value(m))
                     if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Less) =>
@@ -378,6 +430,10 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
                 (Acc::Distinct(mut x), Acc::Distinct(y)) => {
                     x.extend(*y);
                     Acc::Distinct(x)
+                }
+                (Acc::DistinctInts(mut x), Acc::DistinctInts(y)) => {
+                    x.extend(*y);
+                    Acc::DistinctInts(x)
                 }
                 (Acc::Value(x), Acc::Value(y)) => Acc::Value(match call.kind {
                     AggKind::Sum => {
@@ -542,6 +598,47 @@ mod tests {
         aggs.retract(&row(8, Value::Boolean(true)), &mut acc);
         aggs.retract(&row(2, Value::Boolean(false)), &mut acc);
         assert_eq!(results(&acc), [2, 2, 1, 3].map(Value::BigInt).to_vec());
+    }
+
+    /// `COUNT(DISTINCT)` of an integral column counts as a set of values
+    /// does, at the ends of the range too, merges, and reads back.
+    #[test]
+    fn distinct_integers_count_as_distinct_values() {
+        for ty in [SqlType::BigInt, SqlType::Timestamp] {
+            let call = AggCall {
+                kind: AggKind::CountDistinct,
+                arg: 0,
+                arg_type: ty,
+                separator: ",".into(),
+                filter: None,
+            };
+            let mut aggs = SqlAggregates::new(vec![call], false);
+            let values: Vec<i64> = (0..5000i64)
+                .map(|i| (i * 7919) % 1013 - 500)
+                .chain([i64::MIN, i64::MAX, i64::MIN, 0])
+                .collect();
+            let value = |v: i64| match ty {
+                SqlType::BigInt => Value::BigInt(v),
+                _ => Value::Timestamp(v),
+            };
+            let (mut a, mut b) = (aggs.create_accumulator(), aggs.create_accumulator());
+            assert!(matches!(a[0], Acc::DistinctInts(_)), "{ty}");
+            let (left, right) = values.split_at(values.len() / 2);
+            for v in left {
+                aggs.add(Row::insert(vec![value(*v)]), &mut a);
+            }
+            for v in right {
+                aggs.add(Row::insert(vec![value(*v)]), &mut b);
+            }
+            aggs.add(Row::insert(vec![Value::Null]), &mut b);
+            let merged = aggs.merge(a, b);
+            let text = serde_json::to_string(&merged).expect("serialises");
+            let back: Accumulators = serde_json::from_str(&text).expect("reads back");
+            let expected = values.iter().collect::<HashSet<_>>().len() as i64;
+            for acc in [merged, back] {
+                assert_eq!(aggs.get_result(&acc)[0], Value::BigInt(expected), "{ty}");
+            }
+        }
     }
 
     #[test]

@@ -29,6 +29,20 @@ pub enum SqlType {
 }
 
 impl SqlType {
+    /// Whether its values are integers (`Value::as_i64` of each non-NULL
+    /// one is `Some`): the integer, date, time and interval types.
+    pub fn is_integral(self) -> bool {
+        matches!(
+            self,
+            SqlType::Int
+                | SqlType::BigInt
+                | SqlType::Date
+                | SqlType::Timestamp
+                | SqlType::TimestampLtz
+                | SqlType::Interval
+        )
+    }
+
     /// The type of a parsed data type, or what is not supported about it.
     pub(crate) fn from_ast(t: &DataType) -> Result<SqlType, String> {
         Ok(match t {
