@@ -1624,6 +1624,24 @@ fn function(
                 ));
             }
             expect_type(&pattern, SqlType::String, exprs[1])?;
+            // A constant pattern is read once, and a wrong one fails the
+            // statement, not its first row.
+            if let Shape::Constant(Value::String(text)) = &pattern.shape {
+                let parsed = crate::time::DatePattern::parse(text)
+                    .map_err(|e| SqlError::validation(e, position(exprs[1].span())))?;
+                return Ok(Compiled {
+                    shape: Shape::Computed,
+                    eval: Arc::new(move |r| {
+                        let Some(ms) = (ts.eval)(r)?.as_i64() else {
+                            return Ok(Value::Null);
+                        };
+                        let mut out = String::with_capacity(24);
+                        parsed.format(ms, &mut out);
+                        Ok(Value::string(&out))
+                    }),
+                    ty: SqlType::String,
+                });
+            }
             Ok(Compiled {
                 shape: Shape::Computed,
                 eval: Arc::new(move |r| {

@@ -126,59 +126,159 @@ pub(crate) fn fields(ms: i64) -> Fields {
 }
 
 /// A timestamp formatted with a Java `SimpleDateFormat` pattern, as
-/// Flink's `DATE_FORMAT` does: `yyyy`, `yy`, `MM`, `dd`, `HH`, `mm`, `ss`,
-/// `SSS` (a run of a letter pads to its length), text in single quotes
-/// (`''` outside them is a quote) and other characters as they are. Other letters are an error.
+/// Flink's `DATE_FORMAT` does (see [`DatePattern`]).
 pub(crate) fn date_format(ms: i64, pattern: &str) -> Result<String, String> {
-    let Fields {
-        year: y,
-        month: mo,
-        day: d,
-        hour: h,
-        minute: mi,
-        second: s,
-        milli: f,
-    } = fields(ms);
     let mut out = String::new();
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let run = chars[i..].iter().take_while(|&&x| x == c).count();
-        match c {
-            '\'' => {
-                // Quoted text; '' is a quote.
-                let close = chars[i + 1..].iter().position(|&x| x == '\'');
-                match close {
-                    Some(0) => out.push('\''),
-                    Some(n) => out.extend(&chars[i + 1..i + 1 + n]),
-                    None => return Err(format!("an unclosed quote in the pattern '{pattern}'")),
+    DatePattern::parse(pattern)?.format(ms, &mut out);
+    Ok(out)
+}
+
+/// A Java `SimpleDateFormat` pattern as Flink's `DATE_FORMAT` reads it:
+/// `yyyy`, `yy`, `MM`, `dd`, `HH`, `mm`, `ss`, `SSS` (a run of a letter
+/// pads to its length), text in single quotes (`''` outside them is a
+/// quote) and other characters as they are. Other letters are an error.
+/// Parsed once, so that a constant pattern costs nothing per row.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct DatePattern(Vec<Piece>);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Piece {
+    Text(String),
+    /// A field, zero-padded to `width` digits.
+    Field(DateField, usize),
+    /// `yy`: the year's last two digits.
+    ShortYear,
+    /// The first `n` (at most three) digits of the milliseconds.
+    Millis(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum DateField {
+    Year,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+}
+
+impl DatePattern {
+    pub fn parse(pattern: &str) -> Result<DatePattern, String> {
+        let chars: Vec<char> = pattern.chars().collect();
+        let mut pieces = Vec::new();
+        let mut text = String::new();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            let run = chars[i..].iter().take_while(|&&x| x == c).count();
+            let field = match c {
+                '\'' if chars.get(i + 1) == Some(&'\'') => {
+                    // '' is a quote.
+                    text.push('\'');
+                    i += 2;
+                    continue;
                 }
-                i += close.map_or(chars.len(), |n| n + 2);
-                continue;
+                '\'' => {
+                    // Quoted text, in which '' is a quote too.
+                    i += 1;
+                    loop {
+                        match chars.get(i) {
+                            None => {
+                                return Err(format!(
+                                    "an unclosed quote in the pattern '{pattern}'"
+                                ))
+                            }
+                            Some('\'') if chars.get(i + 1) == Some(&'\'') => {
+                                text.push('\'');
+                                i += 2;
+                            }
+                            Some('\'') => break,
+                            Some(c) => {
+                                text.push(*c);
+                                i += 1;
+                            }
+                        }
+                    }
+                    i += 1;
+                    continue;
+                }
+                'y' if run == 2 => Piece::ShortYear,
+                'y' => Piece::Field(DateField::Year, run),
+                'M' => Piece::Field(DateField::Month, run),
+                'd' => Piece::Field(DateField::Day, run),
+                'H' => Piece::Field(DateField::Hour, run),
+                'm' => Piece::Field(DateField::Minute, run),
+                's' => Piece::Field(DateField::Second, run),
+                'S' => Piece::Millis(run.min(3)),
+                c if c.is_ascii_alphabetic() => {
+                    return Err(format!(
+                        "the pattern letter '{c}' (in '{pattern}') is not supported: yyyy, yy, MM, dd, HH, mm, ss, SSS are"
+                    ))
+                }
+                c => {
+                    text.extend(std::iter::repeat_n(c, run));
+                    i += run;
+                    continue;
+                }
+            };
+            if !text.is_empty() {
+                pieces.push(Piece::Text(std::mem::take(&mut text)));
             }
-            'y' if run == 2 => out.push_str(&format!("{:02}", y.rem_euclid(100))),
-            'y' => out.push_str(&format!("{y:0run$}")),
-            'M' => out.push_str(&format!("{mo:0run$}")),
-            'd' => out.push_str(&format!("{d:0run$}")),
-            'H' => out.push_str(&format!("{h:0run$}")),
-            'm' => out.push_str(&format!("{mi:0run$}")),
-            's' => out.push_str(&format!("{s:0run$}")),
-            'S' => out.push_str(&format!("{f:03}")[..run.min(3)]),
-            c if c.is_ascii_alphabetic() => {
-                return Err(format!(
-                    "the pattern letter '{c}' (in '{pattern}') is not supported: yyyy, yy, MM, dd, HH, mm, ss, SSS are"
-                ))
-            }
-            c => {
-                for _ in 0..run {
-                    out.push(c);
+            pieces.push(field);
+            i += run;
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        Ok(DatePattern(pieces))
+    }
+
+    /// Appends `ms` formatted to `out`.
+    pub fn format(&self, ms: i64, out: &mut String) {
+        let f = fields(ms);
+        for piece in &self.0 {
+            match piece {
+                Piece::Text(t) => out.push_str(t),
+                Piece::ShortYear => padded(out, f.year.rem_euclid(100), 2),
+                Piece::Millis(n) => {
+                    let digits = [f.milli / 100, f.milli / 10 % 10, f.milli % 10];
+                    out.extend(digits[..*n].iter().map(|d| char::from(b'0' + *d as u8)));
+                }
+                Piece::Field(field, width) => {
+                    let v = match field {
+                        DateField::Year => f.year,
+                        DateField::Month => i64::from(f.month),
+                        DateField::Day => i64::from(f.day),
+                        DateField::Hour => f.hour,
+                        DateField::Minute => f.minute,
+                        DateField::Second => f.second,
+                    };
+                    padded(out, v, *width);
                 }
             }
         }
-        i += run;
     }
-    Ok(out)
+}
+
+/// Appends `v` zero-padded to `width` digits (as `{v:0width$}` does).
+fn padded(out: &mut String, v: i64, width: usize) {
+    if v < 0 {
+        out.push_str(&format!("{v:0width$}"));
+        return;
+    }
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    let mut rest = v;
+    loop {
+        digits[n] = b'0' + (rest % 10) as u8;
+        n += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(std::iter::repeat_n('0', width.saturating_sub(n)));
+    out.extend(digits[..n].iter().rev().map(|d| char::from(*d)));
 }
 
 #[cfg(test)]
@@ -215,6 +315,18 @@ mod tests {
         );
         assert_eq!(date_format(ms, "yyyy'T'HH''").unwrap(), "2023T07'");
         assert!(date_format(ms, "EEE").unwrap_err().contains("'E'"));
+        assert!(date_format(ms, "'open").unwrap_err().contains("unclosed"));
+        // Runs longer than the digits pad; milliseconds are cut.
+        assert_eq!(
+            date_format(ms, "yyyyy MMM ddd SS S").unwrap(),
+            "02023 011 004 04 0"
+        );
+        assert_eq!(date_format(ms, "'it''s' yyyy").unwrap(), "it's 2023");
+        // A year before year 0 is written as Java's pattern would pad it.
+        let ancient = -70_000_000_000_000;
+        let year = fields(ancient).year;
+        assert!(year < 0, "{year}");
+        assert_eq!(date_format(ancient, "yyyy").unwrap(), format!("{year:04}"));
         let f = fields(-1);
         assert_eq!(
             (f.year, f.month, f.day, f.hour, f.minute, f.second, f.milli),

@@ -639,6 +639,21 @@ fn a_filter_condition_must_be_boolean() {
     );
 }
 
+/// A constant `DATE_FORMAT` pattern is read when the query is planned:
+/// a wrong one is an error naming where it is, before any row.
+#[test]
+fn a_wrong_date_pattern_fails_the_statement() {
+    let path = csv("date_pattern", ORDERS);
+    let ddl = orders_ddl(&path);
+    let e = run(&format!(
+        "{ddl}\nEXPLAIN SELECT DATE_FORMAT(ts, 'yyyy EEE') FROM orders;"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("the pattern letter 'E'"), "{e}");
+    assert!(e.contains("line 7"), "{e}");
+}
+
 const MINI_BATCH_LATENCY: &str = "table.exec.mini-batch.allow-latency";
 const MINI_BATCH_SIZE: &str = "table.exec.mini-batch.size";
 
