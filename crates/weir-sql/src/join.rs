@@ -450,12 +450,89 @@ impl JoinFunction {
     }
 }
 
+/// The conditions of `on` and of the `WHERE` (`filter`) after a join that
+/// read one side's columns alone, by side, where filtering that side's
+/// rows before the join leaves the joined rows the same (Flink's filter
+/// push-down): an `ON` condition on a side whose unmatched rows are
+/// dropped (not an outer join's kept side), a `WHERE` condition on a side
+/// never padded with NULLs (not the other side of an outer join). The
+/// conditions still apply where they are written; pushed down they also
+/// keep the rows that cannot join out of the join's state. A condition
+/// that calls `PROCTIME()` stays where it is: evaluated twice, it could
+/// say two things.
+fn push_down(
+    on: &Expr,
+    filter: Option<&Expr>,
+    outer: [bool; 2],
+    scopes: [&Scope; 2],
+) -> [Vec<Expr>; 2] {
+    let side = |c: &Expr| -> Option<usize> {
+        if c.to_string().to_ascii_uppercase().contains("PROCTIME") {
+            return None;
+        }
+        match scopes.map(|scope| compile(c, scope).is_ok()) {
+            [true, false] => Some(0),
+            [false, true] => Some(1),
+            _ => None,
+        }
+    };
+    let mut pushed: [Vec<Expr>; 2] = Default::default();
+    for c in conjuncts(on) {
+        if let Some(s) = side(c).filter(|s| !outer[*s]) {
+            pushed[s].push(c.clone());
+        }
+    }
+    for c in filter.map(conjuncts).unwrap_or_default() {
+        if let Some(s) = side(c).filter(|s| !outer[1 - *s]) {
+            pushed[s].push(c.clone());
+        }
+    }
+    pushed
+}
+
+/// `side`'s rows that every one of `conditions` (over `scope`, its
+/// columns as the join names them) is TRUE for.
+fn filtered(side: Planned, conditions: &[Expr], scope: &Scope) -> Result<Planned, SqlError> {
+    let Some(first) = conditions.first() else {
+        return Ok(side);
+    };
+    // An OR in parentheses, as it was written.
+    let operand = |c: &Expr| match c {
+        Expr::BinaryOp {
+            op: BinaryOperator::Or,
+            ..
+        } => Expr::Nested(Box::new(c.clone())),
+        other => other.clone(),
+    };
+    let all = conditions[1..]
+        .iter()
+        .fold(operand(first), |all, c| Expr::BinaryOp {
+            left: Box::new(all),
+            op: BinaryOperator::And,
+            right: Box::new(operand(c)),
+        });
+    let eval = compile(&all, scope)?.eval;
+    let mut steps = side.steps;
+    steps.push(format!("Calc: where {all} (pushed below the join)"));
+    Ok(Planned {
+        stream: crate::plan::filter_project(side.stream, Some(eval), None),
+        steps,
+        ..side
+    })
+}
+
 /// `left JOIN right ON …`.
+///
+/// `filter` is the `WHERE` applied to the joined rows after: its
+/// conditions on one side alone, as the `ON`'s, filter that side's rows
+/// before the join too, where that keeps the result (see
+/// [`push_down`]).
 pub(crate) fn plan_join(
-    left: Planned,
+    mut left: Planned,
     left_name: String,
-    right: Planned,
+    mut right: Planned,
     join: &Join,
+    filter: Option<&Expr>,
     ttl: Option<Duration>,
 ) -> Result<Planned, SqlError> {
     let at = position(join.span());
@@ -496,6 +573,9 @@ pub(crate) fn plan_join(
     let mut joined = left_scope.clone();
     joined.columns.extend(right_scope.columns.clone());
     joined.qualifiers.extend(right_scope.qualifiers.clone());
+    let [to_left, to_right] = push_down(on, filter, outer, [&left_scope, &right_scope]);
+    left = filtered(left, &to_left, &left_scope)?;
+    right = filtered(right, &to_right, &right_scope)?;
     // Equalities between the sides are the join key; the rest is checked
     // on each joined row.
     let (mut left_keys, mut right_keys, mut residual) = (Vec::new(), Vec::new(), Vec::new());

@@ -288,6 +288,7 @@ pub(crate) fn plan_select(
                     crate::join::qualifier(&from.relation),
                     right,
                     join,
+                    select.selection.as_ref(),
                     catalog.state_ttl,
                 )?;
                 if grouped {

@@ -654,6 +654,49 @@ fn a_wrong_date_pattern_fails_the_statement() {
     assert!(e.contains("line 7"), "{e}");
 }
 
+/// A join's conditions on one side filter that side before the join
+/// where the result stays the same, so the rows that cannot join are not
+/// kept in its state; elsewhere they stay after it.
+#[test]
+fn conditions_on_one_side_filter_it_before_the_join_where_that_is_sound() -> Result<(), SqlError> {
+    let ddl = orders_ddl(&csv("pushed", ORDERS));
+    let people = csv("pushed_people", "alice,Berlin\nbob,Paris\n");
+    let ddl = format!(
+        "{ddl}\nCREATE TABLE people (name STRING, city STRING) WITH ('connector' = 'filesystem',
+           'path' = '{}', 'format' = 'csv');",
+        people.display()
+    );
+    let plan = |query: &str| run(&format!("{ddl}\nEXPLAIN {query}"));
+    let inner = plan(
+        "SELECT o.id, p.city FROM orders o JOIN people p ON o.buyer = p.name AND o.id > 1
+         WHERE (p.city = 'Paris' OR p.city = 'Rome') AND o.buyer < p.city",
+    )?;
+    assert!(
+        inner.contains("Calc: where o.id > 1 (pushed below the join)"),
+        "{inner}"
+    );
+    assert!(
+        inner.contains("Calc: where (p.city = 'Paris' OR p.city = 'Rome') (pushed below the join)"),
+        "{inner}"
+    );
+    // An outer join's kept side keeps its rows whatever the ON says, and
+    // its other side's WHERE sees the NULLs of the rows padded.
+    let outer = plan(
+        "SELECT o.id, p.city FROM orders o LEFT JOIN people p ON o.buyer = p.name AND o.id > 1
+         AND p.city <> 'Rome' WHERE p.city IS NULL AND o.id < 9",
+    )?;
+    assert!(
+        outer.contains("Calc: where o.id < 9 (pushed below the join)"),
+        "{outer}"
+    );
+    assert!(
+        outer.contains("Calc: where p.city <> 'Rome' (pushed below the join)"),
+        "{outer}"
+    );
+    assert_eq!(outer.matches("pushed below").count(), 2, "{outer}");
+    Ok(())
+}
+
 const MINI_BATCH_LATENCY: &str = "table.exec.mini-batch.allow-latency";
 const MINI_BATCH_SIZE: &str = "table.exec.mini-batch.size";
 
