@@ -40,6 +40,7 @@ mod nexmark;
 mod over;
 mod plan;
 mod rank;
+mod reuse;
 mod script;
 mod session;
 mod time;

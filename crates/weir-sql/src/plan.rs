@@ -45,6 +45,7 @@ pub(crate) fn plan(
     query: &Query,
 ) -> Result<Planned, SqlError> {
     UIDS.with_borrow_mut(std::collections::BTreeMap::clear);
+    crate::reuse::find_shared(query);
     crate::function::with_functions(&catalog.functions, || plan_query(env, catalog, query))
 }
 
@@ -332,6 +333,14 @@ pub(crate) fn plan_select(
     };
     if let TableFactor::TableFunction { expr, .. } = from {
         let tvf = crate::window::WindowTvf::parse(expr)?;
+        if grouped {
+            // A window aggregation the statement computes again is read
+            // from where it was planned first; its input is not planned
+            // twice.
+            if let Some(reused) = crate::window::reuse_window_aggregate(select)? {
+                return Ok(reused);
+            }
+        }
         let input = plan_table_name(env, catalog, &tvf.table, tvf.at)?;
         return if grouped {
             crate::window::plan_window_aggregate(input, &tvf, select)

@@ -427,8 +427,17 @@ impl Rewriter<'_> {
                 if f.over.is_some() {
                     return Err(SqlError::unsupported(format!("{name} … OVER"), at));
                 }
-                self.aggs.push(agg_call(f, at)?);
-                Expr::Identifier(Ident::new(format!("$agg{}", self.aggs.len() - 1)))
+                // A call written twice (in the SELECT list and HAVING, say)
+                // is computed once, as in Flink.
+                let call = agg_call(f, at)?;
+                let i = match self.aggs.iter().position(|a| *a == call) {
+                    Some(i) => i,
+                    None => {
+                        self.aggs.push(call);
+                        self.aggs.len() - 1
+                    }
+                };
+                Expr::Identifier(Ident::new(format!("$agg{i}")))
             }
             Expr::Identifier(id) => {
                 // A column that is neither grouped nor aggregated.
@@ -524,6 +533,7 @@ pub(crate) fn map_children(
 
 /// An aggregate call as written: its kind, argument (`None` for
 /// `COUNT(*)`), `LISTAGG`'s separator and `FILTER (WHERE …)` condition.
+#[derive(PartialEq)]
 pub(crate) struct AggSpec {
     pub kind: AggKind,
     pub arg: Option<Expr>,
@@ -958,8 +968,10 @@ pub(crate) fn plan_window_aggregate(
     // written by the window's results themselves: each result row made
     // whole, then rewritten into the columns chosen, was written twice.
     // Otherwise a result row is every output column.
-    let selected: Option<Vec<usize>> = match (&having, &p.output) {
-        (None, Some(_)) => p.sources.iter().copied().collect(),
+    // A window aggregation other SELECTs read too keeps every column.
+    let shared = crate::reuse::shared_text(select);
+    let selected: Option<Vec<usize>> = match (&having, &p.output, &shared) {
+        (None, Some(_), None) => p.sources.iter().copied().collect(),
         _ => None,
     };
     let output = if selected.is_some() {
@@ -1092,11 +1104,6 @@ pub(crate) fn plan_window_aggregate(
             crate::aggregate::describe(calls)
         ),
     );
-    let (rowtime, proctime) = p.time(Some(window_time), input.proctime);
-    let window = p.window((!input.proctime).then_some([nkeys, nkeys + 1]));
-    let out_scope = p.scope;
-    let having = having.map(|h| h.eval);
-    let stream = filter_project(stream, having, output);
     let mut steps = input.steps;
     steps.push(format!(
         "WindowAggregate: {}{}, group by [{}], {} aggregate(s)",
@@ -1112,8 +1119,49 @@ pub(crate) fn plan_window_aggregate(
             .join(", "),
         calls.len()
     ));
+    if let Some(text) = shared {
+        crate::reuse::keep(
+            &text,
+            crate::reuse::SharedWindows {
+                input: input.scope.clone(),
+                proctime: input.proctime,
+                time_type,
+                calls: crate::aggregate::describe(calls),
+                stream: stream.clone(),
+                steps: steps.clone(),
+            },
+        );
+    }
+    Ok(window_output(
+        stream,
+        p,
+        having.map(|h| h.eval),
+        output,
+        [nkeys, window_time],
+        input.proctime,
+        steps,
+    ))
+}
+
+/// A window aggregation's rows (`stream`, its columns `p` projects from)
+/// after `HAVING` and the `SELECT` list (`output`; `None` when the rows
+/// are the list already); `columns` are the `window_start` and
+/// `window_time` columns of the aggregation's rows.
+fn window_output(
+    stream: DataStream<Row>,
+    p: crate::plan::Projection,
+    having: Option<Eval>,
+    output: Option<crate::plan::Output>,
+    [window_start, window_time]: [usize; 2],
+    proctime: bool,
+    mut steps: Vec<String>,
+) -> Planned {
+    let (rowtime, proctime) = p.time(Some(window_time), proctime);
+    let window = p.window((!proctime).then_some([window_start, window_start + 1]));
+    let out_scope = p.scope;
+    let stream = filter_project(stream, having, output);
     steps.push(calc_step(&out_scope));
-    Ok(Planned {
+    Planned {
         stream,
         scope: out_scope,
         rowtime,
@@ -1121,7 +1169,56 @@ pub(crate) fn plan_window_aggregate(
         window,
         updating: false,
         steps,
-    })
+    }
+}
+
+/// `select`'s window aggregation, read from the rows of the same one
+/// planned before in the statement, if there is one with the same
+/// aggregate calls.
+pub(crate) fn reuse_window_aggregate(select: &Select) -> Result<Option<Planned>, SqlError> {
+    let Some(shared) = crate::reuse::shared_text(select).and_then(|t| crate::reuse::planned(&t))
+    else {
+        return Ok(None);
+    };
+    let GroupByExpr::Expressions(group_by, _) = &select.group_by else {
+        return Ok(None);
+    };
+    let is_window = |e: &Expr| {
+        WINDOW_COLUMNS
+            .iter()
+            .any(|w| matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(w)))
+    };
+    let keys: Vec<Expr> = group_by.iter().filter(|e| !is_window(e)).cloned().collect();
+    let aggregation = aggregation(&shared.input, &keys, select, WINDOW_COLUMNS)?;
+    if crate::aggregate::describe(&aggregation.calls) != shared.calls {
+        return Ok(None);
+    }
+    let scope = aggregation.output_scope(&[
+        ("window_start", SqlType::Timestamp),
+        ("window_end", SqlType::Timestamp),
+        ("window_time", shared.time_type),
+    ]);
+    let having = aggregation
+        .having
+        .as_ref()
+        .map(|h| compile(h, &scope))
+        .transpose()?;
+    let p = projection(&aggregation.items, &scope)?;
+    let output = p.output.clone();
+    let mut steps = shared.steps;
+    if let Some(last) = steps.last_mut() {
+        last.push_str(" (reused)");
+    }
+    let nkeys = keys.len();
+    Ok(Some(window_output(
+        shared.stream,
+        p,
+        having.map(|h| h.eval),
+        output,
+        [nkeys, nkeys + 2],
+        shared.proctime,
+        steps,
+    )))
 }
 
 pub(crate) fn windowed<A, P>(

@@ -697,6 +697,50 @@ fn conditions_on_one_side_filter_it_before_the_join_where_that_is_sound() -> Res
     Ok(())
 }
 
+/// A window aggregation a statement computes twice runs once: the second
+/// SELECT reads the first's rows (EXPLAIN says "reused"); one with other
+/// aggregates runs apart. An aggregate written twice is computed once.
+#[test]
+fn a_window_aggregation_written_twice_runs_once() -> Result<(), SqlError> {
+    let ddl = orders_ddl(&csv("reuse", ORDERS));
+    let counts = "SELECT buyer, window_start, COUNT(*) AS n
+        FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+        GROUP BY buyer, window_start, window_end";
+    let plan = run(&format!(
+        "{ddl}\nEXPLAIN {counts}
+         UNION ALL
+         SELECT buyer || '!', window_end, COUNT(*) + 100
+         FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+         GROUP BY buyer, window_start, window_end HAVING COUNT(*) > 1
+         UNION ALL
+         SELECT buyer, window_start, SUM(id)
+         FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+         GROUP BY buyer, window_start, window_end;"
+    ))?;
+    let aggregations: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.starts_with("WindowAggregate"))
+        .collect();
+    assert_eq!(aggregations.len(), 3, "{plan}");
+    assert!(!aggregations[0].contains("reused"), "{plan}");
+    assert!(
+        aggregations[1].ends_with("1 aggregate(s) (reused)"),
+        "{plan}"
+    );
+    assert!(!aggregations[2].contains("reused"), "{plan}");
+    // Another WHERE is another aggregation.
+    let plan = run(&format!(
+        "{ddl}\nEXPLAIN {counts}
+         UNION ALL
+         SELECT buyer, window_start, COUNT(*)
+         FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+         WHERE id > 2
+         GROUP BY buyer, window_start, window_end;"
+    ))?;
+    assert!(!plan.contains("reused"), "{plan}");
+    Ok(())
+}
+
 const MINI_BATCH_LATENCY: &str = "table.exec.mini-batch.allow-latency";
 const MINI_BATCH_SIZE: &str = "table.exec.mini-batch.size";
 

@@ -1,6 +1,7 @@
 -- Nexmark q5, hot items: per sliding window (10 s every 2 s), the auctions
--- with the most bids. The windows' maximum is an unbounded aggregation of
--- the counts, so the join's results are updated as the maximum grows.
+-- with the most bids. The maximum per window is a window aggregation over
+-- the counts' windows and the join a window join, as Flink plans them;
+-- the count, written twice, is computed once.
 CREATE TABLE bid (
   auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING,
   dateTime TIMESTAMP(3), extra STRING,
