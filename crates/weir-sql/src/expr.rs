@@ -971,7 +971,20 @@ fn arithmetic(
                 }
                 Ok(())
             })));
-            return Ok(computed_arithmetic(&l, &r, op, ty, shape));
+            // Evaluated (in a WHERE, say), the same multiplication.
+            let general = computed_arithmetic(&l, &r, op, ty, Shape::Computed).eval;
+            let eval: Eval = Arc::new(move |row: &[Value]| {
+                let x = match row[column] {
+                    Value::BigInt(x) => x,
+                    Value::Int(x) => i64::from(x),
+                    _ => return general(row),
+                };
+                match c.checked_mul(i128::from(x)) {
+                    Some(p) => Ok(Value::decimal(p, s)),
+                    None => general(row),
+                }
+            });
+            return Ok(Compiled { shape, eval, ty });
         }
     }
     let shape = operands.map_or(Shape::Computed, |(column, constant, flipped)| {
