@@ -1642,15 +1642,22 @@ fn function(
             if let Shape::Constant(Value::String(text)) = &pattern.shape {
                 let parsed = crate::time::DatePattern::parse(text)
                     .map_err(|e| SqlError::validation(e, position(exprs[1].span())))?;
+                // Rows come in time order, more or less: the text of the
+                // last span formatted (a day, for a date) is kept and
+                // shared while the rows stay in it.
+                let span = parsed.granularity();
+                let id = crate::time::new_format_id();
                 return Ok(Compiled {
                     shape: Shape::Computed,
                     eval: Arc::new(move |r| {
                         let Some(ms) = (ts.eval)(r)?.as_i64() else {
                             return Ok(Value::Null);
                         };
-                        let mut out = String::with_capacity(24);
-                        parsed.format(ms, &mut out);
-                        Ok(Value::string(&out))
+                        Ok(crate::time::formatted(id, ms.div_euclid(span), || {
+                            let mut out = String::with_capacity(24);
+                            parsed.format(ms, &mut out);
+                            Value::string(&out)
+                        }))
                     }),
                     ty: SqlType::String,
                 });

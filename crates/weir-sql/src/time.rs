@@ -233,6 +233,26 @@ impl DatePattern {
         Ok(DatePattern(pieces))
     }
 
+    /// How many milliseconds its finest field spans: timestamps in the
+    /// same span of that many milliseconds (since the epoch) format alike.
+    pub fn granularity(&self) -> i64 {
+        self.0
+            .iter()
+            .map(|piece| match piece {
+                Piece::Text(_) => 86_400_000,
+                Piece::Millis(_) => 1,
+                Piece::ShortYear => 86_400_000,
+                Piece::Field(field, _) => match field {
+                    DateField::Second => 1000,
+                    DateField::Minute => 60_000,
+                    DateField::Hour => 3_600_000,
+                    DateField::Year | DateField::Month | DateField::Day => 86_400_000,
+                },
+            })
+            .min()
+            .unwrap_or(86_400_000)
+    }
+
     /// Appends `ms` formatted to `out`.
     pub fn format(&self, ms: i64, out: &mut String) {
         let f = fields(ms);
@@ -258,6 +278,45 @@ impl DatePattern {
             }
         }
     }
+}
+
+/// A new identity for a compiled `DATE_FORMAT`'s cache.
+pub(crate) fn new_format_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+thread_local! {
+    /// The last text each compiled `DATE_FORMAT` made on this thread, and
+    /// the span of time it is the text of.
+    static FORMATTED: std::cell::RefCell<Vec<(u64, i64, crate::value::Value)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The text of span `span` for the `DATE_FORMAT` `id`: the one it made
+/// last on this thread if that was of the same span, else `make`'s.
+pub(crate) fn formatted(
+    id: u64,
+    span: i64,
+    make: impl FnOnce() -> crate::value::Value,
+) -> crate::value::Value {
+    FORMATTED.with_borrow_mut(|last| {
+        if let Some((_, at, text)) = last.iter_mut().find(|(i, ..)| *i == id) {
+            if *at != span {
+                *at = span;
+                *text = make();
+            }
+            return text.clone();
+        }
+        // Formats of statements long planned are dropped, not kept for
+        // ever by a shell that plans one statement after another.
+        if last.len() >= 64 {
+            last.clear();
+        }
+        let text = make();
+        last.push((id, span, text.clone()));
+        text
+    })
 }
 
 /// Appends `v` zero-padded to `width` digits (as `{v:0width$}` does).
@@ -304,6 +363,20 @@ mod tests {
         }
     }
 
+    /// A format's kept text is its text only for the span it was made
+    /// for, and each format keeps its own.
+    #[test]
+    fn a_kept_text_is_for_its_span_and_its_format() {
+        let (a, b) = (new_format_id(), new_format_id());
+        let text = |s: &str| crate::value::Value::string(s);
+        assert_eq!(formatted(a, 1, || text("one")), text("one"));
+        assert_eq!(formatted(a, 1, || text("other")), text("one"));
+        assert_eq!(formatted(b, 1, || text("b")), text("b"));
+        assert_eq!(formatted(a, 2, || text("two")), text("two"));
+        assert_eq!(formatted(a, 1, || text("one again")), text("one again"));
+        assert_eq!(formatted(b, 1, || text("not b")), text("b"));
+    }
+
     #[test]
     fn date_format_follows_java_patterns() {
         let ms = parse_timestamp("2023-11-04 07:05:09.042").unwrap();
@@ -316,6 +389,35 @@ mod tests {
         assert_eq!(date_format(ms, "yyyy'T'HH''").unwrap(), "2023T07'");
         assert!(date_format(ms, "EEE").unwrap_err().contains("'E'"));
         assert!(date_format(ms, "'open").unwrap_err().contains("unclosed"));
+        // Timestamps within one span of the finest field format alike.
+        for (pattern, span) in [
+            ("yyyy-MM-dd", 86_400_000),
+            ("yy'T'HH", 3_600_000),
+            ("HH:mm", 60_000),
+            ("mm:ss", 1000),
+            ("ss.SSS", 1),
+            ("'day'", 86_400_000),
+        ] {
+            let p = DatePattern::parse(pattern).unwrap();
+            assert_eq!(p.granularity(), span, "{pattern}");
+            for t in [ms, -ms, 0, -1, 86_399_999] {
+                let start = t.div_euclid(span) * span;
+                for u in [start, start + span - 1] {
+                    assert_eq!(
+                        date_format(u, pattern),
+                        date_format(t, pattern),
+                        "{pattern}"
+                    );
+                }
+                if pattern != "'day'" {
+                    assert_ne!(
+                        date_format(start - 1, pattern),
+                        date_format(start, pattern),
+                        "{pattern}"
+                    );
+                }
+            }
+        }
         // Runs longer than the digits pad; milliseconds are cut.
         assert_eq!(
             date_format(ms, "yyyyy MMM ddd SS S").unwrap(),
