@@ -42,9 +42,6 @@ struct GroupAggregate {
     aggregates: SqlAggregates,
     ttl: Option<Duration>,
     state: Option<ValueState<Group>>,
-    /// The row of a row-by-row update, as a bundle (kept for its
-    /// allocation).
-    one: Vec<Row>,
 }
 
 impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
@@ -53,28 +50,71 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
         Ok(())
     }
 
-    /// Row by row: each row a bundle of its own.
     fn process_element(
         &mut self,
         row: Row,
         ctx: &mut ProcessContext<'_, RowKey>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        let mut one = std::mem::take(&mut self.one);
-        one.push(row);
-        let done = self.process_bundle(&mut one, ctx, out);
-        one.clear();
-        self.one = one;
-        done
+        let state = self.state.as_ref().ok_or("the aggregation is not open")?;
+        let retraction = row.kind.is_retraction();
+        // The group's key columns: the key the rows are keyed by.
+        let key = ctx.get_current_key();
+        let aggregates = &mut self.aggregates;
+        let result =
+            |kind, aggregates: &SqlAggregates, acc: &[Acc]| result_row(key, kind, aggregates, acc);
+        // Results are emitted as they are made, inside the one state
+        // access: handed back out of it, each row was moved through memory
+        // twice more and read back in other widths than it was written in.
+        let skip_unchanged = self.ttl.is_none();
+        state.update_in_place(|previous| match previous {
+            // A retraction of a group never seen (its state expired, or
+            // the input retracts what it never inserted) changes nothing,
+            // as in Flink.
+            None if retraction => (ValueChange::Keep, ()),
+            None => {
+                let mut group = Group {
+                    rows: 1,
+                    accumulators: aggregates.create_accumulator(),
+                };
+                aggregates.add(row, &mut group.accumulators);
+                out.collect(result(RowKind::Insert, aggregates, &group.accumulators));
+                (ValueChange::Set(group), ())
+            }
+            Some(group) => {
+                let mut before = result(RowKind::UpdateBefore, aggregates, &group.accumulators);
+                if retraction {
+                    group.rows -= 1;
+                    aggregates.retract(&row, &mut group.accumulators);
+                } else {
+                    group.rows += 1;
+                    aggregates.add(row, &mut group.accumulators);
+                }
+                if group.rows <= 0 {
+                    before.kind = RowKind::Delete;
+                    out.collect(before);
+                    return (ValueChange::Remove, ());
+                }
+                let after = result(RowKind::UpdateAfter, aggregates, &group.accumulators);
+                // An unchanged result is not emitted again (as Flink does
+                // without a state time-to-live).
+                if !(skip_unchanged && before.values == after.values) {
+                    out.collect(before);
+                    out.collect(after);
+                }
+                (ValueChange::Keep, ())
+            }
+        })?;
+        Ok(())
     }
 }
 
-/// A group's rows of a bundle (with mini-batch,
-/// `table.exec.mini-batch.enabled`; else each row alone) folded into its
-/// accumulators with one state access, and one change of its result
-/// emitted for them all (Flink's `MiniBatchGroupAggFunction`): `+I` for a
-/// new group, `-U`/`+U` for a changed one, `-D` for one left without rows,
-/// nothing for one whose result did not change (without a state TTL).
+/// With mini-batch (`table.exec.mini-batch.enabled`): a group's rows of a
+/// bundle folded into its accumulators with one state access, and one
+/// change of its result emitted for them all (Flink's
+/// `MiniBatchGroupAggFunction`): `+I` for a new group, `-U`/`+U` for a
+/// changed one, `-D` for one left without rows, nothing for one whose
+/// result did not change.
 impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         KeyedProcessFunction::open(self, ctx)
@@ -276,7 +316,6 @@ pub(crate) fn plan_group_aggregate(
                 aggregates: SqlAggregates::new(pre.calls, input.updating),
                 ttl,
                 state: None,
-                one: Vec::new(),
             };
             let what = format!(
                 "GroupAggregate[{grouped}; {}]",
