@@ -114,7 +114,9 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
 /// change of its result emitted for them all (Flink's
 /// `MiniBatchGroupAggFunction`): `+I` for a new group, `-U`/`+U` for a
 /// changed one, `-D` for one left without rows, nothing for one whose
-/// result did not change.
+/// result did not change. (Row by row, the same changes are decided in
+/// `process_element`: run as a bundle of one row, a `GROUP BY` took a
+/// tenth more CPU time.)
 impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         KeyedProcessFunction::open(self, ctx)
