@@ -61,9 +61,44 @@ INSERT INTO out SELECT k, COUNT(*), SUM(id) FROM t GROUP BY k;
 
 #[test]
 fn a_sql_job_stopped_with_a_savepoint_resumes_exactly() {
-    let dir = temp_dir("savepoint");
+    let (dir, savepoint) = stopped_and_resumed("savepoint", SCRIPT, SCRIPT);
+    // A changed query does not take the aggregation's state: refused,
+    // naming the flag.
+    let changed = dir.join("changed.sql");
+    std::fs::write(&changed, SCRIPT.replace("SUM(id)", "MAX(id)")).expect("script");
+    let refused = weir()
+        .args(["sql", "-s", &savepoint, "-f"])
+        .arg(&changed)
+        .output()
+        .expect("weir sql runs");
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains("GroupAggregate[k; CountStar(BIGINT), Sum(BIGINT)]")
+            && why.contains("-n / --allow-non-restored-state"),
+        "{why}"
+    );
+}
+
+/// The groups' state is the same with mini-batch and without: a job run
+/// with it resumes without it.
+#[test]
+fn a_mini_batch_sql_job_resumes_without_mini_batch() {
+    let mini_batch = "SET 'table.exec.mini-batch.enabled' = 'true';
+SET 'table.exec.mini-batch.allow-latency' = '1 s';
+SET 'table.exec.mini-batch.size' = '1000';";
+    stopped_and_resumed("mini-batch", &format!("{mini_batch}{SCRIPT}"), SCRIPT);
+}
+
+/// Runs `first` until it printed a few updates, stops it with a savepoint
+/// and resumes `second` from it; the two runs' changelogs together leave
+/// the totals one run would. The directory and the savepoint.
+fn stopped_and_resumed(name: &str, first: &str, second: &str) -> (PathBuf, String) {
+    let dir = temp_dir(name);
     let script = dir.join("job.sql");
-    std::fs::write(&script, SCRIPT).expect("script");
+    std::fs::write(&script, first).expect("script");
+    let resumed_script = dir.join("resumed.sql");
+    std::fs::write(&resumed_script, second).expect("script");
     let first_out = dir.join("first.out");
     let first_err = dir.join("first.err");
     let mut first = weir()
@@ -122,7 +157,7 @@ fn a_sql_job_stopped_with_a_savepoint_resumes_exactly() {
 
     let resumed = weir()
         .args(["sql", "-s", &savepoint, "-f"])
-        .arg(&script)
+        .arg(&resumed_script)
         .output()
         .expect("weir sql runs");
     assert!(resumed.status.success(), "{resumed:?}");
@@ -142,20 +177,5 @@ fn a_sql_job_stopped_with_a_savepoint_resumes_exactly() {
         ]
     );
 
-    // A changed query does not take the aggregation's state: refused,
-    // naming the flag.
-    let changed = dir.join("changed.sql");
-    std::fs::write(&changed, SCRIPT.replace("SUM(id)", "MAX(id)")).expect("script");
-    let refused = weir()
-        .args(["sql", "-s", &savepoint, "-f"])
-        .arg(&changed)
-        .output()
-        .expect("weir sql runs");
-    assert!(!refused.status.success());
-    let why = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        why.contains("GroupAggregate[k; CountStar(BIGINT), Sum(BIGINT)]")
-            && why.contains("-n / --allow-non-restored-state"),
-        "{why}"
-    );
+    (dir, savepoint)
 }
