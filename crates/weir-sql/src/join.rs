@@ -266,6 +266,9 @@ struct JoinFunction {
     /// How many columns each side has (for the NULL padding).
     widths: [usize; 2],
     sides: Option<[ListState<Kept>; 2]>,
+    /// The joined rows of the row being joined, before they are emitted
+    /// (kept for its allocation).
+    joined: Vec<Vec<Value>>,
 }
 
 impl JoinFunction {
@@ -335,7 +338,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
             // copied out of state first (a copy of every kept row of the
             // key, allocated and freed, per row). The joined rows are
             // emitted after, with the state no longer in use.
-            let mut joined_rows = Vec::new();
+            let mut joined_rows = std::mem::take(&mut self.joined);
             let mut failed = None;
             other.for_each(|t| {
                 if failed.is_none() {
@@ -350,9 +353,10 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
                 return Err(e.into());
             }
             let matched = joined_rows.len() as u32;
-            for joined in joined_rows {
+            for joined in joined_rows.drain(..) {
                 emit(out, kind, joined);
             }
+            self.joined = joined_rows;
             return self.keep(side, mine, out, kind, values, matched);
         }
         let mut theirs = other.get()?;
@@ -798,6 +802,7 @@ pub(crate) fn plan_join(
             outer,
             widths,
             sides: None,
+            joined: Vec::new(),
         });
     let stream = crate::plan::stateful(stream, &format!("Join[{name}; {on}]"));
     let mut steps = left.steps;

@@ -292,8 +292,6 @@ impl Session {
     }
 }
 
-/// Rows as Flink's SQL client prints them in tableau mode: an `op` column
-/// with the row kind, values right-aligned, and the row count.
 /// The most rows of a mini-batch, when `table.exec.mini-batch.enabled`
 /// is on. As Flink, that needs a positive `allow-latency` and `size`.
 /// Weir folds the rows of each batch it receives (at most `size` of them)
@@ -329,6 +327,8 @@ fn mini_batch(config: &Configuration) -> Result<Option<usize>, SqlError> {
     }
 }
 
+/// Rows as Flink's SQL client prints them in tableau mode: an `op` column
+/// with the row kind, values right-aligned, and the row count.
 pub(crate) fn tableau(names: &[String], rows: &[Row]) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()

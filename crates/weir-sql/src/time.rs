@@ -135,8 +135,9 @@ pub(crate) fn date_format(ms: i64, pattern: &str) -> Result<String, String> {
 
 /// A Java `SimpleDateFormat` pattern as Flink's `DATE_FORMAT` reads it:
 /// `yyyy`, `yy`, `MM`, `dd`, `HH`, `mm`, `ss`, `SSS` (a run of a letter
-/// pads to its length), text in single quotes (`''` outside them is a
-/// quote) and other characters as they are. Other letters are an error.
+/// pads to its length), text in single quotes (`''` is a quote, inside
+/// them or out) and other characters as they are. Other letters are an
+/// error.
 /// Parsed once, so that a constant pattern costs nothing per row.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct DatePattern(Vec<Piece>);

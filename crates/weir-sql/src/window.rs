@@ -905,11 +905,7 @@ pub(crate) fn plan_window_aggregate(
             at,
         ));
     }
-    let keys: Vec<Expr> = group_by
-        .iter()
-        .filter(|e| !WINDOW_COLUMNS.iter().any(|w| is_window(e, w)))
-        .cloned()
-        .collect();
+    let keys = group_keys(group_by);
     if let WindowKind::Session { .. } = tvf.kind {
         // Weir's session windows are kept per key: the sessions' partition
         // must be the groups.
@@ -956,19 +952,15 @@ pub(crate) fn plan_window_aggregate(
     let keyed = pre.stream.key_by(pre.key_of());
     let aggregates = SqlAggregates::new(pre.calls, false);
     // The aggregation's output columns, then the SELECT list over them.
-    let scope = aggregation.output_scope(&[
-        ("window_start", SqlType::Timestamp),
-        ("window_end", SqlType::Timestamp),
-        ("window_time", time_type),
-    ]);
+    let scope = window_scope(&aggregation, time_type);
     let window_time = nkeys + 2;
     let having = having.as_ref().map(|h| compile(h, &scope)).transpose()?;
     let p = projection(items, &scope)?;
     // A SELECT list of the output's columns alone, without HAVING, is
     // written by the window's results themselves: each result row made
     // whole, then rewritten into the columns chosen, was written twice.
-    // Otherwise a result row is every output column.
-    // A window aggregation other SELECTs read too keeps every column.
+    // Otherwise, and when other SELECTs read the aggregation too, a result
+    // row is every output column.
     let shared = crate::reuse::shared_text(select);
     let selected: Option<Vec<usize>> = match (&having, &p.output, &shared) {
         (None, Some(_), None) => p.sources.iter().copied().collect(),
@@ -1143,10 +1135,30 @@ pub(crate) fn plan_window_aggregate(
     ))
 }
 
+/// A window aggregation's `GROUP BY` keys besides its window columns.
+fn group_keys(group_by: &[Expr]) -> Vec<Expr> {
+    let is_window = |e: &Expr| {
+        WINDOW_COLUMNS
+            .iter()
+            .any(|w| matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(w)))
+    };
+    group_by.iter().filter(|e| !is_window(e)).cloned().collect()
+}
+
+/// The columns of a window aggregation's rows: its keys, the window's
+/// start, end and time (of type `time_type`), its aggregates.
+fn window_scope(aggregation: &Aggregation, time_type: SqlType) -> Scope {
+    aggregation.output_scope(&[
+        ("window_start", SqlType::Timestamp),
+        ("window_end", SqlType::Timestamp),
+        ("window_time", time_type),
+    ])
+}
+
 /// A window aggregation's rows (`stream`, its columns `p` projects from)
 /// after `HAVING` and the `SELECT` list (`output`; `None` when the rows
-/// are the list already); `columns` are the `window_start` and
-/// `window_time` columns of the aggregation's rows.
+/// are the list already), given the rows' `window_start` and
+/// `window_time` columns.
 fn window_output(
     stream: DataStream<Row>,
     p: crate::plan::Projection,
@@ -1183,21 +1195,12 @@ pub(crate) fn reuse_window_aggregate(select: &Select) -> Result<Option<Planned>,
     let GroupByExpr::Expressions(group_by, _) = &select.group_by else {
         return Ok(None);
     };
-    let is_window = |e: &Expr| {
-        WINDOW_COLUMNS
-            .iter()
-            .any(|w| matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(w)))
-    };
-    let keys: Vec<Expr> = group_by.iter().filter(|e| !is_window(e)).cloned().collect();
+    let keys = group_keys(group_by);
     let aggregation = aggregation(&shared.input, &keys, select, WINDOW_COLUMNS)?;
     if crate::aggregate::describe(&aggregation.calls) != shared.calls {
         return Ok(None);
     }
-    let scope = aggregation.output_scope(&[
-        ("window_start", SqlType::Timestamp),
-        ("window_end", SqlType::Timestamp),
-        ("window_time", shared.time_type),
-    ]);
+    let scope = window_scope(&aggregation, shared.time_type);
     let having = aggregation
         .having
         .as_ref()
