@@ -131,7 +131,7 @@ impl<V> TypedTable<V> {
         self.access(group, hash, key, now, true)
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(
         &mut self,
         group: usize,
@@ -140,9 +140,25 @@ impl<V> TypedTable<V> {
         now: i64,
         write: bool,
     ) -> Option<&mut V> {
-        let Some(ttl) = self.ttl else {
-            return self.groups[group].find_mut(hash, key).map(|e| &mut e.value);
-        };
+        match self.ttl {
+            None => self.groups[group].find_mut(hash, key).map(|e| &mut e.value),
+            Some(ttl) => self.access_expiring(ttl, group, hash, key, now, write),
+        }
+    }
+
+    /// `access` of a state with a time-to-live. Kept out of line: inlined,
+    /// it made `access` too large to inline into more than one caller,
+    /// and states without a time-to-live paid for it.
+    #[inline(never)]
+    fn access_expiring(
+        &mut self,
+        ttl: StateTtlConfig,
+        group: usize,
+        hash: u64,
+        key: &[u8],
+        now: i64,
+        write: bool,
+    ) -> Option<&mut V> {
         if ttl.cleanup_in_background && ttl.incremental_cleanup_size > 0 {
             self.clean_up_incrementally(ttl, now);
         }
