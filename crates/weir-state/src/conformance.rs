@@ -296,6 +296,28 @@ macro_rules! keyed_state_conformance {
             }
 
             #[test]
+            fn list_state_says_a_keys_first_element_and_retains_in_place() -> Result<(), StateError>
+            {
+                let s = store(all_groups());
+                let l = s.list_state(&ListStateDescriptor::<i64>::new("kept"))?;
+                s.set_current_key(&1u64)?;
+                assert!(l.add_is_first(5)?, "the key had no list");
+                assert!(!l.add_is_first(8)?);
+                l.add(2)?;
+                l.add(9)?;
+                l.retain(|v| *v > 4)?;
+                assert_eq!(l.get()?, vec![5, 8, 9], "the rest kept, in order");
+                s.set_current_key(&2u64)?;
+                l.add(1)?;
+                s.set_current_key(&1u64)?;
+                l.retain(|_| false)?;
+                assert!(l.get()?.is_empty());
+                assert_eq!(s.len("kept")?, 1, "an emptied list is removed");
+                assert!(l.add_is_first(3)?, "first again once emptied");
+                Ok(())
+            }
+
+            #[test]
             fn map_state_has_the_map_operations() -> Result<(), StateError> {
                 let s = store(all_groups());
                 let m = s.map_state(&MapStateDescriptor::<String, i32>::new("m"))?;

@@ -1220,6 +1220,43 @@ impl<T: StateValue> ListState<T> {
             .modify_or_insert(Vec::new, |l| l.push((now, value)), false)
     }
 
+    /// Appends a value; whether it is the key's first (the key had no
+    /// list), as a caller that keeps one timer per key's list asks.
+    pub fn add_is_first(&self, value: T) -> Result<bool, StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
+        let mut first = false;
+        self.handle.modify_or_insert(
+            Vec::new,
+            |l| {
+                first = l.is_empty();
+                l.push((now, value));
+            },
+            false,
+        )?;
+        Ok(first)
+    }
+
+    /// Keeps the current key's elements for which `keep` is true, in
+    /// order, where they are stored (nothing is copied, as with
+    /// [`get`](Self::get) and [`update`](Self::update)); expired elements
+    /// go too. `keep` runs with the state locked, so it must not use state
+    /// itself.
+    pub fn retain(&self, mut keep: impl FnMut(&T) -> bool) -> Result<(), StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
+        let ttl = self.ttl;
+        self.handle.change(|list| match list {
+            Some(list) => {
+                list.retain(|(stamp, v)| !ttl.expired(*stamp, now) && keep(v));
+                if list.is_empty() {
+                    (ValueChange::Remove, ())
+                } else {
+                    (ValueChange::Keep, ())
+                }
+            }
+            None => (ValueChange::Keep, ()),
+        })
+    }
+
     /// Appends values.
     pub fn add_all(&self, values: impl IntoIterator<Item = T>) -> Result<(), StateError> {
         let now = self.ttl.now(&self.handle.store)?;
