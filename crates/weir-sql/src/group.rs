@@ -368,6 +368,7 @@ pub(crate) fn plan_group_aggregate(
         rowtime: None,
         proctime: false,
         window,
+        above_watermark: None,
         updating: carried.is_none(),
         steps,
     })

@@ -87,14 +87,14 @@ fn time_term(e: &Expr, scope: &Scope, times: [usize; 2]) -> Option<(usize, i64)>
 }
 
 /// The bounds `low <= left time - right time <= high` the conditions put
-/// on the two sides' time columns (`times`, indices in `scope`), if both
-/// are bounded.
-fn interval_bounds(
-    conditions: &[Expr],
+/// on the two sides' time columns (`left_time`, `right_time`, indices in
+/// `scope`), each if there is one.
+fn time_bounds(
+    conditions: &[&Expr],
     scope: &Scope,
     left_time: usize,
     right_time: usize,
-) -> Result<Option<(i64, i64)>, SqlError> {
+) -> (Option<i64>, Option<i64>) {
     let times = [left_time, right_time];
     let (mut low, mut high) = (None::<i64>, None::<i64>);
     let mut bound = |a: &Expr, op: &BinaryOperator, b: &Expr| {
@@ -147,7 +147,89 @@ fn interval_bounds(
             _ => {}
         }
     }
-    Ok(low.zip(high))
+    (low, high)
+}
+
+/// When a regular join may drop a side's rows: a row of `side` whose
+/// column `time` (of that side's columns) holds `t` joins no row still to
+/// come of the other side once the watermark reaches `t + after`.
+#[derive(Debug, Clone, Copy)]
+struct Expiry {
+    side: usize,
+    time: usize,
+    after: i64,
+    /// How far apart a key's sweeps are: a quarter of the span a row
+    /// waits, a second at least (a row is kept up to that much longer,
+    /// and a key's rows are looked at about four times each).
+    step: i64,
+}
+
+impl Expiry {
+    /// The expiry an inner join of insert-only sides can use: the
+    /// conditions (of `ON` and `WHERE`, over the joined columns `scope`,
+    /// left then right, `widths` columns each) bound a time column of one
+    /// side from below by a column of the other side that is above the
+    /// watermark in every row still to come (`above`, by side, a window
+    /// aggregation's `window_end`). Rows of the first side then wait for
+    /// nothing once the watermark passes that bound. (Flink keeps them;
+    /// the joined rows are the same.)
+    fn of(
+        conditions: &[&Expr],
+        scope: &Scope,
+        widths: [usize; 2],
+        above: [Option<usize>; 2],
+    ) -> Option<Expiry> {
+        let timestamp = |i: usize| {
+            matches!(
+                scope.columns[i].1,
+                crate::types::SqlType::Timestamp | crate::types::SqlType::TimestampLtz
+            )
+        };
+        (0..2).find_map(|side| {
+            let bounded = above[1 - side]?;
+            let bounded_at = if side == 0 {
+                widths[0] + bounded
+            } else {
+                bounded
+            };
+            let offset = if side == 0 { 0 } else { widths[0] };
+            (0..widths[side]).find_map(|time| {
+                let at = offset + time;
+                if !timestamp(at) || scope.columns[at].1 != scope.columns[bounded_at].1 {
+                    return None;
+                }
+                let after = if side == 0 {
+                    // low <= t - b: b <= t - low; rows to come have
+                    // b > watermark.
+                    time_bounds(conditions, scope, at, bounded_at)
+                        .0?
+                        .checked_neg()?
+                } else {
+                    // b - t <= high: b <= t + high.
+                    time_bounds(conditions, scope, bounded_at, at).1?
+                };
+                let step = (after.unsigned_abs() / 4).max(SWEEP_MS as u64) as i64;
+                Some(Expiry {
+                    side,
+                    time,
+                    after,
+                    step,
+                })
+            })
+        })
+    }
+
+    /// When a row of the side with `values` waits for nothing: the
+    /// watermark at which no row to come can join it, if its time is not
+    /// NULL.
+    fn of_row(&self, values: &[Value]) -> Option<i64> {
+        Some(values.get(self.time)?.as_i64()?.saturating_add(self.after))
+    }
+
+    /// The sweep that drops a row expiring at `t`: the next whole step.
+    fn sweep_at(&self, t: i64) -> i64 {
+        (t.div_euclid(self.step) + 1).saturating_mul(self.step)
+    }
 }
 
 /// A row waiting for its window, and whether its key has a NULL.
@@ -269,7 +351,13 @@ struct JoinFunction {
     /// The joined rows of the row being joined, before they are emitted
     /// (kept for its allocation).
     joined: Vec<Vec<Value>>,
+    /// Which side's rows are dropped once no row to come can join them.
+    expiry: Option<Expiry>,
 }
+
+/// Expired rows are swept by timers at whole seconds at least: the rows of
+/// a key that expire within a sweep's step go at once.
+const SWEEP_MS: i64 = 1000;
 
 impl JoinFunction {
     /// `mine` (of side `side`) next to `theirs`, in left-right order.
@@ -306,15 +394,18 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
 
     fn process_element(
         &mut self,
-        row: Row,
-        _ctx: &mut ProcessContext<'_, Vec<Value>>,
+        mut row: Row,
+        ctx: &mut ProcessContext<'_, Vec<Value>>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let (kind, retraction) = (row.kind, row.kind.is_retraction());
         // [side, keys…, values…]
         let side = usize::from(matches!(row.values[0], Value::Boolean(true)));
-        let values: Vec<Value> = row.values[1 + self.keys..].to_vec();
-        if row.values[1..=self.keys].iter().any(Value::is_null) {
+        let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
+        // The side's columns, in the row's own buffer.
+        let mut values = std::mem::take(&mut row.values);
+        values.drain(..1 + self.keys);
+        if null_key {
             // Joins nothing; only an outer side's rows come this far.
             if self.outer[side] {
                 out.collect(Row {
@@ -357,7 +448,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
                 emit(out, kind, joined);
             }
             self.joined = joined_rows;
-            return self.keep(side, mine, out, kind, values, matched);
+            return self.keep(side, mine, ctx, out, kind, values, matched);
         }
         let mut theirs = other.get()?;
         let mut matched = 0;
@@ -393,7 +484,34 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
         if changed {
             other.update(theirs)?;
         }
-        self.keep(side, mine, out, kind, values, matched)
+        self.keep(side, mine, ctx, out, kind, values, matched)
+    }
+
+    /// Drops the rows of the expiring side that no row to come can join.
+    fn on_timer(
+        &mut self,
+        _timestamp: i64,
+        ctx: &mut ProcessContext<'_, Vec<Value>>,
+        _out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let (Some(expiry), Some(sides)) = (self.expiry, self.sides.as_ref()) else {
+            return Ok(());
+        };
+        let watermark = ctx.current_watermark();
+        // The key's one timer moves on to its next row to expire.
+        let mut next = None::<i64>;
+        sides[expiry.side].retain(|r| match expiry.of_row(&r.values) {
+            Some(t) if t > watermark => {
+                next = Some(next.map_or(t, |n| n.min(t)));
+                true
+            }
+            _ => false,
+        })?;
+        if let Some(t) = next {
+            ctx.timer_service()
+                .register_event_time_timer(expiry.sweep_at(t));
+        }
+        Ok(())
     }
 }
 
@@ -417,10 +535,12 @@ impl JoinFunction {
     /// `matched` rows of the other side: keeps it in `mine`, or takes its
     /// equal out of it for a retraction; pads it with NULLs if it is an
     /// outer side's row that joined nothing.
+    #[allow(clippy::too_many_arguments)]
     fn keep(
         &self,
         side: usize,
         mine: &ListState<Kept>,
+        ctx: &mut ProcessContext<'_, Vec<Value>>,
         out: &mut Collector<'_, Row>,
         kind: RowKind,
         values: Vec<Value>,
@@ -445,6 +565,25 @@ impl JoinFunction {
                 mine.update(rows)?;
             }
         } else {
+            if let Some(expiry) = self.expiry.filter(|e| e.side == side) {
+                // A row that no row to come can join is not kept (one
+                // with a NULL time joins none).
+                let until = match expiry.of_row(&values) {
+                    Some(until) if until > ctx.current_watermark() => until,
+                    _ => return Ok(()),
+                };
+                // One timer per key: set by its first row, moved on by
+                // each sweep while rows are left.
+                let kept = Kept {
+                    values,
+                    matches: matched,
+                };
+                if mine.add_is_first(kept)? {
+                    ctx.timer_service()
+                        .register_event_time_timer(expiry.sweep_at(until));
+                }
+                return Ok(());
+            }
             mine.add(Kept {
                 values,
                 matches: matched,
@@ -650,7 +789,9 @@ pub(crate) fn plan_join(
                 && !left.updating
                 && !right.updating =>
         {
-            interval_bounds(&residual, &joined, l, left.scope.columns.len() + r)?
+            let conditions: Vec<&Expr> = residual.iter().collect();
+            let (low, high) = time_bounds(&conditions, &joined, l, left.scope.columns.len() + r);
+            low.zip(high)
         }
         _ => None,
     };
@@ -695,8 +836,8 @@ pub(crate) fn plan_join(
     let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>| {
         let keeps_unmatched = outer[usize::from(side)];
         stream.process(
-            move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-                let mut values = Vec::with_capacity(1 + fns.len() + row.values.len());
+            move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+                let mut values = Row::buffer(1 + fns.len() + row.values.len());
                 values.push(Value::Boolean(side));
                 for f in &fns {
                     values.push(f(&row.values)?);
@@ -704,9 +845,11 @@ pub(crate) fn plan_join(
                 // SQL: a NULL key joins nothing (an outer side's row is
                 // still emitted, unmatched).
                 if !keeps_unmatched && values[1..].iter().any(Value::is_null) {
+                    Row::recycle(values);
                     return Ok(());
                 }
-                values.extend(row.values.iter().cloned());
+                // Moved, and the row's buffer goes back to the pool.
+                values.append(&mut row.values);
                 out.collect(Row {
                     kind: row.kind,
                     values,
@@ -716,6 +859,21 @@ pub(crate) fn plan_join(
         )
     };
     let widths = [left.scope.columns.len(), right.scope.columns.len()];
+    // An inner join of insert-only sides, one of which has a column above
+    // the watermark that bounds the other side's time: that side's rows
+    // are dropped once no row to come can join them.
+    let expiry = if outer == [false, false] && !left.updating && !right.updating {
+        let mut conditions = conjuncts(on);
+        conditions.extend(filter.map(conjuncts).unwrap_or_default());
+        Expiry::of(
+            &conditions,
+            &joined,
+            widths,
+            [left.above_watermark, right.above_watermark],
+        )
+    } else {
+        None
+    };
     if let Some((low, high)) = interval {
         let keyed = |stream: DataStream<Row>, fns: Vec<Eval>| {
             let check = fns.clone();
@@ -762,6 +920,7 @@ pub(crate) fn plan_join(
             rowtime: None,
             proctime: false,
             window: None,
+            above_watermark: None,
             updating: false,
             steps,
         });
@@ -788,6 +947,7 @@ pub(crate) fn plan_join(
             rowtime: None,
             proctime: false,
             window: left.window,
+            above_watermark: None,
             updating: false,
             steps,
         });
@@ -803,11 +963,28 @@ pub(crate) fn plan_join(
             widths,
             sides: None,
             joined: Vec::new(),
+            expiry,
         });
     let stream = crate::plan::stateful(stream, &format!("Join[{name}; {on}]"));
     let mut steps = left.steps;
     steps.extend(right.steps);
-    steps.push(format!("Join: {name}, on {on}"));
+    steps.push(format!(
+        "Join: {name}, on {on}{}",
+        expiry.map_or(String::new(), |e| {
+            let (side, other) = if e.side == 0 {
+                ("left", "right")
+            } else {
+                ("right", "left")
+            };
+            format!(
+                ", {side} rows dropped when the watermark passes their `{}` {} {} ms \
+                 (no {other} row to come joins them)",
+                joined.columns[e.side * widths[0] + e.time].0,
+                if e.after < 0 { '-' } else { '+' },
+                e.after.unsigned_abs()
+            )
+        })
+    ));
     Ok(Planned {
         stream,
         scope: joined,
@@ -815,6 +992,7 @@ pub(crate) fn plan_join(
         rowtime: None,
         proctime: false,
         window: None,
+        above_watermark: None,
         // An outer join takes back its NULL-padded rows when a partner
         // comes.
         updating: left.updating || right.updating || outer.contains(&true),

@@ -311,6 +311,7 @@ pub(crate) fn plan_over(
         rowtime: input.rowtime,
         proctime: input.proctime,
         window: input.window,
+        above_watermark: None,
         updating: false,
         steps,
     };

@@ -28,6 +28,13 @@ pub(crate) struct Planned {
     /// The `window_start` and `window_end` columns of an event-time window
     /// TVF's or window aggregation's rows, while a query keeps both.
     pub window: Option<[usize; 2]>,
+    /// A column whose value, in every row still to come, is above the
+    /// watermark the rows' reader has seen: an event-time window
+    /// aggregation's `window_end` (or `window_time`), as each window's
+    /// rows come when the watermark passes its end and late rows are
+    /// dropped. A regular join drops the other side's rows that only rows
+    /// at or below the watermark could still join.
+    pub above_watermark: Option<usize>,
     /// Whether the rows are a changelog with retractions (`-U`/`-D`), as
     /// a `GROUP BY`'s results are; else they are inserts only.
     pub updating: bool,
@@ -442,6 +449,9 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, Sql
             .filter(|r| right.rowtime == Some(*r) && left.proctime == right.proctime),
         proctime: left.proctime,
         window: left.window.filter(|w| right.window == Some(*w)),
+        above_watermark: left
+            .above_watermark
+            .filter(|c| right.above_watermark == Some(*c)),
         updating: left.updating || right.updating,
         scope: left.scope,
         steps,
@@ -463,6 +473,7 @@ struct Unfinished {
     rowtime: Option<usize>,
     proctime: bool,
     window: Option<[usize; 2]>,
+    above_watermark: Option<usize>,
     updating: bool,
     steps: Vec<String>,
 }
@@ -486,6 +497,7 @@ fn calc_then(
     let p = projection(&select.projection, &input.scope)?;
     let (rowtime, proctime) = p.time(input.rowtime, input.proctime);
     let window = p.window(input.window);
+    let above_watermark = input.above_watermark.and_then(|c| p.carried(c));
     let scope = p.scope;
     steps.push(calc_step(&scope));
     Ok(Planned {
@@ -494,6 +506,7 @@ fn calc_then(
         rowtime,
         proctime,
         window,
+        above_watermark,
         updating: input.updating,
         steps,
     })
@@ -1026,6 +1039,7 @@ impl Unfinished {
             rowtime,
             proctime,
             window,
+            above_watermark,
             updating,
             steps,
         } = planned;
@@ -1034,6 +1048,7 @@ impl Unfinished {
             rowtime,
             proctime,
             window,
+            above_watermark,
             updating,
             steps,
         };
@@ -1048,6 +1063,7 @@ impl Unfinished {
             rowtime: self.rowtime,
             proctime: self.proctime,
             window: self.window,
+            above_watermark: self.above_watermark,
             updating: self.updating,
             steps: self.steps,
         }
@@ -1094,6 +1110,7 @@ fn read_table(
                 rowtime: scan.rowtime,
                 proctime: scan.proctime,
                 window: None,
+                above_watermark: None,
                 updating: connector::is_changelog(table),
                 steps,
             };

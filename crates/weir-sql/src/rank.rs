@@ -107,6 +107,7 @@ pub(crate) fn plan_sort_limit(
         rowtime: None,
         proctime: false,
         window: None,
+        above_watermark: None,
         updating: !order_by.is_empty(),
         steps,
     })
@@ -183,6 +184,7 @@ pub(crate) fn plan_time_sort(
         rowtime: input.rowtime,
         proctime: false,
         window: input.window,
+        above_watermark: None,
         updating: false,
         steps,
     })
@@ -631,6 +633,7 @@ pub(crate) fn plan_ranked(
         },
         proctime: false,
         window: if windowed { input.window } else { None },
+        above_watermark: None,
         updating,
         steps,
     };

@@ -355,6 +355,8 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
         proctime: input.proctime,
         // Event-time windows only: a window join waits for the watermark.
         window: (!input.proctime).then_some([window_time - 2, window_time - 1]),
+        // The TVF's rows are the input's, late ones too.
+        above_watermark: None,
         updating: false,
         steps,
     })
@@ -1168,6 +1170,15 @@ fn window_output(
     proctime: bool,
     mut steps: Vec<String>,
 ) -> Planned {
+    // An event-time window's rows come once the watermark passes its end,
+    // late rows are dropped: every row to come ends above the watermark,
+    // its `window_time` (the end's last millisecond) too.
+    let above_watermark = if proctime {
+        None
+    } else {
+        p.carried(window_start + 1)
+            .or_else(|| p.carried(window_time))
+    };
     let (rowtime, proctime) = p.time(Some(window_time), proctime);
     let window = p.window((!proctime).then_some([window_start, window_start + 1]));
     let out_scope = p.scope;
@@ -1179,6 +1190,7 @@ fn window_output(
         rowtime,
         proctime,
         window,
+        above_watermark,
         updating: false,
         steps,
     }
