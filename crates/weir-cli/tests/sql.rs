@@ -95,61 +95,9 @@ SET 'table.exec.mini-batch.size' = '1000';";
 /// the totals one run would. The directory and the savepoint.
 fn stopped_and_resumed(name: &str, first: &str, second: &str) -> (PathBuf, String) {
     let dir = temp_dir(name);
-    let script = dir.join("job.sql");
-    std::fs::write(&script, first).expect("script");
     let resumed_script = dir.join("resumed.sql");
     std::fs::write(&resumed_script, second).expect("script");
-    let first_out = dir.join("first.out");
-    let first_err = dir.join("first.err");
-    let mut first = weir()
-        .args(["sql", "-D", "rest.port=0", "-f"])
-        .arg(&script)
-        .stdout(std::fs::File::create(&first_out).expect("out file"))
-        .stderr(std::fs::File::create(&first_err).expect("err file"))
-        .spawn()
-        .expect("weir sql runs");
-    // The job's REST API is announced on stderr.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let (job, address) = loop {
-        let announced = std::fs::read_to_string(&first_err)
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| {
-                let rest = l.split_once("job ")?.1;
-                let (job, address) = rest.split_once(" REST API at http://")?;
-                Some((job.to_string(), address.trim().to_string()))
-            });
-        if let Some(found) = announced {
-            break found;
-        }
-        assert!(Instant::now() < deadline, "no REST API announced");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // Wait until the job has updated its groups a few times.
-    while changelog(&first_out).len() < 30 {
-        assert!(Instant::now() < deadline, "the job printed nothing");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let stopped = weir()
-        .args(["stop", "-m", &address, "--savepoint-path"])
-        .arg(dir.join("savepoints"))
-        .arg(&job)
-        .output()
-        .expect("weir stop runs");
-    assert!(stopped.status.success(), "{stopped:?}");
-    let text = String::from_utf8_lossy(&stopped.stdout).to_string();
-    let savepoint = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Savepoint completed. Path: file://"))
-        .unwrap_or_else(|| panic!("{text}"))
-        .to_string();
-    let status = first.wait().expect("the first run ends");
-    assert!(
-        status.success(),
-        "{status}: {}",
-        std::fs::read_to_string(&first_err).unwrap_or_default()
-    );
-    let before = changelog(&first_out);
+    let (savepoint, before) = stopped_after(&dir, first, 30);
     assert!(
         !materialize(&before).contains(&"[0, 1000, 1501500]".to_string()),
         "the job was stopped before its end: {before:?}"
@@ -178,4 +126,106 @@ fn stopped_and_resumed(name: &str, first: &str, second: &str) -> (PathBuf, Strin
     );
 
     (dir, savepoint)
+}
+
+/// Runs `script` in `dir` until it printed `rows` changelog rows, then
+/// stops it with a savepoint. The savepoint and the rows printed.
+fn stopped_after(dir: &Path, script: &str, rows: usize) -> (String, Vec<String>) {
+    let path = dir.join("job.sql");
+    std::fs::write(&path, script).expect("script");
+    let out = dir.join("first.out");
+    let err = dir.join("first.err");
+    let mut job_run = weir()
+        .args(["sql", "-D", "rest.port=0", "-f"])
+        .arg(&path)
+        .stdout(std::fs::File::create(&out).expect("out file"))
+        .stderr(std::fs::File::create(&err).expect("err file"))
+        .spawn()
+        .expect("weir sql runs");
+    // The job's REST API is announced on stderr.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (job, address) = loop {
+        let announced = std::fs::read_to_string(&err)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| {
+                let rest = l.split_once("job ")?.1;
+                let (job, address) = rest.split_once(" REST API at http://")?;
+                Some((job.to_string(), address.trim().to_string()))
+            });
+        if let Some(found) = announced {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "no REST API announced");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    while changelog(&out).len() < rows {
+        assert!(Instant::now() < deadline, "the job printed too little");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = weir()
+        .args(["stop", "-m", &address, "--savepoint-path"])
+        .arg(dir.join("savepoints"))
+        .arg(&job)
+        .output()
+        .expect("weir stop runs");
+    assert!(stopped.status.success(), "{stopped:?}");
+    let text = String::from_utf8_lossy(&stopped.stdout).to_string();
+    let savepoint = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Savepoint completed. Path: file://"))
+        .unwrap_or_else(|| panic!("{text}"))
+        .to_string();
+    let status = job_run.wait().expect("the job ends");
+    assert!(
+        status.success(),
+        "{status}: {}",
+        std::fs::read_to_string(&err).unwrap_or_default()
+    );
+    (savepoint, changelog(&out))
+}
+
+/// Nexmark q7's shape: rows joined with each window's largest id within
+/// the window's span. Each id is a key of its own, 10 a second of event
+/// time per window of 10 s.
+const HIGHEST: &str = "
+CREATE TABLE b (
+  id BIGINT, ts AS CAST(TO_TIMESTAMP_LTZ(id * 100, 3) AS TIMESTAMP(3)),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+) WITH ('connector' = 'datagen', 'rows-per-second' = '2000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '1000000');
+CREATE TABLE out (id BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'print');
+INSERT INTO out SELECT B.id, B.ts FROM b B
+JOIN (
+  SELECT MAX(id) AS top, window_end AS w
+  FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+  GROUP BY window_start, window_end
+) M ON B.id = M.top
+WHERE B.ts BETWEEN M.w - INTERVAL '10' SECOND AND M.w;
+";
+
+/// A regular join whose other side is a window aggregation's rows, bounded
+/// by their window end, keeps only the rows a window still to come can
+/// join: after thousands of rows, its state holds about the last 14 s of
+/// event time (the 10 s bound, the watermark's 1 s, a sweep's 2.5 s).
+#[test]
+fn a_join_with_windows_keeps_only_the_rows_windows_to_come_can_join() {
+    let dir = temp_dir("highest");
+    // 30 windows joined: 3,000 rows read at least.
+    let (savepoint, rows) = stopped_after(&dir, HIGHEST, 30);
+    assert_eq!(rows[0], "+I[99, 1970-01-01 00:00:09.900]", "{rows:?}");
+    let inspected = weir()
+        .args(["checkpoint", "inspect", &savepoint])
+        .output()
+        .expect("weir checkpoint inspect runs");
+    assert!(inspected.status.success(), "{inspected:?}");
+    let text = String::from_utf8_lossy(&inspected.stdout);
+    let kept: usize = text
+        .lines()
+        .find_map(|l| {
+            let entries = l.trim().strip_prefix("keyed state 'left': ")?;
+            entries.strip_suffix(" entries")?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no join state in {text}"));
+    assert!((50..=200).contains(&kept), "{kept} rows kept: {text}");
 }
