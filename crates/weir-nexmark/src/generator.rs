@@ -29,6 +29,40 @@ const AUCTION_PROPORTION: u64 = 3;
 const BID_PROPORTION: u64 = 46;
 const TOTAL_PROPORTION: u64 = PERSON_PROPORTION + AUCTION_PROPORTION + BID_PROPORTION;
 
+/// The three kinds of Nexmark events, each at fixed places of every 50
+/// events of the stream (one person, three auctions, 46 bids).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Person,
+    Auction,
+    Bid,
+}
+
+impl EventKind {
+    /// The first place of this kind's events in every 50, and how many.
+    fn places(self) -> (u64, u64) {
+        match self {
+            EventKind::Person => (0, PERSON_PROPORTION),
+            EventKind::Auction => (PERSON_PROPORTION, AUCTION_PROPORTION),
+            EventKind::Bid => (PERSON_PROPORTION + AUCTION_PROPORTION, BID_PROPORTION),
+        }
+    }
+
+    /// How many of the events `0..events` are of this kind.
+    pub fn count(self, events: u64) -> u64 {
+        let (first, each) = self.places();
+        events / TOTAL_PROPORTION * each
+            + (events % TOTAL_PROPORTION).saturating_sub(first).min(each)
+    }
+
+    /// The number in the stream of this kind's event `i` (from 0): a
+    /// reader of one kind generates only its own events.
+    pub fn nth(self, i: u64) -> u64 {
+        let (first, each) = self.places();
+        i / each * TOTAL_PROPORTION + first + i % each
+    }
+}
+
 const FIRST_PERSON_ID: u64 = 1000;
 const FIRST_AUCTION_ID: u64 = 1000;
 const FIRST_CATEGORY_ID: u64 = 10;
@@ -450,6 +484,25 @@ fn channel_urls() -> &'static Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kinds_events_are_counted_and_found_by_number() {
+        let g = NexmarkGenerator::new(GeneratorConfig::default());
+        let kind = |e: &Event| match e {
+            Event::Person(_) => EventKind::Person,
+            Event::Auction(_) => EventKind::Auction,
+            Event::Bid(_) => EventKind::Bid,
+        };
+        for k in [EventKind::Person, EventKind::Auction, EventKind::Bid] {
+            // Every number of events, whole epochs and parts of one.
+            for events in [0, 1, 2, 4, 5, 49, 50, 51, 53, 54, 120, 173] {
+                let theirs: Vec<u64> = (0..events).filter(|&n| kind(&g.event(n)) == k).collect();
+                assert_eq!(k.count(events), theirs.len() as u64, "{k:?} in {events}");
+                let found: Vec<u64> = (0..k.count(events)).map(|i| k.nth(i)).collect();
+                assert_eq!(found, theirs, "{k:?} in {events}");
+            }
+        }
+    }
 
     #[test]
     fn proportions_hot_items_and_sizes_follow_the_model() {

@@ -11,7 +11,7 @@
 
 use weir::prelude::*;
 use weir_nexmark::{
-    Auction, Bid, Event, EventPool, GeneratorConfig, NexmarkGenerator, Person, Text,
+    Auction, Bid, Event, EventKind, EventPool, GeneratorConfig, NexmarkGenerator, Person, Text,
 };
 
 use crate::catalog::TableDef;
@@ -484,13 +484,20 @@ pub(crate) fn nexmark_source(
         uses: uses.clone(),
     });
     let build = Build::of(uses);
+    // The table's own events only: the others are never generated (a
+    // source of people skips 49 events in 50). Its position counts its
+    // own events, so its uid names them.
+    let kind = [EventKind::Bid, EventKind::Auction, EventKind::Person][which];
     let events = env
-        .from_generator(count, move |i| match &pool {
-            Some(pool) => pool.event(i),
-            None => generator.event(i),
+        .from_generator(kind.count(count), move |i| {
+            let n = kind.nth(i);
+            match &pool {
+                Some(pool) => pool.event(n),
+                None => generator.event(n),
+            }
         })
         .uid(&crate::plan::state_uid(&format!(
-            "Source[{}; nexmark]",
+            "Source[{}; nexmark, {kind:?} events]",
             table.name.to_lowercase()
         )))
         .name(&format!("Source: {}[nexmark]", table.name));
