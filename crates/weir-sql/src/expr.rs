@@ -1219,10 +1219,16 @@ fn case(
                     None => matches!(cond(r)?, Value::Boolean(true)),
                 };
                 if hit {
-                    return cast(result(r)?, *rty, ty);
+                    // Most branches have the CASE's type already: no call.
+                    return if *rty == ty {
+                        result(r)
+                    } else {
+                        cast(result(r)?, *rty, ty)
+                    };
                 }
             }
             match &otherwise {
+                Some((f, oty)) if *oty == ty => f(r),
                 Some((f, oty)) => cast(f(r)?, *oty, ty),
                 None => Ok(Value::Null),
             }
