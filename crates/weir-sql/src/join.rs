@@ -179,12 +179,6 @@ impl Expiry {
         widths: [usize; 2],
         above: [Option<usize>; 2],
     ) -> Option<Expiry> {
-        let timestamp = |i: usize| {
-            matches!(
-                scope.columns[i].1,
-                crate::types::SqlType::Timestamp | crate::types::SqlType::TimestampLtz
-            )
-        };
         (0..2).find_map(|side| {
             let bounded = above[1 - side]?;
             let bounded_at = if side == 0 {
@@ -195,7 +189,8 @@ impl Expiry {
             let offset = if side == 0 { 0 } else { widths[0] };
             (0..widths[side]).find_map(|time| {
                 let at = offset + time;
-                if !timestamp(at) || scope.columns[at].1 != scope.columns[bounded_at].1 {
+                let ty = scope.columns[at].1;
+                if !ty.is_timestamp() || ty != scope.columns[bounded_at].1 {
                     return None;
                 }
                 let after = if side == 0 {

@@ -898,7 +898,6 @@ pub(crate) fn plan_window_aggregate(
     let GroupByExpr::Expressions(group_by, _) = &select.group_by else {
         return Err(SqlError::unsupported("GROUP BY ALL", at));
     };
-    let is_window = |e: &Expr, name: &str| matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(name));
     if !group_by.iter().any(|e| is_window(e, "window_start"))
         || !group_by.iter().any(|e| is_window(e, "window_end"))
     {
@@ -1137,14 +1136,18 @@ pub(crate) fn plan_window_aggregate(
     ))
 }
 
+/// Whether `e` is the window column `name`.
+fn is_window(e: &Expr, name: &str) -> bool {
+    matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(name))
+}
+
 /// A window aggregation's `GROUP BY` keys besides its window columns.
 fn group_keys(group_by: &[Expr]) -> Vec<Expr> {
-    let is_window = |e: &Expr| {
-        WINDOW_COLUMNS
-            .iter()
-            .any(|w| matches!(e, Expr::Identifier(id) if id.value.eq_ignore_ascii_case(w)))
-    };
-    group_by.iter().filter(|e| !is_window(e)).cloned().collect()
+    group_by
+        .iter()
+        .filter(|e| !WINDOW_COLUMNS.iter().any(|w| is_window(e, w)))
+        .cloned()
+        .collect()
 }
 
 /// The columns of a window aggregation's rows: its keys, the window's
@@ -1179,8 +1182,10 @@ fn window_output(
         p.carried(window_start + 1)
             .or_else(|| p.carried(window_time))
     };
-    let (rowtime, proctime) = p.time(Some(window_time), proctime);
+    // The windows' columns by the windows' own time (a SELECT without
+    // `window_time` keeps no time attribute, not event time).
     let window = p.window((!proctime).then_some([window_start, window_start + 1]));
+    let (rowtime, proctime) = p.time(Some(window_time), proctime);
     let out_scope = p.scope;
     let stream = filter_project(stream, having, output);
     steps.push(calc_step(&out_scope));
