@@ -38,7 +38,7 @@ const QUERIES: &[(&str, &str)] = &[
     (
         "q14",
         "auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), bidTimeType STRING, \
-         dateTime TIMESTAMP(3), extra STRING, c_counts INT",
+         dateTime TIMESTAMP(3), extra STRING, c_counts BIGINT",
     ),
     (
         "q15",

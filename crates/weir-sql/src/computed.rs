@@ -61,8 +61,10 @@ impl ComputedColumns {
                         int,
                         eval: c.eval,
                     },
-                    Shape::WritesAt(at) => Write::At(at),
-                    _ => Write::Eval(c.eval),
+                    shape => match shape.writer() {
+                        Some(at) => Write::At(at.clone()),
+                        None => Write::Eval(c.eval),
+                    },
                 },
             })
             .collect();

@@ -901,8 +901,9 @@ pub(crate) fn sink(
             table.at,
         ));
     }
+    let width = targets.len();
     let mut casts = Vec::new();
-    for ((name, to), (_, from)) in targets.iter().zip(&schema.columns) {
+    for (i, ((name, to), (_, from))) in targets.iter().zip(&schema.columns).enumerate() {
         let implicit = from == to
             || (from.is_numeric() && to.is_numeric())
             || *to == SqlType::String && *from == SqlType::String;
@@ -915,17 +916,24 @@ pub(crate) fn sink(
                 table.at,
             ));
         }
-        casts.push((*from, *to));
+        // A DECIMAL into one as wide or wider at the same scale (the
+        // query's DECIMAL(22, 3) into a DECIMAL(23, 3) column) is the
+        // same value: nothing to do per row.
+        let widened = matches!((from, to), (SqlType::Decimal(p, s), SqlType::Decimal(q, t)) if s == t && p <= q);
+        if from != to && !widened {
+            casts.push((i, *from, *to));
+        }
     }
-    let stream = if casts.iter().all(|(f, t)| f == t) {
+    let stream = if casts.is_empty() {
         stream
     } else {
         stream.process(
             move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
                 // Cast in the row's own buffer, not into a new one per row.
-                row.values.truncate(casts.len());
-                for (v, (f, t)) in row.values.iter_mut().zip(&casts) {
-                    *v = cast(std::mem::replace(v, Value::Null), *f, *t)?;
+                row.values.truncate(width);
+                for &(i, f, t) in &casts {
+                    let v = &mut row.values[i];
+                    *v = cast(std::mem::replace(v, Value::Null), f, t)?;
                 }
                 out.collect(row);
                 Ok(())

@@ -18,6 +18,112 @@ use crate::value::{rescale, Value};
 /// that fails the job (division by zero, a bad cast).
 pub(crate) type Eval = Arc<dyn Fn(&[Value]) -> Result<Value, String> + Send + Sync>;
 
+/// A condition's answer for a row, returned in a register rather than as
+/// a [`Value`] through memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Truth {
+    False,
+    True,
+    Null,
+    /// The expression fails for this row; its `eval` says why.
+    Failed,
+}
+
+impl Truth {
+    fn of(b: bool) -> Truth {
+        if b {
+            Truth::True
+        } else {
+            Truth::False
+        }
+    }
+
+    /// The truth of a BOOLEAN value (any other value is NULL).
+    fn of_value(v: &Value) -> Truth {
+        match v {
+            Value::Boolean(b) => Truth::of(*b),
+            _ => Truth::Null,
+        }
+    }
+}
+
+/// A compiled condition's truth for a row.
+pub(crate) type Test = Arc<dyn Fn(&[Value]) -> Truth + Send + Sync>;
+
+/// A condition's [`Test`], as its shape holds it.
+#[derive(Clone)]
+pub(crate) struct Tested(pub Test);
+
+impl std::fmt::Debug for Tested {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tested")
+    }
+}
+
+/// A compiled condition (a `WHERE`, a `HAVING`): its truth for a row, and
+/// its value, which says why it failed where its truth is `Failed`.
+#[derive(Clone)]
+pub(crate) struct Condition {
+    pub test: Test,
+    pub eval: Eval,
+}
+
+impl Condition {
+    /// The condition `c` (a BOOLEAN expression).
+    pub fn of(c: &Compiled) -> Condition {
+        Condition {
+            test: test(c),
+            eval: c.eval.clone(),
+        }
+    }
+
+    /// Whether `values` pass: the condition is TRUE (not FALSE or NULL).
+    #[inline]
+    pub fn passes(&self, values: &[Value]) -> Result<bool, String> {
+        match (self.test)(values) {
+            Truth::True => Ok(true),
+            Truth::False | Truth::Null => Ok(false),
+            Truth::Failed => match (self.eval)(values) {
+                Ok(v) => Ok(matches!(v, Value::Boolean(true))),
+                Err(e) => Err(e),
+            },
+        }
+    }
+}
+
+/// The truth of the BOOLEAN expression `c` for a row.
+pub(crate) fn test(c: &Compiled) -> Test {
+    match &c.shape {
+        Shape::Tests(t) => t.0.clone(),
+        Shape::Column(i) => {
+            let i = *i;
+            Arc::new(move |r| Truth::of_value(&r[i]))
+        }
+        Shape::Constant(v) => {
+            let t = Truth::of_value(v);
+            Arc::new(move |_| t)
+        }
+        _ => {
+            let f = c.eval.clone();
+            Arc::new(move |r| match f(r) {
+                Ok(v) => Truth::of_value(&v),
+                Err(_) => Truth::Failed,
+            })
+        }
+    }
+}
+
+/// The value of a condition `test`, `general` where it fails (for its
+/// error).
+fn value_of(test: Test, general: Eval) -> Eval {
+    Arc::new(move |r| match test(r) {
+        Truth::True => Ok(Value::Boolean(true)),
+        Truth::False => Ok(Value::Boolean(false)),
+        Truth::Null => Ok(Value::Null),
+        Truth::Failed => general(r),
+    })
+}
+
 /// A compiled expression and its type.
 #[derive(Clone)]
 pub(crate) struct Compiled {
@@ -32,6 +138,17 @@ impl Compiled {
     /// The expression of the value `v` of type `ty`.
     pub fn constant(v: Value, ty: SqlType) -> Compiled {
         constant(v, ty)
+    }
+}
+
+impl Shape {
+    /// How the expression writes its value straight into a row's slot,
+    /// where it can.
+    pub fn writer(&self) -> Option<&SlotEval> {
+        match self {
+            Shape::WritesAt(w) | Shape::Scaled { write: w, .. } => Some(w),
+            _ => None,
+        }
     }
 }
 
@@ -58,6 +175,17 @@ pub(crate) enum Shape {
     /// Computed, and able to write its value straight into a slot of the
     /// row it reads.
     WritesAt(SlotEval),
+    /// A DECIMAL constant times an integer column (`0.908 * price`): the
+    /// unscaled value `factor × column` at `scale`, which a comparison with
+    /// a constant tests without making the value; `write` as `WritesAt`.
+    Scaled {
+        column: usize,
+        factor: i128,
+        scale: u8,
+        write: SlotEval,
+    },
+    /// A condition, which answers as a [`Truth`] without making a value.
+    Tests(Tested),
     /// Anything else.
     Computed,
 }
@@ -510,16 +638,46 @@ fn pair<F>(l: &Compiled, r: &Compiled, f: F) -> Eval
 where
     F: Fn(&Value, &Value) -> Result<Value, String> + Send + Sync + 'static,
 {
+    pair_with(l, r, f, Err)
+}
+
+/// As [`pair`], for any result: `failed`'s for an operand's error.
+#[allow(clippy::type_complexity)]
+fn pair_with<F, R>(
+    l: &Compiled,
+    r: &Compiled,
+    f: F,
+    failed: fn(String) -> R,
+) -> Arc<dyn Fn(&[Value]) -> R + Send + Sync>
+where
+    F: Fn(&Value, &Value) -> R + Send + Sync + 'static,
+    R: 'static,
+{
     let (fl, fr) = (l.eval.clone(), r.eval.clone());
     match (l.shape.clone(), r.shape.clone()) {
         (Shape::Column(i), Shape::Constant(c)) => Arc::new(move |row| f(&row[i], &c)),
         (Shape::Constant(c), Shape::Column(j)) => Arc::new(move |row| f(&c, &row[j])),
         (Shape::Column(i), Shape::Column(j)) => Arc::new(move |row| f(&row[i], &row[j])),
-        (Shape::Column(i), _) => Arc::new(move |row| f(&row[i], &fr(row)?)),
-        (_, Shape::Column(j)) => Arc::new(move |row| f(&fl(row)?, &row[j])),
-        (_, Shape::Constant(c)) => Arc::new(move |row| f(&fl(row)?, &c)),
-        (Shape::Constant(c), _) => Arc::new(move |row| f(&c, &fr(row)?)),
-        _ => Arc::new(move |row| f(&fl(row)?, &fr(row)?)),
+        (Shape::Column(i), _) => Arc::new(move |row| match fr(row) {
+            Ok(b) => f(&row[i], &b),
+            Err(e) => failed(e),
+        }),
+        (_, Shape::Column(j)) => Arc::new(move |row| match fl(row) {
+            Ok(a) => f(&a, &row[j]),
+            Err(e) => failed(e),
+        }),
+        (_, Shape::Constant(c)) => Arc::new(move |row| match fl(row) {
+            Ok(a) => f(&a, &c),
+            Err(e) => failed(e),
+        }),
+        (Shape::Constant(c), _) => Arc::new(move |row| match fr(row) {
+            Ok(b) => f(&c, &b),
+            Err(e) => failed(e),
+        }),
+        _ => Arc::new(move |row| match (fl(row), fr(row)) {
+            (Ok(a), Ok(b)) => f(&a, &b),
+            (Err(e), _) | (_, Err(e)) => failed(e),
+        }),
     }
 }
 
@@ -597,25 +755,57 @@ fn expect_type(c: &Compiled, ty: SqlType, e: &Expr) -> Result<(), SqlError> {
 }
 
 fn not(c: Compiled) -> Compiled {
+    let t = test(&c);
     let f = c.eval;
-    Compiled {
-        shape: Shape::Computed,
-        eval: Arc::new(move |r| {
-            Ok(match f(r)? {
-                Value::Boolean(b) => Value::Boolean(!b),
-                _ => Value::Null,
-            })
+    let general: Eval = Arc::new(move |r| {
+        Ok(match f(r)? {
+            Value::Boolean(b) => Value::Boolean(!b),
+            _ => Value::Null,
+        })
+    });
+    condition(
+        Arc::new(move |r| match t(r) {
+            Truth::True => Truth::False,
+            Truth::False => Truth::True,
+            other => other,
         }),
+        general,
+    )
+}
+
+/// The condition `test`; `general` its value where it fails.
+fn condition(test: Test, general: Eval) -> Compiled {
+    Compiled {
+        shape: Shape::Tests(Tested(test.clone())),
+        eval: value_of(test, general),
         ty: SqlType::Boolean,
     }
 }
 
 /// AND (`and`) or OR of two booleans, with SQL's NULLs.
 fn logic(and: bool, a: Compiled, b: Compiled) -> Compiled {
+    let (ta, tb) = (test(&a), test(&b));
+    // FALSE AND …, TRUE OR … : the answer without the other side.
+    let decides = Truth::of(!and);
+    let t: Test = Arc::new(move |r| {
+        let x = ta(r);
+        if x == decides || x == Truth::Failed {
+            return x;
+        }
+        let y = tb(r);
+        if y == decides || y == Truth::Failed {
+            return y;
+        }
+        if x == Truth::Null {
+            x
+        } else {
+            y
+        }
+    });
     let (fa, fb) = (a.eval, b.eval);
-    Compiled {
-        shape: Shape::Computed,
-        eval: Arc::new(move |r| {
+    condition(
+        t,
+        Arc::new(move |r| {
             let x = fa(r)?;
             // Short-circuit: FALSE AND …, TRUE OR … .
             if matches!(x, Value::Boolean(v) if v != and) {
@@ -628,7 +818,56 @@ fn logic(and: bool, a: Compiled, b: Compiled) -> Compiled {
                 _ => Value::Null,
             })
         }),
-        ty: SqlType::Boolean,
+    )
+}
+
+/// Makes a comparison's test from the test of its [`Ordering`].
+trait ComparisonTest {
+    fn make<T: Fn(Ordering) -> bool + Send + Sync + 'static>(self, test: T) -> Test;
+}
+
+/// The test of comparison `op`, made by `m`: one closure per comparison,
+/// so that each has its test inlined rather than called through a pointer
+/// every row.
+fn compared(op: &BinaryOperator, m: impl ComparisonTest) -> Test {
+    match op {
+        BinaryOperator::Eq => m.make(|o| o == Ordering::Equal),
+        BinaryOperator::NotEq => m.make(|o| o != Ordering::Equal),
+        BinaryOperator::Lt => m.make(|o| o == Ordering::Less),
+        BinaryOperator::LtEq => m.make(|o| o != Ordering::Greater),
+        BinaryOperator::Gt => m.make(|o| o == Ordering::Greater),
+        _ => m.make(|o| o != Ordering::Less),
+    }
+}
+
+/// Two integer operands, compared as `i64`s.
+struct IntegerPair<'a>(&'a Compiled, &'a Compiled);
+
+impl ComparisonTest for IntegerPair<'_> {
+    fn make<T: Fn(Ordering) -> bool + Send + Sync + 'static>(self, test: T) -> Test {
+        pair_with(
+            self.0,
+            self.1,
+            move |a, b| match (a.as_i64(), b.as_i64()) {
+                (Some(x), Some(y)) => Truth::of(test(x.cmp(&y))),
+                _ => Truth::Null,
+            },
+            |_| Truth::Failed,
+        )
+    }
+}
+
+/// Any two comparable operands.
+struct ValuePair<'a>(&'a Compiled, &'a Compiled);
+
+impl ComparisonTest for ValuePair<'_> {
+    fn make<T: Fn(Ordering) -> bool + Send + Sync + 'static>(self, test: T) -> Test {
+        pair_with(
+            self.0,
+            self.1,
+            move |a, b| a.compare(b).map_or(Truth::Null, |o| Truth::of(test(o))),
+            |_| Truth::Failed,
+        )
     }
 }
 
@@ -640,24 +879,75 @@ struct FusedIntTest {
     operand: i64,
     int: bool,
     constant: i64,
-    arithmetic: Eval,
 }
 
-impl FusedIntTest {
-    fn eval(self, test: impl Fn(Ordering) -> bool + Send + Sync + 'static) -> Eval {
+impl ComparisonTest for FusedIntTest {
+    fn make<T: Fn(Ordering) -> bool + Send + Sync + 'static>(self, test: T) -> Test {
         Arc::new(move |row| {
             let Some(x) = row[self.column].as_i64() else {
-                return Ok(Value::Null);
+                return Truth::Null;
             };
             let v = match (self.op)(x, self.operand) {
                 Some(v) if self.int => i64::from(v as i32),
                 Some(v) => v,
-                None => match (self.arithmetic)(row)?.as_i64() {
-                    Some(v) => v,
-                    None => return Ok(Value::Null),
-                },
+                // Division by zero or overflow: the general comparison
+                // says which.
+                None => return Truth::Failed,
             };
-            Ok(Value::Boolean(test(v.cmp(&self.constant))))
+            Truth::of(test(v.cmp(&self.constant)))
+        })
+    }
+}
+
+/// `factor × column <comparison> constant`, the product a DECIMAL and the
+/// constant exact at its scale (`0.908 * price > 1000000`), as one test
+/// of unscaled integers; where the product overflows, the general
+/// comparison (and its error).
+struct ScaledTest {
+    column: usize,
+    factor: i128,
+    bound: i128,
+}
+
+impl ScaledTest {
+    fn of(l: &Shape, r: &Shape) -> Option<ScaledTest> {
+        let (
+            Shape::Scaled {
+                column,
+                factor,
+                scale,
+                ..
+            },
+            Shape::Constant(c),
+        ) = (l, r)
+        else {
+            return None;
+        };
+        let bound = match c {
+            Value::Int(_) | Value::BigInt(_) => rescale(i128::from(c.as_i64()?), 0, *scale),
+            Value::Decimal(u, s) if s <= scale => rescale(u.get(), *s, *scale),
+            _ => None,
+        }?;
+        Some(ScaledTest {
+            column: *column,
+            factor: *factor,
+            bound,
+        })
+    }
+}
+
+impl ComparisonTest for ScaledTest {
+    fn make<T: Fn(Ordering) -> bool + Send + Sync + 'static>(self, test: T) -> Test {
+        Arc::new(move |row| {
+            let x = match row[self.column] {
+                Value::BigInt(x) => x,
+                Value::Int(x) => i64::from(x),
+                _ => return Truth::Null,
+            };
+            match self.factor.checked_mul(i128::from(x)) {
+                Some(p) => Truth::of(test(p.cmp(&self.bound))),
+                None => Truth::Failed,
+            }
         })
     }
 }
@@ -705,50 +995,8 @@ fn binary(
                 BinaryOperator::Gt => |o| o == Ordering::Greater,
                 _ => |o| o != Ordering::Less,
             };
-            let fusable = r.ty.is_integer() || r.ty == SqlType::Null;
-            if let (
-                true,
-                Shape::IntOp {
-                    column,
-                    op: int_op,
-                    operand,
-                    int,
-                },
-                Shape::Constant(c),
-            ) = (fusable, &l.shape, &r.shape)
-            {
-                let (column, int_op, operand, int) = (*column, *int_op, *operand, *int);
-                let Some(k) = c.as_i64() else {
-                    return Ok(constant(Value::Null, SqlType::Boolean));
-                };
-                let fused = FusedIntTest {
-                    column,
-                    op: int_op,
-                    operand,
-                    int,
-                    constant: k,
-                    arithmetic: l.eval.clone(),
-                };
-                // One closure per comparison (the tests of `test` above),
-                // so that each has its test inlined rather than called
-                // through a pointer every row.
-                let eval = match op {
-                    BinaryOperator::Eq => fused.eval(|o| o == Ordering::Equal),
-                    BinaryOperator::NotEq => fused.eval(|o| o != Ordering::Equal),
-                    BinaryOperator::Lt => fused.eval(|o| o == Ordering::Less),
-                    BinaryOperator::LtEq => fused.eval(|o| o != Ordering::Greater),
-                    BinaryOperator::Gt => fused.eval(|o| o == Ordering::Greater),
-                    _ => fused.eval(|o| o != Ordering::Less),
-                };
-                return Ok(Compiled {
-                    shape: Shape::Computed,
-                    eval,
-                    ty: SqlType::Boolean,
-                });
-            }
-            let eval = if l.ty.is_integer() && r.ty.is_integer() {
-                // The common case of filters: integers, often against a
-                // constant, compared without the general comparison.
+            // Its value, and the error where an operand fails.
+            let general = if l.ty.is_integer() && r.ty.is_integer() {
                 pair(&l, &r, move |a, b| {
                     Ok(match (a.as_i64(), b.as_i64()) {
                         (Some(x), Some(y)) => Value::Boolean(test(x.cmp(&y))),
@@ -763,11 +1011,40 @@ fn binary(
                     })
                 })
             };
-            Ok(Compiled {
-                shape: Shape::Computed,
-                eval,
-                ty: SqlType::Boolean,
-            })
+            let fusable = r.ty.is_integer() || r.ty == SqlType::Null;
+            let t = match (&l.shape, &r.shape) {
+                (
+                    &Shape::IntOp {
+                        column,
+                        op: int_op,
+                        operand,
+                        int,
+                    },
+                    Shape::Constant(c),
+                ) if fusable => {
+                    let Some(k) = c.as_i64() else {
+                        return Ok(constant(Value::Null, SqlType::Boolean));
+                    };
+                    let fused = FusedIntTest {
+                        column,
+                        op: int_op,
+                        operand,
+                        int,
+                        constant: k,
+                    };
+                    compared(op, fused)
+                }
+                (l_shape, r_shape) => match ScaledTest::of(l_shape, r_shape) {
+                    Some(scaled) => compared(op, scaled),
+                    // The common case of filters: integers, often against
+                    // a constant, compared without the general comparison.
+                    None if l.ty.is_integer() && r.ty.is_integer() => {
+                        compared(op, IntegerPair(&l, &r))
+                    }
+                    None => compared(op, ValuePair(&l, &r)),
+                },
+            };
+            Ok(condition(t, general))
         }
         BinaryOperator::StringConcat => {
             let (fl, fr) = (l.eval, r.eval);
@@ -950,7 +1227,7 @@ fn arithmetic(
         let column_type = if *flipped { r.ty } else { l.ty };
         if *sc == s && column_type.is_integer() {
             let (column, c, constant) = (*column, c.get(), Value::Decimal(*c, *sc));
-            let shape = Shape::WritesAt(SlotEval(Arc::new(move |row: &mut [Value], slot| {
+            let write = SlotEval(Arc::new(move |row: &mut [Value], slot| {
                 // An INT or BIGINT column holds one of three kinds of
                 // value: two tests, not `as_i64`'s jump over every kind.
                 let x = match row[column] {
@@ -970,7 +1247,13 @@ fn arithmetic(
                     }
                 }
                 Ok(())
-            })));
+            }));
+            let shape = Shape::Scaled {
+                column,
+                factor: c,
+                scale: s,
+                write,
+            };
             // Evaluated (in a WHERE, say), the same multiplication.
             let general = computed_arithmetic(&l, &r, op, ty, Shape::Computed).eval;
             let eval: Eval = Arc::new(move |row: &[Value]| {
@@ -1204,9 +1487,9 @@ fn case(
     }
     let ty = ty.unwrap_or(SqlType::String);
     let operand = operand.map(|c| c.eval);
-    let branches: Vec<(Eval, Eval, SqlType)> = branches
+    let branches: Vec<(Condition, Eval, SqlType)> = branches
         .into_iter()
-        .map(|(c, r)| (c.eval, r.eval, r.ty))
+        .map(|(c, r)| (Condition::of(&c), r.eval, r.ty))
         .collect();
     let otherwise = otherwise.map(|c| (c.eval, c.ty));
     Ok(Compiled {
@@ -1215,8 +1498,8 @@ fn case(
             let subject = operand.as_ref().map(|f| f(r)).transpose()?;
             for (cond, result, rty) in &branches {
                 let hit = match &subject {
-                    Some(s) => s.compare(&cond(r)?) == Some(Ordering::Equal),
-                    None => matches!(cond(r)?, Value::Boolean(true)),
+                    Some(s) => s.compare(&(cond.eval)(r)?) == Some(Ordering::Equal),
+                    None => cond.passes(r)?,
                 };
                 if hit {
                     // Most branches have the CASE's type already: no call.
@@ -1384,13 +1667,16 @@ fn extract(field: &DateTimeField, x: Compiled, e: &Expr) -> Result<Compiled, Sql
     };
     // The time of day straight from the milliseconds: through the
     // calendar fields, every HOUR() worked out the date as well.
-    let pick: fn(i64) -> i64 = match field {
-        DateTimeField::Year => |ms| crate::time::fields(ms).year,
-        DateTimeField::Month => |ms| i64::from(crate::time::fields(ms).month),
-        DateTimeField::Day => |ms| i64::from(crate::time::fields(ms).day),
-        DateTimeField::Hour if !days => |ms| ms.rem_euclid(86_400_000) / 3_600_000,
-        DateTimeField::Minute if !days => |ms| ms.rem_euclid(3_600_000) / 60_000,
-        DateTimeField::Second if !days => |ms| ms.rem_euclid(60_000) / 1000,
+    // As an integer operation (its operand unused), so that a timestamp
+    // column's field compared with a constant (`HOUR(ts) >= 8`) is one
+    // fused test.
+    let pick: fn(i64, i64) -> Option<i64> = match field {
+        DateTimeField::Year => |ms, _| Some(crate::time::fields(ms).year),
+        DateTimeField::Month => |ms, _| Some(i64::from(crate::time::fields(ms).month)),
+        DateTimeField::Day => |ms, _| Some(i64::from(crate::time::fields(ms).day)),
+        DateTimeField::Hour if !days => |ms, _| Some(ms.rem_euclid(86_400_000) / 3_600_000),
+        DateTimeField::Minute if !days => |ms, _| Some(ms.rem_euclid(3_600_000) / 60_000),
+        DateTimeField::Second if !days => |ms, _| Some(ms.rem_euclid(60_000) / 1000),
         other => {
             return Err(SqlError::unsupported(
                 format!("extracting {other} from {}", x.ty),
@@ -1398,9 +1684,19 @@ fn extract(field: &DateTimeField, x: Compiled, e: &Expr) -> Result<Compiled, Sql
             ))
         }
     };
+    let shape = match x.shape {
+        // A date column's integer is days, not milliseconds.
+        Shape::Column(column) if !days => Shape::IntOp {
+            column,
+            op: pick,
+            operand: 0,
+            int: false,
+        },
+        _ => Shape::Computed,
+    };
     let f = x.eval;
     Ok(Compiled {
-        shape: Shape::Computed,
+        shape,
         eval: Arc::new(move |r| {
             let ms = match f(r)? {
                 Value::Date(d) => i64::from(d) * 86_400_000,
@@ -1409,7 +1705,7 @@ fn extract(field: &DateTimeField, x: Compiled, e: &Expr) -> Result<Compiled, Sql
                     None => return Ok(Value::Null),
                 },
             };
-            Ok(Value::BigInt(pick(ms)))
+            Ok(pick(ms, 0).map_or(Value::Null, Value::BigInt))
         }),
         ty: SqlType::BigInt,
     })
@@ -1510,14 +1806,14 @@ fn function(
             expect_type(&compiled[0], SqlType::Boolean, exprs[0])?;
             let ty = unify(Some(compiled[1].ty), compiled[2].ty, at)?;
             let (c, t, f) = (
-                compiled[0].eval.clone(),
+                Condition::of(&compiled[0]),
                 compiled[1].clone(),
                 compiled[2].clone(),
             );
             Ok(Compiled {
                 shape: Shape::Computed,
                 eval: Arc::new(move |r| {
-                    if matches!(c(r)?, Value::Boolean(true)) {
+                    if c.passes(r)? {
                         cast((t.eval)(r)?, t.ty, ty)
                     } else {
                         cast((f.eval)(r)?, f.ty, ty)
@@ -1699,14 +1995,25 @@ fn function(
         }
         other => match crate::function::lookup(other) {
             Some(udf) => {
-                let fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
+                let mut fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
                 let body = udf.body;
+                // The arguments of one or two on the stack: no allocation
+                // per row.
+                let eval: Eval = match (fs.pop(), fs.pop(), fs.is_empty()) {
+                    (Some(a), None, _) => Arc::new(move |r| body(&[a(r)?])),
+                    (Some(b), Some(a), true) => Arc::new(move |r| body(&[a(r)?, b(r)?])),
+                    (b, a, _) => {
+                        fs.extend(a);
+                        fs.extend(b);
+                        Arc::new(move |r| {
+                            let args = fs.iter().map(|f| f(r)).collect::<Result<Vec<_>, _>>()?;
+                            body(&args)
+                        })
+                    }
+                };
                 Ok(Compiled {
                     shape: Shape::Computed,
-                    eval: Arc::new(move |r| {
-                        let args = fs.iter().map(|f| f(r)).collect::<Result<Vec<_>, _>>()?;
-                        body(&args)
-                    }),
+                    eval,
                     ty: udf.result,
                 })
             }
@@ -1784,8 +2091,141 @@ mod tests {
                 assert_eq!(field("MINUTE(ts)"), f.minute.to_string(), "{t}");
                 assert_eq!(field("SECOND(ts)"), f.second.to_string(), "{t}");
                 assert_eq!(field("EXTRACT(DAY FROM ts)"), f.day.to_string(), "{t}");
+                // Compared with a constant, as one fused test.
+                for (sql, hit) in [
+                    ("HOUR(ts) >= 8", f.hour >= 8),
+                    ("HOUR(ts) <= 0", f.hour == 0),
+                    ("MINUTE(ts) = 2", f.minute == 2),
+                    ("SECOND(ts) <> 3", f.second != 3),
+                ] {
+                    let want = if hit { "TRUE" } else { "FALSE" };
+                    assert_eq!(field(sql), want, "{sql} at {t}");
+                }
             }
         }
+        let null = [Value::Null, Value::Null, Value::Null, Value::Null];
+        assert_eq!(eval("HOUR(ts) > 1", &null).unwrap().to_string(), "NULL");
+    }
+
+    /// AND, OR and NOT answer by SQL's three-valued logic through their
+    /// tests as through their values; an error stops the row unless the
+    /// left side decides without the right one.
+    #[test]
+    fn conditions_follow_three_valued_logic() {
+        let scope = Scope::of(vec![
+            ("a".into(), SqlType::Int),
+            ("s".into(), SqlType::String),
+        ]);
+        let row = [Value::Int(0), Value::Null];
+        let compiled = |sql: &str| {
+            let e = Parser::new(&GenericDialect {})
+                .try_with_sql(sql)
+                .unwrap()
+                .parse_expr()
+                .unwrap();
+            compile(&e, &scope).unwrap()
+        };
+        // What each term is for the row: TRUE, FALSE, NULL or an error,
+        // through every kind of comparison.
+        let terms = [
+            ("a = 0", 'T'),
+            ("a + 1 > 0", 'T'),
+            ("a = 1", 'F'),
+            ("0.5 * a > 1", 'F'),
+            ("s = 'x'", 'N'),
+            ("a = NULL", 'N'),
+            ("a / 0 = 1", 'E'),
+            ("1 / a > 0", 'E'),
+        ];
+        let and = |x: char, y: char| match (x, y) {
+            ('E', _) | ('F', _) => x,
+            (_, 'E') | (_, 'F') => y,
+            ('N', _) | (_, 'N') => 'N',
+            _ => 'T',
+        };
+        let or = |x: char, y: char| match (x, y) {
+            ('E', _) | ('T', _) => x,
+            (_, 'E') | (_, 'T') => y,
+            ('N', _) | (_, 'N') => 'N',
+            _ => 'F',
+        };
+        let not = |x: char| match x {
+            'T' => 'F',
+            'F' => 'T',
+            other => other,
+        };
+        let check = |sql: &str, want: char| {
+            let c = compiled(sql);
+            let value = match (c.eval)(&row) {
+                Ok(Value::Boolean(true)) => 'T',
+                Ok(Value::Boolean(false)) => 'F',
+                Ok(Value::Null) => 'N',
+                Ok(other) => panic!("{sql} is {other}"),
+                Err(e) => {
+                    assert!(e.contains("division by zero"), "{sql}: {e}");
+                    'E'
+                }
+            };
+            assert_eq!(value, want, "the value of {sql}");
+            let passes = match Condition::of(&c).passes(&row) {
+                Ok(p) => p.to_string(),
+                Err(_) => "error".into(),
+            };
+            let wanted = match want {
+                'T' => "true",
+                'E' => "error",
+                _ => "false",
+            };
+            assert_eq!(passes, wanted, "whether the row passes {sql}");
+        };
+        for (x, tx) in terms {
+            check(&format!("NOT ({x})"), not(tx));
+            for (y, ty) in terms {
+                check(&format!("({x}) AND ({y})"), and(tx, ty));
+                check(&format!("({x}) OR ({y})"), or(tx, ty));
+                check(
+                    &format!("CASE WHEN ({x}) AND ({y}) THEN 1 ELSE 0 END = 1"),
+                    {
+                        match and(tx, ty) {
+                            'T' => 'T',
+                            'E' => 'E',
+                            _ => 'F',
+                        }
+                    },
+                );
+            }
+        }
+    }
+
+    /// A DECIMAL constant times a column, compared with a constant, is
+    /// one test of unscaled integers; it must answer as the subtraction
+    /// compared with zero does.
+    #[test]
+    fn scaled_comparisons_answer_as_the_general_ones() {
+        let at = |a: Value| [a, Value::Null, Value::Null, Value::Null];
+        for a in [-1101, -7, 0, 7, 1101, i32::MAX, i32::MIN] {
+            for (product, k) in [
+                ("0.908 * a", "6"),
+                ("0.908 * a", "6.356"),
+                ("0.908 * a", "6.3"),
+                ("0.908 * a", "6.3561"),
+                ("0.908 * a", "-1000"),
+                ("a * 0.5", "3.5"),
+                ("0.908 * a", "1000000"),
+            ] {
+                for op in ["=", "<>", "<", "<=", ">", ">="] {
+                    let fused = format!("{product} {op} {k}");
+                    let general = format!("{product} - {k} {op} 0");
+                    assert_eq!(
+                        eval(&fused, &at(Value::Int(a))).unwrap(),
+                        eval(&general, &at(Value::Int(a))).unwrap(),
+                        "{fused} for a = {a}"
+                    );
+                }
+            }
+        }
+        let null = eval("0.908 * a > 1", &at(Value::Null)).unwrap();
+        assert_eq!(null.to_string(), "NULL");
     }
 
     #[test]
@@ -1878,7 +2318,7 @@ mod tests {
                 .parse_expr()
                 .unwrap();
             let c = compile(&e, &scope).unwrap();
-            let Shape::WritesAt(writer) = &c.shape else {
+            let Some(writer) = c.shape.writer() else {
                 panic!("{sql} is not written in place");
             };
             for row in &rows {

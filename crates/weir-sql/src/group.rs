@@ -336,7 +336,7 @@ pub(crate) fn plan_group_aggregate(
     let having = having
         .map(|h| crate::expr::compile(&h, &scope))
         .transpose()?
-        .map(|c| c.eval);
+        .map(|c| crate::expr::Condition::of(&c));
     let p = projection(&items, &scope)?;
     // The windows' columns, where the SELECT keeps both.
     let window = p.window(carried);

@@ -649,11 +649,11 @@ fn filtered(side: Planned, conditions: &[Expr], scope: &Scope) -> Result<Planned
             op: BinaryOperator::And,
             right: Box::new(operand(c)),
         });
-    let eval = compile(&all, scope)?.eval;
+    let condition = crate::expr::Condition::of(&compile(&all, scope)?);
     let mut steps = side.steps;
     steps.push(format!("Calc: where {all} (pushed below the join)"));
     Ok(Planned {
-        stream: crate::plan::filter_project(side.stream, Some(eval), None),
+        stream: crate::plan::filter_project(side.stream, Some(condition), None),
         steps,
         ..side
     })

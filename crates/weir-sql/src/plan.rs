@@ -11,7 +11,7 @@ use weir::prelude::*;
 use crate::catalog::{Catalog, Relation};
 use crate::connector;
 use crate::error::{position, Position, SqlError};
-use crate::expr::{compile, Eval, Scope};
+use crate::expr::{compile, Condition, Eval, Scope};
 use crate::value::{Row, Value};
 
 /// A planned query: its rows and their columns, with what it does, step by
@@ -522,7 +522,7 @@ pub(crate) fn calc_step(scope: &Scope) -> String {
 /// (`None`: the row as it is), keeping each row's changelog kind.
 pub(crate) fn filter_project(
     stream: DataStream<Row>,
-    filter: Option<Eval>,
+    filter: Option<Condition>,
     output: Option<Output>,
 ) -> DataStream<Row> {
     match calc_of(filter, output) {
@@ -546,12 +546,15 @@ pub(crate) fn calc_stream(stream: &DataStream<Row>, calc: Calc) -> DataStream<Ro
 
 /// A `WHERE` (`filter`) and `SELECT` list (`output`) as one step: `None`
 /// if together they keep every row as it is.
-pub(crate) fn calc_of(filter: Option<Eval>, output: Option<Output>) -> Option<Calc> {
+pub(crate) fn calc_of(filter: Option<Condition>, output: Option<Output>) -> Option<Calc> {
     if filter.is_none() && output.is_none() {
         return None;
     }
     Some(Calc {
-        filter: filter.map(|eval| Filter { eval, reads: None }),
+        filter: filter.map(|condition| Filter {
+            condition,
+            reads: None,
+        }),
         output,
     })
 }
@@ -567,7 +570,7 @@ pub(crate) struct Calc {
 /// A `WHERE` and the input columns it reads, where they are known.
 #[derive(Clone)]
 pub(crate) struct Filter {
-    pub eval: Eval,
+    pub condition: Condition,
     pub reads: Option<Vec<bool>>,
 }
 
@@ -575,14 +578,7 @@ impl Filter {
     /// Whether `values` pass: the `WHERE` is TRUE (not FALSE or NULL).
     #[inline]
     pub fn passes(&self, values: &[Value]) -> Result<bool, String> {
-        // Matched where it is returned: moving the result out with `?`
-        // reloads it in wider pieces than it was written in, which stalls
-        // the CPU on every row.
-        match (self.eval)(values) {
-            Ok(Value::Boolean(true)) => Ok(true),
-            Ok(_) => Ok(false),
-            Err(e) => Err(e),
-        }
+        self.condition.passes(values)
     }
 }
 
@@ -693,10 +689,10 @@ impl Output {
                     copied.push((slot, *i, last));
                 }
                 None => {
-                    match item.shape {
-                        crate::expr::Shape::WritesAt(w) => writers.push((slot, w)),
-                        crate::expr::Shape::Constant(v) => constants.push((slot, v)),
-                        _ => {}
+                    if let Some(w) = item.shape.writer() {
+                        writers.push((slot, w.clone()));
+                    } else if let crate::expr::Shape::Constant(v) = item.shape {
+                        constants.push((slot, v));
                     }
                     computed.push((slot, item.eval));
                 }

@@ -15,7 +15,7 @@ use weir::window::{SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows
 
 use crate::aggregate::{AggCall, AggKind, Results, SqlAggregates};
 use crate::error::{position, Position, SqlError};
-use crate::expr::{compile, is_aggregate, Eval, Scope};
+use crate::expr::{compile, is_aggregate, Condition, Scope};
 use crate::key::RowKey;
 use crate::plan::{calc_step, filter_project, projection, Planned};
 use crate::types::SqlType;
@@ -791,7 +791,7 @@ pub(crate) fn aggregation(
 }
 
 /// The `WHERE` of `select` compiled over `scope`.
-pub(crate) fn where_filter(select: &Select, scope: &Scope) -> Result<Option<Eval>, SqlError> {
+pub(crate) fn where_filter(select: &Select, scope: &Scope) -> Result<Option<Condition>, SqlError> {
     match &select.selection {
         Some(e) => {
             let c = compile(e, scope)?;
@@ -801,7 +801,7 @@ pub(crate) fn where_filter(select: &Select, scope: &Scope) -> Result<Option<Eval
                     pos(e),
                 ));
             }
-            Ok(Some(c.eval))
+            Ok(Some(Condition::of(&c)))
         }
         None => Ok(None),
     }
@@ -831,7 +831,7 @@ impl PreAggregated {
 /// computed per row.
 pub(crate) fn pre_aggregate(
     stream: DataStream<Row>,
-    filter: Option<Eval>,
+    filter: Option<Condition>,
     aggregation: &Aggregation,
     input_width: usize,
 ) -> PreAggregated {
@@ -1128,7 +1128,7 @@ pub(crate) fn plan_window_aggregate(
     Ok(window_output(
         stream,
         p,
-        having.map(|h| h.eval),
+        having.map(|h| Condition::of(&h)),
         output,
         [nkeys, window_time],
         input.proctime,
@@ -1167,7 +1167,7 @@ fn window_scope(aggregation: &Aggregation, time_type: SqlType) -> Scope {
 fn window_output(
     stream: DataStream<Row>,
     p: crate::plan::Projection,
-    having: Option<Eval>,
+    having: Option<Condition>,
     output: Option<crate::plan::Output>,
     [window_start, window_time]: [usize; 2],
     proctime: bool,
@@ -1233,7 +1233,7 @@ pub(crate) fn reuse_window_aggregate(select: &Select) -> Result<Option<Planned>,
     Ok(Some(window_output(
         shared.stream,
         p,
-        having.map(|h| h.eval),
+        having.map(|h| Condition::of(&h)),
         output,
         [nkeys, nkeys + 2],
         shared.proctime,

@@ -875,17 +875,34 @@ fn functions_registered_by_the_program_are_called_and_bound() -> Result<(), SqlE
             other => Err(format!("initial takes one STRING, not {other:?}")),
         }),
     );
+    // Any number of arguments, passed in order.
+    session.register_function(
+        "joined",
+        SqlType::String,
+        Arc::new(|args: &[Value]| {
+            let texts: Vec<String> = args.iter().map(ToString::to_string).collect();
+            Ok(Value::string(&texts.join("|")))
+        }),
+    );
     session.set("sql-client.execution.result-mode", "changelog");
     session.execute_script(&format!(
         "{}
          CREATE TEMPORARY SYSTEM FUNCTION first_letter AS 'initial' LANGUAGE JAVA;
          CREATE FUNCTION IF NOT EXISTS first_letter AS 'initial';
-         SELECT id, initial(buyer), first_letter(UPPER(buyer)) FROM orders WHERE id < 3;",
+         SELECT id, initial(buyer), first_letter(UPPER(buyer)),
+           joined(), joined(id), joined(id, buyer), joined(id, buyer, 'x', id + 1)
+         FROM orders WHERE id < 3;",
         orders_ddl(&path)
     ))?;
     let text = out.text();
-    assert!(text.contains("+I[1, a, A]"), "{text}");
-    assert!(text.contains("+I[2, b, B]"), "{text}");
+    assert!(
+        text.contains("+I[1, a, A, , 1, 1|alice, 1|alice|x|2]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("+I[2, b, B, , 2, 2|bob, 2|bob|x|3]"),
+        "{text}"
+    );
     // A bad argument fails the job with the function's message.
     let e = session
         .execute_script("SELECT initial(id) FROM orders;")
