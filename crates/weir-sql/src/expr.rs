@@ -1995,8 +1995,15 @@ fn function(
         }
         other => match crate::function::lookup(other) {
             Some(udf) => {
-                let mut fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
                 let body = udf.body;
+                if let Some(read) = ReadArguments::of(&compiled) {
+                    return Ok(Compiled {
+                        shape: Shape::Computed,
+                        eval: Arc::new(move |r| read.call(&body, r)),
+                        ty: udf.result,
+                    });
+                }
+                let mut fs: Vec<Eval> = compiled.into_iter().map(|c| c.eval).collect();
                 // The arguments of one or two on the stack: no allocation
                 // per row.
                 let eval: Eval = match (fs.pop(), fs.pop(), fs.is_empty()) {
@@ -2019,6 +2026,54 @@ fn function(
             }
             None => Err(SqlError::unsupported(format!("the function {other}"), at)),
         },
+    }
+}
+
+/// A function's arguments when each is a column or a constant (at most
+/// [`ReadArguments::MOST`]): lent to the function as they are, with no
+/// clone per row (a string's clone is two atomic operations on its
+/// count).
+struct ReadArguments(Vec<Read>);
+
+enum Read {
+    Column(usize),
+    Constant(Value),
+}
+
+impl ReadArguments {
+    const MOST: usize = 4;
+
+    fn of(args: &[Compiled]) -> Option<ReadArguments> {
+        if args.len() > Self::MOST {
+            return None;
+        }
+        args.iter()
+            .map(|a| match &a.shape {
+                Shape::Column(i) => Some(Read::Column(*i)),
+                Shape::Constant(v) => Some(Read::Constant(v.clone())),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(ReadArguments)
+    }
+
+    #[inline]
+    fn call(&self, body: &crate::function::FunctionBody, row: &[Value]) -> Result<Value, String> {
+        const NULL: Value = Value::Null;
+        let mut args = std::mem::ManuallyDrop::new([NULL; Self::MOST]);
+        for (arg, read) in args.iter_mut().zip(&self.0) {
+            let from = match read {
+                Read::Column(i) => &row[*i],
+                Read::Constant(v) => v,
+            };
+            // SAFETY: a bitwise copy of a value that outlives the call
+            // (the row or the constant), written over a NULL (nothing to
+            // drop) and never dropped itself (`ManuallyDrop`): the function
+            // sees it through a shared reference only, so it can clone it
+            // (taking its own count) but never free it.
+            unsafe { std::ptr::write(arg, std::ptr::read(from)) };
+        }
+        body(&args[..self.0.len()])
     }
 }
 

@@ -18,7 +18,7 @@ use sqlparser::ast::{
 use weir::prelude::*;
 
 use crate::error::{position, SqlError};
-use crate::expr::{compile, Eval, Scope};
+use crate::expr::{compile, Condition, Eval, Scope};
 use crate::plan::Planned;
 use crate::value::{Row, RowKind, Value};
 
@@ -237,7 +237,7 @@ type WindowRow = (Vec<Value>, bool);
 #[derive(Clone)]
 struct WindowJoinFunction {
     keys: usize,
-    residual: Option<Eval>,
+    residual: Option<Condition>,
     outer: [bool; 2],
     widths: [usize; 2],
     /// Each side's `window_end` column.
@@ -295,7 +295,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowJoinFunction {
                 }
                 let joined: Vec<Value> = l.iter().chain(r).cloned().collect();
                 if let Some(f) = &self.residual {
-                    if !matches!(f(&joined)?, Value::Boolean(true)) {
+                    if !f.passes(&joined)? {
                         continue;
                     }
                 }
@@ -336,7 +336,7 @@ struct Kept {
 #[derive(Clone)]
 struct JoinFunction {
     keys: usize,
-    residual: Option<Eval>,
+    residual: Option<Condition>,
     ttl: Option<Duration>,
     /// Whether unmatched left (right) rows are emitted, padded with NULLs.
     outer: [bool; 2],
@@ -521,7 +521,7 @@ impl JoinFunction {
     ) -> Result<Option<Vec<Value>>, String> {
         let joined = Self::joined(side, mine, theirs);
         match &self.residual {
-            Some(f) if !matches!(f(&joined)?, Value::Boolean(true)) => Ok(None),
+            Some(f) if !f.passes(&joined)? => Ok(None),
             _ => Ok(Some(joined)),
         }
     }
@@ -649,7 +649,7 @@ fn filtered(side: Planned, conditions: &[Expr], scope: &Scope) -> Result<Planned
             op: BinaryOperator::And,
             right: Box::new(operand(c)),
         });
-    let condition = crate::expr::Condition::of(&compile(&all, scope)?);
+    let condition = Condition::of(&compile(&all, scope)?);
     let mut steps = side.steps;
     steps.push(format!("Calc: where {all} (pushed below the join)"));
     Ok(Planned {
@@ -799,7 +799,7 @@ pub(crate) fn plan_join(
         })
         .map(|e| compile(&e, &joined))
         .transpose()?
-        .map(|c| c.eval);
+        .map(|c| Condition::of(&c));
     let keys = left_keys.len();
     // Keys of different numeric types compare by value: both as DOUBLE
     // when they differ, else as they are.
@@ -893,7 +893,7 @@ pub(crate) fn plan_join(
             move |a: &Row, b: &Row, _ctx: &ProcessJoinContext, out: &mut Collector<'_, Row>| {
                 let joined: Vec<Value> = a.values.iter().chain(b.values.iter()).cloned().collect();
                 if let Some(f) = &residual {
-                    if !matches!(f(&joined)?, Value::Boolean(true)) {
+                    if !f.passes(&joined)? {
                         return Ok(());
                     }
                 }

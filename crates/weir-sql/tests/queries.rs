@@ -884,23 +884,30 @@ fn functions_registered_by_the_program_are_called_and_bound() -> Result<(), SqlE
             Ok(Value::string(&texts.join("|")))
         }),
     );
+    // A value lent to a function and given back: its own copy.
+    session.register_function(
+        "same",
+        SqlType::String,
+        Arc::new(|args: &[Value]| Ok(args[0].clone())),
+    );
     session.set("sql-client.execution.result-mode", "changelog");
     session.execute_script(&format!(
         "{}
          CREATE TEMPORARY SYSTEM FUNCTION first_letter AS 'initial' LANGUAGE JAVA;
          CREATE FUNCTION IF NOT EXISTS first_letter AS 'initial';
          SELECT id, initial(buyer), first_letter(UPPER(buyer)),
-           joined(), joined(id), joined(id, buyer), joined(id, buyer, 'x', id + 1)
+           joined(), joined(id), joined(id, buyer), joined(id, buyer, 'x', id + 1),
+           same(buyer), same('k')
          FROM orders WHERE id < 3;",
         orders_ddl(&path)
     ))?;
     let text = out.text();
     assert!(
-        text.contains("+I[1, a, A, , 1, 1|alice, 1|alice|x|2]"),
+        text.contains("+I[1, a, A, , 1, 1|alice, 1|alice|x|2, alice, k]"),
         "{text}"
     );
     assert!(
-        text.contains("+I[2, b, B, , 2, 2|bob, 2|bob|x|3]"),
+        text.contains("+I[2, b, B, , 2, 2|bob, 2|bob|x|3, bob, k]"),
         "{text}"
     );
     // A bad argument fails the job with the function's message.
