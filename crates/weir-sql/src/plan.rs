@@ -791,7 +791,7 @@ impl Output {
         let mut values = Row::buffer(self.width);
         values.resize(self.width, Value::Null);
         for (slot, eval) in &self.computed {
-            crate::value::settle(&mut values[*slot], eval(&input)?);
+            values[*slot] = eval(&input)?;
         }
         for &(slot, i, last) in &self.copied {
             values[slot] = if last {

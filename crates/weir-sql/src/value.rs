@@ -265,25 +265,6 @@ pub(crate) fn put(slot: &mut Value, make: impl FnOnce() -> Value) {
     }
 }
 
-/// Moves `v`, just returned through memory by a call, into `slot` a field
-/// at a time: copied whole, it is read back in wider pieces than the call
-/// wrote it in, and the CPU stalls until those writes land.
-#[inline(always)]
-pub(crate) fn settle(slot: &mut Value, v: Value) {
-    match v {
-        Value::String(s) => put(slot, || Value::String(s)),
-        Value::BigInt(x) => put(slot, || Value::BigInt(x)),
-        Value::Int(x) => put(slot, || Value::Int(x)),
-        Value::Timestamp(x) => put(slot, || Value::Timestamp(x)),
-        Value::TimestampLtz(x) => put(slot, || Value::TimestampLtz(x)),
-        Value::Decimal(u, s) => put(slot, || Value::Decimal(u, s)),
-        Value::Double(x) => put(slot, || Value::Double(x)),
-        Value::Boolean(b) => put(slot, || Value::Boolean(b)),
-        Value::Null => put(slot, || Value::Null),
-        other => *slot = other,
-    }
-}
-
 impl Value {
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
