@@ -1356,13 +1356,26 @@ fn an_insert_casts_each_value_to_its_sink_columns_type() -> Result<(), SqlError>
         )
     };
     let script = format!(
-        "{}\n{}\nINSERT INTO sunk SELECT id, amount FROM orders WHERE id < 3;\n{}\nSELECT * FROM back;",
+        "{}\n{}\nINSERT INTO sunk SELECT id, buyer, amount, amount, id FROM orders WHERE id < 3;\n{}\nSELECT * FROM back;",
         orders_ddl(&path),
-        table("sunk", "id DECIMAL(5, 1), amount DOUBLE"),
-        table("back", "id STRING, amount STRING")
+        // Cast, as it is, widened (the same value), cast, cast.
+        table(
+            "sunk",
+            "id DECIMAL(5, 1), buyer STRING, wide DECIMAL(12, 2), amount DOUBLE, n INT"
+        ),
+        table(
+            "back",
+            "id STRING, buyer STRING, wide STRING, amount STRING, n STRING"
+        )
     );
     let mut lines = support::changelog(&script)?;
     lines.sort();
-    assert_eq!(lines, ["+I[1.0, 12.5]", "+I[2.0, 3.0]"]);
+    assert_eq!(
+        lines,
+        [
+            "+I[1.0, alice, 12.50, 12.5, 1]",
+            "+I[2.0, bob, 3.00, 3.0, 2]"
+        ]
+    );
     Ok(())
 }
