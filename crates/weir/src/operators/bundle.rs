@@ -29,8 +29,10 @@ pub(crate) struct KeyedBundleOperator<F, K, I, O> {
     max_records: usize,
     watermark: i64,
     state: Option<KeyedStateStore>,
-    /// Each key's place in `gathered`, for the bundle being gathered.
-    places: HashMap<K, usize>,
+    /// Each key's place in `gathered`, for the bundle being gathered
+    /// (hashed as the other operators' tables are, not with SipHash: a
+    /// key is hashed here once per record).
+    places: HashMap<K, usize, foldhash::fast::RandomState>,
     gathered: Vec<KeyRecords<K, I>>,
     /// Emptied record lists of earlier bundles, kept for their allocation.
     spare: Vec<Vec<I>>,
@@ -46,7 +48,7 @@ impl<F, K, I, O> KeyedBundleOperator<F, K, I, O> {
             max_records: max_records.max(1),
             watermark: i64::MIN,
             state: None,
-            places: HashMap::new(),
+            places: HashMap::default(),
             gathered: Vec::new(),
             spare: Vec::new(),
             _types: PhantomData,
