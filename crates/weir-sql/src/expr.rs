@@ -113,14 +113,20 @@ pub(crate) fn test(c: &Compiled) -> Test {
     }
 }
 
-/// The value of a condition `test`, `general` where it fails (for its
-/// error).
-fn value_of(test: Test, general: Eval) -> Eval {
+/// The value of a condition `test`; where it fails, the error of the
+/// first of `operands` that fails (a condition fails only where one of
+/// its operands does).
+fn value_of(test: Test, operands: Vec<Eval>) -> Eval {
     Arc::new(move |r| match test(r) {
         Truth::True => Ok(Value::Boolean(true)),
         Truth::False => Ok(Value::Boolean(false)),
         Truth::Null => Ok(Value::Null),
-        Truth::Failed => general(r),
+        Truth::Failed => {
+            for f in &operands {
+                f(r)?;
+            }
+            Err("a condition failed without a failing operand".into())
+        }
     })
 }
 
@@ -756,28 +762,21 @@ fn expect_type(c: &Compiled, ty: SqlType, e: &Expr) -> Result<(), SqlError> {
 
 fn not(c: Compiled) -> Compiled {
     let t = test(&c);
-    let f = c.eval;
-    let general: Eval = Arc::new(move |r| {
-        Ok(match f(r)? {
-            Value::Boolean(b) => Value::Boolean(!b),
-            _ => Value::Null,
-        })
-    });
     condition(
         Arc::new(move |r| match t(r) {
             Truth::True => Truth::False,
             Truth::False => Truth::True,
             other => other,
         }),
-        general,
+        &[&c],
     )
 }
 
-/// The condition `test`; `general` its value where it fails.
-fn condition(test: Test, general: Eval) -> Compiled {
+/// The condition `test` over `operands`.
+fn condition(test: Test, operands: &[&Compiled]) -> Compiled {
     Compiled {
         shape: Shape::Tests(Tested(test.clone())),
-        eval: value_of(test, general),
+        eval: value_of(test, operands.iter().map(|o| o.eval.clone()).collect()),
         ty: SqlType::Boolean,
     }
 }
@@ -802,23 +801,7 @@ fn logic(and: bool, a: Compiled, b: Compiled) -> Compiled {
             y
         }
     });
-    let (fa, fb) = (a.eval, b.eval);
-    condition(
-        t,
-        Arc::new(move |r| {
-            let x = fa(r)?;
-            // Short-circuit: FALSE AND …, TRUE OR … .
-            if matches!(x, Value::Boolean(v) if v != and) {
-                return Ok(x);
-            }
-            let y = fb(r)?;
-            Ok(match (x, y) {
-                (Value::Boolean(_), Value::Boolean(v)) => Value::Boolean(v),
-                (_, Value::Boolean(v)) if v != and => Value::Boolean(v),
-                _ => Value::Null,
-            })
-        }),
-    )
+    condition(t, &[&a, &b])
 }
 
 /// Makes a comparison's test from the test of its [`Ordering`].
@@ -840,32 +823,19 @@ fn compared(op: &BinaryOperator, m: impl ComparisonTest) -> Test {
     }
 }
 
-/// Two integer operands, compared as `i64`s.
-struct IntegerPair<'a>(&'a Compiled, &'a Compiled);
+/// Two operands and how they compare (`None`: NULL).
+struct Pair<'a, C>(&'a Compiled, &'a Compiled, C);
 
-impl ComparisonTest for IntegerPair<'_> {
+impl<C> ComparisonTest for Pair<'_, C>
+where
+    C: Fn(&Value, &Value) -> Option<Ordering> + Send + Sync + 'static,
+{
     fn make<T: Fn(Ordering) -> bool + Send + Sync + 'static>(self, test: T) -> Test {
+        let compare = self.2;
         pair_with(
             self.0,
             self.1,
-            move |a, b| match (a.as_i64(), b.as_i64()) {
-                (Some(x), Some(y)) => Truth::of(test(x.cmp(&y))),
-                _ => Truth::Null,
-            },
-            |_| Truth::Failed,
-        )
-    }
-}
-
-/// Any two comparable operands.
-struct ValuePair<'a>(&'a Compiled, &'a Compiled);
-
-impl ComparisonTest for ValuePair<'_> {
-    fn make<T: Fn(Ordering) -> bool + Send + Sync + 'static>(self, test: T) -> Test {
-        pair_with(
-            self.0,
-            self.1,
-            move |a, b| a.compare(b).map_or(Truth::Null, |o| Truth::of(test(o))),
+            move |a, b| compare(a, b).map_or(Truth::Null, |o| Truth::of(test(o))),
             |_| Truth::Failed,
         )
     }
@@ -987,30 +957,6 @@ fn binary(
                     at,
                 ));
             }
-            let test: fn(Ordering) -> bool = match op {
-                BinaryOperator::Eq => |o| o == Ordering::Equal,
-                BinaryOperator::NotEq => |o| o != Ordering::Equal,
-                BinaryOperator::Lt => |o| o == Ordering::Less,
-                BinaryOperator::LtEq => |o| o != Ordering::Greater,
-                BinaryOperator::Gt => |o| o == Ordering::Greater,
-                _ => |o| o != Ordering::Less,
-            };
-            // Its value, and the error where an operand fails.
-            let general = if l.ty.is_integer() && r.ty.is_integer() {
-                pair(&l, &r, move |a, b| {
-                    Ok(match (a.as_i64(), b.as_i64()) {
-                        (Some(x), Some(y)) => Value::Boolean(test(x.cmp(&y))),
-                        _ => Value::Null,
-                    })
-                })
-            } else {
-                pair(&l, &r, move |a, b| {
-                    Ok(match a.compare(b) {
-                        Some(o) => Value::Boolean(test(o)),
-                        None => Value::Null,
-                    })
-                })
-            };
             let fusable = r.ty.is_integer() || r.ty == SqlType::Null;
             let t = match (&l.shape, &r.shape) {
                 (
@@ -1038,13 +984,16 @@ fn binary(
                     Some(scaled) => compared(op, scaled),
                     // The common case of filters: integers, often against
                     // a constant, compared without the general comparison.
-                    None if l.ty.is_integer() && r.ty.is_integer() => {
-                        compared(op, IntegerPair(&l, &r))
-                    }
-                    None => compared(op, ValuePair(&l, &r)),
+                    None if l.ty.is_integer() && r.ty.is_integer() => compared(
+                        op,
+                        Pair(&l, &r, |a: &Value, b: &Value| {
+                            Some(a.as_i64()?.cmp(&b.as_i64()?))
+                        }),
+                    ),
+                    None => compared(op, Pair(&l, &r, Value::compare)),
                 },
             };
-            Ok(condition(t, general))
+            Ok(condition(t, &[&l, &r]))
         }
         BinaryOperator::StringConcat => {
             let (fl, fr) = (l.eval, r.eval);

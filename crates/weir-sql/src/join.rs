@@ -179,16 +179,12 @@ impl Expiry {
         widths: [usize; 2],
         above: [Option<usize>; 2],
     ) -> Option<Expiry> {
+        // Where each side's columns start in `scope`.
+        let offsets = [0, widths[0]];
         (0..2).find_map(|side| {
-            let bounded = above[1 - side]?;
-            let bounded_at = if side == 0 {
-                widths[0] + bounded
-            } else {
-                bounded
-            };
-            let offset = if side == 0 { 0 } else { widths[0] };
+            let bounded_at = offsets[1 - side] + above[1 - side]?;
             (0..widths[side]).find_map(|time| {
-                let at = offset + time;
+                let at = offsets[side] + time;
                 let ty = scope.columns[at].1;
                 if !ty.is_timestamp() || ty != scope.columns[bounded_at].1 {
                     return None;

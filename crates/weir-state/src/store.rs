@@ -1215,9 +1215,7 @@ impl<T: StateValue> ListState<T> {
 
     /// Appends a value.
     pub fn add(&self, value: T) -> Result<(), StateError> {
-        let now = self.ttl.now(&self.handle.store)?;
-        self.handle
-            .modify_or_insert(Vec::new, |l| l.push((now, value)), false)
+        self.add_is_first(value).map(|_| ())
     }
 
     /// Appends a value; whether it is the key's first (the key had no
