@@ -69,8 +69,11 @@ pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     late_tag: Option<String>,
     /// Slices in ascending start order.
     slices: Vec<Slice<K, L::Acc>>,
-    /// The emptied table of a dropped slice, for the next new one.
-    spare: Option<Map<K, L::Acc>>,
+    /// The emptied tables of dropped slices, for the next new ones.
+    spares: Vec<Map<K, L::Acc>>,
+    /// Slices made since the last watermark: how many spare tables the
+    /// next watermark keeps.
+    made: usize,
     /// Windows (by start) whose function used per-window state: cleared
     /// when they are dropped.
     window_states: Map<(K, i64), ()>,
@@ -110,7 +113,8 @@ where
             allowed_lateness,
             late_tag,
             slices: Vec::new(),
-            spare: None,
+            spares: Vec::new(),
+            made: 0,
             window_states: Map::default(),
             state: None,
             watermark: i64::MIN,
@@ -145,7 +149,8 @@ where
                 // slice's keys are mostly the same as the one before, and
                 // growing the table by doubling rehashes every entry.
                 let keys = self.slices.last().map_or(0, |s| s.entries.len());
-                let entries = match self.spare.take() {
+                self.made += 1;
+                let entries = match self.spares.pop() {
                     Some(mut spare) => {
                         spare.reserve(keys);
                         spare
@@ -547,22 +552,25 @@ where
         // Drop slices whose last window is past its cleanup time.
         let (size, lateness, offset, slide) =
             (self.size, self.allowed_lateness, self.offset, self.slide);
-        // The last one's table is kept, emptied, for the next new slice:
-        // one the size of a slice's keys, allocated anew, came back as
-        // fresh pages to fault in and zero, for every window.
-        let mut spare = None;
+        // Their tables are kept, emptied, for the next new slices: one the
+        // size of a slice's keys, allocated anew, came back as fresh pages
+        // to fault in and zero. A watermark fires as many windows as the
+        // source's time advanced since the last one (scores of them when
+        // it runs ahead of the watermark interval), so as many tables are
+        // kept as slices were made since the last watermark, and no more.
+        let spares = &mut self.spares;
         self.slices.retain_mut(|s| {
             let last = TimeWindow::window_start(s.start, offset, slide);
             let keep = (last.saturating_add(size) - 1).saturating_add(lateness) > watermark;
             if !keep {
-                spare = Some(std::mem::take(&mut s.entries));
+                let mut entries = std::mem::take(&mut s.entries);
+                entries.clear();
+                spares.push(entries);
             }
             keep
         });
-        if let Some(mut entries) = spare {
-            entries.clear();
-            self.spare = Some(entries);
-        }
+        spares.truncate(self.made.max(1));
+        self.made = 0;
         self.drop_window_states(watermark, out)?;
         out.emit_watermark(watermark)?;
         Ok(())
@@ -615,6 +623,40 @@ mod tests {
         let results = h.take_values();
         assert_eq!(results.len(), keys as usize);
         assert!(results.iter().all(|n| *n == 1));
+        Ok(())
+    }
+
+    /// A watermark that fires many windows keeps their emptied tables for
+    /// as many new slices as were made before it, and the next watermark,
+    /// after fewer new slices, lets the extra ones go.
+    #[test]
+    fn spare_tables_follow_the_slices_made_between_watermarks() -> FunctionResult {
+        let logic = AggregateLogic {
+            agg: Count,
+            _t: std::marker::PhantomData,
+        };
+        let mut op: AlignedWindowOperator<u32, u32, TimeWindow, u64, _> =
+            AlignedWindowOperator::new(Arc::new(|k: &u32| *k), logic, (10, 10, 0), 0, None);
+        let mut h = HarnessOutput::new();
+        // Twelve windows of ten keys each before the first watermark.
+        let mut records: Vec<_> = (0..120u32)
+            .map(|i| StreamRecord::with_timestamp(i % 10, i64::from(i)))
+            .collect();
+        op.process_batch(&mut records, &mut h.output)?;
+        assert_eq!(op.slices.len(), 12);
+        op.process_watermark(119, &mut h.output)?;
+        assert!(op.slices.is_empty());
+        assert_eq!(op.spares.len(), 12);
+        assert!(op.spares.iter().all(|t| t.is_empty() && t.capacity() >= 10));
+        // Two new windows take two of them; the next watermark keeps two.
+        let mut records: Vec<_> = (120..140u32)
+            .map(|i| StreamRecord::with_timestamp(i % 10, i64::from(i)))
+            .collect();
+        op.process_batch(&mut records, &mut h.output)?;
+        assert_eq!(op.spares.len(), 10);
+        op.process_watermark(139, &mut h.output)?;
+        assert_eq!(op.spares.len(), 2);
+        assert_eq!(h.take_values().len(), 140);
         Ok(())
     }
 }
