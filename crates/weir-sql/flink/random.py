@@ -7,9 +7,13 @@ Each case is a CSV of out-of-order rows (some amounts NULL) and one query
 drawn at random: a window aggregation (TUMBLE, HOP or CUMULATE, with or
 without a key, some aggregates, maybe HAVING), an unbounded GROUP BY, a
 projection with a filter, a window Top-N, an OVER aggregation (ROWS or
-RANGE, bounded or not), ORDER BY … LIMIT, or a sort by event time;
-watermarks per row with a
-random delay, so late rows matter. The cases are written to a directory
+RANGE, bounded or not), ORDER BY … LIMIT, a sort by event time, a
+condition over NULLs (AND, OR, NOT, CASE, IF, BETWEEN, IN, in WHERE and
+as columns), a deduplication, or a self-join (regular inner or outer,
+interval, window); watermarks per row with a random delay, so late rows
+matter. A join reads the file twice, as two sources whose rows interleave
+as they come: its watermark's delay is longer than any row is late, and
+its final rows are compared. The cases are written to a directory
 (--keep, else a temporary one) and run by compare.sh; a failing case stays
 there to be read and, if it shows a real difference, copied into
 tests/golden/ as a golden case.
@@ -87,10 +91,103 @@ def over(rng):
     return f"SELECT id, k, {items} FROM t\nWINDOW w AS ({partition}ORDER BY ts {frame});"
 
 
+ATOMS = [
+    "amount > 25",
+    "amount <= 70",
+    "amount IS NULL",
+    "amount IS NOT NULL",
+    "k = 'a'",
+    "k IN ('b', 'd')",
+    "k NOT IN ('c')",
+    "id % 3 = 1",
+    "id BETWEEN 5 AND 25",
+    "amount BETWEEN 10 AND 60",
+    "MINUTE(ts) >= 1",
+    "amount * 2 > 90",
+    "amount + id > 40",
+]
+
+
+def condition(rng, depth=2):
+    """A random condition over the columns, NULL where amount is."""
+    if depth == 0 or rng.random() < 0.3:
+        atom = rng.choice(ATOMS)
+        return f"NOT ({atom})" if rng.random() < 0.2 else atom
+    op = rng.choice(["AND", "OR"])
+    term = f"{condition(rng, depth - 1)} {op} {condition(rng, depth - 1)}"
+    return f"NOT ({term})" if rng.random() < 0.2 else f"({term})"
+
+
+def conditions(rng):
+    """Conditions in WHERE and as columns: three-valued logic over NULLs."""
+    pool = [
+        f"({condition(rng, 1)}) AS c1",
+        f"NOT ({condition(rng, 1)}) AS c2",
+        f"CASE WHEN {condition(rng, 1)} THEN 'x' WHEN {condition(rng, 1)} THEN 'y' END AS c3",
+        f"CASE WHEN {condition(rng, 1)} THEN id ELSE -id END AS c4",
+        f"IF({condition(rng, 1)}, amount, 0) AS c5",
+        "CASE k WHEN 'a' THEN 1 WHEN 'b' THEN 2 END AS c6",
+        "NULLIF(k, 'a') AS c7",
+        f"COALESCE(amount, CAST(id AS DECIMAL(10, 2))) > 30 AS c8",
+    ]
+    items = ", ".join(rng.sample(pool, rng.randint(2, 4)))
+    return f"SELECT id, {items} FROM t WHERE {condition(rng)};"
+
+
+def join(rng):
+    """A self-join of t: regular (inner or outer), interval or window."""
+    kind = rng.choice(["inner", "outer", "interval", "window"])
+    if kind == "inner":
+        extra = rng.choice(["a.id < b.id", "a.amount > b.amount", "b.id = a.id + 1", "a.id <> b.id"])
+        return f"SELECT a.id, b.id AS bid, a.k FROM t a JOIN t b ON a.k = b.k AND {extra};"
+    if kind == "outer":
+        side = rng.choice(["LEFT", "RIGHT", "FULL"])
+        on = rng.choice(["b.id = a.id + 1", "a.k = b.k AND b.id = a.id + 2", "a.k = b.k AND a.amount < b.amount AND b.id < a.id + 4"])
+        return f"SELECT a.id, b.id AS bid FROM t a {side} JOIN t b ON {on};"
+    if kind == "interval":
+        lo, hi = rng.choice([(2, 1), (0, 3), (5, 0), (1, 1)])
+        return (
+            "SELECT a.id, b.id AS bid, b.amount FROM t a, t b\n"
+            f"WHERE a.k = b.k AND a.id <> b.id AND b.ts BETWEEN a.ts - INTERVAL '{lo}' SECOND "
+            f"AND a.ts + INTERVAL '{hi}' SECOND;"
+        )
+    size = rng.choice([3, 5, 10])
+    how = rng.choice(["JOIN", "LEFT JOIN", "FULL JOIN"])
+    return (
+        "SELECT l.k, l.window_start, l.n, r.total FROM (\n"
+        "  SELECT k, window_start, window_end, COUNT(*) AS n\n"
+        f"  FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '{size}' SECOND))\n"
+        "  GROUP BY k, window_start, window_end\n"
+        f") l {how} (\n"
+        "  SELECT k, window_start, window_end, SUM(amount) AS total\n"
+        f"  FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '{size}' SECOND))\n"
+        "  WHERE amount > 20\n"
+        "  GROUP BY k, window_start, window_end\n"
+        ") r ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end;"
+    )
+
+
+def dedup(rng):
+    """The first or last row of each key by event time."""
+    order = rng.choice(["ASC", "DESC"])
+    return (
+        "SELECT id, k, amount FROM (\n"
+        f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts {order}) AS rn FROM t\n"
+        ") WHERE rn = 1;"
+    )
+
+
 def query(rng):
     shape = rng.choice(
-        ["window", "window", "group", "calc", "topn", "over", "over", "sortlimit", "timesort"]
+        ["window", "window", "group", "calc", "topn", "over", "over", "sortlimit", "timesort",
+         "cond", "cond", "join", "join", "dedup"]
     )
+    if shape == "cond":
+        return conditions(rng)
+    if shape == "join":
+        return join(rng)
+    if shape == "dedup":
+        return dedup(rng)
     if shape == "over":
         return over(rng)
     if shape == "sortlimit":
@@ -140,14 +237,20 @@ def case(rng, directory, name):
     with open(os.path.join(directory, f"{name}.csv"), "w") as f:
         f.write(rows(rng))
     delay = rng.choice([0, 1, 2, 3])
+    q = query(rng)
+    header = ""
+    if " JOIN " in q or "FROM t a, t b" in q:
+        # Two sources: no row may be late, and the final rows are compared.
+        delay = 10
+        header = "-- compare: final rows\n"
     sql = f"""-- A random case ({name}).
-SET 'pipeline.auto-watermark-interval' = '0';
+{header}SET 'pipeline.auto-watermark-interval' = '0';
 CREATE TABLE t (
   id BIGINT, k STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '{delay}' SECOND
 ) WITH ('connector' = 'filesystem', 'path' = '${{DIR}}/{name}.csv', 'format' = 'csv',
   'csv.null-literal' = 'null');
-{query(rng)}
+{q}
 """
     path = os.path.join(directory, f"{name}.sql")
     with open(path, "w") as f:

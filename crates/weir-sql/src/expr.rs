@@ -5,9 +5,10 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
-    BinaryOperator, CastKind, DateTimeField, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    Spanned, UnaryOperator, Value as Lit,
+    BinaryOperator, CaseWhen, CastKind, DateTimeField, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, Spanned, UnaryOperator, Value as Lit,
 };
 
 use crate::error::{position, Position, SqlError};
@@ -1747,6 +1748,33 @@ fn function(
                     }
                     Ok(Value::Null)
                 }),
+                ty,
+            })
+        }
+        "NULLIF" => {
+            // NULL when the two are equal, else the first: a CASE, as
+            // Flink rewrites it, of the first argument's type.
+            arity(2)?;
+            let case = Expr::Case {
+                case_token: AttachedToken::empty(),
+                end_token: AttachedToken::empty(),
+                operand: None,
+                conditions: vec![CaseWhen {
+                    condition: Expr::BinaryOp {
+                        left: Box::new(exprs[0].clone()),
+                        op: BinaryOperator::Eq,
+                        right: Box::new(exprs[1].clone()),
+                    },
+                    result: Expr::value(Lit::Null),
+                }],
+                else_result: Some(Box::new(exprs[0].clone())),
+            };
+            let ty = compiled[0].ty;
+            let c = compile(&case, scope)?;
+            let eval = c.eval;
+            Ok(Compiled {
+                shape: Shape::Computed,
+                eval: Arc::new(move |r| cast(eval(r)?, c.ty, ty)),
                 ty,
             })
         }

@@ -1,7 +1,7 @@
 -- Conditions with SQL's NULLs: AND, OR and NOT over NULL columns, the
 -- time of day of a timestamp and a DECIMAL product compared with
--- constants (at the edges of the ranges), in WHERE, CASE, IF, boolean
--- columns and HAVING.
+-- constants (at the edges of the ranges), in WHERE, CASE, IF, NULLIF,
+-- boolean columns and HAVING.
 CREATE TABLE readings (
   id BIGINT, n INT, price BIGINT, label STRING, ts TIMESTAMP(3)
 ) WITH ('connector' = 'filesystem', 'path' = '${DIR}/readings.csv', 'format' = 'csv',
@@ -21,7 +21,9 @@ SELECT id,
   n > 2 AND label = 'x' AS big_x,
   IF(MINUTE(ts) = 0 AND SECOND(ts) = 0, 'sharp', 'off') AS sharp,
   HOUR(ts) + 1 > 19 AS late,
-  NOT (HOUR(ts) < 20) AS evening
+  NOT (HOUR(ts) < 20) AS evening,
+  NULLIF(label, 'a') AS not_a,
+  NULLIF(n, 3) + 1 AS not_three
 FROM readings
 WHERE NOT (id = 3) AND (label IS NULL OR label <> 'skip' OR n IS NULL);
 -- Groups kept by a HAVING with NULLs (a group's MAX(n) is NULL when all
