@@ -20,9 +20,15 @@ pub(crate) enum RowKey {
     /// One key column (never held as `Many`, so equal keys are equal
     /// variants).
     One(Value),
-    /// None, or two or more.
-    Many(Vec<Value>),
+    /// None, or two or more (boxed, not a `Vec`: a key is three words, not
+    /// four, in every table of window and group state).
+    Many(Box<[Value]>),
 }
+
+const _: () = assert!(
+    std::mem::size_of::<RowKey>() == 24,
+    "a key is as wide as one value"
+);
 
 impl RowKey {
     /// The key of a row's `values` whose key columns are `columns`, in
@@ -40,7 +46,7 @@ impl From<Vec<Value>> for RowKey {
     fn from(mut values: Vec<Value>) -> RowKey {
         match values.len() {
             1 => RowKey::One(values.pop().unwrap_or(Value::Null)),
-            _ => RowKey::Many(values),
+            _ => RowKey::Many(values.into_boxed_slice()),
         }
     }
 }
@@ -84,7 +90,12 @@ impl StableHash for RowKey {
     fn stable_hash(&self) -> u64 {
         match self {
             RowKey::One(v) => Value::combine(&[v.stable_hash()]),
-            RowKey::Many(values) => values.stable_hash(),
+            RowKey::Many(values) => Value::combine(
+                &values
+                    .iter()
+                    .map(StableHash::stable_hash)
+                    .collect::<Vec<_>>(),
+            ),
         }
     }
 }
@@ -133,7 +144,7 @@ mod tests {
         assert_eq!(RowKey::at(&row, &[2]), one);
         assert_eq!(
             RowKey::at(&row, &[2, 0]),
-            RowKey::Many(vec![Value::BigInt(3), Value::Int(1)])
+            RowKey::Many(Box::new([Value::BigInt(3), Value::Int(1)]))
         );
     }
 
