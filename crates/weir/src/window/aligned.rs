@@ -74,6 +74,9 @@ pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     /// Slices made since the last watermark: how many spare tables the
     /// next watermark keeps.
     made: usize,
+    /// The table a sliding window's slices are merged into, emptied after
+    /// each firing.
+    merged: Map<K, L::Acc>,
     /// Windows (by start) whose function used per-window state: cleared
     /// when they are dropped.
     window_states: Map<(K, i64), ()>,
@@ -115,6 +118,7 @@ where
             slices: Vec::new(),
             spares: Vec::new(),
             made: 0,
+            merged: Map::default(),
             window_states: Map::default(),
             state: None,
             watermark: i64::MIN,
@@ -306,14 +310,22 @@ where
             self.slices[i].entries = entries;
             return result;
         }
-        // One pass over the window's slices merges every key's slices.
+        // One pass over the window's slices merges every key's slices,
+        // into the table the last firing used (sized for the window's
+        // keys up front: grown by doubling, every entry was rehashed), and
+        // each entry is dropped right after its result, while in cache.
         let end = start.saturating_add(self.size);
-        let mut merged: Map<K, L::Acc> = Map::default();
-        for s in self
+        let mut merged = std::mem::take(&mut self.merged);
+        let in_window = |s: &&Slice<K, L::Acc>| s.start >= start && s.start < end;
+        let keys = self
             .slices
             .iter()
-            .filter(|s| s.start >= start && s.start < end)
-        {
+            .filter(in_window)
+            .map(|s| s.entries.len())
+            .max()
+            .unwrap_or(0);
+        merged.reserve(keys);
+        for s in self.slices.iter().filter(in_window) {
             for (k, a) in &s.entries {
                 match merged.get_mut(k) {
                     Some(m) => self.logic.merge_ref(m, a),
@@ -326,11 +338,12 @@ where
             }
         }
         let now = self.now();
-        for (key, acc) in &merged {
-            self.emit_acc(key, start, acc, now, out)?;
-            out.flush_if_full()?;
-        }
-        Ok(())
+        let result = merged.drain().try_for_each(|(key, acc)| {
+            self.emit_acc(&key, start, &acc, now, out)?;
+            Ok(out.flush_if_full()?)
+        });
+        self.merged = merged;
+        result
     }
 
     fn on_late(&mut self, record: StreamRecord<T>, out: &mut Output<O>) -> FunctionResult {
