@@ -615,14 +615,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_firing_hands_its_results_on_in_batches() -> FunctionResult {
+    type Counting =
+        AlignedWindowOperator<u32, u32, TimeWindow, u64, AggregateLogic<Count, u32, u64, u64>>;
+
+    /// Counts per key (the record is its key) in tumbling windows of
+    /// `size` ms.
+    fn counting(size: i64) -> Counting {
         let logic = AggregateLogic {
             agg: Count,
             _t: std::marker::PhantomData,
         };
-        let mut op: AlignedWindowOperator<u32, u32, TimeWindow, u64, _> =
-            AlignedWindowOperator::new(Arc::new(|k: &u32| *k), logic, (1000, 1000, 0), 0, None);
+        AlignedWindowOperator::new(Arc::new(|k: &u32| *k), logic, (size, size, 0), 0, None)
+    }
+
+    #[test]
+    fn a_firing_hands_its_results_on_in_batches() -> FunctionResult {
+        let mut op = counting(1000);
         let mut h = HarnessOutput::new();
         let keys = 10_000u32;
         let mut records: Vec<_> = (0..keys)
@@ -644,28 +652,24 @@ mod tests {
     /// after fewer new slices, lets the extra ones go.
     #[test]
     fn spare_tables_follow_the_slices_made_between_watermarks() -> FunctionResult {
-        let logic = AggregateLogic {
-            agg: Count,
-            _t: std::marker::PhantomData,
-        };
-        let mut op: AlignedWindowOperator<u32, u32, TimeWindow, u64, _> =
-            AlignedWindowOperator::new(Arc::new(|k: &u32| *k), logic, (10, 10, 0), 0, None);
+        let mut op = counting(10);
         let mut h = HarnessOutput::new();
-        // Twelve windows of ten keys each before the first watermark.
-        let mut records: Vec<_> = (0..120u32)
-            .map(|i| StreamRecord::with_timestamp(i % 10, i64::from(i)))
-            .collect();
-        op.process_batch(&mut records, &mut h.output)?;
+        // Record i at time i, of key i % 10: each 10 ms window has ten keys.
+        let feed = |op: &mut Counting, h: &mut HarnessOutput<u64>, ids: std::ops::Range<u32>| {
+            let mut records: Vec<_> = ids
+                .map(|i| StreamRecord::with_timestamp(i % 10, i64::from(i)))
+                .collect();
+            op.process_batch(&mut records, &mut h.output)
+        };
+        // Twelve windows before the first watermark.
+        feed(&mut op, &mut h, 0..120)?;
         assert_eq!(op.slices.len(), 12);
         op.process_watermark(119, &mut h.output)?;
         assert!(op.slices.is_empty());
         assert_eq!(op.spares.len(), 12);
         assert!(op.spares.iter().all(|t| t.is_empty() && t.capacity() >= 10));
         // Two new windows take two of them; the next watermark keeps two.
-        let mut records: Vec<_> = (120..140u32)
-            .map(|i| StreamRecord::with_timestamp(i % 10, i64::from(i)))
-            .collect();
-        op.process_batch(&mut records, &mut h.output)?;
+        feed(&mut op, &mut h, 120..140)?;
         assert_eq!(op.spares.len(), 10);
         op.process_watermark(139, &mut h.output)?;
         assert_eq!(op.spares.len(), 2);
