@@ -850,7 +850,8 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for Deduplicate {
 
 /// The first `n` rows of each key in order, kept as rows arrive, with the
 /// changelog Flink's append-only Top-N emits: without the rank shown, `+I`
-/// for a row that enters and `-D` for the one it pushes out; with the
+/// for a row that enters and `-D` for the one it pushes out (a Top-1's
+/// one row is updated, `-U` then `+U`, as Flink's Top-1 does); with the
 /// rank shown, every rank from the new row's down changes (`-U`/`+U`, or
 /// `+I` for a rank filled the first time).
 #[derive(Clone)]
@@ -911,13 +912,23 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for TopN {
                 }
             }
         } else {
+            // A Top-1 updates its one row in place (`-U`, `+U`), as Flink's
+            // Top-1 does; a longer one deletes the row pushed out and
+            // inserts the new one.
+            let (before, after) = match (self.n, &evicted) {
+                (1, Some(_)) => (RowKind::UpdateBefore, RowKind::UpdateAfter),
+                _ => (RowKind::Delete, RowKind::Insert),
+            };
             if let Some(old) = evicted {
                 out.collect(Row {
-                    kind: RowKind::Delete,
+                    kind: before,
                     values: with_rank(old, self.n),
                 });
             }
-            out.collect(Row::insert(with_rank(top[at].clone(), at + 1)));
+            out.collect(Row {
+                kind: after,
+                values: with_rank(top[at].clone(), at + 1),
+            });
         }
         state.update(top)?;
         Ok(())

@@ -9,4 +9,10 @@ CREATE TABLE orders (
 SELECT id, buyer, amount FROM orders ORDER BY amount DESC LIMIT 3;
 SELECT id, buyer FROM orders ORDER BY buyer, id DESC LIMIT 2;
 SELECT id, buyer FROM orders LIMIT 4;
+-- A Top-1 updates its one row (-U, +U) rather than deleting it, with or
+-- without a partition.
+SELECT id, buyer, amount FROM orders ORDER BY amount ASC, id DESC LIMIT 1;
+SELECT id, buyer, amount FROM (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY buyer ORDER BY amount DESC) AS rn FROM orders
+) WHERE rn = 1;
 SELECT buyer, COUNT(*) AS n FROM (SELECT * FROM orders LIMIT 6) GROUP BY buyer;
