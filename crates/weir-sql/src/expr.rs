@@ -5,10 +5,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use sqlparser::ast::helpers::attached_token::AttachedToken;
 use sqlparser::ast::{
-    BinaryOperator, CaseWhen, CastKind, DateTimeField, Expr, FunctionArg, FunctionArgExpr,
-    FunctionArguments, Spanned, UnaryOperator, Value as Lit,
+    BinaryOperator, CastKind, DateTimeField, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    Spanned, UnaryOperator, Value as Lit,
 };
 
 use crate::error::{position, Position, SqlError};
@@ -1752,30 +1751,22 @@ fn function(
             })
         }
         "NULLIF" => {
-            // NULL when the two are equal, else the first: a CASE, as
-            // Flink rewrites it, of the first argument's type.
+            // NULL when the two are equal, else the first (Flink's CASE WHEN
+            // a = b THEN NULL ELSE a END, with `a` evaluated once). The
+            // equality is compiled for its type check alone.
             arity(2)?;
-            let case = Expr::Case {
-                case_token: AttachedToken::empty(),
-                end_token: AttachedToken::empty(),
-                operand: None,
-                conditions: vec![CaseWhen {
-                    condition: Expr::BinaryOp {
-                        left: Box::new(exprs[0].clone()),
-                        op: BinaryOperator::Eq,
-                        right: Box::new(exprs[1].clone()),
-                    },
-                    result: Expr::value(Lit::Null),
-                }],
-                else_result: Some(Box::new(exprs[0].clone())),
-            };
-            let ty = compiled[0].ty;
-            let c = compile(&case, scope)?;
-            let eval = c.eval;
+            binary(&BinaryOperator::Eq, exprs[0], exprs[1], scope, at)?;
+            let (a, b) = (compiled[0].eval.clone(), compiled[1].eval.clone());
             Ok(Compiled {
                 shape: Shape::Computed,
-                eval: Arc::new(move |r| cast(eval(r)?, c.ty, ty)),
-                ty,
+                eval: Arc::new(move |r| {
+                    let v = a(r)?;
+                    Ok(match v.compare(&b(r)?) {
+                        Some(std::cmp::Ordering::Equal) => Value::Null,
+                        _ => v,
+                    })
+                }),
+                ty: compiled[0].ty,
             })
         }
         "IF" => {
