@@ -187,8 +187,12 @@ fn stopped_after(dir: &Path, script: &str, rows: usize) -> (String, Vec<String>)
 
 /// Nexmark q7's shape: rows joined with each window's largest id within
 /// the window's span. Each id is a key of its own, 10 a second of event
-/// time per window of 10 s.
+/// time per window of 10 s. At 2000 rows a second, the default 200 ms
+/// watermark interval would let 400 rows (40 s of event time) arrive
+/// between two watermarks, more than the state the test bounds; at 10 ms
+/// the watermark trails by about 20 rows.
 const HIGHEST: &str = "
+SET 'pipeline.auto-watermark-interval' = '10 ms';
 CREATE TABLE b (
   id BIGINT, ts AS CAST(TO_TIMESTAMP_LTZ(id * 100, 3) AS TIMESTAMP(3)),
   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
@@ -227,5 +231,5 @@ fn a_join_with_windows_keeps_only_the_rows_windows_to_come_can_join() {
             entries.strip_suffix(" entries")?.parse().ok()
         })
         .unwrap_or_else(|| panic!("no join state in {text}"));
-    assert!((50..=200).contains(&kept), "{kept} rows kept: {text}");
+    assert!((50..=250).contains(&kept), "{kept} rows kept: {text}");
 }
