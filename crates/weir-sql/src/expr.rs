@@ -6,8 +6,8 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    BinaryOperator, CastKind, DateTimeField, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    Spanned, UnaryOperator, Value as Lit,
+    BinaryOperator, CastKind, CeilFloorKind, DateTimeField, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, Spanned, UnaryOperator, Value as Lit,
 };
 
 use crate::error::{position, Position, SqlError};
@@ -361,6 +361,12 @@ thread_local! {
     static FOLDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Whether an expression is being compiled to try folding it into a
+/// constant (a function that reads the clock refuses).
+pub(crate) fn folding() -> bool {
+    FOLDING.get()
+}
+
 /// The value of `e` if it names no column and evaluates without error.
 fn constant_value(e: &Expr) -> Option<(Value, SqlType)> {
     FOLDING.set(true);
@@ -575,21 +581,81 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
                     };
                     let len = match &lf {
                         Some(f) => match f(r)?.as_i64() {
-                            Some(v) => Some(v.max(0) as usize),
+                            Some(v) => Some(v),
                             None => return Ok(Value::Null),
                         },
                         None => None,
                     };
-                    let skip = (start.max(1) - 1) as usize;
-                    let chars = s.chars().skip(skip);
-                    let out: String = match len {
-                        Some(n) => chars.take(n).collect(),
-                        None => chars.collect(),
-                    };
-                    Ok(Value::string(&out))
+                    Ok(Value::string(&crate::builtin::substring_sql(
+                        &s, start, len,
+                    )))
                 }),
                 ty: SqlType::String,
             })
+        }
+        Expr::Trim {
+            expr,
+            trim_where,
+            trim_what: Some(what),
+            trim_characters: None,
+        } => {
+            let s = compile(expr, scope)?;
+            let chars = compile(what, scope)?;
+            expect_type(&s, SqlType::String, expr)?;
+            expect_type(&chars, SqlType::String, what)?;
+            let side = trim_where.as_ref().map(|w| w.to_string());
+            let leading = side.as_deref() != Some("TRAILING");
+            let trailing = side.as_deref() != Some("LEADING");
+            let (sf, cf) = (s.eval, chars.eval);
+            Ok(Compiled {
+                shape: Shape::Computed,
+                eval: Arc::new(move |r| {
+                    Ok(match (sf(r)?, cf(r)?) {
+                        (Value::String(s), Value::String(chars)) => {
+                            Value::string(crate::builtin::trim_chars(&s, &chars, leading, trailing))
+                        }
+                        _ => Value::Null,
+                    })
+                }),
+                ty: SqlType::String,
+            })
+        }
+        Expr::Position { expr, r#in } => {
+            let needle = compile(expr, scope)?;
+            let s = compile(r#in, scope)?;
+            expect_type(&needle, SqlType::String, expr)?;
+            expect_type(&s, SqlType::String, r#in)?;
+            let (nf, sf) = (needle.eval, s.eval);
+            Ok(Compiled {
+                shape: Shape::Computed,
+                eval: Arc::new(move |r| {
+                    Ok(match (nf(r)?, sf(r)?) {
+                        (Value::String(n), Value::String(s)) => {
+                            Value::Int(crate::builtin::locate(&n, &s, 1))
+                        }
+                        _ => Value::Null,
+                    })
+                }),
+                ty: SqlType::Int,
+            })
+        }
+        Expr::Floor { expr, field } | Expr::Ceil { expr, field } => {
+            let ceil = matches!(e, Expr::Ceil { .. });
+            let x = compile(expr, scope)?;
+            match field {
+                CeilFloorKind::DateTimeField(DateTimeField::NoDateTime) => {
+                    crate::builtin::ceil_floor_number(x, ceil, expr)
+                }
+                CeilFloorKind::DateTimeField(unit) => {
+                    let unit = crate::builtin::TimeUnit::of_field(unit).ok_or_else(|| {
+                        SqlError::unsupported(format!("FLOOR and CEIL to {unit}"), at(e))
+                    })?;
+                    crate::builtin::ceil_floor_time(x, unit, ceil, expr)
+                }
+                CeilFloorKind::Scale(_) => {
+                    Err(SqlError::unsupported("FLOOR and CEIL with a scale", at(e)))
+                }
+            }
         }
         Expr::Trim {
             expr,
@@ -1470,7 +1536,7 @@ fn case(
 }
 
 /// The common type of CASE branches (numbers widen).
-fn unify(a: Option<SqlType>, b: SqlType, at: Position) -> Result<SqlType, SqlError> {
+pub(crate) fn unify(a: Option<SqlType>, b: SqlType, at: Position) -> Result<SqlType, SqlError> {
     let Some(a) = a else { return Ok(b) };
     if a == b || b == SqlType::Null {
         return Ok(a);
@@ -1626,6 +1692,15 @@ fn extract(field: &DateTimeField, x: Compiled, e: &Expr) -> Result<Compiled, Sql
         DateTimeField::Hour if !days => |ms, _| Some(ms.rem_euclid(86_400_000) / 3_600_000),
         DateTimeField::Minute if !days => |ms, _| Some(ms.rem_euclid(3_600_000) / 60_000),
         DateTimeField::Second if !days => |ms, _| Some(ms.rem_euclid(60_000) / 1000),
+        DateTimeField::Millisecond if !days => |ms, _| Some(ms.rem_euclid(1000)),
+        DateTimeField::Dow | DateTimeField::DayOfWeek => {
+            |ms, _| Some(crate::builtin::day_of_week(ms))
+        }
+        DateTimeField::Doy | DateTimeField::DayOfYear => {
+            |ms, _| Some(crate::builtin::day_of_year(ms))
+        }
+        DateTimeField::Week(None) => |ms, _| Some(crate::builtin::iso_week(ms)),
+        DateTimeField::Quarter => |ms, _| Some(crate::builtin::quarter(ms)),
         other => {
             return Err(SqlError::unsupported(
                 format!("extracting {other} from {}", x.ty),
@@ -1676,6 +1751,15 @@ fn function(
         ));
     }
     let exprs = args(func, at)?;
+    let call = crate::builtin::Call {
+        name: &name,
+        exprs: &exprs,
+        scope,
+        at,
+    };
+    if let Some(c) = crate::builtin::compile(&call)? {
+        return Ok(c);
+    }
     let compiled: Vec<Compiled> = exprs
         .iter()
         .map(|e| compile(e, scope))
@@ -1885,12 +1969,17 @@ fn function(
                 ty: SqlType::TimestampLtz,
             })
         }
-        "YEAR" | "MONTH" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" => {
+        "YEAR" | "QUARTER" | "MONTH" | "WEEK" | "DAYOFYEAR" | "DAYOFMONTH" | "DAYOFWEEK"
+        | "HOUR" | "MINUTE" | "SECOND" => {
             arity(1)?;
             let field = match name.as_str() {
                 "YEAR" => DateTimeField::Year,
+                "QUARTER" => DateTimeField::Quarter,
                 "MONTH" => DateTimeField::Month,
+                "WEEK" => DateTimeField::Week(None),
+                "DAYOFYEAR" => DateTimeField::DayOfYear,
                 "DAYOFMONTH" => DateTimeField::Day,
+                "DAYOFWEEK" => DateTimeField::DayOfWeek,
                 "HOUR" => DateTimeField::Hour,
                 "MINUTE" => DateTimeField::Minute,
                 _ => DateTimeField::Second,

@@ -20,6 +20,7 @@
 //! ```
 
 mod aggregate;
+mod builtin;
 mod catalog;
 mod computed;
 mod connector;

@@ -254,6 +254,62 @@ impl DatePattern {
             .unwrap_or(86_400_000)
     }
 
+    /// The timestamp (milliseconds since the epoch) that `text` writes in
+    /// this pattern, all of it read; fields the pattern has not are those
+    /// of 1970-01-01 00:00:00. A field written with two letters or more
+    /// takes that many digits (`yyyy` four, `MM` two), one of one letter
+    /// one or two; `yy` is a year of 2000–2099.
+    pub fn parse_text(&self, text: &str) -> Option<i64> {
+        let (mut year, mut month, mut day) = (1970, 1, 1);
+        let (mut hour, mut minute, mut second, mut milli) = (0, 0, 0, 0);
+        let mut rest = text;
+        for piece in &self.0 {
+            match piece {
+                Piece::Text(t) => rest = rest.strip_prefix(t.as_str())?,
+                Piece::ShortYear => {
+                    let (v, r) = take_digits(rest, 2, 2)?;
+                    year = 2000 + v;
+                    rest = r;
+                }
+                Piece::Millis(n) => {
+                    let (v, r) = take_digits(rest, *n, *n)?;
+                    milli = v * [100, 10, 1][*n - 1];
+                    rest = r;
+                }
+                Piece::Field(field, width) => {
+                    let (least, most) = if *width == 1 {
+                        (1, 2)
+                    } else {
+                        (*width, *width)
+                    };
+                    let (v, r) = take_digits(rest, least, most)?;
+                    rest = r;
+                    match field {
+                        DateField::Year => year = v,
+                        DateField::Month => month = v,
+                        DateField::Day => day = v,
+                        DateField::Hour => hour = v,
+                        DateField::Minute => minute = v,
+                        DateField::Second => second = v,
+                    }
+                }
+            }
+        }
+        if !rest.is_empty() || hour > 23 || minute > 59 || second > 59 {
+            return None;
+        }
+        let (m, d) = (u32::try_from(month).ok()?, u32::try_from(day).ok()?);
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+            return None;
+        }
+        let days = days_from_civil(year, m, d);
+        // Rejects 2021-02-30 and the like.
+        if civil_from_days(days) != (year, m, d) {
+            return None;
+        }
+        Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + milli)
+    }
+
     /// Appends `ms` formatted to `out`.
     pub fn format(&self, ms: i64, out: &mut String) {
         let f = fields(ms);
@@ -279,6 +335,16 @@ impl DatePattern {
             }
         }
     }
+}
+
+/// The number written by the first `least` to `most` digits of `s` (as
+/// many as there are), and the text after them.
+fn take_digits(s: &str, least: usize, most: usize) -> Option<(i64, &str)> {
+    let n = s.bytes().take(most).take_while(u8::is_ascii_digit).count();
+    if n < least {
+        return None;
+    }
+    Some((s[..n].parse().ok()?, &s[n..]))
 }
 
 /// A new identity for a compiled `DATE_FORMAT`'s cache.

@@ -211,6 +211,78 @@ fn mistakes_are_named_before_any_job_runs() {
 }
 
 #[test]
+fn a_built_in_called_wrongly_is_named_at_its_call() {
+    let path = csv("builtins", ORDERS);
+    let ddl = orders_ddl(&path);
+    let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
+    let e = err("SELECT ROUND(buyer, 1) FROM orders;");
+    assert!(
+        e.contains(
+            "ROUND's argument buyer is STRING where a number is expected (at line 7, column 14)"
+        ),
+        "{e}"
+    );
+    let e = err("SELECT ROUND(amount, id) FROM orders;");
+    assert!(
+        e.contains("ROUND's argument id must be an integer constant"),
+        "{e}"
+    );
+    let e = err("SELECT LPAD(buyer, 3) FROM orders;");
+    assert!(e.contains("LPAD takes 3 argument(s), not 2"), "{e}");
+    let e = err("SELECT TIMESTAMPADD(FORTNIGHT, 1, ts) FROM orders;");
+    assert!(
+        e.contains("TIMESTAMPADD's first argument is a unit: SECOND"),
+        "{e}"
+    );
+    let e = err("SELECT TIMESTAMPDIFF(DAY, ts, buyer) FROM orders;");
+    assert!(
+        e.contains("is STRING where a DATE or TIMESTAMP is expected"),
+        "{e}"
+    );
+    let e = err("SELECT REGEXP_EXTRACT(buyer, 'a(') FROM orders;");
+    assert!(
+        e.contains("REGEXP_EXTRACT: 'a(' is not a regular expression"),
+        "{e}"
+    );
+    let e = err("SELECT TO_TIMESTAMP(buyer, 'yyyy-MM-dd QQ') FROM orders;");
+    assert!(e.contains("the pattern letter 'Q'"), "{e}");
+    let e = err("SELECT FLOOR(ts TO DECADE) FROM orders;");
+    assert!(e.contains("not supported: FLOOR and CEIL to DECADE"), "{e}");
+}
+
+/// The clock's functions give the time the query runs at.
+#[test]
+fn the_clock_functions_read_the_time_the_query_runs_at() -> Result<(), SqlError> {
+    let path = csv("clock", ORDERS);
+    let seconds = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64)
+    };
+    let before = seconds();
+    let out = run(&format!(
+        "{}\nSELECT id, UNIX_TIMESTAMP() AS now, CURRENT_DATE = CAST(CURRENT_TIMESTAMP AS DATE) AS today FROM orders;",
+        orders_ddl(&path)
+    ))?;
+    let after = seconds();
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with("| +I"))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    for row in rows {
+        let now: i64 = row[3].parse().expect("a number");
+        assert!(
+            (before..=after).contains(&now),
+            "{now} not in {before}..={after}: {out}"
+        );
+        assert_eq!(row[4], "TRUE", "{out}");
+    }
+    Ok(())
+}
+
+#[test]
 fn a_bad_line_fails_the_job_and_says_which() {
     let path = csv(
         "bad",
