@@ -246,6 +246,12 @@ fn a_built_in_called_wrongly_is_named_at_its_call() {
     );
     let e = err("SELECT TO_TIMESTAMP(buyer, 'yyyy-MM-dd QQ') FROM orders;");
     assert!(e.contains("the pattern letter 'Q'"), "{e}");
+    let e = err("SELECT JSON_VALUE(buyer, '$.a[*]') FROM orders;");
+    assert!(e.contains("JSON_VALUE: '$.a[*]' is not a JSON path"), "{e}");
+    let e = err("SELECT SHA2(buyer, 100) FROM orders;");
+    assert!(e.contains("SHA2's length is 224, 256, 384 or 512"), "{e}");
+    let e = err("SELECT id IS DISTINCT FROM buyer FROM orders;");
+    assert!(e.contains("cannot compare BIGINT with STRING"), "{e}");
     let e = err("SELECT FLOOR(ts TO DECADE) FROM orders;");
     assert!(e.contains("not supported: FLOOR and CEIL to DECADE"), "{e}");
 }

@@ -1,12 +1,13 @@
 //! Flink's built-in scalar functions beyond the operators and the few the
-//! expression compiler handles itself: numbers (`math`), text (`text`)
-//! and dates and times (`calendar`). Each call is checked against its
-//! signature when the query is planned (a wrong argument type or count is
-//! a validation error at the call) and evaluated with Flink's results,
-//! result types and NULL handling: a NULL argument gives NULL unless the
-//! function says otherwise (`CONCAT_WS` skips NULLs).
+//! expression compiler handles itself: numbers (`math`), text (`text`),
+//! dates and times (`calendar`) and JSON (`json`). Each call is checked
+//! against its signature when the query is planned (a wrong argument type
+//! or count is a validation error at the call) and evaluated with Flink's
+//! results, result types and NULL handling: a NULL argument gives NULL
+//! unless the function says otherwise (`CONCAT_WS` skips NULLs).
 
 mod calendar;
+mod json;
 mod math;
 mod text;
 
@@ -136,6 +137,9 @@ pub(crate) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
         return Ok(Some(c));
     }
     if let Some(c) = text::compile(call)? {
+        return Ok(Some(c));
+    }
+    if let Some(c) = json::compile(call)? {
         return Ok(Some(c));
     }
     calendar::compile(call)

@@ -2,7 +2,9 @@
 //! `POSITION … IN`), `INITCAP`, `REPEAT`, `CONCAT_WS`, `SPLIT_INDEX`,
 //! `REGEXP`, `REGEXP_EXTRACT`, `REGEXP_REPLACE`, `SUBSTR` (and
 //! `SUBSTRING`'s positions), `LEFT`, `RIGHT`, `REVERSE`, `ASCII`, `CHR`,
-//! and `TRIM` of other characters than spaces.
+//! `TRIM` of other characters than spaces, and the digests (`MD5`,
+//! `SHA224`…`SHA512`, `SHA2`) and Base64 (`TO_BASE64`, `FROM_BASE64`)
+//! of a text's UTF-8.
 //!
 //! Positions and lengths count characters. A regular expression that is
 //! a constant is compiled once, and a wrong one fails the statement; one
@@ -10,6 +12,8 @@
 
 use std::sync::Arc;
 
+use base64::prelude::{Engine, BASE64_STANDARD};
+use md5::Digest;
 use regex::Regex;
 
 use super::{int, strict, text, Call, Kind};
@@ -118,8 +122,58 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
                 char::from((code & 0xff) as u8).to_string()
             }))
         })?,
+        "MD5" => texts(call, &[Kind::Text], |v| {
+            Ok(Value::string(&hex(&md5::Md5::digest(
+                text(&v[0]).as_bytes(),
+            ))))
+        })?,
+        "SHA224" => digest::<sha2::Sha224>(call)?,
+        "SHA256" => digest::<sha2::Sha256>(call)?,
+        "SHA384" => digest::<sha2::Sha384>(call)?,
+        "SHA512" => digest::<sha2::Sha512>(call)?,
+        "SHA2" => {
+            let args = call.args(2..=2)?;
+            let bits = call.constant_int(&args[1], 1)?;
+            let digest: fn(&[u8]) -> String = match bits {
+                224 => |b| hex(&sha2::Sha224::digest(b)),
+                256 => |b| hex(&sha2::Sha256::digest(b)),
+                384 => |b| hex(&sha2::Sha384::digest(b)),
+                512 => |b| hex(&sha2::Sha512::digest(b)),
+                _ => return Err(call.error("SHA2's length is 224, 256, 384 or 512")),
+            };
+            call.expect(&args[0], 0, Kind::Text)?;
+            strict(&args[..1], SqlType::String, move |v| {
+                Ok(Value::string(&digest(text(&v[0]).as_bytes())))
+            })
+        }
+        "TO_BASE64" => texts(call, &[Kind::Text], |v| {
+            Ok(Value::string(&BASE64_STANDARD.encode(text(&v[0]))))
+        })?,
+        // Text that is not Base64 of UTF-8 fails the job, as in Flink.
+        "FROM_BASE64" => texts(call, &[Kind::Text], |v| {
+            let bytes = BASE64_STANDARD
+                .decode(text(&v[0]))
+                .map_err(|e| format!("FROM_BASE64('{}'): {e}", text(&v[0])))?;
+            Ok(Value::string(&String::from_utf8_lossy(&bytes)))
+        })?,
         _ => return Ok(None),
     }))
+}
+
+/// A digest of a text's UTF-8, in lower-case hexadecimal.
+fn digest<D: Digest>(call: &Call) -> Result<Compiled, SqlError> {
+    texts(call, &[Kind::Text], |v| {
+        Ok(Value::string(&hex(&D::digest(text(&v[0]).as_bytes()))))
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }
 
 /// A function of arguments of `kinds`, giving a STRING.

@@ -57,3 +57,13 @@ SELECT id, TO_TIMESTAMP('2020-04-15 08:00:01'), TO_TIMESTAMP('15/04/2020 08', 'd
   FROM_UNIXTIME(1586937601), FROM_UNIXTIME(id * 86400, 'yyyy-MM-dd'), FROM_UNIXTIME(-1), FROM_UNIXTIME(0, 'yyyyMMdd HH'),
   TO_TIMESTAMP(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss')), UNIX_TIMESTAMP(CAST(ts AS STRING))
 FROM m;
+SELECT id, n IS DISTINCT FROM 0, n IS NOT DISTINCT FROM CAST(NULL AS INT), s IS NOT DISTINCT FROM t, IFNULL(s, 'none'),
+  JSON_VALUE('{"a": {"b": [1, "x"]}, "c": null}', '$.a.b[1]'), JSON_VALUE(t, '$.x'), JSON_VALUE('{"a": 1.50}', '$.a'),
+  JSON_VALUE('{"a": true}', '$.a'), JSON_VALUE('{"a": {"b": 1}}', '$.a'), JSON_VALUE('{"a": [1,2]}', '$.a[0]'),
+  JSON_VALUE('{"c": null}', '$.c'), JSON_VALUE('bad', '$.c'), JSON_VALUE('{"a": "x\"y"}', '$.a'), JSON_VALUE('{"a b": 2}', '$[''a b'']'),
+  JSON_VALUE('{"a": 12345678901234567890}', '$.a'), JSON_VALUE('{"a": 1e3}', '$.a'),
+  JSON_VALUE(CONCAT('{"who": "', s, '", "n": ', CAST(n AS STRING), '}'), '$.who'),
+  JSON_VALUE(CONCAT('{"who": "', s, '", "n": ', CAST(n AS STRING), '}'), '$.n'),
+  JSON_EXISTS('{"a": 1}', '$.a'), JSON_EXISTS('{"a": 1}', '$.b'),
+  MD5(s), SHA256(s), SHA2(s, 224), SHA512(t), TO_BASE64(s), FROM_BASE64(TO_BASE64(s)), FROM_BASE64('QUJD')
+FROM m;
