@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random SQL cases run on Flink and on Weir, their changelogs diffed.
 
-    crates/weir-sql/flink/random.py [--cases N] [--seed S] [--keep DIR]
+    crates/weir-sql/flink/random.py [--cases N] [--seed S] [--keep DIR] [--shape S …]
 
 Each case is a CSV of out-of-order rows (some amounts NULL) and one query
 drawn at random: a window aggregation (TUMBLE, HOP or CUMULATE, with or
@@ -9,7 +9,8 @@ without a key, some aggregates, maybe HAVING), an unbounded GROUP BY, a
 projection with a filter, a window Top-N, an OVER aggregation (ROWS or
 RANGE, bounded or not), ORDER BY … LIMIT, a sort by event time, a
 condition over NULLs (AND, OR, NOT, CASE, IF, BETWEEN, IN, in WHERE and
-as columns), a deduplication, or a self-join (regular inner or outer,
+as columns), built-in functions (math, text, time, JSON) nested at random
+as columns, a deduplication, or a self-join (regular inner or outer,
 interval, window); watermarks per row with a random delay, so late rows
 matter. A join reads the file twice, as two sources whose rows interleave
 as they come: its watermark's delay is longer than any row is late, and
@@ -177,11 +178,112 @@ def dedup(rng):
     )
 
 
-def query(rng):
-    shape = rng.choice(
-        ["window", "window", "group", "calc", "topn", "over", "over", "sortlimit", "timesort",
-         "cond", "cond", "join", "join", "dedup"]
-    )
+UNITS = ["SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"]
+
+
+def number(rng, depth):
+    """A random numeric expression (BIGINT, INT, DECIMAL or DOUBLE)."""
+    if depth == 0 or rng.random() < 0.25:
+        return rng.choice(["id", "amount", "-amount", "CAST(id AS INT)", "7", "2.5", "amount / 3"])
+    a = lambda: number(rng, depth - 1)
+    return rng.choice([
+        lambda: f"ROUND({a()}, {rng.randint(-1, 3)})",
+        lambda: f"ROUND({a()})",
+        lambda: f"TRUNCATE({a()}, {rng.randint(-1, 2)})",
+        lambda: f"FLOOR({a()})",
+        lambda: f"CEIL({a()})",
+        lambda: f"ABS({a()})",
+        lambda: f"SIGN({a()})",
+        lambda: f"MOD(id, {rng.randint(2, 9)})",
+        lambda: f"({a()} + {a()})",
+        lambda: f"({a()} * {rng.choice(['2', '1.5', 'id'])})",
+        lambda: f"SQRT(ABS({a()}))",
+        lambda: f"POWER({a()}, 2)",
+        lambda: f"GREATEST({a()}, {a()})",
+        lambda: f"LEAST(id, {rng.randint(0, 30)})",
+        lambda: f"CAST({a()} AS DOUBLE) / 4",
+        lambda: f"CHAR_LENGTH({text(rng, depth - 1)})",
+        lambda: f"POSITION('{rng.choice('abe-1')}' IN {text(rng, depth - 1)})",
+        lambda: f"LOCATE('{rng.choice('abe-')}', {text(rng, depth - 1)}, {rng.randint(1, 4)})",
+        lambda: f"TIMESTAMPDIFF({rng.choice(UNITS)}, {time(rng, depth - 1)}, {time(rng, depth - 1)})",
+        lambda: f"{rng.choice(['DAYOFWEEK', 'DAYOFYEAR', 'WEEK', 'QUARTER', 'HOUR', 'MINUTE'])}({time(rng, depth - 1)})",
+        lambda: f"EXTRACT({rng.choice(['DOW', 'DOY', 'MILLISECOND', 'SECOND'])} FROM {time(rng, depth - 1)})",
+        lambda: f"UNIX_TIMESTAMP(DATE_FORMAT({time(rng, depth - 1)}, 'yyyy-MM-dd HH:mm:ss'))",
+        lambda: f"TRY_CAST(JSON_VALUE(CONCAT('{{\"v\": ', CAST(id AS STRING), '}}'), '$.v') AS INT)",
+    ])()
+
+
+def text(rng, depth):
+    """A random STRING expression."""
+    if depth == 0 or rng.random() < 0.25:
+        return rng.choice([
+            "k", "UPPER(k)", "CONCAT(k, '-', CAST(id AS STRING))", "CAST(amount AS STRING)",
+            "'Hello wOrld'", "'a-b--c'", "CONCAT_WS(' ', k, CAST(amount AS STRING), 'x')",
+        ])
+    a = lambda: text(rng, depth - 1)
+    n = lambda: rng.randint(-4, 8)
+    return rng.choice([
+        lambda: f"UPPER({a()})",
+        lambda: f"LOWER({a()})",
+        lambda: f"INITCAP({a()})",
+        lambda: f"LPAD({a()}, {rng.randint(0, 9)}, '{rng.choice(['*', 'xy'])}')",
+        lambda: f"RPAD({a()}, {rng.randint(0, 9)}, '{rng.choice(['*', 'xy'])}')",
+        lambda: f"CONCAT_WS('{rng.choice(['/', ''])}', {a()}, {a()})",
+        lambda: f"SUBSTR({a()}, {n()})",
+        lambda: f"SUBSTR({a()}, {n()}, {rng.randint(0, 4)})",
+        lambda: f"SUBSTRING({a()} FROM {n()} FOR {rng.randint(0, 4)})",
+        lambda: f"LEFT({a()}, {rng.randint(0, 4)})",
+        lambda: f"RIGHT({a()}, {rng.randint(0, 4)})",
+        lambda: f"REVERSE({a()})",
+        lambda: f"REPEAT({a()}, {rng.randint(0, 2)})",
+        lambda: f"REPLACE({a()}, '{rng.choice('ab-')}', '{rng.choice(['', 'Z', '--'])}')",
+        lambda: f"REGEXP_REPLACE({a()}, '{rng.choice(['[a-c]', '-+', '[0-9]+'])}', '#')",
+        lambda: f"REGEXP_EXTRACT({a()}, '([a-z]+)-?([0-9]*)', {rng.randint(0, 2)})",
+        lambda: f"SPLIT_INDEX({a()}, '-', {rng.randint(0, 2)})",
+        lambda: f"TRIM(BOTH '{rng.choice(['a', 'ab', '-'])}' FROM {a()})",
+        lambda: f"LTRIM(CONCAT('  ', {a()}))",
+        lambda: f"CAST({number(rng, depth - 1)} AS STRING)",
+        lambda: f"DATE_FORMAT({time(rng, depth - 1)}, '{rng.choice(['yyyy-MM-dd', 'HH:mm:ss.SSS', 'yyMMdd HH'])}')",
+        lambda: f"FROM_UNIXTIME(id * {rng.choice([1000, 86400, 7777])})",
+        lambda: f"MD5({a()})",
+        lambda: f"TO_BASE64({a()})",
+        lambda: f"IFNULL({a()}, 'none')",
+        lambda: f"JSON_VALUE(CONCAT('{{\"v\": \"', {a()}, '\"}}'), '$.v')",
+    ])()
+
+
+def time(rng, depth):
+    """A random TIMESTAMP(3) expression."""
+    if depth == 0 or rng.random() < 0.3:
+        return rng.choice(["ts", "TIMESTAMP '2020-02-29 23:59:59.999'", "TIMESTAMP '2021-01-31 12:00:00'"])
+    a = lambda: time(rng, depth - 1)
+    return rng.choice([
+        lambda: f"TIMESTAMPADD({rng.choice(UNITS)}, {rng.randint(-3, 14)}, {a()})",
+        lambda: f"FLOOR({a()} TO {rng.choice(UNITS)})",
+        lambda: f"CEIL({a()} TO {rng.choice(UNITS)})",
+        lambda: f"TO_TIMESTAMP(DATE_FORMAT({a()}, 'yyyy-MM-dd HH:mm:ss'))",
+        lambda: f"TO_TIMESTAMP(DATE_FORMAT({a()}, 'dd/MM/yyyy HH'), 'dd/MM/yyyy HH')",
+        lambda: f"({a()} + INTERVAL '{rng.randint(1, 90)}' MINUTE)",
+    ])()
+
+
+def scalars(rng):
+    """Built-in functions nested at random over the columns, NULLs included."""
+    items = []
+    for i in range(rng.randint(2, 4)):
+        make = rng.choice([number, text, time])
+        items.append(f"{make(rng, rng.randint(1, 3))} AS e{i}")
+    return f"SELECT id, {', '.join(items)} FROM t;"
+
+
+SHAPES = ["window", "window", "group", "calc", "topn", "over", "over", "sortlimit", "timesort",
+          "cond", "cond", "join", "join", "dedup", "scalar", "scalar", "scalar"]
+
+
+def query(rng, shapes):
+    shape = rng.choice(shapes)
+    if shape == "scalar":
+        return scalars(rng)
     if shape == "cond":
         return conditions(rng)
     if shape == "join":
@@ -233,11 +335,11 @@ def query(rng):
     )
 
 
-def case(rng, directory, name):
+def case(rng, directory, name, shapes):
     with open(os.path.join(directory, f"{name}.csv"), "w") as f:
         f.write(rows(rng))
     delay = rng.choice([0, 1, 2, 3])
-    q = query(rng)
+    q = query(rng, shapes)
     header = ""
     if " JOIN " in q or "FROM t a, t b" in q:
         # Two sources: no row may be late, and the final rows are compared.
@@ -263,13 +365,16 @@ def main():
     parser.add_argument("--cases", type=int, default=10)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--keep", default=None)
+    parser.add_argument("--shape", action="append", choices=sorted(set(SHAPES)),
+                        help="draw only this shape (repeatable)")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     directory = args.keep or tempfile.mkdtemp(prefix="weir-sql-random-")
     os.makedirs(directory, exist_ok=True)
     print(f"seed {seed}; cases in {directory}")
-    paths = [case(rng, directory, f"random_{seed}_{i}") for i in range(args.cases)]
+    shapes = args.shape or SHAPES
+    paths = [case(rng, directory, f"random_{seed}_{i}", shapes) for i in range(args.cases)]
     result = subprocess.run([os.path.join(HERE, "compare.sh"), *paths])
     sys.exit(result.returncode)
 

@@ -558,9 +558,17 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
             let from = c.ty;
             let f = c.eval;
             let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
+            // SMALLINT and TINYINT are INTs here; a cast to them wraps as
+            // Java's narrowing does.
+            let narrow: fn(i32) -> i32 = match data_type {
+                sqlparser::ast::DataType::SmallInt(_) => |v| i32::from(v as i16),
+                sqlparser::ast::DataType::TinyInt(_) => |v| i32::from(v as i8),
+                _ => |v| v,
+            };
             Ok(Compiled {
                 shape: Shape::Computed,
                 eval: Arc::new(move |r| match cast(f(r)?, from, ty) {
+                    Ok(Value::Int(v)) => Ok(Value::Int(narrow(v))),
                     Ok(v) => Ok(v),
                     Err(_) if try_cast => Ok(Value::Null),
                     Err(m) => Err(m),

@@ -278,10 +278,27 @@ pub(crate) fn ceil_floor_time(
         ));
     }
     let ty = x.ty;
+    // To a week or longer, Flink rounds the date up and drops the time of
+    // day (Calcite's rule): `CEIL(TIMESTAMP '2020-04-01 00:00:01' TO
+    // MONTH)` is 2020-04-01 00:00.
+    let by_date = unit.millis().is_none_or(|ms| ms > DAY);
     Ok(strict(&[x], ty, move |v| {
         let ms = millis(&v[0]);
+        let ms = if ceil && by_date {
+            ms.div_euclid(DAY) * DAY
+        } else {
+            ms
+        };
         let floor = floor_time(ms, unit);
-        let moved = if !ceil || floor == ms {
+        // And a quarter's first day rounds up to the next quarter's,
+        // unless it is New Year's Day (so Flink has it).
+        let at_start = if ceil && unit == TimeUnit::Quarter {
+            let (_, m, d) = civil_from_days(ms.div_euclid(DAY));
+            m == 1 && d == 1
+        } else {
+            floor == ms
+        };
+        let moved = if !ceil || at_start {
             floor
         } else {
             match unit.millis() {
@@ -487,6 +504,42 @@ mod tests {
         assert_eq!(iso_week(at("2021-01-03 00:00:00")), 53);
         assert_eq!(iso_week(at("1969-12-31 12:30:00")), 1);
         assert_eq!(quarter(at("2020-02-29 23:59:59.999")), 1);
+        let ceil = |s: &str, unit| {
+            let x = Compiled::constant(Value::Timestamp(at(s)), SqlType::Timestamp);
+            let e = Expr::Value(sqlparser::ast::Value::Null.into());
+            let c = ceil_floor_time(x, unit, true, &e).expect("compiles");
+            (c.eval)(&[]).expect("evaluates")
+        };
+        // As Flink: to a week or longer, by the date alone.
+        assert_eq!(
+            ceil("2021-01-31 12:00:00", TimeUnit::Week),
+            Value::Timestamp(at("2021-01-31 00:00:00"))
+        );
+        assert_eq!(
+            ceil("2021-01-30 12:00:00", TimeUnit::Week),
+            Value::Timestamp(at("2021-01-31 00:00:00"))
+        );
+        assert_eq!(
+            ceil("2020-04-01 00:00:01", TimeUnit::Month),
+            Value::Timestamp(at("2020-04-01 00:00:00"))
+        );
+        let quarters = [
+            ("2020-04-15 08:00:00", "2020-07-01 00:00:00"),
+            ("2020-04-01 00:00:00", "2020-07-01 00:00:00"),
+            ("2020-01-01 08:00:00", "2020-01-01 00:00:00"),
+            ("2020-03-15 00:00:00", "2020-04-01 00:00:00"),
+        ];
+        for (t, want) in quarters {
+            assert_eq!(
+                ceil(t, TimeUnit::Quarter),
+                Value::Timestamp(at(want)),
+                "{t}"
+            );
+        }
+        assert_eq!(
+            ceil("2020-04-15 08:00:00", TimeUnit::Day),
+            Value::Timestamp(at("2020-04-16 00:00:00"))
+        );
     }
 
     #[test]
