@@ -628,46 +628,16 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
             trim_what: Some(what),
             trim_characters: None,
         } => {
-            let s = compile(expr, scope)?;
-            let chars = compile(what, scope)?;
-            expect_type(&s, SqlType::String, expr)?;
-            expect_type(&chars, SqlType::String, what)?;
             let side = trim_where.as_ref().map(|w| w.to_string());
             let leading = side.as_deref() != Some("TRAILING");
             let trailing = side.as_deref() != Some("LEADING");
-            let (sf, cf) = (s.eval, chars.eval);
-            Ok(Compiled {
-                shape: Shape::Computed,
-                eval: Arc::new(move |r| {
-                    Ok(match (sf(r)?, cf(r)?) {
-                        (Value::String(s), Value::String(chars)) => {
-                            Value::string(crate::builtin::trim_chars(&s, &chars, leading, trailing))
-                        }
-                        _ => Value::Null,
-                    })
-                }),
-                ty: SqlType::String,
+            of_two_strings(expr, what, scope, SqlType::String, move |s, chars| {
+                Value::string(crate::builtin::trim_chars(s, chars, leading, trailing))
             })
         }
-        Expr::Position { expr, r#in } => {
-            let needle = compile(expr, scope)?;
-            let s = compile(r#in, scope)?;
-            expect_type(&needle, SqlType::String, expr)?;
-            expect_type(&s, SqlType::String, r#in)?;
-            let (nf, sf) = (needle.eval, s.eval);
-            Ok(Compiled {
-                shape: Shape::Computed,
-                eval: Arc::new(move |r| {
-                    Ok(match (nf(r)?, sf(r)?) {
-                        (Value::String(n), Value::String(s)) => {
-                            Value::Int(crate::builtin::locate(&n, &s, 1))
-                        }
-                        _ => Value::Null,
-                    })
-                }),
-                ty: SqlType::Int,
-            })
-        }
+        Expr::Position { expr, r#in } => of_two_strings(expr, r#in, scope, SqlType::Int, |n, s| {
+            Value::Int(crate::builtin::locate(n, s, 1))
+        }),
         Expr::Floor { expr, field } | Expr::Ceil { expr, field } => {
             let ceil = matches!(e, Expr::Ceil { .. });
             let x = compile(expr, scope)?;
@@ -716,6 +686,31 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
             at(e),
         )),
     }
+}
+
+/// `f` of two STRING expressions' texts, of type `ty`; NULL when either
+/// is NULL.
+fn of_two_strings(
+    a: &Expr,
+    b: &Expr,
+    scope: &Scope,
+    ty: SqlType,
+    f: impl Fn(&str, &str) -> Value + Send + Sync + 'static,
+) -> Result<Compiled, SqlError> {
+    let (x, y) = (compile(a, scope)?, compile(b, scope)?);
+    expect_type(&x, SqlType::String, a)?;
+    expect_type(&y, SqlType::String, b)?;
+    let (xf, yf) = (x.eval, y.eval);
+    Ok(Compiled {
+        shape: Shape::Computed,
+        eval: Arc::new(move |r| {
+            Ok(match (xf(r)?, yf(r)?) {
+                (Value::String(x), Value::String(y)) => f(&x, &y),
+                _ => Value::Null,
+            })
+        }),
+        ty,
+    })
 }
 
 fn column(scope: &Scope, name: &str, at: Position) -> Result<Compiled, SqlError> {

@@ -38,11 +38,7 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
             Ok(Value::string(text(&v[0]).trim_end_matches(' ')))
         })?,
         "LOCATE" => {
-            let kinds: &[Kind] = if call.exprs.len() == 3 {
-                &[Kind::Text, Kind::Text, Kind::Integer]
-            } else {
-                &[Kind::Text, Kind::Text]
-            };
+            let kinds = optional_last(call, &[Kind::Text, Kind::Text, Kind::Integer]);
             typed(call, kinds, SqlType::Int, |v| {
                 let from = v.get(2).map_or(1, int);
                 Ok(Value::Int(locate(text(&v[0]), text(&v[1]), from)))
@@ -78,11 +74,7 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
             Value::string(&re.replace_all(s, regex::NoExpand(text(&rest[0]))))
         })?,
         "SUBSTR" => {
-            let kinds: &[Kind] = if call.exprs.len() == 3 {
-                &[Kind::Text, Kind::Integer, Kind::Integer]
-            } else {
-                &[Kind::Text, Kind::Integer]
-            };
+            let kinds = optional_last(call, &[Kind::Text, Kind::Integer, Kind::Integer]);
             texts(call, kinds, |v| {
                 let len = v.get(2).map(int);
                 Ok(Value::string(&substring_sql(text(&v[0]), int(&v[1]), len)))
@@ -174,6 +166,16 @@ fn hex(bytes: &[u8]) -> String {
         let _ = write!(out, "{b:02x}");
     }
     out
+}
+
+/// The kinds of a call's arguments whose last is optional: all of
+/// `kinds`, or all but the last when the call has one argument less.
+fn optional_last<'k>(call: &Call, kinds: &'k [Kind]) -> &'k [Kind] {
+    if call.exprs.len() + 1 == kinds.len() {
+        &kinds[..kinds.len() - 1]
+    } else {
+        kinds
+    }
 }
 
 /// A function of arguments of `kinds`, giving a STRING.
