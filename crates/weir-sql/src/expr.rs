@@ -638,6 +638,36 @@ fn compile_node(e: &Expr, scope: &Scope) -> Result<Compiled, SqlError> {
         Expr::Position { expr, r#in } => of_two_strings(expr, r#in, scope, SqlType::Int, |n, s| {
             Value::Int(crate::builtin::locate(n, s, 1))
         }),
+        Expr::Overlay {
+            expr,
+            overlay_what,
+            overlay_from,
+            overlay_for,
+        } => {
+            let mut args = vec![
+                compile(expr, scope)?,
+                compile(overlay_what, scope)?,
+                compile(overlay_from, scope)?,
+            ];
+            expect_type(&args[0], SqlType::String, expr)?;
+            expect_type(&args[1], SqlType::String, overlay_what)?;
+            if let Some(len) = overlay_for {
+                args.push(compile(len, scope)?);
+            }
+            for (c, x) in args[2..]
+                .iter()
+                .zip([Some(overlay_from), overlay_for.as_ref()])
+            {
+                if !(c.ty.is_integer() || c.ty == SqlType::Null) {
+                    let x = x.map_or(String::new(), ToString::to_string);
+                    return Err(SqlError::validation(
+                        format!("{x} is {} where an integer is expected", c.ty),
+                        at(e),
+                    ));
+                }
+            }
+            Ok(crate::builtin::overlay(&args))
+        }
         Expr::Floor { expr, field } | Expr::Ceil { expr, field } => {
             let ceil = matches!(e, Expr::Ceil { .. });
             let x = compile(expr, scope)?;

@@ -252,6 +252,16 @@ fn a_built_in_called_wrongly_is_named_at_its_call() {
     assert!(e.contains("SHA2's length is 224, 256, 384 or 512"), "{e}");
     let e = err("SELECT id IS DISTINCT FROM buyer FROM orders;");
     assert!(e.contains("cannot compare BIGINT with STRING"), "{e}");
+    let e = err("SELECT OVERLAY(buyer PLACING 'x' FROM 'a') FROM orders;");
+    assert!(
+        e.contains("'a' is STRING where an integer is expected"),
+        "{e}"
+    );
+    let e = err("SELECT ELT(buyer, 1) FROM orders;");
+    assert!(
+        e.contains("ELT's argument buyer is STRING where an integer is expected"),
+        "{e}"
+    );
     let e = err("SELECT FLOOR(ts TO DECADE) FROM orders;");
     assert!(e.contains("not supported: FLOOR and CEIL to DECADE"), "{e}");
 }

@@ -121,6 +121,21 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
             })
         }
         "FROM_UNIXTIME" => from_unixtime(call)?,
+        // Of text (read in UTC, the session time zone), or of a number of
+        // milliseconds alone; of a number and its precision, the
+        // expression compiler's.
+        "TO_TIMESTAMP_LTZ" if call.exprs.len() == 1 || text_first(call)? => {
+            let args = call.args(1..=2)?;
+            if args[0].ty == SqlType::String {
+                parsed(call, SqlType::TimestampLtz, Value::TimestampLtz)?
+            } else {
+                call.expect(&args[0], 0, Kind::Number)?;
+                strict(&args, SqlType::TimestampLtz, |v| {
+                    let ms = v[0].as_i64().or_else(|| v[0].as_f64().map(|f| f as i64));
+                    Ok(ms.map_or(Value::Null, Value::TimestampLtz))
+                })
+            }
+        }
         "CURRENT_TIMESTAMP" | "NOW" | "CURRENT_ROW_TIMESTAMP" => {
             clock(call, SqlType::TimestampLtz, Value::TimestampLtz)?
         }
@@ -130,6 +145,14 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
         })?,
         _ => return Ok(None),
     }))
+}
+
+/// Whether a call's first argument is a STRING.
+fn text_first(call: &Call) -> Result<bool, SqlError> {
+    match call.exprs.first() {
+        Some(e) => Ok(crate::expr::compile(e, call.scope)?.ty == SqlType::String),
+        None => Ok(false),
+    }
 }
 
 /// The milliseconds of a DATE (its midnight) or a timestamp.

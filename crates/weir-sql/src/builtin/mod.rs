@@ -24,7 +24,7 @@ use crate::value::Value;
 
 pub(crate) use calendar::{ceil_floor_time, day_of_week, day_of_year, iso_week, quarter, TimeUnit};
 pub(crate) use math::ceil_floor_number;
-pub(crate) use text::{locate, substring_sql, trim_chars};
+pub(crate) use text::{locate, overlay, substring_sql, trim_chars};
 
 /// A call of a built-in: its name (upper case), its arguments as written
 /// and where it is.

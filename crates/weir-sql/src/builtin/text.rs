@@ -114,6 +114,79 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
                 char::from((code & 0xff) as u8).to_string()
             }))
         })?,
+        "BTRIM" => {
+            let kinds = optional_last(call, &[Kind::Text, Kind::Text]);
+            texts(call, kinds, |v| {
+                let chars = v.get(1).map_or(" ", text);
+                Ok(Value::string(trim_chars(text(&v[0]), chars, true, true)))
+            })?
+        }
+        "STARTSWITH" => typed(call, &[Kind::Text, Kind::Text], SqlType::Boolean, |v| {
+            Ok(Value::Boolean(text(&v[0]).starts_with(text(&v[1]))))
+        })?,
+        "ENDSWITH" => typed(call, &[Kind::Text, Kind::Text], SqlType::Boolean, |v| {
+            Ok(Value::Boolean(text(&v[0]).ends_with(text(&v[1]))))
+        })?,
+        "INSTR" => typed(call, &[Kind::Text, Kind::Text], SqlType::Int, |v| {
+            Ok(Value::Int(locate(text(&v[1]), text(&v[0]), 1)))
+        })?,
+        "TRANSLATE" => texts(call, &[Kind::Text, Kind::Text, Kind::Text], |v| {
+            Ok(Value::string(&translate(
+                text(&v[0]),
+                text(&v[1]),
+                text(&v[2]),
+            )))
+        })?,
+        "ELT" => elt(call)?,
+        "REGEXP_COUNT" => regex_call(call, 2..=2, SqlType::Int, |s, re, _| {
+            Value::Int(re.find_iter(s).count() as i32)
+        })?,
+        "REGEXP_INSTR" => regex_call(call, 2..=2, SqlType::Int, |s, re, _| {
+            Value::Int(
+                re.find(s)
+                    .map_or(0, |m| s[..m.start()].chars().count() as i32 + 1),
+            )
+        })?,
+        "REGEXP_SUBSTR" => regex_call(call, 2..=2, SqlType::String, |s, re, _| {
+            re.find(s)
+                .map_or(Value::Null, |m| Value::string(m.as_str()))
+        })?,
+        "URL_ENCODE" => texts(call, &[Kind::Text], |v| {
+            Ok(Value::string(&url_encode(text(&v[0]))))
+        })?,
+        "URL_DECODE" => texts(call, &[Kind::Text], |v| {
+            Ok(url_decode(text(&v[0])).map_or(Value::Null, |s| Value::string(&s)))
+        })?,
+        // A BIGINT's bits (its two's complement when negative), or its
+        // hexadecimal; `HEX` of a text is the hexadecimal of its UTF-8.
+        "BIN" => texts(call, &[Kind::Integer], |v| {
+            Ok(Value::string(&format!("{:b}", int(&v[0]))))
+        })?,
+        "HEX" => {
+            let args = call.args(1..=1)?;
+            let of_text = args[0].ty == SqlType::String;
+            if !of_text {
+                call.expect(&args[0], 0, Kind::Integer)?;
+            }
+            strict(&args, SqlType::String, move |v| {
+                Ok(Value::string(&if of_text {
+                    hex(text(&v[0]).as_bytes()).to_uppercase()
+                } else {
+                    format!("{:X}", int(&v[0]))
+                }))
+            })
+        }
+        "UUID" => {
+            call.arity(0..=0)?;
+            if crate::expr::folding() {
+                return Err(call.error("not a constant"));
+            }
+            Compiled {
+                shape: Shape::Computed,
+                eval: Arc::new(|_| uuid().map(|u| Value::string(&u))),
+                ty: SqlType::String,
+            }
+        }
         "MD5" => texts(call, &[Kind::Text], |v| {
             Ok(Value::string(&hex(&md5::Md5::digest(
                 text(&v[0]).as_bytes(),
@@ -150,6 +223,116 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
         })?,
         _ => return Ok(None),
     }))
+}
+
+/// `OVERLAY(s PLACING r FROM pos [FOR len])`: `s` with its `len`
+/// characters (by default as many as `r` has) from `pos` replaced by `r`;
+/// `s` itself when `pos` is past its last character.
+pub(crate) fn overlay(args: &[Compiled]) -> Compiled {
+    strict(args, SqlType::String, |v| {
+        let (s, r) = (text(&v[0]), text(&v[1]));
+        let from = usize::try_from(int(&v[2]).max(1) - 1).unwrap_or(0);
+        // Past the end, nothing is placed (as Flink has it).
+        if from >= s.chars().count() {
+            return Ok(v[0].clone());
+        }
+        let len = v.get(3).map_or(r.chars().count() as i64, int);
+        let skip = from.saturating_add(usize::try_from(len).unwrap_or(0));
+        let mut out: String = s.chars().take(from).collect();
+        out.push_str(r);
+        out.extend(s.chars().skip(skip));
+        Ok(Value::string(&out))
+    })
+}
+
+/// `TRANSLATE(s, from, to)`: each character of `from` in `s` replaced by
+/// the one at its place in `to`, or removed when `to` is shorter.
+fn translate(s: &str, from: &str, to: &str) -> String {
+    let to: Vec<char> = to.chars().collect();
+    s.chars()
+        .filter_map(|c| match from.chars().position(|f| f == c) {
+            Some(i) => to.get(i).copied(),
+            None => Some(c),
+        })
+        .collect()
+}
+
+/// `ELT(n, a, b, …)`: the `n`th of the values (from 1), NULL past them.
+fn elt(call: &Call) -> Result<Compiled, SqlError> {
+    let args = call.args(2..=usize::MAX)?;
+    call.expect(&args[0], 0, Kind::Integer)?;
+    let mut ty = None;
+    for c in &args[1..] {
+        ty = Some(crate::expr::unify(ty, c.ty, call.at)?);
+    }
+    let ty = ty.unwrap_or(SqlType::Null);
+    let index = args[0].eval.clone();
+    let values: Vec<_> = args[1..].iter().map(|c| (c.eval.clone(), c.ty)).collect();
+    Ok(Compiled {
+        shape: Shape::Computed,
+        eval: Arc::new(move |row| {
+            let n = index(row)?.as_i64();
+            match n.and_then(|n| values.get(usize::try_from(n).ok()?.checked_sub(1)?)) {
+                Some((eval, from)) => crate::expr::cast(eval(row)?, *from, ty),
+                None => Ok(Value::Null),
+            }
+        }),
+        ty,
+    })
+}
+
+/// As Java's `URLEncoder` writes text (UTF-8): letters, digits and `.-*_`
+/// as they are, a space as `+`, every other byte as `%XX`.
+fn url_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
+                out.push(char::from(b))
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// As Java's `URLDecoder` reads text: `+` is a space, `%XX` a byte;
+/// `None` for a broken escape or bytes that are not UTF-8.
+fn url_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let pair = s.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(pair, 16).ok()?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A random (version 4) UUID.
+fn uuid() -> Result<String, String> {
+    let mut b = [0u8; 16];
+    getrandom::getrandom(&mut b).map_err(|e| format!("UUID(): no randomness: {e}"))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex(&b);
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    ))
 }
 
 /// A digest of a text's UTF-8, in lower-case hexadecimal.
@@ -305,7 +488,8 @@ fn split_index<'a>(s: &'a str, separator: &str, index: i64) -> Option<&'a str> {
 
 /// `SUBSTRING`/`SUBSTR`: `len` characters (all, when `None`) from
 /// position `pos`, counted from 1, or back from the end when negative (0
-/// is 1). Empty when the range lies outside the text.
+/// is 1). Empty when the position lies outside the text, before it or
+/// after it (as Flink has it).
 pub(crate) fn substring_sql(s: &str, pos: i64, len: Option<i64>) -> String {
     let count = s.chars().count() as i64;
     let start = match pos {
@@ -314,11 +498,10 @@ pub(crate) fn substring_sql(s: &str, pos: i64, len: Option<i64>) -> String {
         _ => 0,
     };
     let end = match len {
-        Some(n) => start.saturating_add(n),
+        Some(n) => start.saturating_add(n).min(count),
         None => count,
     };
-    let start = start.max(0);
-    if start >= end {
+    if start < 0 || start >= end {
         return String::new();
     }
     s.chars()
@@ -391,7 +574,9 @@ mod tests {
         assert_eq!(substring_sql("alice smith", 0, Some(2)), "al");
         assert_eq!(substring_sql("alice smith", -3, Some(2)), "it");
         assert_eq!(substring_sql("alice smith", -20, Some(3)), "");
-        assert_eq!(substring_sql("alice smith", -20, None), "alice smith");
+        assert_eq!(substring_sql("alice smith", -20, None), "");
+        assert_eq!(substring_sql("d-1", -4, None), "");
+        assert_eq!(substring_sql("d-1", -3, None), "d-1");
         assert_eq!(substring_sql("Émile", 2, Some(3)), "mil");
         assert_eq!(substring_sql("abc", 5, None), "");
         assert_eq!(substring_sql("abc", 2, Some(-1)), "");

@@ -75,3 +75,11 @@ SELECT id, n IS DISTINCT FROM 0, n IS NOT DISTINCT FROM CAST(NULL AS INT), s IS 
   JSON_EXISTS('{"a": 1}', '$.a'), JSON_EXISTS('{"a": 1}', '$.b'),
   MD5(s), SHA256(s), SHA2(s, 224), SHA512(t), TO_BASE64(s), FROM_BASE64(TO_BASE64(s)), FROM_BASE64('QUJD')
 FROM m;
+SELECT id, BTRIM(s), BTRIM(s, 'a'), BTRIM('xxhixx', 'x'), STARTSWITH(s, 'al'), ENDSWITH(s, 'th'), ENDSWITH(s, ''), INSTR(s, 'i'), INSTR(s, 'zz'),
+  ELT(2, s, t), ELT(3, s, t), ELT(0, s, t), ELT(CAST(n AS INT) + 4, s, t, 'z'), TRANSLATE(s, 'al', 'AL'), TRANSLATE(s, 'ice', 'I'),
+  REGEXP_COUNT(s, '[aeiou]'), REGEXP_INSTR(s, '[lm]'), REGEXP_INSTR(s, 'q'), REGEXP_SUBSTR(s, '[aeiou]+'), REGEXP_SUBSTR(t, '[0-9]'),
+  URL_ENCODE(s), URL_ENCODE('a/b?c=d&e=é~'), URL_DECODE('a%20b+c%C3%A9'), URL_DECODE(URL_ENCODE(s)),
+  OVERLAY(s PLACING 'ZZ' FROM 2 FOR 3), OVERLAY(s PLACING 'ZZ' FROM 2), OVERLAY(s PLACING '' FROM 1 FOR 2), OVERLAY(s PLACING 'Q' FROM 20),
+  BIN(id), BIN(-id), HEX(id * 255), HEX(-id), HEX(s), TO_TIMESTAMP_LTZ('2020-01-01 00:00:00'), TO_TIMESTAMP_LTZ(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss')),
+  TO_TIMESTAMP_LTZ('01/02/2020', 'dd/MM/yyyy'), CHAR_LENGTH(UUID()), OVERLAY(s PLACING 'Q' FROM 12)
+FROM m;
