@@ -134,10 +134,11 @@ pub(crate) fn date_format(ms: i64, pattern: &str) -> Result<String, String> {
 }
 
 /// A Java `SimpleDateFormat` pattern as Flink's `DATE_FORMAT` reads it:
-/// `yyyy`, `yy`, `MM`, `dd`, `HH`, `mm`, `ss`, `SSS` (a run of a letter
-/// pads to its length), text in single quotes (`''` is a quote, inside
-/// them or out) and other characters as they are. Other letters are an
-/// error.
+/// `yyyy`, `yy`, `MM`, `dd`, `HH`, `hh`, `mm`, `ss`, `SSS` (a run of a
+/// letter pads to its length), `MMM`/`MMMM` and `EEE`/`EEEE` (English
+/// month and day names, short or full), `a` (`AM`/`PM`), text in single
+/// quotes (`''` is a quote, inside them or out) and other characters as
+/// they are. Other letters are an error.
 /// Parsed once, so that a constant pattern costs nothing per row.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct DatePattern(Vec<Piece>);
@@ -151,6 +152,18 @@ enum Piece {
     ShortYear,
     /// The first `n` (at most three) digits of the milliseconds.
     Millis(usize),
+    /// `EEE` (`Wed`) or, `full`, `EEEE` (`Wednesday`).
+    DayName {
+        full: bool,
+    },
+    /// `MMM` (`Apr`) or, `full`, `MMMM` (`April`).
+    MonthName {
+        full: bool,
+    },
+    /// `a`: `AM` or `PM`.
+    HalfDay,
+    /// `h`: the hour of the half day, 1 to 12, padded to `width` digits.
+    Hour12(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -205,7 +218,11 @@ impl DatePattern {
                 }
                 'y' if run == 2 => Piece::ShortYear,
                 'y' => Piece::Field(DateField::Year, run),
+                'M' if run >= 3 => Piece::MonthName { full: run > 3 },
                 'M' => Piece::Field(DateField::Month, run),
+                'E' => Piece::DayName { full: run > 3 },
+                'a' => Piece::HalfDay,
+                'h' => Piece::Hour12(run),
                 'd' => Piece::Field(DateField::Day, run),
                 'H' => Piece::Field(DateField::Hour, run),
                 'm' => Piece::Field(DateField::Minute, run),
@@ -213,7 +230,7 @@ impl DatePattern {
                 'S' => Piece::Millis(run.min(3)),
                 c if c.is_ascii_alphabetic() => {
                     return Err(format!(
-                        "the pattern letter '{c}' (in '{pattern}') is not supported: yyyy, yy, MM, dd, HH, mm, ss, SSS are"
+                        "the pattern letter '{c}' (in '{pattern}') is not supported: yyyy, yy, MM, MMM, dd, EEE, HH, hh, a, mm, ss, SSS are"
                     ))
                 }
                 c => {
@@ -242,7 +259,8 @@ impl DatePattern {
             .map(|piece| match piece {
                 Piece::Text(_) => 86_400_000,
                 Piece::Millis(_) => 1,
-                Piece::ShortYear => 86_400_000,
+                Piece::ShortYear | Piece::DayName { .. } | Piece::MonthName { .. } => 86_400_000,
+                Piece::HalfDay | Piece::Hour12(_) => 3_600_000,
                 Piece::Field(field, _) => match field {
                     DateField::Second => 1000,
                     DateField::Minute => 60_000,
@@ -271,6 +289,11 @@ impl DatePattern {
                     year = 2000 + v;
                     rest = r;
                 }
+                // Names and the half day are written, not read.
+                Piece::DayName { .. }
+                | Piece::MonthName { .. }
+                | Piece::HalfDay
+                | Piece::Hour12(_) => return None,
                 Piece::Millis(n) => {
                     let (v, r) = take_digits(rest, *n, *n)?;
                     milli = v * [100, 10, 1][*n - 1];
@@ -321,6 +344,17 @@ impl DatePattern {
                     let digits = [f.milli / 100, f.milli / 10 % 10, f.milli % 10];
                     out.extend(digits[..*n].iter().map(|d| char::from(b'0' + *d as u8)));
                 }
+                Piece::DayName { full } => {
+                    // 1970-01-01 was a Thursday.
+                    let day = DAYS[(ms.div_euclid(86_400_000) + 3).rem_euclid(7) as usize];
+                    out.push_str(if *full { day } else { &day[..3] });
+                }
+                Piece::MonthName { full } => {
+                    let month = MONTHS[f.month as usize - 1];
+                    out.push_str(if *full { month } else { &month[..3] });
+                }
+                Piece::HalfDay => out.push_str(if f.hour < 12 { "AM" } else { "PM" }),
+                Piece::Hour12(width) => padded(out, (f.hour + 11) % 12 + 1, *width),
                 Piece::Field(field, width) => {
                     let v = match field {
                         DateField::Year => f.year,
@@ -336,6 +370,31 @@ impl DatePattern {
         }
     }
 }
+
+const DAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
 
 /// The number written by the first `least` to `most` digits of `s` (as
 /// many as there are), and the text after them.
@@ -454,7 +513,12 @@ mod tests {
             "23/11/4 7:5:9.042"
         );
         assert_eq!(date_format(ms, "yyyy'T'HH''").unwrap(), "2023T07'");
-        assert!(date_format(ms, "EEE").unwrap_err().contains("'E'"));
+        assert_eq!(
+            date_format(ms, "EEEE, MMMM d, h:mm a").unwrap(),
+            "Saturday, November 4, 7:05 AM"
+        );
+        assert_eq!(date_format(ms, "EEE MMM hh").unwrap(), "Sat Nov 07");
+        assert!(date_format(ms, "G").unwrap_err().contains("'G'"));
         assert!(date_format(ms, "'open").unwrap_err().contains("unclosed"));
         // Timestamps within one span of the finest field format alike.
         for (pattern, span) in [
@@ -485,10 +549,11 @@ mod tests {
                 }
             }
         }
-        // Runs longer than the digits pad; milliseconds are cut.
+        // Runs longer than the digits pad (three Ms or more are a
+        // name); milliseconds are cut.
         assert_eq!(
             date_format(ms, "yyyyy MMM ddd SS S").unwrap(),
-            "02023 011 004 04 0"
+            "02023 Nov 004 04 0"
         );
         assert_eq!(date_format(ms, "'it''s' yyyy").unwrap(), "it's 2023");
         // A year before year 0 is written as Java's pattern would pad it.

@@ -83,3 +83,6 @@ SELECT id, BTRIM(s), BTRIM(s, 'a'), BTRIM('xxhixx', 'x'), STARTSWITH(s, 'al'), E
   BIN(id), BIN(-id), HEX(id * 255), HEX(-id), HEX(s), TO_TIMESTAMP_LTZ('2020-01-01 00:00:00'), TO_TIMESTAMP_LTZ(DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss')),
   TO_TIMESTAMP_LTZ('01/02/2020', 'dd/MM/yyyy'), CHAR_LENGTH(UUID()), OVERLAY(s PLACING 'Q' FROM 12)
 FROM m;
+SELECT id, DATE_FORMAT(ts, 'EEE, MMM d yyyy hh:mm a'), DATE_FORMAT(ts, 'EEEE MMMM h:m:s a'), DATE_FORMAT(ts, 'E MMM'),
+  DATE_FORMAT(ts, 'yyyy-MM-dd''T''HH:mm:ss.SSS'), DATE_FORMAT(ts, 'M/d/yy h a')
+FROM m;
