@@ -1,6 +1,7 @@
 //! Numeric built-ins: `ROUND`, `TRUNCATE`, `FLOOR`/`CEIL` of a number,
-//! `POWER`, `SQRT`, `EXP`, `LN`, `LOG10`, `LOG2`, `LOG`, `SIGN`, `PI`,
-//! `E`, `GREATEST`, `LEAST`.
+//! `POWER`, `SQRT`, `EXP`, `LN`, `LOG10`, `LOG2`, `LOG`, the
+//! trigonometric and hyperbolic functions, `DEGREES`, `RADIANS`, `SIGN`,
+//! `PI`, `E`, `GREATEST`, `LEAST`.
 //!
 //! Rounding is Flink's: half away from zero, on the decimal digits a
 //! DOUBLE prints as (`ROUND(2.675e0, 2)` is 2.68, as Java's
@@ -33,6 +34,22 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
             let x = args.remove(0);
             ceil_floor_number(x, call.name != "FLOOR", call.exprs[0])?
         }
+        "SIN" => doubles(call, 1, |x| x[0].sin())?,
+        "COS" => doubles(call, 1, |x| x[0].cos())?,
+        "TAN" => doubles(call, 1, |x| x[0].tan())?,
+        "COT" => doubles(call, 1, |x| 1.0 / x[0].tan())?,
+        // Java computes these with fdlibm (StrictMath), which differs
+        // from the C library in the last digit now and then; `libm` is a
+        // port of the same code.
+        "ASIN" => doubles(call, 1, |x| libm::asin(x[0]))?,
+        "ACOS" => doubles(call, 1, |x| libm::acos(x[0]))?,
+        "ATAN" => doubles(call, 1, |x| libm::atan(x[0]))?,
+        "ATAN2" => doubles(call, 2, |x| libm::atan2(x[0], x[1]))?,
+        "SINH" => doubles(call, 1, |x| libm::sinh(x[0]))?,
+        "COSH" => doubles(call, 1, |x| libm::cosh(x[0]))?,
+        "TANH" => doubles(call, 1, |x| libm::tanh(x[0]))?,
+        "DEGREES" => doubles(call, 1, |x| x[0].to_degrees())?,
+        "RADIANS" => doubles(call, 1, |x| x[0].to_radians())?,
         "SIGN" => sign(call)?,
         "PI" => {
             call.arity(0..=0)?;

@@ -86,3 +86,5 @@ FROM m;
 SELECT id, DATE_FORMAT(ts, 'EEE, MMM d yyyy hh:mm a'), DATE_FORMAT(ts, 'EEEE MMMM h:m:s a'), DATE_FORMAT(ts, 'E MMM'),
   DATE_FORMAT(ts, 'yyyy-MM-dd''T''HH:mm:ss.SSS'), DATE_FORMAT(ts, 'M/d/yy h a')
 FROM m;
+SELECT id, SIN(d), COS(d), TAN(n), COT(d), ASIN(d / 100), ACOS(d / 100), ATAN(d), ATAN2(CAST(n AS DOUBLE), CAST(d AS DOUBLE)), SINH(n), COSH(n), TANH(d), DEGREES(d), RADIANS(n)
+FROM m;
