@@ -198,6 +198,9 @@ def number(rng, depth):
         lambda: f"({a()} + {a()})",
         lambda: f"({a()} * {rng.choice(['2', '1.5', 'id'])})",
         lambda: f"SQRT(ABS({a()}))",
+        lambda: f"{rng.choice(['SIN', 'COS', 'TAN', 'ATAN', 'SINH', 'TANH', 'DEGREES', 'RADIANS'])}({a()})",
+        lambda: f"ATAN2(CAST({a()} AS DOUBLE), CAST({a()} AS DOUBLE))",
+        lambda: f"{rng.choice(['EXP', 'LN', 'LOG10', 'LOG2'])}({a()})",
         lambda: f"POWER({a()}, 2)",
         # Not of a NULL DECIMAL: Flink fails on one.
         lambda: f"GREATEST(id, CAST(id AS INT) * {rng.randint(-2, 2)}, {rng.randint(0, 30)})",

@@ -23,7 +23,11 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
         "SQRT" => doubles(call, 1, |x| x[0].sqrt())?,
         "EXP" => doubles(call, 1, |x| x[0].exp())?,
         "LN" => doubles(call, 1, |x| x[0].ln())?,
-        "LOG10" => doubles(call, 1, |x| x[0].log10())?,
+        // Java's last digits are, for each function, the C library's or
+        // fdlibm's (Java's StrictMath; the `libm` crate ports it): which,
+        // measured over 400 values against Flink. They still differ now
+        // and then: about one value in 400 for LOG10, COS and TAN.
+        "LOG10" => doubles(call, 1, |x| libm::log10(x[0]))?,
         // As Flink computes it (not `log2`, which can differ in the last
         // digit).
         "LOG2" => doubles(call, 1, |x| x[0].ln() / 2f64.ln())?,
@@ -38,16 +42,13 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
         "COS" => doubles(call, 1, |x| x[0].cos())?,
         "TAN" => doubles(call, 1, |x| x[0].tan())?,
         "COT" => doubles(call, 1, |x| 1.0 / x[0].tan())?,
-        // Java computes these with fdlibm (StrictMath), which differs
-        // from the C library in the last digit now and then; `libm` is a
-        // port of the same code.
         "ASIN" => doubles(call, 1, |x| libm::asin(x[0]))?,
         "ACOS" => doubles(call, 1, |x| libm::acos(x[0]))?,
         "ATAN" => doubles(call, 1, |x| libm::atan(x[0]))?,
         "ATAN2" => doubles(call, 2, |x| libm::atan2(x[0], x[1]))?,
         "SINH" => doubles(call, 1, |x| libm::sinh(x[0]))?,
         "COSH" => doubles(call, 1, |x| libm::cosh(x[0]))?,
-        "TANH" => doubles(call, 1, |x| libm::tanh(x[0]))?,
+        "TANH" => doubles(call, 1, |x| x[0].tanh())?,
         "DEGREES" => doubles(call, 1, |x| x[0].to_degrees())?,
         "RADIANS" => doubles(call, 1, |x| x[0].to_radians())?,
         "SIGN" => sign(call)?,
