@@ -59,12 +59,6 @@ fn unit(column: usize, row: u64, salt: u64) -> f64 {
     (mix(column, row ^ salt.rotate_left(32)) >> 11) as f64 / (1u64 << 53) as f64
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 impl Field {
     fn value(&self, column: usize, row: u64, ty: SqlType) -> Value {
         match *self {
@@ -115,7 +109,7 @@ impl Field {
                         }
                     }
                     SqlType::Timestamp | SqlType::TimestampLtz | SqlType::Date => {
-                        let at = now_ms() - (u * max_past as f64) as i64;
+                        let at = crate::time::now_ms() - (u * max_past as f64) as i64;
                         match ty {
                             SqlType::Timestamp => Value::Timestamp(at),
                             SqlType::TimestampLtz => Value::TimestampLtz(at),

@@ -1962,21 +1962,6 @@ fn function(
                 at,
             )
         }
-        // The wall-clock time a row is processed at: never a constant.
-        "PROCTIME" if FOLDING.get() => Err(SqlError::validation("not a constant", at)),
-        "PROCTIME" => {
-            arity(0)?;
-            Ok(Compiled {
-                shape: Shape::Computed,
-                eval: Arc::new(|_| {
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as i64);
-                    Ok(Value::TimestampLtz(now))
-                }),
-                ty: SqlType::TimestampLtz,
-            })
-        }
         "TO_TIMESTAMP_LTZ" => {
             arity(2)?;
             let (n, precision) = (compiled[0].clone(), compiled[1].clone());

@@ -2,6 +2,13 @@
 //! `2020-04-15 08:05:00.000`), to and from days and milliseconds since the
 //! epoch (UTC; the session time zone is UTC).
 
+/// The wall clock, in milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };

@@ -136,7 +136,8 @@ pub(super) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
                 })
             }
         }
-        "CURRENT_TIMESTAMP" | "NOW" | "CURRENT_ROW_TIMESTAMP" => {
+        // `PROCTIME()`: the wall-clock time a row is processed at.
+        "CURRENT_TIMESTAMP" | "NOW" | "CURRENT_ROW_TIMESTAMP" | "PROCTIME" => {
             clock(call, SqlType::TimestampLtz, Value::TimestampLtz)?
         }
         "LOCALTIMESTAMP" => clock(call, SqlType::Timestamp, Value::Timestamp)?,
@@ -452,12 +453,7 @@ fn clock(call: &Call, ty: SqlType, make: fn(i64) -> Value) -> Result<Compiled, S
     }
     Ok(Compiled {
         shape: Shape::Computed,
-        eval: Arc::new(move |_| {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64);
-            Ok(make(now))
-        }),
+        eval: Arc::new(move |_| Ok(make(crate::time::now_ms()))),
         ty,
     })
 }

@@ -10,9 +10,9 @@
 
 use std::cmp::Ordering;
 
-use super::{strict, Call, Kind};
+use super::{common_type, strict, Call, Kind};
 use crate::error::SqlError;
-use crate::expr::{cast, unify, Compiled};
+use crate::expr::{cast, Compiled};
 use crate::types::SqlType;
 use crate::value::Value;
 
@@ -288,11 +288,7 @@ fn sign(call: &Call) -> Result<Compiled, SqlError> {
 /// NULL if any argument is.
 fn extreme(call: &Call, wanted: Ordering) -> Result<Compiled, SqlError> {
     let args = call.args(1..=usize::MAX)?;
-    let mut ty = None;
-    for c in &args {
-        ty = Some(unify(ty, c.ty, call.at)?);
-    }
-    let ty = ty.unwrap_or(SqlType::Null);
+    let ty = common_type(&args, call)?;
     let types: Vec<SqlType> = args.iter().map(|c| c.ty).collect();
     Ok(strict(&args, ty, move |values| {
         let mut best = 0;

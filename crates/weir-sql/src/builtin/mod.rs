@@ -145,6 +145,15 @@ pub(crate) fn compile(call: &Call) -> Result<Option<Compiled>, SqlError> {
     calendar::compile(call)
 }
 
+/// The type the arguments' values are all cast to (`GREATEST`, `ELT`).
+fn common_type(args: &[Compiled], call: &Call) -> Result<SqlType, SqlError> {
+    let mut ty = None;
+    for c in args {
+        ty = Some(crate::expr::unify(ty, c.ty, call.at)?);
+    }
+    Ok(ty.unwrap_or(SqlType::Null))
+}
+
 /// `f` of the arguments' values, or NULL when any is NULL (most
 /// built-ins' rule).
 fn strict<F>(args: &[Compiled], ty: SqlType, f: F) -> Compiled

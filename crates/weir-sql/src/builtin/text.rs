@@ -16,7 +16,7 @@ use base64::prelude::{Engine, BASE64_STANDARD};
 use md5::Digest;
 use regex::Regex;
 
-use super::{int, strict, text, Call, Kind};
+use super::{common_type, int, strict, text, Call, Kind};
 use crate::error::SqlError;
 use crate::expr::{Compiled, Shape};
 use crate::types::SqlType;
@@ -261,11 +261,7 @@ fn translate(s: &str, from: &str, to: &str) -> String {
 fn elt(call: &Call) -> Result<Compiled, SqlError> {
     let args = call.args(2..=usize::MAX)?;
     call.expect(&args[0], 0, Kind::Integer)?;
-    let mut ty = None;
-    for c in &args[1..] {
-        ty = Some(crate::expr::unify(ty, c.ty, call.at)?);
-    }
-    let ty = ty.unwrap_or(SqlType::Null);
+    let ty = common_type(&args[1..], call)?;
     let index = args[0].eval.clone();
     let values: Vec<_> = args[1..].iter().map(|c| (c.eval.clone(), c.ty)).collect();
     Ok(Compiled {
