@@ -186,11 +186,11 @@ fn stopped_after(dir: &Path, script: &str, rows: usize) -> (String, Vec<String>)
 }
 
 /// Nexmark q7's shape: rows joined with each window's largest id within
-/// the window's span. Each id is a key of its own, 10 a second of event
-/// time per window of 10 s. At 2000 rows a second, the default 200 ms
-/// watermark interval would let 400 rows (40 s of event time) arrive
-/// between two watermarks, more than the state the test bounds; at 10 ms
-/// the watermark trails by about 20 rows.
+/// `SPAN` seconds before the window's end. Each id is a key of its own, 10
+/// a second of event time per window of 10 s. At 2000 rows a second, the
+/// default 200 ms watermark interval would let 400 rows (40 s of event
+/// time) arrive between two watermarks, more than the state the test
+/// bounds; at 10 ms the watermark trails by about 20 rows.
 const HIGHEST: &str = "
 SET 'pipeline.auto-watermark-interval' = '10 ms';
 CREATE TABLE b (
@@ -205,31 +205,61 @@ JOIN (
   FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '10' SECOND))
   GROUP BY window_start, window_end
 ) M ON B.id = M.top
-WHERE B.ts BETWEEN M.w - INTERVAL '10' SECOND AND M.w;
+WHERE B.ts BETWEEN M.w - INTERVAL 'SPAN' SECOND AND M.w;
 ";
 
-/// A regular join whose other side is a window aggregation's rows, bounded
-/// by their window end, keeps only the rows a window still to come can
-/// join: after thousands of rows, its state holds about the last 14 s of
-/// event time (the 10 s bound, the watermark's 1 s, a sweep's 2.5 s).
-#[test]
-fn a_join_with_windows_keeps_only_the_rows_windows_to_come_can_join() {
-    let dir = temp_dir("highest");
-    // 30 windows joined: 3,000 rows read at least.
-    let (savepoint, rows) = stopped_after(&dir, HIGHEST, 30);
-    assert_eq!(rows[0], "+I[99, 1970-01-01 00:00:09.900]", "{rows:?}");
+/// The entries of the keyed state `name` a savepoint holds.
+fn state_entries(savepoint: &str, name: &str) -> Option<usize> {
     let inspected = weir()
-        .args(["checkpoint", "inspect", &savepoint])
+        .args(["checkpoint", "inspect", savepoint])
         .output()
         .expect("weir checkpoint inspect runs");
     assert!(inspected.status.success(), "{inspected:?}");
     let text = String::from_utf8_lossy(&inspected.stdout);
-    let kept: usize = text
-        .lines()
-        .find_map(|l| {
-            let entries = l.trim().strip_prefix("keyed state 'left': ")?;
-            entries.strip_suffix(" entries")?.parse().ok()
-        })
-        .unwrap_or_else(|| panic!("no join state in {text}"));
-    assert!((50..=250).contains(&kept), "{kept} rows kept: {text}");
+    let prefix = format!("keyed state '{name}': ");
+    text.lines().find_map(|l| {
+        let entries = l.trim().strip_prefix(&prefix)?;
+        entries.strip_suffix(" entries")?.parse().ok()
+    })
+}
+
+/// A regular join whose other side is a window aggregation's rows, bounded
+/// by their window end, keeps only the rows a window still to come can
+/// join. With a span of 15 s (reaching into the window before, so the join
+/// stays a regular one), after thousands of rows its state holds about the
+/// last 20 s of event time (the 15 s bound, the watermark's 1 s, a sweep's
+/// 3.75 s).
+#[test]
+fn a_join_with_windows_keeps_only_the_rows_windows_to_come_can_join() {
+    let dir = temp_dir("highest");
+    // 30 windows joined: 3,000 rows read at least.
+    let (savepoint, rows) = stopped_after(&dir, &HIGHEST.replace("SPAN", "15"), 30);
+    assert_eq!(rows[0], "+I[99, 1970-01-01 00:00:09.900]", "{rows:?}");
+    let kept = state_entries(&savepoint, "left").expect("the join's state");
+    assert!((100..=350).contains(&kept), "{kept} rows kept");
+}
+
+/// Within the window's span, the join is computed with the windows' maxima
+/// by window: its state is a window's largest id and the rows at it, not
+/// the rows themselves (3,000 rows read at least).
+#[test]
+fn a_join_with_its_own_windows_maxima_keeps_one_entry_a_window() {
+    let dir = temp_dir("highest-by-window");
+    let (savepoint, rows) = stopped_after(&dir, &HIGHEST.replace("SPAN", "10"), 30);
+    assert_eq!(
+        rows[..2],
+        [
+            "+I[99, 1970-01-01 00:00:09.900]",
+            "+I[199, 1970-01-01 00:00:19.900]"
+        ]
+    );
+    assert_eq!(state_entries(&savepoint, "left"), None, "no regular join");
+    let windows = state_entries(&savepoint, "window-best").expect("the windows' state");
+    // A row printed per window fired, whose maximum is kept for late rows;
+    // a window or two still open.
+    let fired = rows.len();
+    assert!(
+        (fired.saturating_sub(2)..=fired + 3).contains(&windows),
+        "{windows} windows kept, {fired} fired"
+    );
 }

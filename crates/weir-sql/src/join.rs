@@ -89,7 +89,7 @@ fn time_term(e: &Expr, scope: &Scope, times: [usize; 2]) -> Option<(usize, i64)>
 /// The bounds `low <= left time - right time <= high` the conditions put
 /// on the two sides' time columns (`left_time`, `right_time`, indices in
 /// `scope`), each if there is one.
-fn time_bounds(
+pub(crate) fn time_bounds(
     conditions: &[&Expr],
     scope: &Scope,
     left_time: usize,

@@ -28,6 +28,7 @@ mod datagen;
 mod ddl;
 mod error;
 mod expr;
+mod extremum_join;
 mod format;
 mod function;
 mod group;

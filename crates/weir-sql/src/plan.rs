@@ -289,16 +289,28 @@ pub(crate) fn plan_select(
                         pos(&from.joins[1]),
                     ));
                 }
-                let left = plan_relation(env, catalog, &from.relation)?;
-                let right = plan_relation(env, catalog, &join.relation)?;
-                let joined = crate::join::plan_join(
-                    left,
-                    crate::join::qualifier(&from.relation),
-                    right,
+                let rewritten = crate::extremum_join::plan(
+                    env,
+                    catalog,
+                    &from.relation,
                     join,
                     select.selection.as_ref(),
-                    catalog.state_ttl,
                 )?;
+                let joined = match rewritten {
+                    Some(joined) => joined,
+                    None => {
+                        let left = plan_relation(env, catalog, &from.relation)?;
+                        let right = plan_relation(env, catalog, &join.relation)?;
+                        crate::join::plan_join(
+                            left,
+                            crate::join::qualifier(&from.relation),
+                            right,
+                            join,
+                            select.selection.as_ref(),
+                            catalog.state_ttl,
+                        )?
+                    }
+                };
                 if grouped {
                     return crate::group::plan_group_aggregate(
                         joined,

@@ -259,7 +259,7 @@ impl WindowTvf {
         }
     }
 
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         match self.kind {
             WindowKind::Tumble { size, .. } => format!("TUMBLE(size={size} ms)"),
             WindowKind::Hop { slide, size, .. } => format!("HOP(slide={slide} ms, size={size} ms)"),
@@ -646,7 +646,7 @@ pub(crate) fn agg_call(f: &sqlparser::ast::Function, at: Position) -> Result<Agg
 }
 
 /// The window columns a window aggregation's output has.
-const WINDOW_COLUMNS: &[&str] = &["window_start", "window_end", "window_time"];
+pub(crate) const WINDOW_COLUMNS: &[&str] = &["window_start", "window_end", "window_time"];
 
 /// What a grouped query computes: its keys and the aggregates' arguments
 /// (both over the input row), the aggregate calls, and the SELECT list and
@@ -1142,7 +1142,7 @@ fn is_window(e: &Expr, name: &str) -> bool {
 }
 
 /// A window aggregation's `GROUP BY` keys besides its window columns.
-fn group_keys(group_by: &[Expr]) -> Vec<Expr> {
+pub(crate) fn group_keys(group_by: &[Expr]) -> Vec<Expr> {
     group_by
         .iter()
         .filter(|e| !WINDOW_COLUMNS.iter().any(|w| is_window(e, w)))
@@ -1152,7 +1152,7 @@ fn group_keys(group_by: &[Expr]) -> Vec<Expr> {
 
 /// The columns of a window aggregation's rows: its keys, the window's
 /// start, end and time (of type `time_type`), its aggregates.
-fn window_scope(aggregation: &Aggregation, time_type: SqlType) -> Scope {
+pub(crate) fn window_scope(aggregation: &Aggregation, time_type: SqlType) -> Scope {
     aggregation.output_scope(&[
         ("window_start", SqlType::Timestamp),
         ("window_end", SqlType::Timestamp),
