@@ -234,6 +234,11 @@ where
         prepare_keys(&self.state, &self.key_of, input, &mut keys)?;
         let (records, sides) = out.split();
         let mut prepared = keys.drain(..);
+        // The key of the record before: a run of records of one key (a
+        // window's, by time) sets it once. Nothing in between moves the
+        // state to another key: a function reaches its own key's state
+        // only, and timers fire between batches.
+        let mut last: Option<K> = None;
         for (i, r) in input.drain(..).enumerate() {
             let key = match prepared.next() {
                 Some(key) => {
@@ -242,7 +247,9 @@ where
                 }
                 None => {
                     let key = (self.key_of)(&r.value);
-                    set_current_key(&self.state, &key)?;
+                    if last.as_ref() != Some(&key) {
+                        set_current_key(&self.state, &key)?;
+                    }
                     key
                 }
             };
@@ -250,6 +257,7 @@ where
                 .with_timers(&mut self.timers, now);
             self.f
                 .process_element(r.value, &mut ctx, &mut Collector::new(records, r.timestamp))?;
+            last = Some(key);
         }
         drop(prepared);
         self.keys = keys;
