@@ -33,8 +33,8 @@ use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 use sqlparser::ast::{
-    BinaryOperator, Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, SetExpr, Spanned,
-    TableFactor,
+    BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, Join,
+    JoinConstraint, JoinOperator, Select, SelectItem, SetExpr, Spanned, TableFactor,
 };
 use weir::prelude::*;
 
@@ -69,13 +69,28 @@ struct ExtremumJoin {
     direction: Ordering,
     size: i64,
     time_type: SqlType,
-    /// The window side's columns, as indices into `[window_start,
-    /// window_end, window_time, extremum]`.
-    picks: Vec<usize>,
+    /// The window side's columns.
+    picks: Vec<Pick>,
     /// Whether the table is the join's left side.
     table_left: bool,
+    /// Whether rows after a window's row was emitted still join it (a
+    /// regular join's), or are late for it (a window join's).
+    keep_fired: bool,
     residual: Option<Condition>,
     state: Option<ValueState<WindowBest>>,
+}
+
+/// Where a value of the window side's row comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pick {
+    /// The window's start, end or time, from its end and size.
+    Start,
+    End,
+    Time,
+    /// The extremum.
+    Best,
+    /// A column of the table's row (a window column both sides have).
+    Row(usize),
 }
 
 impl ExtremumJoin {
@@ -90,18 +105,19 @@ impl ExtremumJoin {
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let mut joined = Row::buffer(values.len() + self.picks.len());
-        let window = |i: usize| match i {
-            0 => Value::Timestamp(end - self.size),
-            1 => Value::Timestamp(end),
-            2 if self.time_type == SqlType::TimestampLtz => Value::TimestampLtz(end - 1),
-            2 => Value::Timestamp(end - 1),
-            _ => best.clone(),
+        let window = |pick: &Pick| match *pick {
+            Pick::Start => Value::Timestamp(end - self.size),
+            Pick::End => Value::Timestamp(end),
+            Pick::Time if self.time_type == SqlType::TimestampLtz => Value::TimestampLtz(end - 1),
+            Pick::Time => Value::Timestamp(end - 1),
+            Pick::Best => best.clone(),
+            Pick::Row(i) => values[i].clone(),
         };
         if self.table_left {
             joined.extend(values.iter().cloned());
-            joined.extend(self.picks.iter().map(|&i| window(i)));
+            joined.extend(self.picks.iter().map(window));
         } else {
-            joined.extend(self.picks.iter().map(|&i| window(i)));
+            joined.extend(self.picks.iter().map(window));
             joined.extend(values.iter().cloned());
         }
         match &self.residual {
@@ -147,8 +163,9 @@ impl Windows {
             // Past 2^52 ms (142,000 years) a double misses by more.
             return t - a.rem_euclid(self.size);
         }
-        let mut k = (a as f64 / self.size as f64).floor() as i64;
-        // The estimate is off by at most one where it is inexact.
+        // Truncated (one instruction; `floor` is a call on this target),
+        // then corrected: off by at most one, below zero or inexact.
+        let mut k = (a as f64 / self.size as f64) as i64;
         while k.wrapping_mul(self.size) > a {
             k -= 1;
         }
@@ -189,6 +206,11 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
         let mut values = std::mem::take(&mut row.values);
         values.truncate(self.width);
         let v = values[self.column].clone();
+        if v.is_null() {
+            // Not counted by MAX or MIN, and joins nothing.
+            Row::recycle(values);
+            return Ok(());
+        }
         let late = end - 1 <= ctx.current_watermark();
         let state = self.state.as_ref().ok_or("the join is not open")?;
         let then = state.update_in_place(|current| match current {
@@ -250,7 +272,8 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
                 match &w.best {
                     // Boundary rows only: the window has no row to join.
                     None => (ValueChange::Remove, (None, rows)),
-                    Some(b) => (ValueChange::Keep, (Some(b.clone()), rows)),
+                    Some(b) if self.keep_fired => (ValueChange::Keep, (Some(b.clone()), rows)),
+                    Some(b) => (ValueChange::Remove, (Some(b.clone()), rows)),
                 }
             }
             None => (ValueChange::Keep, (None, Vec::new())),
@@ -316,6 +339,21 @@ fn window_side(relation: &TableFactor) -> Option<(&sqlparser::ast::Select, Windo
 /// module's docs, if it has that shape; `None` otherwise (then it is
 /// planned as any join). `filter` is the statement's `WHERE`.
 pub(crate) fn plan(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    from: &TableFactor,
+    join: &Join,
+    filter: Option<&Expr>,
+) -> Result<Option<Planned>, SqlError> {
+    if let Some(planned) = plan_window_rows(env, catalog, from, join)? {
+        return Ok(Some(planned));
+    }
+    plan_table_rows(env, catalog, from, join, filter)
+}
+
+/// The table form (Nexmark q7's): a table joined with its own window TVF
+/// aggregation.
+fn plan_table_rows(
     env: &StreamExecutionEnvironment,
     catalog: &Catalog,
     from: &TableFactor,
@@ -392,7 +430,7 @@ pub(crate) fn plan(
     let Ok(projection) = crate::plan::projection(&aggregation.items, &window_scope) else {
         return Ok(None);
     };
-    let Some(picks) = projection
+    let Some(sources) = projection
         .sources
         .iter()
         .copied()
@@ -400,6 +438,10 @@ pub(crate) fn plan(
     else {
         return Ok(None);
     };
+    let picks: Vec<Pick> = sources
+        .iter()
+        .map(|&i| [Pick::Start, Pick::End, Pick::Time, Pick::Best][i.min(3)])
+        .collect();
     // The table's columns and the window side's, qualified, in join order.
     let qualified = |columns: &[(String, SqlType)], q: &str| Scope {
         columns: columns.to_vec(),
@@ -434,7 +476,7 @@ pub(crate) fn plan(
     let extremum_at = |i: usize| {
         i.checked_sub(window_at)
             .and_then(|j| picks.get(j))
-            .is_some_and(|&p| p == 3)
+            .is_some_and(|&p| p == Pick::Best)
     };
     let mut keyed = false;
     let mut residual = Vec::new();
@@ -469,9 +511,9 @@ pub(crate) fn plan(
     conditions.extend(filter.map(conjuncts).unwrap_or_default());
     let bounded = picks.iter().enumerate().any(|(j, &p)| {
         let to_end = match p {
-            0 => -size,
-            1 => 0,
-            2 => -1,
+            Pick::Start => -size,
+            Pick::End => 0,
+            Pick::Time => -1,
             _ => return false,
         };
         let (low, high) = time_bounds(&conditions, &joined, table_at + time, window_at + j);
@@ -534,6 +576,7 @@ pub(crate) fn plan(
             time_type,
             picks,
             table_left,
+            keep_fired: true,
             residual,
             state: None,
         });
@@ -557,6 +600,409 @@ pub(crate) fn plan(
         updating: false,
         steps,
     }))
+}
+
+/// A derived table's `SELECT` (one without `WITH`, `ORDER BY` or `LIMIT`)
+/// and its alias.
+fn derived(relation: &TableFactor) -> Option<(&Select, String)> {
+    let TableFactor::Derived {
+        subquery,
+        alias: Some(alias),
+        ..
+    } = relation
+    else {
+        return None;
+    };
+    if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
+        return None;
+    }
+    let SetExpr::Select(select) = subquery.body.as_ref() else {
+        return None;
+    };
+    Some((select, alias.name.value.clone()))
+}
+
+/// A `SELECT` list's output names and expressions (`None` with `*`).
+fn named_items(select: &Select) -> Option<Vec<(String, &Expr)>> {
+    select
+        .projection
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            SelectItem::UnnamedExpr(e) => Some((crate::plan::column_name(e, i), e)),
+            SelectItem::ExprWithAlias { expr, alias } => Some((alias.value.clone(), expr)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The column of the relation `alias` an expression names (`c` or
+/// `alias.c`), lower-cased.
+fn column_named(e: &Expr, alias: &str) -> Option<String> {
+    match e {
+        Expr::Identifier(id) => Some(id.value.to_lowercase()),
+        Expr::CompoundIdentifier(p) if p.len() == 2 && p[0].value.eq_ignore_ascii_case(alias) => {
+            Some(p[1].value.to_lowercase())
+        }
+        _ => None,
+    }
+}
+
+/// The output name of the item of `items` that is `expr` as written.
+fn name_of(items: &[(String, &Expr)], expr: &str) -> Option<String> {
+    items
+        .iter()
+        .find(|(_, e)| e.to_string().eq_ignore_ascii_case(expr))
+        .map(|(n, _)| n.to_lowercase())
+}
+
+/// What the window form's shape check found.
+struct WindowRowsShape<'a> {
+    /// The window aggregation whose rows are joined, and its alias.
+    rows: &'a TableFactor,
+    rows_alias: String,
+    /// Its column compared with the extremum, and its window columns.
+    column: String,
+    window: [String; 2],
+    direction: Ordering,
+    /// The extremum side's alias and columns: name and what each is.
+    extremum_alias: String,
+    extremum_columns: Vec<(String, Pick)>,
+    /// The text that identifies the window aggregation in the statement.
+    text: String,
+}
+
+/// Whether `rows` is a window aggregation (`A`) and `extremum` `(SELECT
+/// MAX(x.c) …, x.window_start, x.window_end FROM (A) x GROUP BY x's window
+/// columns)` over the same aggregation written again, whose `c` is a
+/// column of `A` (the same expression).
+fn window_rows_shape<'a>(
+    rows: &'a TableFactor,
+    extremum: &'a TableFactor,
+) -> Option<WindowRowsShape<'a>> {
+    let (a1, rows_alias) = derived(rows)?;
+    let (r, extremum_alias) = derived(extremum)?;
+    let text = crate::reuse::text_of(a1)?;
+    // Not sessions: a window is known by its end alone.
+    let [from] = a1.from.as_slice() else {
+        return None;
+    };
+    let TableFactor::TableFunction { expr, .. } = &from.relation else {
+        return None;
+    };
+    if matches!(
+        WindowTvf::parse(expr).ok()?.kind,
+        WindowKind::Session { .. }
+    ) || a1.having.is_some()
+    {
+        return None;
+    }
+    // The extremum side: one derived table, the same aggregation.
+    let [inner] = r.from.as_slice() else {
+        return None;
+    };
+    if !inner.joins.is_empty()
+        || r.selection.is_some()
+        || r.having.is_some()
+        || r.distinct.is_some()
+    {
+        return None;
+    }
+    let (a2, x) = derived(&inner.relation)?;
+    if crate::reuse::text_of(a2)? != text || a2.having.is_some() {
+        return None;
+    }
+    let window_names = |items: &[(String, &Expr)]| -> Option<[String; 2]> {
+        Some([
+            name_of(items, "window_start")?,
+            name_of(items, "window_end")?,
+        ])
+    };
+    let (a1_items, a2_items) = (named_items(a1)?, named_items(a2)?);
+    let [a1_start, a1_end] = window_names(&a1_items)?;
+    let [a2_start, a2_end] = window_names(&a2_items)?;
+    // Grouped by x's window columns alone.
+    let GroupByExpr::Expressions(keys, modifiers) = &r.group_by else {
+        return None;
+    };
+    let mut grouped: Vec<String> = keys
+        .iter()
+        .map(|k| column_named(k, &x))
+        .collect::<Option<_>>()?;
+    grouped.sort();
+    let mut window = vec![a2_start.clone(), a2_end.clone()];
+    window.sort();
+    if !modifiers.is_empty() || grouped != window {
+        return None;
+    }
+    // Its list: the extremum of one of x's columns, and x's window columns.
+    let mut found = None;
+    let mut extremum_columns = Vec::new();
+    for (name, e) in named_items(r)? {
+        let pick = if let Expr::Function(f) = e {
+            let direction = match f.name.to_string().to_ascii_uppercase().as_str() {
+                "MAX" => Ordering::Greater,
+                "MIN" => Ordering::Less,
+                _ => return None,
+            };
+            let FunctionArguments::List(list) = &f.args else {
+                return None;
+            };
+            let [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] = list.args.as_slice() else {
+                return None;
+            };
+            if found.is_some()
+                || list.duplicate_treatment.is_some()
+                || f.filter.is_some()
+                || f.over.is_some()
+            {
+                return None;
+            }
+            let c2 = column_named(arg, &x)?;
+            let written = a2_items
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(&c2))?
+                .1
+                .to_string();
+            found = Some((direction, name_of(&a1_items, &written)?));
+            Pick::Best
+        } else {
+            match column_named(e, &x)? {
+                c if c == a2_start => Pick::Start,
+                c if c == a2_end => Pick::End,
+                _ => return None,
+            }
+        };
+        extremum_columns.push((name, pick));
+    }
+    let (direction, column) = found?;
+    Some(WindowRowsShape {
+        rows,
+        rows_alias,
+        column,
+        window: [a1_start, a1_end],
+        direction,
+        extremum_alias,
+        extremum_columns,
+        text,
+    })
+}
+
+/// The window form (Nexmark q5's): a window aggregation's rows joined, on
+/// their window, with the per-window `MAX` (`MIN`) of one of its columns
+/// computed from the same aggregation written again, where the column is
+/// at least (at most) the extremum or equal to it. Flink plans a window
+/// aggregation of the aggregation's rows and a window join; each window's
+/// rows joined are those at the extremum, which one operator keyed by
+/// window keeps as they come and emits when the watermark passes the
+/// window's end.
+fn plan_window_rows(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    from: &TableFactor,
+    join: &Join,
+) -> Result<Option<Planned>, SqlError> {
+    let (JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on))) =
+        &join.join_operator
+    else {
+        return Ok(None);
+    };
+    let (rows_left, shape) = match (
+        window_rows_shape(from, &join.relation),
+        window_rows_shape(&join.relation, from),
+    ) {
+        (Some(shape), _) => (true, shape),
+        (None, Some(shape)) => (false, shape),
+        (None, None) => return Ok(None),
+    };
+    // The aggregation is computed once, here, for its rows alone: its
+    // second writing is not planned.
+    crate::reuse::forget(&shape.text);
+    let rows = crate::plan::plan_relation(env, catalog, shape.rows)?;
+    let at = position(shape.rows.span());
+    let index = |name: &str| rows.scope.index(name, at).ok();
+    let (Some(column), Some(start), Some(end)) = (
+        index(&shape.column),
+        index(&shape.window[0]),
+        index(&shape.window[1]),
+    ) else {
+        return Ok(None);
+    };
+    if rows.window != Some([start, end]) || rows.updating || rows.proctime {
+        return Ok(None);
+    }
+    let column_type = rows.scope.columns[column].1;
+    if column_type == SqlType::Double {
+        return Ok(None);
+    }
+    // The joined columns: the rows', and the extremum side's, qualified.
+    let picks: Vec<Pick> = shape
+        .extremum_columns
+        .iter()
+        .map(|(_, p)| match p {
+            Pick::Start => Pick::Row(start),
+            Pick::End => Pick::Row(end),
+            other => *other,
+        })
+        .collect();
+    let extremum_scope = Scope {
+        columns: shape
+            .extremum_columns
+            .iter()
+            .map(|(name, p)| {
+                let ty = if *p == Pick::Best {
+                    column_type
+                } else {
+                    SqlType::Timestamp
+                };
+                (name.clone(), ty)
+            })
+            .collect(),
+        qualifiers: vec![shape.extremum_alias.clone(); picks.len()],
+        used: None,
+    };
+    let rows_scope = Scope {
+        columns: rows.scope.columns.clone(),
+        qualifiers: vec![shape.rows_alias.clone(); rows.scope.columns.len()],
+        used: None,
+    };
+    let width = rows_scope.columns.len();
+    let (first, second) = if rows_left {
+        (&rows_scope, &extremum_scope)
+    } else {
+        (&extremum_scope, &rows_scope)
+    };
+    let mut joined = first.clone();
+    joined.columns.extend(second.columns.clone());
+    joined.qualifiers.extend(second.qualifiers.clone());
+    let (rows_at, extremum_at) = if rows_left {
+        (0, width)
+    } else {
+        (picks.len(), 0)
+    };
+    let column_of = |e: &Expr| match e {
+        Expr::Identifier(id) => joined.index(&id.value, position(e.span())).ok(),
+        Expr::CompoundIdentifier(p) if p.len() == 2 => joined
+            .index_qualified(&p[0].value, &p[1].value, position(e.span()))
+            .ok(),
+        _ => None,
+    };
+    let pick_at = |i: Option<usize>| {
+        i.and_then(|i| i.checked_sub(extremum_at))
+            .and_then(|j| picks.get(j).copied())
+    };
+    // The rows' window equal to the extremum's, and the column at least
+    // (at most) the extremum; the rest is checked on the joined rows.
+    let (mut same_start, mut same_end, mut at_extremum) = (false, false, false);
+    let wanted = if shape.direction == Ordering::Greater {
+        BinaryOperator::GtEq
+    } else {
+        BinaryOperator::LtEq
+    };
+    let mut residual = Vec::new();
+    for c in conjuncts(on) {
+        compile(c, &joined)?;
+        if let Expr::BinaryOp { left, op, right } = c {
+            let (l, r) = (column_of(left), column_of(right));
+            // As `rows column op extremum column`.
+            let oriented = [(l, op.clone(), r), (r, flipped(op), l)];
+            let hit = oriented.iter().find_map(|(mine, op, theirs)| {
+                let mine = (*mine)?.checked_sub(rows_at).filter(|&m| m < width)?;
+                Some((mine, op.clone(), pick_at(*theirs)?))
+            });
+            match hit {
+                Some((m, BinaryOperator::Eq, Pick::Row(p))) if m == p && p == start => {
+                    same_start = true;
+                    continue;
+                }
+                Some((m, BinaryOperator::Eq, Pick::Row(p))) if m == p && p == end => {
+                    same_end = true;
+                    continue;
+                }
+                Some((m, op, Pick::Best))
+                    if m == column
+                        && !at_extremum
+                        && (op == BinaryOperator::Eq || op == wanted) =>
+                {
+                    at_extremum = true;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        residual.push(c.clone());
+    }
+    if !(same_start && same_end && at_extremum) {
+        return Ok(None);
+    }
+    let residual = residual
+        .into_iter()
+        .reduce(|a, b| Expr::BinaryOp {
+            left: Box::new(a),
+            op: BinaryOperator::And,
+            right: Box::new(b),
+        })
+        .map(|e| compile(&e, &joined))
+        .transpose()?
+        .map(|c| Condition::of(&c));
+    let what = format!(
+        "{}({})",
+        if shape.direction == Ordering::Greater {
+            "MAX"
+        } else {
+            "MIN"
+        },
+        rows.scope.columns[column].0
+    );
+    let window = if rows_left {
+        rows.window
+    } else {
+        let find = |c: usize| picks.iter().position(|p| *p == Pick::Row(c));
+        find(start).zip(find(end)).map(|(s, e)| [s, e])
+    };
+    let stream = rows
+        .stream
+        .key_by(move |r: &Row| r.values[end].as_i64().unwrap_or_default())
+        .process(ExtremumJoin {
+            width,
+            column,
+            direction: shape.direction,
+            size: 0,
+            time_type: SqlType::Timestamp,
+            picks,
+            table_left: rows_left,
+            keep_fired: false,
+            residual,
+            state: None,
+        });
+    let stream = crate::plan::stateful(stream, &format!("WindowExtremumJoin[{what}; {on}]"));
+    let mut steps = rows.steps;
+    steps.push(format!(
+        "WindowExtremumJoin: inner, on {on}, each window's rows of {} at its {what} \
+         (the window aggregation of those windows and the window join in one operator)",
+        shape.rows_alias
+    ));
+    Ok(Some(Planned {
+        stream,
+        scope: joined,
+        rowtime: None,
+        proctime: false,
+        window,
+        above_watermark: None,
+        updating: false,
+        steps,
+    }))
+}
+
+/// `a op b` as `b op' a`.
+fn flipped(op: &BinaryOperator) -> BinaryOperator {
+    match op {
+        BinaryOperator::Lt => BinaryOperator::Gt,
+        BinaryOperator::LtEq => BinaryOperator::GtEq,
+        BinaryOperator::Gt => BinaryOperator::Lt,
+        BinaryOperator::GtEq => BinaryOperator::LtEq,
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]

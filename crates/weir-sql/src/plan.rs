@@ -988,7 +988,7 @@ pub(crate) fn projection(items: &[SelectItem], input: &Scope) -> Result<Projecti
     })
 }
 
-fn plan_relation(
+pub(crate) fn plan_relation(
     env: &StreamExecutionEnvironment,
     catalog: &Catalog,
     relation: &TableFactor,

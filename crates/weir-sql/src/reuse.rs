@@ -85,7 +85,7 @@ fn visit_set(set: &SetExpr, seen: &mut HashMap<String, usize>) {
 
 /// What identifies a window aggregation in a statement: its window TVF,
 /// `WHERE` and `GROUP BY`, as written.
-fn text_of(select: &Select) -> Option<String> {
+pub(crate) fn text_of(select: &Select) -> Option<String> {
     match select.from.as_slice() {
         [from] if from.joins.is_empty() => match &from.relation {
             TableFactor::TableFunction { .. } => Some(format!(
@@ -123,5 +123,13 @@ pub(crate) fn keep(text: &str, windows: SharedWindows) {
         if let Some(slot @ None) = shared.get_mut(text) {
             *slot = Some(windows);
         }
+    });
+}
+
+/// Stops sharing the window aggregation `text`: a plan that computes what
+/// its second writing was read for another way plans it once.
+pub(crate) fn forget(text: &str) {
+    SHARED.with_borrow_mut(|shared| {
+        shared.remove(text);
     });
 }
