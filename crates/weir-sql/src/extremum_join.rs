@@ -144,35 +144,44 @@ fn compare(a: &Value, b: &Value) -> Option<Ordering> {
     }
 }
 
-/// The start of the window of `size` (aligned to `offset`) that holds `t`.
-/// A row's window is found twice (for its key, and whether it starts a
-/// window); a 64-bit division by a size not known when compiling costs
-/// tens of cycles, so the quotient is estimated in floating point and
-/// corrected with multiplications, which is exact for every `t`.
-#[derive(Clone, Copy)]
+/// The windows of `size` (aligned to `offset`) rows are assigned to, the
+/// last one found remembered: rows come in about time order, so most are
+/// in the window of the row before, and a 64-bit division by a size not
+/// known when compiling costs tens of cycles. (Each reader of it has its
+/// own; the window is one word, so readers on several threads would only
+/// find it again.)
 struct Windows {
     size: i64,
     offset: i64,
+    last: std::sync::atomic::AtomicI64,
+}
+
+impl Clone for Windows {
+    fn clone(&self) -> Windows {
+        Windows::new(self.size, self.offset)
+    }
 }
 
 impl Windows {
+    fn new(size: i64, offset: i64) -> Windows {
+        Windows {
+            size,
+            offset,
+            last: std::sync::atomic::AtomicI64::new(i64::MIN),
+        }
+    }
+
+    /// The start of the window that holds `t`.
     #[inline]
-    fn start_of(self, t: i64) -> i64 {
-        let a = t.wrapping_sub(self.offset);
-        if a.unsigned_abs() >= 1 << 52 {
-            // Past 2^52 ms (142,000 years) a double misses by more.
-            return t - a.rem_euclid(self.size);
+    fn start_of(&self, t: i64) -> i64 {
+        use std::sync::atomic::Ordering::Relaxed;
+        let last = self.last.load(Relaxed);
+        if (t.wrapping_sub(last) as u64) < self.size as u64 {
+            return last;
         }
-        // Truncated (one instruction; `floor` is a call on this target),
-        // then corrected: off by at most one, below zero or inexact.
-        let mut k = (a as f64 / self.size as f64) as i64;
-        while k.wrapping_mul(self.size) > a {
-            k -= 1;
-        }
-        while (k + 1).wrapping_mul(self.size) <= a {
-            k += 1;
-        }
-        self.offset.wrapping_add(k.wrapping_mul(self.size))
+        let start = t - (t - self.offset).rem_euclid(self.size);
+        self.last.store(start, Relaxed);
+        start
     }
 }
 
@@ -532,7 +541,7 @@ fn plan_table_rows(
         .map(|e| compile(&e, &joined))
         .transpose()?
         .map(|c| Condition::of(&c));
-    let windows = Windows { size, offset };
+    let windows = Windows::new(size, offset);
     // A row at a window's start also joins the window ending there: a copy
     // of it, marked by one more value, goes to that window.
     let split = rows.stream.process(
@@ -559,6 +568,7 @@ fn plan_table_rows(
         },
         rows.scope.columns[column].0
     );
+    let windows = Windows::new(size, offset);
     let stream = split
         .key_by(move |r: &Row| {
             let t = r.values[time].as_i64().unwrap_or_default();
@@ -1010,10 +1020,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_window_start_is_the_exact_one_for_every_time() {
+    fn a_window_start_is_the_exact_one_in_any_order_of_times() {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for (size, offset) in [(10_000, 0), (7, 3), (86_400_000, -3_600_000), (1, 0)] {
-            let windows = Windows { size, offset };
+            let windows = Windows::new(size, offset);
             let check = |t: i64| {
                 assert_eq!(
                     windows.start_of(t),
@@ -1021,27 +1031,16 @@ mod tests {
                     "t {t}, size {size}, offset {offset}"
                 );
             };
-            for t in [
-                0,
-                1,
-                -1,
-                size,
-                size - 1,
-                -size,
-                offset,
-                offset - 1,
-                i64::MAX / 2,
-                i64::MIN / 2,
-            ] {
+            for t in [0, 1, -1, size, size - 1, -size, offset, offset - 1] {
                 check(t);
             }
+            let mut t = 0_i64;
             for _ in 0..100_000 {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                // Times within a few thousand years of 1970, and multiples
-                // of the size next to them.
-                let t = (x as i64) >> 20;
+                // Mostly forward, by up to a few windows, sometimes back.
+                t += (x % (4 * size as u64 + 3)) as i64 - size / 2 - 1;
                 check(t);
                 check(t - t.rem_euclid(size));
                 check(t - t.rem_euclid(size) - 1);
