@@ -10,8 +10,8 @@ projection with a filter, a window Top-N, an OVER aggregation (ROWS or
 RANGE, bounded or not), ORDER BY … LIMIT, a sort by event time, a
 condition over NULLs (AND, OR, NOT, CASE, IF, BETWEEN, IN, in WHERE and
 as columns), built-in functions (math, text, time, JSON) nested at random
-as columns, a deduplication, or a self-join (regular inner or outer,
-interval, window); watermarks per row with a random delay, so late rows
+as columns, a deduplication, a self-join (regular inner or outer,
+interval, window), or a join with a window's own MAX or MIN; watermarks per row with a random delay, so late rows
 matter. A join reads the file twice, as two sources whose rows interleave
 as they come: its watermark's delay is longer than any row is late, and
 its final rows are compared. The cases are written to a directory
@@ -168,6 +168,52 @@ def join(rng):
     )
 
 
+def extremum(rng):
+    """A join with a window's own MAX or MIN: of the table (Nexmark q7's
+    shape) or of a window aggregation (q5's), sides in either order, with
+    bounds within the window's span or wider. Written with a comma, so one
+    source feeds both sides and late rows matter."""
+    if rng.random() < 0.5:
+        agg, col = rng.choice(["MAX", "MIN"]), rng.choice(["amount", "id"])
+        size = rng.choice([2, 3, 5, 10])
+        bound = rng.choice([
+            f"b.ts BETWEEN m.we - INTERVAL '{size}' SECOND AND m.we",
+            "b.ts >= m.ws AND b.ts < m.we",
+            "b.ts > m.ws AND m.we >= b.ts",
+            f"b.ts BETWEEN m.we - INTERVAL '{2 * size}' SECOND AND m.we",
+        ])
+        extra = rng.choice(["", " AND b.k <> 'a'"])
+        windows = (
+            f"(SELECT {agg}({col}) AS top, window_start AS ws, window_end AS we\n"
+            f"  FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '{size}' SECOND))\n"
+            "  GROUP BY window_start, window_end) m"
+        )
+        tables = f"t b, {windows}" if rng.random() < 0.5 else f"{windows}, t b"
+        return (
+            f"SELECT b.id, b.k, b.{col}, m.top, m.we FROM {tables}\n"
+            f"WHERE b.{col} = m.top AND {bound}{extra};"
+        )
+    tvf = window(rng)
+    value = rng.choice(["COUNT(*)", "SUM(amount)", "MAX(amount)", "MIN(id)"])
+    agg = rng.choice(["MAX", "MIN"])
+    cmp = rng.choice(["=", ">=" if agg == "MAX" else "<="])
+    rows = (
+        f"(SELECT k, {value} AS v, window_start AS s, window_end AS e\n"
+        f"  FROM TABLE({tvf}) GROUP BY k, window_start, window_end) c"
+    )
+    best = (
+        f"(SELECT {agg}(x.v) AS best, x.s, x.e FROM (\n"
+        f"  SELECT {value} AS v, window_start AS s, window_end AS e\n"
+        f"  FROM TABLE({tvf}) GROUP BY k, window_start, window_end) x\n"
+        "  GROUP BY x.s, x.e) w"
+    )
+    tables = f"{rows}, {best}" if rng.random() < 0.5 else f"{best}, {rows}"
+    return (
+        f"SELECT c.k, c.v, c.s, w.best FROM {tables}\n"
+        f"WHERE c.s = w.s AND c.e = w.e AND c.v {cmp} w.best;"
+    )
+
+
 def dedup(rng):
     """The first or last row of each key by event time."""
     order = rng.choice(["ASC", "DESC"])
@@ -281,7 +327,7 @@ def scalars(rng):
 
 
 SHAPES = ["window", "window", "group", "calc", "topn", "over", "over", "sortlimit", "timesort",
-          "cond", "cond", "join", "join", "dedup", "scalar", "scalar", "scalar"]
+          "cond", "cond", "join", "join", "dedup", "scalar", "scalar", "scalar", "extremum"]
 
 
 def query(rng, shapes):
@@ -294,6 +340,8 @@ def query(rng, shapes):
         return join(rng)
     if shape == "dedup":
         return dedup(rng)
+    if shape == "extremum":
+        return extremum(rng)
     if shape == "over":
         return over(rng)
     if shape == "sortlimit":

@@ -513,21 +513,28 @@ fn plan_table_rows(
         return Ok(None);
     }
     // The conditions must keep a row within its window's span: its time
-    // minus the window's end in [-size, 0], through a window column of the
-    // window side (`window_start` is the end - size, `window_time` the end
-    // - 1).
+    // minus the window's end in [-size, 0], through the window columns of
+    // the window side (`window_start` is the end - size, `window_time` the
+    // end - 1), the bounds through each taken together.
     let mut conditions = conjuncts(on);
     conditions.extend(filter.map(conjuncts).unwrap_or_default());
-    let bounded = picks.iter().enumerate().any(|(j, &p)| {
+    let (mut low, mut high) = (None::<i64>, None::<i64>);
+    for (j, &p) in picks.iter().enumerate() {
         let to_end = match p {
             Pick::Start => -size,
             Pick::End => 0,
             Pick::Time => -1,
-            _ => return false,
+            _ => continue,
         };
-        let (low, high) = time_bounds(&conditions, &joined, table_at + time, window_at + j);
-        matches!((low, high), (Some(l), Some(h)) if l + to_end >= -size && h + to_end <= 0)
-    });
+        let (l, h) = time_bounds(&conditions, &joined, table_at + time, window_at + j);
+        if let Some(l) = l {
+            low = Some(low.map_or(l + to_end, |x| x.max(l + to_end)));
+        }
+        if let Some(h) = h {
+            high = Some(high.map_or(h + to_end, |x| x.min(h + to_end)));
+        }
+    }
+    let bounded = matches!((low, high), (Some(l), Some(h)) if l >= -size && h <= 0);
     if !bounded {
         return Ok(None);
     }

@@ -1,7 +1,8 @@
 -- Tables joined with their own windows' MIN or MAX on the aggregated
 -- value (Nexmark q7's shape, other forms of it). Weir computes those
 -- whose conditions keep a row within its window's span in one operator
--- keyed by window (the first, third and fourth statements); the second
+-- keyed by window (the first, third, fourth and fifth statements, the
+-- fifth's bounds through both window columns); the second
 -- statement's bound reaches into the window before, so it stays a
 -- regular join. Late bids (08:00:05, 08:00:11) still join the windows
 -- already emitted; the bid of 08:00:20.000 is in a window's span and at
@@ -42,3 +43,10 @@ JOIN (
   FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '5' SECOND))
   GROUP BY window_start, window_end
 ) M ON B.price = M.top AND B.ts BETWEEN M.e - INTERVAL '5' SECOND AND M.e;
+SELECT B.id, M.top, M.s
+FROM (
+  SELECT MAX(price) AS top, window_start AS s, window_end AS e
+  FROM TABLE(TUMBLE(TABLE bids, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+  GROUP BY window_start, window_end
+) M, bids B
+WHERE B.price = M.top AND B.ts >= M.s AND B.ts < M.e AND B.bidder <> 9;
