@@ -1467,3 +1467,48 @@ fn an_insert_casts_each_value_to_its_sink_columns_type() -> Result<(), SqlError>
     );
     Ok(())
 }
+
+/// A join with a window's own MAX or MIN runs as one operator where its
+/// conditions keep a row within its window's span (through one window
+/// column or several, in the ON or the WHERE, either side first), and as a
+/// regular join where they reach further or the state has a TTL.
+#[test]
+fn a_join_with_its_own_windows_extremum_runs_as_one_operator_where_it_can() -> Result<(), SqlError>
+{
+    let ddl = orders_ddl(&csv("extremum", ORDERS));
+    let plan = |settings: &str, windows_first: bool, bound: &str| {
+        let windows = "(SELECT MAX(id) AS top, window_start AS s, window_end AS e
+            FROM TABLE(TUMBLE(TABLE orders, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+            GROUP BY window_start, window_end) m";
+        let tables = if windows_first {
+            format!("{windows}, orders o")
+        } else {
+            format!("orders o, {windows}")
+        };
+        run(&format!(
+            "{ddl}\n{settings}\nEXPLAIN SELECT o.id, m.e FROM {tables} WHERE o.id = m.top AND {bound};"
+        ))
+    };
+    for (windows_first, bound) in [
+        (false, "o.ts BETWEEN m.e - INTERVAL '10' SECOND AND m.e"),
+        (true, "o.ts >= m.s AND o.ts < m.e"),
+        (false, "m.s <= o.ts AND o.ts <= m.s + INTERVAL '5' SECOND"),
+    ] {
+        let p = plan("", windows_first, bound)?;
+        assert!(p.contains("WindowExtremumJoin: inner"), "{bound}: {p}");
+        assert!(!p.contains("WindowAggregate"), "{bound}: {p}");
+    }
+    for (settings, bound) in [
+        ("", "o.ts BETWEEN m.e - INTERVAL '20' SECOND AND m.e"),
+        ("", "o.ts >= m.s"),
+        (
+            "SET 'table.exec.state.ttl' = '1 h';",
+            "o.ts BETWEEN m.e - INTERVAL '10' SECOND AND m.e",
+        ),
+    ] {
+        let p = plan(settings, false, bound)?;
+        assert!(p.contains("Join: inner"), "{bound}: {p}");
+        assert!(!p.contains("WindowExtremumJoin"), "{bound}: {p}");
+    }
+    Ok(())
+}
