@@ -41,8 +41,10 @@ use weir::prelude::*;
 use crate::aggregate::AggKind;
 use crate::catalog::{Catalog, Relation};
 use crate::error::{position, SqlError};
-use crate::expr::{compile, Condition, Scope, Shape};
-use crate::join::{conjuncts, qualifier, time_bounds};
+use crate::expr::{compile, Condition, Shape};
+use crate::join::{
+    column_index, conjuncts, qualified, qualifier, residual_condition, side_by_side, time_bounds,
+};
 use crate::plan::Planned;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
@@ -300,21 +302,8 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
 
 /// The window side: a derived table `(SELECT … FROM TABLE(TUMBLE(…)) GROUP
 /// BY window_start, window_end) alias` without `WHERE` or `HAVING`.
-fn window_side(relation: &TableFactor) -> Option<(&sqlparser::ast::Select, WindowTvf, String)> {
-    let TableFactor::Derived {
-        subquery,
-        alias: Some(alias),
-        ..
-    } = relation
-    else {
-        return None;
-    };
-    if subquery.with.is_some() || subquery.order_by.is_some() || subquery.limit_clause.is_some() {
-        return None;
-    }
-    let SetExpr::Select(select) = subquery.body.as_ref() else {
-        return None;
-    };
+fn window_side(relation: &TableFactor) -> Option<(&Select, WindowTvf, String)> {
+    let (select, alias) = derived(relation)?;
     let [from] = select.from.as_slice() else {
         return None;
     };
@@ -341,7 +330,7 @@ fn window_side(relation: &TableFactor) -> Option<(&sqlparser::ast::Select, Windo
         return None;
     }
     let tvf = WindowTvf::parse(expr).ok()?;
-    Some((select, tvf, alias.name.value.clone()))
+    Some((select, tvf, alias))
 }
 
 /// Plans the join of `from`'s relation with `join`'s as described in the
@@ -452,11 +441,6 @@ fn plan_table_rows(
         .map(|&i| [Pick::Start, Pick::End, Pick::Time, Pick::Best][i.min(3)])
         .collect();
     // The table's columns and the window side's, qualified, in join order.
-    let qualified = |columns: &[(String, SqlType)], q: &str| Scope {
-        columns: columns.to_vec(),
-        qualifiers: vec![q.to_string(); columns.len()],
-        used: None,
-    };
     let table_scope = qualified(&rows.scope.columns, &qualifier(table));
     let window_cols = qualified(&projection.scope.columns, &window_alias);
     let (first, second) = if table_left {
@@ -464,9 +448,7 @@ fn plan_table_rows(
     } else {
         (&window_cols, &table_scope)
     };
-    let mut joined = first.clone();
-    joined.columns.extend(second.columns.clone());
-    joined.qualifiers.extend(second.qualifiers.clone());
+    let joined = side_by_side(first, second);
     let width = rows.scope.columns.len();
     // Where a column of either side is in the joined row.
     let (table_at, window_at) = if table_left {
@@ -474,13 +456,7 @@ fn plan_table_rows(
     } else {
         (picks.len(), 0)
     };
-    let column_of = |e: &Expr| match e {
-        Expr::Identifier(id) => joined.index(&id.value, position(e.span())).ok(),
-        Expr::CompoundIdentifier(p) if p.len() == 2 => joined
-            .index_qualified(&p[0].value, &p[1].value, position(e.span()))
-            .ok(),
-        _ => None,
-    };
+    let column_of = |e: &Expr| column_index(e, &joined);
     // The window side's extremum column: index 3 of the window's columns.
     let extremum_at = |i: usize| {
         i.checked_sub(window_at)
@@ -538,16 +514,7 @@ fn plan_table_rows(
     if !bounded {
         return Ok(None);
     }
-    let residual = residual
-        .into_iter()
-        .reduce(|a, b| Expr::BinaryOp {
-            left: Box::new(a),
-            op: BinaryOperator::And,
-            right: Box::new(b),
-        })
-        .map(|e| compile(&e, &joined))
-        .transpose()?
-        .map(|c| Condition::of(&c));
+    let residual = residual_condition(residual, &joined)?;
     let windows = Windows::new(size, offset);
     // A row at a window's start also joins the window ending there: a copy
     // of it, marked by one more value, goes to that window.
@@ -862,48 +829,33 @@ fn plan_window_rows(
             other => *other,
         })
         .collect();
-    let extremum_scope = Scope {
-        columns: shape
-            .extremum_columns
-            .iter()
-            .map(|(name, p)| {
-                let ty = if *p == Pick::Best {
-                    column_type
-                } else {
-                    SqlType::Timestamp
-                };
-                (name.clone(), ty)
-            })
-            .collect(),
-        qualifiers: vec![shape.extremum_alias.clone(); picks.len()],
-        used: None,
-    };
-    let rows_scope = Scope {
-        columns: rows.scope.columns.clone(),
-        qualifiers: vec![shape.rows_alias.clone(); rows.scope.columns.len()],
-        used: None,
-    };
+    let extremum_columns: Vec<(String, SqlType)> = shape
+        .extremum_columns
+        .iter()
+        .map(|(name, p)| {
+            let ty = if *p == Pick::Best {
+                column_type
+            } else {
+                SqlType::Timestamp
+            };
+            (name.clone(), ty)
+        })
+        .collect();
+    let extremum_scope = qualified(&extremum_columns, &shape.extremum_alias);
+    let rows_scope = qualified(&rows.scope.columns, &shape.rows_alias);
     let width = rows_scope.columns.len();
     let (first, second) = if rows_left {
         (&rows_scope, &extremum_scope)
     } else {
         (&extremum_scope, &rows_scope)
     };
-    let mut joined = first.clone();
-    joined.columns.extend(second.columns.clone());
-    joined.qualifiers.extend(second.qualifiers.clone());
+    let joined = side_by_side(first, second);
     let (rows_at, extremum_at) = if rows_left {
         (0, width)
     } else {
         (picks.len(), 0)
     };
-    let column_of = |e: &Expr| match e {
-        Expr::Identifier(id) => joined.index(&id.value, position(e.span())).ok(),
-        Expr::CompoundIdentifier(p) if p.len() == 2 => joined
-            .index_qualified(&p[0].value, &p[1].value, position(e.span()))
-            .ok(),
-        _ => None,
-    };
+    let column_of = |e: &Expr| column_index(e, &joined);
     let pick_at = |i: Option<usize>| {
         i.and_then(|i| i.checked_sub(extremum_at))
             .and_then(|j| picks.get(j).copied())
@@ -952,16 +904,7 @@ fn plan_window_rows(
     if !(same_start && same_end && at_extremum) {
         return Ok(None);
     }
-    let residual = residual
-        .into_iter()
-        .reduce(|a, b| Expr::BinaryOp {
-            left: Box::new(a),
-            op: BinaryOperator::And,
-            right: Box::new(b),
-        })
-        .map(|e| compile(&e, &joined))
-        .transpose()?
-        .map(|c| Condition::of(&c));
+    let residual = residual_condition(residual, &joined)?;
     let what = format!(
         "{}({})",
         if shape.direction == Ordering::Greater {

@@ -55,6 +55,52 @@ pub(crate) fn conjuncts(e: &Expr) -> Vec<&Expr> {
     }
 }
 
+/// The index in `scope` of the plain column `e` names (`c` or `t.c`).
+pub(crate) fn column_index(e: &Expr, scope: &Scope) -> Option<usize> {
+    match e {
+        Expr::Identifier(id) => scope.index(&id.value, position(e.span())).ok(),
+        Expr::CompoundIdentifier(p) if p.len() == 2 => scope
+            .index_qualified(&p[0].value, &p[1].value, position(e.span()))
+            .ok(),
+        _ => None,
+    }
+}
+
+/// `columns`, each qualified by `qualifier`.
+pub(crate) fn qualified(columns: &[(String, crate::types::SqlType)], qualifier: &str) -> Scope {
+    Scope {
+        columns: columns.to_vec(),
+        qualifiers: vec![qualifier.to_string(); columns.len()],
+        used: None,
+    }
+}
+
+/// The columns of `first` then `second`, as a join's rows hold them.
+pub(crate) fn side_by_side(first: &Scope, second: &Scope) -> Scope {
+    let mut joined = first.clone();
+    joined.columns.extend(second.columns.iter().cloned());
+    joined.qualifiers.extend(second.qualifiers.iter().cloned());
+    joined
+}
+
+/// The conditions a join checks on each joined row (over `joined`), as
+/// one, if there are any.
+pub(crate) fn residual_condition(
+    conditions: Vec<Expr>,
+    joined: &Scope,
+) -> Result<Option<Condition>, SqlError> {
+    Ok(conditions
+        .into_iter()
+        .reduce(|a, b| Expr::BinaryOp {
+            left: Box::new(a),
+            op: BinaryOperator::And,
+            right: Box::new(b),
+        })
+        .map(|e| compile(&e, joined))
+        .transpose()?
+        .map(|c| Condition::of(&c)))
+}
+
 /// A side of a time bound: which side's time column (0 left, 1 right),
 /// plus an offset in ms.
 fn time_term(e: &Expr, scope: &Scope, times: [usize; 2]) -> Option<(usize, i64)> {
@@ -697,16 +743,9 @@ pub(crate) fn plan_join(
         ));
     };
     let right_name = qualifier(&join.relation);
-    let side_scope = |p: &Planned, q: &str| Scope {
-        columns: p.scope.columns.clone(),
-        qualifiers: vec![q.to_string(); p.scope.columns.len()],
-        used: None,
-    };
-    let left_scope = side_scope(&left, &left_name);
-    let right_scope = side_scope(&right, &right_name);
-    let mut joined = left_scope.clone();
-    joined.columns.extend(right_scope.columns.clone());
-    joined.qualifiers.extend(right_scope.qualifiers.clone());
+    let left_scope = qualified(&left.scope.columns, &left_name);
+    let right_scope = qualified(&right.scope.columns, &right_name);
+    let joined = side_by_side(&left_scope, &right_scope);
     let [to_left, to_right] = push_down(on, filter, outer, [&left_scope, &right_scope]);
     left = filtered(left, &to_left, &left_scope)?;
     right = filtered(right, &to_right, &right_scope)?;
@@ -715,13 +754,6 @@ pub(crate) fn plan_join(
     let (mut left_keys, mut right_keys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
     // Equalities of two plain columns, as (left column, right column).
     let mut equal_columns = Vec::new();
-    let column = |e: &Expr, scope: &Scope| match e {
-        Expr::Identifier(id) => scope.index(&id.value, position(e.span())).ok(),
-        Expr::CompoundIdentifier(p) if p.len() == 2 => scope
-            .index_qualified(&p[0].value, &p[1].value, position(e.span()))
-            .ok(),
-        _ => None,
-    };
     for c in conjuncts(on) {
         // Names must resolve in the joined scope (ambiguity is an error).
         compile(c, &joined)?;
@@ -739,7 +771,9 @@ pub(crate) fn plan_join(
                 comparable.then_some((l, r))
             }) {
                 for (x, y) in [(a, b), (b, a)] {
-                    if let (Some(i), Some(j)) = (column(x, &left_scope), column(y, &right_scope)) {
+                    if let (Some(i), Some(j)) =
+                        (column_index(x, &left_scope), column_index(y, &right_scope))
+                    {
                         equal_columns.push((i, j));
                     }
                 }
@@ -786,16 +820,7 @@ pub(crate) fn plan_join(
         }
         _ => None,
     };
-    let residual = residual
-        .into_iter()
-        .reduce(|a, b| Expr::BinaryOp {
-            left: Box::new(a),
-            op: BinaryOperator::And,
-            right: Box::new(b),
-        })
-        .map(|e| compile(&e, &joined))
-        .transpose()?
-        .map(|c| Condition::of(&c));
+    let residual = residual_condition(residual, &joined)?;
     let keys = left_keys.len();
     // Keys of different numeric types compare by value: both as DOUBLE
     // when they differ, else as they are.
