@@ -21,7 +21,13 @@
 //! with, as the regular join would join them with the window's row it
 //! keeps. The joined rows are the regular join's, and so Flink's.
 //!
-//! The rewrite applies to an inner join, without `table.exec.state.ttl`,
+//! The same holds where a window aggregation's rows are joined on their
+//! window with the per-window `MAX` of one of their columns, computed from
+//! the same aggregation written again (Nexmark q5, [`plan_window_rows`]):
+//! the operator then keeps each window's rows at the maximum as they come
+//! and emits them when the window closes, as the window join would.
+//!
+//! The first rewrite applies to an inner join, without `table.exec.state.ttl`,
 //! of a table read whole with a `TUMBLE` aggregation over that table
 //! grouped by the window alone, with one `MAX` or `MIN` of a column and a
 //! `SELECT` list of that aggregate and window columns, on the column equal
@@ -73,7 +79,8 @@ struct ExtremumJoin {
     time_type: SqlType,
     /// The window side's columns.
     picks: Vec<Pick>,
-    /// Whether the table is the join's left side.
+    /// Whether the table's (or window aggregation's) rows are the join's
+    /// left side.
     table_left: bool,
     /// Whether rows after a window's row was emitted still join it (a
     /// regular join's), or are late for it (a window join's).
@@ -216,47 +223,54 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
         let boundary = row.values.len() > self.width;
         let mut values = std::mem::take(&mut row.values);
         values.truncate(self.width);
-        let v = values[self.column].clone();
-        if v.is_null() {
+        if values[self.column].is_null() {
             // Not counted by MAX or MIN, and joins nothing.
             Row::recycle(values);
             return Ok(());
         }
         let late = end - 1 <= ctx.current_watermark();
         let state = self.state.as_ref().ok_or("the join is not open")?;
-        let then = state.update_in_place(|current| match current {
-            Some(w) if w.fired => match &w.best {
-                Some(b) if compare(&v, b) == Some(Ordering::Equal) => {
-                    (ValueChange::Keep, Then::Join(b.clone(), values))
-                }
-                _ => (ValueChange::Keep, Then::Drop(values)),
-            },
-            Some(w) => {
-                if !boundary {
-                    match &w.best {
-                        Some(b) if compare(&v, b) != Some(self.direction) => {}
-                        _ => {
-                            w.rows.retain(|r| !self.beaten(&r[self.column], &v));
-                            w.best = Some(v.clone());
+        let then = state.update_in_place(|current| {
+            // The value is read where it is; cloned only when it becomes
+            // the extremum.
+            let v = &values[self.column];
+            match current {
+                Some(w) if w.fired => match &w.best {
+                    Some(b) if compare(v, b) == Some(Ordering::Equal) => {
+                        (ValueChange::Keep, Then::Join(b.clone(), values))
+                    }
+                    _ => (ValueChange::Keep, Then::Drop(values)),
+                },
+                Some(w) => {
+                    if !boundary {
+                        match &w.best {
+                            Some(b) if compare(v, b) != Some(self.direction) => {}
+                            _ => {
+                                w.rows.retain(|r| !self.beaten(&r[self.column], v));
+                                w.best = Some(v.clone());
+                            }
                         }
                     }
+                    if w.best.as_ref().is_some_and(|b| self.beaten(v, b)) {
+                        return (ValueChange::Keep, Then::Drop(values));
+                    }
+                    w.rows.push(values);
+                    (ValueChange::Keep, Then::Nothing)
                 }
-                if w.best.as_ref().is_some_and(|b| self.beaten(&v, b)) {
-                    return (ValueChange::Keep, Then::Drop(values));
+                // Late for a window that had no row: it never will.
+                None if late => (ValueChange::Keep, Then::Drop(values)),
+                None => {
+                    let best = (!boundary).then(|| v.clone());
+                    (
+                        ValueChange::Set(WindowBest {
+                            best,
+                            rows: vec![values],
+                            fired: false,
+                        }),
+                        Then::Timer,
+                    )
                 }
-                w.rows.push(values);
-                (ValueChange::Keep, Then::Nothing)
             }
-            // Late for a window that had no row: it never will.
-            None if late => (ValueChange::Keep, Then::Drop(values)),
-            None => (
-                ValueChange::Set(WindowBest {
-                    best: (!boundary).then(|| v.clone()),
-                    rows: vec![values],
-                    fired: false,
-                }),
-                Then::Timer,
-            ),
         })?;
         match then {
             Then::Nothing => {}
@@ -310,10 +324,11 @@ fn window_side(relation: &TableFactor) -> Option<(&Select, WindowTvf, String)> {
     let TableFactor::TableFunction { expr, .. } = &from.relation else {
         return None;
     };
-    if !from.joins.is_empty() || select.selection.is_some() || select.having.is_some() {
-        return None;
-    }
-    if select.distinct.is_some() {
+    if !from.joins.is_empty()
+        || select.selection.is_some()
+        || select.having.is_some()
+        || select.distinct.is_some()
+    {
         return None;
     }
     let GroupByExpr::Expressions(keys, modifiers) = &select.group_by else {
@@ -343,10 +358,26 @@ pub(crate) fn plan(
     join: &Join,
     filter: Option<&Expr>,
 ) -> Result<Option<Planned>, SqlError> {
-    if let Some(planned) = plan_window_rows(env, catalog, from, join)? {
+    // Inner joins with an `ON` only.
+    let (JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on))) =
+        &join.join_operator
+    else {
+        return Ok(None);
+    };
+    if let Some(planned) = plan_window_rows(env, catalog, from, &join.relation, on)? {
         return Ok(Some(planned));
     }
-    plan_table_rows(env, catalog, from, join, filter)
+    plan_table_rows(env, catalog, from, &join.relation, on, filter)
+}
+
+/// `MAX(column)` or `MIN(column)`, for EXPLAIN and operator names.
+fn extremum_call(direction: Ordering, column: &str) -> String {
+    let name = if direction == Ordering::Greater {
+        "MAX"
+    } else {
+        "MIN"
+    };
+    format!("{name}({column})")
 }
 
 /// The table form (Nexmark q7's): a table joined with its own window TVF
@@ -355,21 +386,17 @@ fn plan_table_rows(
     env: &StreamExecutionEnvironment,
     catalog: &Catalog,
     from: &TableFactor,
-    join: &Join,
+    joined_to: &TableFactor,
+    on: &Expr,
     filter: Option<&Expr>,
 ) -> Result<Option<Planned>, SqlError> {
     if catalog.state_ttl.is_some() {
         return Ok(None);
     }
-    let (JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on))) =
-        &join.join_operator
-    else {
-        return Ok(None);
-    };
     // Which side is the table, which the windows.
-    let (table_left, table, windows) = match (window_side(from), window_side(&join.relation)) {
+    let (table_left, table, windows) = match (window_side(from), window_side(joined_to)) {
         (None, Some(w)) => (true, from, w),
-        (Some(w), None) => (false, &join.relation, w),
+        (Some(w), None) => (false, joined_to, w),
         _ => return Ok(None),
     };
     let (select, tvf, window_alias) = windows;
@@ -457,7 +484,7 @@ fn plan_table_rows(
         (picks.len(), 0)
     };
     let column_of = |e: &Expr| column_index(e, &joined);
-    // The window side's extremum column: index 3 of the window's columns.
+    // Whether joined column `i` is the window side's extremum.
     let extremum_at = |i: usize| {
         i.checked_sub(window_at)
             .and_then(|j| picks.get(j))
@@ -533,15 +560,7 @@ fn plan_table_rows(
             Ok(())
         },
     );
-    let what = format!(
-        "{}({})",
-        if direction == Ordering::Greater {
-            "MAX"
-        } else {
-            "MIN"
-        },
-        rows.scope.columns[column].0
-    );
+    let what = extremum_call(direction, &rows.scope.columns[column].0);
     let windows = Windows::new(size, offset);
     let stream = split
         .key_by(move |r: &Row| {
@@ -784,16 +803,12 @@ fn plan_window_rows(
     env: &StreamExecutionEnvironment,
     catalog: &Catalog,
     from: &TableFactor,
-    join: &Join,
+    joined_to: &TableFactor,
+    on: &Expr,
 ) -> Result<Option<Planned>, SqlError> {
-    let (JoinOperator::Join(JoinConstraint::On(on)) | JoinOperator::Inner(JoinConstraint::On(on))) =
-        &join.join_operator
-    else {
-        return Ok(None);
-    };
     let (rows_left, shape) = match (
-        window_rows_shape(from, &join.relation),
-        window_rows_shape(&join.relation, from),
+        window_rows_shape(from, joined_to),
+        window_rows_shape(joined_to, from),
     ) {
         (Some(shape), _) => (true, shape),
         (None, Some(shape)) => (false, shape),
@@ -905,15 +920,7 @@ fn plan_window_rows(
         return Ok(None);
     }
     let residual = residual_condition(residual, &joined)?;
-    let what = format!(
-        "{}({})",
-        if shape.direction == Ordering::Greater {
-            "MAX"
-        } else {
-            "MIN"
-        },
-        rows.scope.columns[column].0
-    );
+    let what = extremum_call(shape.direction, &rows.scope.columns[column].0);
     let window = if rows_left {
         rows.window
     } else {

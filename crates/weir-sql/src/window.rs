@@ -259,7 +259,7 @@ impl WindowTvf {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.kind {
             WindowKind::Tumble { size, .. } => format!("TUMBLE(size={size} ms)"),
             WindowKind::Hop { slide, size, .. } => format!("HOP(slide={slide} ms, size={size} ms)"),
