@@ -10,8 +10,8 @@ projection with a filter, a window Top-N, an OVER aggregation (ROWS or
 RANGE, bounded or not), ORDER BY … LIMIT, a sort by event time, a
 condition over NULLs (AND, OR, NOT, CASE, IF, BETWEEN, IN, in WHERE and
 as columns), built-in functions (math, text, time, JSON) nested at random
-as columns, a deduplication, a self-join (regular inner or outer,
-interval, window), or a join with a window's own MAX or MIN; watermarks per row with a random delay, so late rows
+as columns, a deduplication, a self-join (regular inner or outer, maybe
+grouped, interval, window), or a join with a window's own MAX or MIN; watermarks per row with a random delay, so late rows
 matter. A join reads the file twice, as two sources whose rows interleave
 as they come: its watermark's delay is longer than any row is late, and
 its final rows are compared. The cases are written to a directory
@@ -136,8 +136,22 @@ def conditions(rng):
 
 
 def join(rng):
-    """A self-join of t: regular (inner or outer), interval or window."""
-    kind = rng.choice(["inner", "outer", "interval", "window"])
+    """A self-join of t: regular (inner or outer, maybe grouped), interval
+    or window."""
+    kind = rng.choice(["inner", "outer", "grouped", "interval", "window"])
+    if kind == "grouped":
+        how = rng.choice(["JOIN", "LEFT JOIN", "RIGHT JOIN"])
+        # MAX and MIN over an outer join only where the join is inner:
+        # over NULL-padded rows taken back, Flink 2.3's MAX was seen to
+        # keep a taken-back value in some runs and not in others.
+        aggs = ["SUM(b.amount)", "COUNT(b.id)", "AVG(a.amount)"]
+        if how == "JOIN":
+            aggs += ["MAX(b.amount)", "MIN(b.ts)"]
+        agg = rng.choice(aggs)
+        keys = rng.choice(["a.id, a.k", "a.k", "b.k"])
+        extra = rng.choice(["b.id > a.id", "b.ts > a.ts", "a.amount < b.amount"])
+        return (f"SELECT {keys.split(', ')[-1]}, {agg} AS v, COUNT(*) AS n FROM t a {how} t b\n"
+                f"ON a.k = b.k AND {extra} GROUP BY {keys};")
     if kind == "inner":
         extra = rng.choice(["a.id < b.id", "a.amount > b.amount", "b.id = a.id + 1", "a.id <> b.id"])
         return f"SELECT a.id, b.id AS bid, a.k FROM t a JOIN t b ON a.k = b.k AND {extra};"

@@ -714,6 +714,7 @@ pub(crate) fn plan_join(
     join: &Join,
     filter: Option<&Expr>,
     ttl: Option<Duration>,
+    named: Option<Vec<bool>>,
 ) -> Result<Planned, SqlError> {
     let at = position(join.span());
     // Which sides keep their unmatched rows, and the join's name.
@@ -820,6 +821,40 @@ pub(crate) fn plan_join(
         }
         _ => None,
     };
+    // A regular join keeps (and joins) only the columns of its rows that
+    // are read above it (`named`, over the joined columns) or by its own
+    // conditions: a row of each side in state, for ever, is then as small
+    // as the statement allows (Flink's projection push-down).
+    let kept = match named {
+        Some(named) if interval.is_none() && window_join.is_none() => {
+            let scope = joined.tracking();
+            for c in conjuncts(on) {
+                compile(c, &scope)?;
+            }
+            let used: Vec<bool> = (scope.used_columns().into_iter().zip(named))
+                .map(|(on, above)| on || above)
+                .collect();
+            let w = left.scope.columns.len();
+            let picked = |range: std::ops::Range<usize>| -> Vec<usize> {
+                let start = range.start;
+                range.filter(|i| used[*i]).map(|i| i - start).collect()
+            };
+            (used.contains(&false)).then(|| [picked(0..w), picked(w..used.len())])
+        }
+        _ => None,
+    };
+    let joined = match &kept {
+        Some([l, r]) => {
+            let pick = |columns: &[(String, crate::types::SqlType)], at: &[usize]| {
+                at.iter().map(|i| columns[*i].clone()).collect::<Vec<_>>()
+            };
+            side_by_side(
+                &qualified(&pick(&left.scope.columns, l), &left_name),
+                &qualified(&pick(&right.scope.columns, r), &right_name),
+            )
+        }
+        None => joined,
+    };
     let residual = residual_condition(residual, &joined)?;
     let keys = left_keys.len();
     // Keys of different numeric types compare by value: both as DOUBLE
@@ -849,11 +884,14 @@ pub(crate) fn plan_join(
         .zip(&lt)
         .map(|(c, t)| normalise(c, *t))
         .collect();
-    let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>| {
+    // A row of side `side` tagged for the join: `[side, keys…, columns…]`,
+    // its columns those at `columns` (all, when `None`).
+    let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>, columns: Option<Vec<usize>>| {
         let keeps_unmatched = outer[usize::from(side)];
         stream.process(
             move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-                let mut values = Row::buffer(1 + fns.len() + row.values.len());
+                let width = columns.as_ref().map_or(row.values.len(), Vec::len);
+                let mut values = Row::buffer(1 + fns.len() + width);
                 values.push(Value::Boolean(side));
                 for f in &fns {
                     values.push(f(&row.values)?);
@@ -865,7 +903,14 @@ pub(crate) fn plan_join(
                     return Ok(());
                 }
                 // Moved, and the row's buffer goes back to the pool.
-                values.append(&mut row.values);
+                match &columns {
+                    None => values.append(&mut row.values),
+                    Some(columns) => values.extend(
+                        columns
+                            .iter()
+                            .map(|i| std::mem::replace(&mut row.values[*i], Value::Null)),
+                    ),
+                }
                 out.collect(Row {
                     kind: row.kind,
                     values,
@@ -874,7 +919,15 @@ pub(crate) fn plan_join(
             },
         )
     };
-    let widths = [left.scope.columns.len(), right.scope.columns.len()];
+    let widths = match &kept {
+        Some([l, r]) => [l.len(), r.len()],
+        None => [left.scope.columns.len(), right.scope.columns.len()],
+    };
+    // A column above the watermark, where the join keeps it.
+    let above = |side: usize, column: Option<usize>| match &kept {
+        Some(kept) => kept[side].iter().position(|k| Some(*k) == column),
+        None => column,
+    };
     // An inner join of insert-only sides, one of which has a column above
     // the watermark that bounds the other side's time: that side's rows
     // are dropped once no row to come can join them.
@@ -885,7 +938,7 @@ pub(crate) fn plan_join(
             &conditions,
             &joined,
             widths,
-            [left.above_watermark, right.above_watermark],
+            [above(0, left.above_watermark), above(1, right.above_watermark)],
         )
     } else {
         None
@@ -942,7 +995,8 @@ pub(crate) fn plan_join(
         });
     }
     if let Some(ends) = window_join {
-        let tagged = tag(left.stream, false, left_fns).union(&[tag(right.stream, true, right_fns)]);
+        let tagged = tag(left.stream, false, left_fns, None)
+            .union(&[tag(right.stream, true, right_fns, None)]);
         let stream = tagged
             .key_by(move |r: &Row| r.values[1..=keys].to_vec())
             .process(WindowJoinFunction {
@@ -968,7 +1022,9 @@ pub(crate) fn plan_join(
             steps,
         });
     }
-    let tagged = tag(left.stream, false, left_fns).union(&[tag(right.stream, true, right_fns)]);
+    let [left_columns, right_columns] = kept.clone().map_or([None, None], |[l, r]| [Some(l), Some(r)]);
+    let tagged = tag(left.stream, false, left_fns, left_columns)
+        .union(&[tag(right.stream, true, right_fns, right_columns)]);
     let stream = tagged
         .key_by(move |r: &Row| r.values[1..=keys].to_vec())
         .process(JoinFunction {
@@ -981,11 +1037,19 @@ pub(crate) fn plan_join(
             joined: Vec::new(),
             expiry,
         });
-    let stream = crate::plan::stateful(stream, &format!("Join[{name}; {on}]"));
+    // The kept columns are part of the state's layout: a savepoint of a
+    // join that kept others does not restore into this one.
+    let keeps = kept.as_ref().map_or(String::new(), |_| {
+        let names: Vec<String> = (joined.qualifiers.iter().zip(&joined.columns))
+            .map(|(q, (n, _))| format!("{q}.{n}"))
+            .collect();
+        format!(", keeping {}", names.join(", "))
+    });
+    let stream = crate::plan::stateful(stream, &format!("Join[{name}; {on}{keeps}]"));
     let mut steps = left.steps;
     steps.extend(right.steps);
     steps.push(format!(
-        "Join: {name}, on {on}{}",
+        "Join: {name}, on {on}{keeps}{}",
         expiry.map_or(String::new(), |e| {
             let (side, other) = if e.side == 0 {
                 ("left", "right")

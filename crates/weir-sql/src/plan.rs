@@ -301,13 +301,26 @@ pub(crate) fn plan_select(
                     None => {
                         let left = plan_relation(env, catalog, &from.relation)?;
                         let right = plan_relation(env, catalog, &join.relation)?;
+                        let left_name = crate::join::qualifier(&from.relation);
+                        // The joined columns the statement reads above the
+                        // join: the join keeps and joins only those (and
+                        // its ON's).
+                        let joined = crate::join::side_by_side(
+                            &crate::join::qualified(&left.scope.columns, &left_name),
+                            &crate::join::qualified(
+                                &right.scope.columns,
+                                &crate::join::qualifier(&join.relation),
+                            ),
+                        );
+                        let named = columns_named(&joined, select, grouped)?;
                         crate::join::plan_join(
                             left,
-                            crate::join::qualifier(&from.relation),
+                            left_name,
                             right,
                             join,
                             select.selection.as_ref(),
                             catalog.state_ttl,
+                            named,
                         )?
                     }
                 };
@@ -415,7 +428,19 @@ fn needed_columns(
     let Some(Relation::Table(table)) = catalog.get(&name.to_string()) else {
         return Ok(None);
     };
-    let scope = connector::table_rows(table)?.scope.tracking();
+    columns_named(&connector::table_rows(table)?.scope, select, grouped)
+}
+
+/// Which of `input`'s columns `select` names in its `WHERE` and its
+/// `SELECT` list (or, `grouped`, its keys, aggregates and `HAVING`), by
+/// compiling them once more; `None` when that is not known (`GROUP BY
+/// ALL`). Errors are the ones planning the statement would report.
+pub(crate) fn columns_named(
+    input: &Scope,
+    select: &Select,
+    grouped: bool,
+) -> Result<Option<Vec<bool>>, SqlError> {
+    let scope = input.tracking();
     crate::window::where_filter(select, &scope)?;
     if grouped {
         let keys = match &select.group_by {
