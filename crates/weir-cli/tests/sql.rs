@@ -263,3 +263,39 @@ fn a_join_with_its_own_windows_maxima_keeps_one_entry_a_window() {
         "{windows} windows kept, {fired} fired"
     );
 }
+
+/// A regular join keeps only the columns its statement reads: a savepoint
+/// of it holds rows of those columns alone, so a statement that reads
+/// more of them does not restore from it (its rows would lack them), and
+/// says so before any row flows.
+#[test]
+fn a_join_keeping_other_columns_does_not_restore_from_a_savepoint() {
+    let dir = temp_dir("join-columns");
+    let script = |select: &str| {
+        format!(
+            "
+CREATE TABLE t (id BIGINT, x AS id * 2, y AS id * 3) WITH ('connector' = 'datagen',
+  'rows-per-second' = '400',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3000');
+CREATE TABLE out (id BIGINT, x BIGINT, y BIGINT) WITH ('connector' = 'print');
+INSERT INTO out SELECT {select} FROM t a JOIN t b ON a.id = b.id;
+"
+        )
+    };
+    let (savepoint, rows) = stopped_after(&dir, &script("a.id, b.x, 0"), 30);
+    assert_eq!(rows[0], "+I[1, 2, 0]", "{rows:?}");
+    let wider = dir.join("wider.sql");
+    std::fs::write(&wider, script("a.id, b.x, b.y")).expect("script");
+    let refused = weir()
+        .args(["sql", "-s", &savepoint, "-f"])
+        .arg(&wider)
+        .output()
+        .expect("weir sql runs");
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains("Join[inner; a.id = b.id, keeping a.id, b.id, b.x]")
+            && why.contains("-n / --allow-non-restored-state"),
+        "{why}"
+    );
+}

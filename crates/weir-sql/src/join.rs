@@ -938,7 +938,10 @@ pub(crate) fn plan_join(
             &conditions,
             &joined,
             widths,
-            [above(0, left.above_watermark), above(1, right.above_watermark)],
+            [
+                above(0, left.above_watermark),
+                above(1, right.above_watermark),
+            ],
         )
     } else {
         None
@@ -995,8 +998,12 @@ pub(crate) fn plan_join(
         });
     }
     if let Some(ends) = window_join {
-        let tagged = tag(left.stream, false, left_fns, None)
-            .union(&[tag(right.stream, true, right_fns, None)]);
+        let tagged = tag(left.stream, false, left_fns, None).union(&[tag(
+            right.stream,
+            true,
+            right_fns,
+            None,
+        )]);
         let stream = tagged
             .key_by(move |r: &Row| r.values[1..=keys].to_vec())
             .process(WindowJoinFunction {
@@ -1022,9 +1029,15 @@ pub(crate) fn plan_join(
             steps,
         });
     }
-    let [left_columns, right_columns] = kept.clone().map_or([None, None], |[l, r]| [Some(l), Some(r)]);
-    let tagged = tag(left.stream, false, left_fns, left_columns)
-        .union(&[tag(right.stream, true, right_fns, right_columns)]);
+    let [left_columns, right_columns] = kept
+        .clone()
+        .map_or([None, None], |[l, r]| [Some(l), Some(r)]);
+    let tagged = tag(left.stream, false, left_fns, left_columns).union(&[tag(
+        right.stream,
+        true,
+        right_fns,
+        right_columns,
+    )]);
     let stream = tagged
         .key_by(move |r: &Row| r.values[1..=keys].to_vec())
         .process(JoinFunction {

@@ -1512,3 +1512,39 @@ fn a_join_with_its_own_windows_extremum_runs_as_one_operator_where_it_can() -> R
     }
     Ok(())
 }
+
+/// A regular join keeps and joins only the columns the statement reads
+/// above it or in its `ON`; the rows are the same.
+#[test]
+fn a_regular_join_keeps_only_the_columns_read() -> Result<(), SqlError> {
+    let path = csv("join-columns", ORDERS);
+    let ddl = orders_ddl(&path);
+    let pairs = "SELECT a.id, b.amount FROM orders a JOIN orders b \
+                 ON a.buyer = b.buyer AND a.id < b.id";
+    let plan = run(&format!("{ddl}\nEXPLAIN {pairs};"))?;
+    assert!(
+        plan.contains("keeping a.id, a.buyer, b.id, b.buyer, b.amount\n"),
+        "{plan}"
+    );
+    let lines = support::changelog(&format!("{ddl}\n{pairs};"))?;
+    assert_eq!(support::materialize(&lines), ["[1, 40.25]"]);
+    // Grouped: the keys and the aggregates' arguments.
+    let grouped = "SELECT a.buyer, MAX(b.amount) AS top, COUNT(*) AS n \
+                   FROM orders a JOIN orders b ON a.buyer = b.buyer GROUP BY a.buyer";
+    let plan = run(&format!("{ddl}\nEXPLAIN {grouped};"))?;
+    assert!(
+        plan.contains("keeping a.buyer, b.buyer, b.amount\n"),
+        "{plan}"
+    );
+    let lines = support::changelog(&format!("{ddl}\n{grouped};"))?;
+    assert_eq!(
+        support::materialize(&lines),
+        ["[alice, 40.25, 4]", "[bob, 3.00, 1]", "[carol, NULL, 1]"]
+    );
+    // Every column read: all kept.
+    let plan = run(&format!(
+        "{ddl}\nEXPLAIN SELECT * FROM orders a JOIN orders b ON a.id = b.id;"
+    ))?;
+    assert!(!plan.contains("keeping"), "{plan}");
+    Ok(())
+}
