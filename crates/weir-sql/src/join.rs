@@ -19,6 +19,7 @@ use weir::prelude::*;
 
 use crate::error::{position, SqlError};
 use crate::expr::{compile, Condition, Eval, Scope};
+use crate::key::RowKey;
 use crate::plan::Planned;
 use crate::value::{Row, RowKind, Value};
 
@@ -289,7 +290,7 @@ struct WindowJoinFunction {
     sides: Option<[ListState<WindowRow>; 2]>,
 }
 
-impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowJoinFunction {
+impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.sides = Some([
             ctx.get_list_state(&ListStateDescriptor::new("window-left"))?,
@@ -301,7 +302,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowJoinFunction {
     fn process_element(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, Vec<Value>>,
+        ctx: &mut ProcessContext<'_, RowKey>,
         _out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let side = usize::from(matches!(row.values[0], Value::Boolean(true)));
@@ -321,7 +322,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowJoinFunction {
     fn on_timer(
         &mut self,
         _timestamp: i64,
-        _ctx: &mut ProcessContext<'_, Vec<Value>>,
+        _ctx: &mut ProcessContext<'_, RowKey>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let sides = self.sides.as_ref().ok_or("the window join is not open")?;
@@ -370,8 +371,28 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for WindowJoinFunction {
 /// joins with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Kept {
-    values: Vec<Value>,
+    values: KeptValues,
     matches: u32,
+}
+
+/// A kept row's values: up to four (a join that keeps only the columns
+/// read keeps few) inline in the side's list, not in an allocation of
+/// their own per row. They serialise as a list, as a `Vec` does.
+type KeptValues = smallvec::SmallVec<[Value; 4]>;
+
+impl Kept {
+    /// `values` kept, inline when there are few of them (their buffer
+    /// then goes back to the pool for the next row).
+    fn new(mut values: Vec<Value>, matches: u32) -> Kept {
+        let values = if values.len() <= 4 {
+            let inline = values.drain(..).collect();
+            Row::recycle(values);
+            inline
+        } else {
+            KeptValues::from_vec(values)
+        };
+        Kept { values, matches }
+    }
 }
 
 /// The keyed function holding both sides' rows.
@@ -399,11 +420,17 @@ const SWEEP_MS: i64 = 1000;
 impl JoinFunction {
     /// `mine` (of side `side`) next to `theirs`, in left-right order.
     fn joined(side: usize, mine: &[Value], theirs: &[Value]) -> Vec<Value> {
-        if side == 1 {
-            theirs.iter().chain(mine).cloned().collect()
+        let (first, second) = if side == 1 {
+            (theirs, mine)
         } else {
-            mine.iter().chain(theirs).cloned().collect()
-        }
+            (mine, theirs)
+        };
+        // From the pool: a joined row goes on downstream and its buffer
+        // comes back there.
+        let mut joined = Row::buffer(first.len() + second.len());
+        joined.extend_from_slice(first);
+        joined.extend_from_slice(second);
+        joined
     }
 
     /// `values` of side `side` with the other side's columns NULL.
@@ -413,7 +440,7 @@ impl JoinFunction {
     }
 }
 
-impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
+impl KeyedProcessFunction<RowKey, Row, Row> for JoinFunction {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         let descriptor = |name: &str| {
             let d = ListStateDescriptor::new(name);
@@ -432,7 +459,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
     fn process_element(
         &mut self,
         mut row: Row,
-        ctx: &mut ProcessContext<'_, Vec<Value>>,
+        ctx: &mut ProcessContext<'_, RowKey>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let (kind, retraction) = (row.kind, row.kind.is_retraction());
@@ -528,7 +555,7 @@ impl KeyedProcessFunction<Vec<Value>, Row, Row> for JoinFunction {
     fn on_timer(
         &mut self,
         _timestamp: i64,
-        ctx: &mut ProcessContext<'_, Vec<Value>>,
+        ctx: &mut ProcessContext<'_, RowKey>,
         _out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let (Some(expiry), Some(sides)) = (self.expiry, self.sides.as_ref()) else {
@@ -577,7 +604,7 @@ impl JoinFunction {
         &self,
         side: usize,
         mine: &ListState<Kept>,
-        ctx: &mut ProcessContext<'_, Vec<Value>>,
+        ctx: &mut ProcessContext<'_, RowKey>,
         out: &mut Collector<'_, Row>,
         kind: RowKind,
         values: Vec<Value>,
@@ -597,7 +624,7 @@ impl JoinFunction {
         }
         if retraction {
             let mut rows = mine.get()?;
-            if let Some(i) = rows.iter().position(|r| r.values == values) {
+            if let Some(i) = rows.iter().position(|r| r.values[..] == values[..]) {
                 rows.swap_remove(i);
                 mine.update(rows)?;
             }
@@ -611,20 +638,14 @@ impl JoinFunction {
                 };
                 // One timer per key: set by its first row, moved on by
                 // each sweep while rows are left.
-                let kept = Kept {
-                    values,
-                    matches: matched,
-                };
+                let kept = Kept::new(values, matched);
                 if mine.add_is_first(kept)? {
                     ctx.timer_service()
                         .register_event_time_timer(expiry.sweep_at(until));
                 }
                 return Ok(());
             }
-            mine.add(Kept {
-                values,
-                matches: matched,
-            })?;
+            mine.add(Kept::new(values, matched))?;
         }
         Ok(())
     }
@@ -919,6 +940,11 @@ pub(crate) fn plan_join(
             },
         )
     };
+    // The join key, after the side's tag: held inline when it is one
+    // column, not allocated per row (it keys and hashes as the list of
+    // its values either way).
+    let key_columns: std::sync::Arc<[usize]> = (1..=keys).collect();
+    let key_of = move |r: &Row| RowKey::at(&r.values, &key_columns);
     let widths = match &kept {
         Some([l, r]) => [l.len(), r.len()],
         None => [left.scope.columns.len(), right.scope.columns.len()],
@@ -1004,16 +1030,14 @@ pub(crate) fn plan_join(
             right_fns,
             None,
         )]);
-        let stream = tagged
-            .key_by(move |r: &Row| r.values[1..=keys].to_vec())
-            .process(WindowJoinFunction {
-                keys,
-                residual,
-                outer,
-                widths,
-                ends,
-                sides: None,
-            });
+        let stream = tagged.key_by(key_of.clone()).process(WindowJoinFunction {
+            keys,
+            residual,
+            outer,
+            widths,
+            ends,
+            sides: None,
+        });
         let stream = crate::plan::stateful(stream, &format!("WindowJoin[{name}; {on}]"));
         let mut steps = left.steps;
         steps.extend(right.steps);
@@ -1038,18 +1062,16 @@ pub(crate) fn plan_join(
         right_fns,
         right_columns,
     )]);
-    let stream = tagged
-        .key_by(move |r: &Row| r.values[1..=keys].to_vec())
-        .process(JoinFunction {
-            keys,
-            residual,
-            ttl,
-            outer,
-            widths,
-            sides: None,
-            joined: Vec::new(),
-            expiry,
-        });
+    let stream = tagged.key_by(key_of.clone()).process(JoinFunction {
+        keys,
+        residual,
+        ttl,
+        outer,
+        widths,
+        sides: None,
+        joined: Vec::new(),
+        expiry,
+    });
     // The kept columns are part of the state's layout: a savepoint of a
     // join that kept others does not restore into this one.
     let keeps = kept.as_ref().map_or(String::new(), |_| {
@@ -1091,4 +1113,31 @@ pub(crate) fn plan_join(
         updating: left.updating || right.updating || outer.contains(&true),
         steps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kept row's values serialise as the list a `Vec` makes, inline or
+    /// not: savepoints of either restore.
+    #[test]
+    fn kept_values_serialise_as_a_list() {
+        #[derive(Serialize)]
+        struct AsVec {
+            values: Vec<Value>,
+            matches: u32,
+        }
+        let narrow = vec![Value::BigInt(1), Value::Null, Value::Int(3)];
+        let wide: Vec<Value> = (0..6).map(Value::BigInt).collect();
+        for (values, inline) in [(narrow, true), (wide, false)] {
+            let kept = Kept::new(values.clone(), 2);
+            assert_eq!(kept.values.spilled(), !inline);
+            assert_eq!(kept.values[..], values[..]);
+            assert_eq!(
+                serde_json::to_string(&kept).ok(),
+                serde_json::to_string(&AsVec { values, matches: 2 }).ok()
+            );
+        }
+    }
 }

@@ -365,7 +365,10 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
 /// For an operator that holds a row until its window (ending at `end`)
 /// closes: registers the timer at the window's last millisecond, or says
 /// the window closed already (the row is late).
-pub(crate) fn hold_until_end(ctx: &mut ProcessContext<'_, Vec<Value>>, end: i64) -> bool {
+pub(crate) fn hold_until_end<K: Clone + Eq + std::hash::Hash>(
+    ctx: &mut ProcessContext<'_, K>,
+    end: i64,
+) -> bool {
     let mut timers = ctx.timer_service();
     if end - 1 <= timers.current_watermark() {
         return false;
