@@ -651,6 +651,20 @@ impl JoinFunction {
     }
 }
 
+/// The `ON` of a join of a kind Weir plans, if it has one.
+pub(crate) fn on_clause(join: &Join) -> Option<&Expr> {
+    match &join.join_operator {
+        JoinOperator::Join(JoinConstraint::On(on))
+        | JoinOperator::Inner(JoinConstraint::On(on))
+        | JoinOperator::Left(JoinConstraint::On(on))
+        | JoinOperator::LeftOuter(JoinConstraint::On(on))
+        | JoinOperator::Right(JoinConstraint::On(on))
+        | JoinOperator::RightOuter(JoinConstraint::On(on))
+        | JoinOperator::FullOuter(JoinConstraint::On(on)) => Some(on),
+        _ => None,
+    }
+}
+
 /// The conditions of `on` and of the `WHERE` (`filter`) after a join that
 /// read one side's columns alone, by side, where filtering that side's
 /// rows before the join leaves the joined rows the same (Flink's filter
@@ -736,6 +750,7 @@ pub(crate) fn plan_join(
     filter: Option<&Expr>,
     ttl: Option<Duration>,
     named: Option<Vec<bool>>,
+    scanned_fewer: bool,
 ) -> Result<Planned, SqlError> {
     let at = position(join.span());
     // Which sides keep their unmatched rows, and the join's name.
@@ -1072,14 +1087,17 @@ pub(crate) fn plan_join(
         joined: Vec::new(),
         expiry,
     });
-    // The kept columns are part of the state's layout: a savepoint of a
-    // join that kept others does not restore into this one.
-    let keeps = kept.as_ref().map_or(String::new(), |_| {
-        let names: Vec<String> = (joined.qualifiers.iter().zip(&joined.columns))
-            .map(|(q, (n, _))| format!("{q}.{n}"))
-            .collect();
-        format!(", keeping {}", names.join(", "))
-    });
+    // The kept columns (the join's, or its scans', fewer than its tables
+    // have) are part of the state's layout: a savepoint of a join that
+    // kept others does not restore into this one.
+    let keeps = (kept.is_some() || scanned_fewer)
+        .then(|| {
+            let names: Vec<String> = (joined.qualifiers.iter().zip(&joined.columns))
+                .map(|(q, (n, _))| format!("{q}.{n}"))
+                .collect();
+            format!(", keeping {}", names.join(", "))
+        })
+        .unwrap_or_default();
     let stream = crate::plan::stateful(stream, &format!("Join[{name}; {on}{keeps}]"));
     let mut steps = left.steps;
     steps.extend(right.steps);

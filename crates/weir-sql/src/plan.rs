@@ -299,20 +299,9 @@ pub(crate) fn plan_select(
                 let joined = match rewritten {
                     Some(joined) => joined,
                     None => {
-                        let left = plan_relation(env, catalog, &from.relation)?;
-                        let right = plan_relation(env, catalog, &join.relation)?;
+                        let (left, right, named, scanned_fewer) =
+                            plan_join_sides(env, catalog, &from.relation, join, select, grouped)?;
                         let left_name = crate::join::qualifier(&from.relation);
-                        // The joined columns the statement reads above the
-                        // join: the join keeps and joins only those (and
-                        // its ON's).
-                        let joined = crate::join::side_by_side(
-                            &crate::join::qualified(&left.scope.columns, &left_name),
-                            &crate::join::qualified(
-                                &right.scope.columns,
-                                &crate::join::qualifier(&join.relation),
-                            ),
-                        );
-                        let named = columns_named(&joined, select, grouped)?;
                         crate::join::plan_join(
                             left,
                             left_name,
@@ -321,6 +310,7 @@ pub(crate) fn plan_select(
                             select.selection.as_ref(),
                             catalog.state_ttl,
                             named,
+                            scanned_fewer,
                         )?
                     }
                 };
@@ -409,6 +399,106 @@ pub(crate) fn plan_select(
         }
         Read::View(input) => calc(input, select),
     }
+}
+
+/// The two sides of `join` (after `first`) under `select`, which of the
+/// joined columns the statement reads above the join (the join keeps and
+/// joins only those and its `ON`'s), and whether a side's scan already
+/// left out columns of its table that nothing reads.
+fn plan_join_sides(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    first: &TableFactor,
+    join: &Join,
+    select: &Select,
+    grouped: bool,
+) -> Result<(Planned, Planned, Option<Vec<bool>>, bool), SqlError> {
+    let relations = [first, &join.relation];
+    let table = |r: &TableFactor| match r {
+        TableFactor::Table {
+            name, args: None, ..
+        } => match catalog.get(&name.to_string()) {
+            Some(Relation::Table(t)) => Some((name.to_string(), t)),
+            _ => None,
+        },
+        _ => None,
+    };
+    // Two tables' columns are known without planning them. Otherwise both
+    // sides are planned first, in order (their sources' uids follow that
+    // order), and read whole.
+    let mut planned: [Option<Planned>; 2] = [None, None];
+    let mut scopes = Vec::new();
+    match relations.map(table) {
+        [Some((_, l)), Some((_, r))] => {
+            scopes.push(connector::table_rows(l)?.scope);
+            scopes.push(connector::table_rows(r)?.scope);
+        }
+        _ => {
+            for (side, relation) in relations.iter().enumerate() {
+                let p = plan_relation(env, catalog, relation)?;
+                scopes.push(p.scope.clone());
+                planned[side] = Some(p);
+            }
+        }
+    }
+    let names = relations.map(crate::join::qualifier);
+    let joined = crate::join::side_by_side(
+        &crate::join::qualified(&scopes[0].columns, &names[0]),
+        &crate::join::qualified(&scopes[1].columns, &names[1]),
+    );
+    let named = columns_named(&joined, select, grouped)?;
+    // What a table side reads: the columns named above the join or in its
+    // ON (an ON that does not compile is reported by the join).
+    let read = named.as_ref().map(|named| {
+        let scope = joined.tracking();
+        if let Some(on) = crate::join::on_clause(join) {
+            for c in crate::join::conjuncts(on) {
+                let _ = compile(c, &scope);
+            }
+        }
+        let used: Vec<bool> = (scope.used_columns().iter().zip(named))
+            .map(|(on, above)| *on || *above)
+            .collect();
+        let width = scopes[0].columns.len();
+        let mut sides = [used[..width].to_vec(), used[width..].to_vec()];
+        // A table on both sides is read once, with what either side reads.
+        if let (Some((a, _)), Some((b, _))) = (table(relations[0]), table(relations[1])) {
+            if a.eq_ignore_ascii_case(&b) {
+                let both: Vec<bool> = sides[0]
+                    .iter()
+                    .zip(&sides[1])
+                    .map(|(l, r)| *l || *r)
+                    .collect();
+                sides = [both.clone(), both];
+            }
+        }
+        sides
+    });
+    let mut sides = Vec::new();
+    for (side, p) in planned.into_iter().enumerate() {
+        sides.push(match (p, table(relations[side])) {
+            (Some(p), _) => p,
+            (None, Some((name, _))) => {
+                let needed = read.as_ref().map(|r| r[side].as_slice());
+                plan_table_reading(env, catalog, &name, pos(relations[side]), needed)?
+            }
+            (None, None) => return Err(SqlError::unsupported("this FROM", pos(relations[side]))),
+        });
+    }
+    let (Some(right), Some(left)) = (sides.pop(), sides.pop()) else {
+        return Err(SqlError::unsupported("this FROM", pos(first)));
+    };
+    let widths = scopes.iter().map(|s| s.columns.len()).sum::<usize>();
+    if read.is_none() || left.scope.columns.len() + right.scope.columns.len() == widths {
+        return Ok((left, right, named, false));
+    }
+    // A scan keeps only the columns it reads: what is named, over them.
+    let joined = crate::join::side_by_side(
+        &crate::join::qualified(&left.scope.columns, &names[0]),
+        &crate::join::qualified(&right.scope.columns, &names[1]),
+    );
+    let named = columns_named(&joined, select, grouped)?;
+    Ok((left, right, named, true))
 }
 
 /// For a query straight over a table: which of its columns the query

@@ -1548,3 +1548,34 @@ fn a_regular_join_keeps_only_the_columns_read() -> Result<(), SqlError> {
     assert!(!plan.contains("keeping"), "{plan}");
     Ok(())
 }
+
+/// A join's tables are scanned for the columns the statement reads and
+/// nothing else, as a single table is: a value no query column reads is
+/// not even parsed.
+#[test]
+fn a_join_scans_only_the_columns_read() -> Result<(), SqlError> {
+    let people = csv("join-scan-people", "1,alice,x1\n2,bob,7\n");
+    let scores = csv("join-scan-scores", "1,10\n2,20\n");
+    let ddl = format!(
+        "CREATE TABLE a (id BIGINT, name STRING, n BIGINT) WITH ('connector' = 'filesystem',
+           'path' = '{}', 'format' = 'csv');
+         CREATE TABLE b (id BIGINT, v BIGINT) WITH ('connector' = 'filesystem',
+           'path' = '{}', 'format' = 'csv');",
+        people.display(),
+        scores.display()
+    );
+    let lines = support::changelog(&format!(
+        "{ddl}\nSELECT a.name, b.v FROM a JOIN b ON a.id = b.id;"
+    ))?;
+    assert_eq!(support::materialize(&lines), ["[alice, 10]", "[bob, 20]"]);
+    // Read, the bad value fails the job, naming it.
+    let failed = run(&format!(
+        "{ddl}\nSELECT a.n, b.v FROM a JOIN b ON a.id = b.id;"
+    ))
+    .expect_err("x1 is no BIGINT");
+    assert!(
+        failed.to_string().contains("'x1' is not a valid BIGINT"),
+        "{failed}"
+    );
+    Ok(())
+}
