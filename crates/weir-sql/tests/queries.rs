@@ -1568,6 +1568,12 @@ fn a_join_scans_only_the_columns_read() -> Result<(), SqlError> {
         "{ddl}\nSELECT a.name, b.v FROM a JOIN b ON a.id = b.id;"
     ))?;
     assert_eq!(support::materialize(&lines), ["[alice, 10]", "[bob, 20]"]);
+    // The join keeps what its scans give it; its state's layout (and its
+    // uid) still names the columns, since its tables have more.
+    let plan = run(&format!(
+        "{ddl}\nEXPLAIN SELECT a.name, b.v FROM a JOIN b ON a.id = b.id;"
+    ))?;
+    assert!(plan.contains("keeping a.id, a.name, b.id, b.v\n"), "{plan}");
     // Read, the bad value fails the job, naming it.
     let failed = run(&format!(
         "{ddl}\nSELECT a.n, b.v FROM a JOIN b ON a.id = b.id;"
