@@ -651,6 +651,16 @@ impl JoinFunction {
     }
 }
 
+/// Which columns a join's statement reads, as the planner found them.
+#[derive(Debug, Default)]
+pub(crate) struct JoinColumns {
+    /// Of the joined columns (left then right), those read above the join;
+    /// `None` when that is not known.
+    pub named: Option<Vec<bool>>,
+    /// Whether a side's scan already left out columns of its table.
+    pub scanned_fewer: bool,
+}
+
 /// The `ON` of a join of a kind Weir plans, if it has one.
 pub(crate) fn on_clause(join: &Join) -> Option<&Expr> {
     match &join.join_operator {
@@ -749,9 +759,12 @@ pub(crate) fn plan_join(
     join: &Join,
     filter: Option<&Expr>,
     ttl: Option<Duration>,
-    named: Option<Vec<bool>>,
-    scanned_fewer: bool,
+    columns: JoinColumns,
 ) -> Result<Planned, SqlError> {
+    let JoinColumns {
+        named,
+        scanned_fewer,
+    } = columns;
     let at = position(join.span());
     // Which sides keep their unmatched rows, and the join's name.
     let (constraint, outer, name) = match &join.join_operator {
@@ -1090,14 +1103,14 @@ pub(crate) fn plan_join(
     // The kept columns (the join's, or its scans', fewer than its tables
     // have) are part of the state's layout: a savepoint of a join that
     // kept others does not restore into this one.
-    let keeps = (kept.is_some() || scanned_fewer)
-        .then(|| {
-            let names: Vec<String> = (joined.qualifiers.iter().zip(&joined.columns))
-                .map(|(q, (n, _))| format!("{q}.{n}"))
-                .collect();
-            format!(", keeping {}", names.join(", "))
-        })
-        .unwrap_or_default();
+    let keeps = if kept.is_some() || scanned_fewer {
+        let names: Vec<String> = (joined.qualifiers.iter().zip(&joined.columns))
+            .map(|(q, (n, _))| format!("{q}.{n}"))
+            .collect();
+        format!(", keeping {}", names.join(", "))
+    } else {
+        String::new()
+    };
     let stream = crate::plan::stateful(stream, &format!("Join[{name}; {on}{keeps}]"));
     let mut steps = left.steps;
     steps.extend(right.steps);

@@ -299,7 +299,7 @@ pub(crate) fn plan_select(
                 let joined = match rewritten {
                     Some(joined) => joined,
                     None => {
-                        let (left, right, named, scanned_fewer) =
+                        let (left, right, columns) =
                             plan_join_sides(env, catalog, &from.relation, join, select, grouped)?;
                         let left_name = crate::join::qualifier(&from.relation);
                         crate::join::plan_join(
@@ -309,8 +309,7 @@ pub(crate) fn plan_select(
                             join,
                             select.selection.as_ref(),
                             catalog.state_ttl,
-                            named,
-                            scanned_fewer,
+                            columns,
                         )?
                     }
                 };
@@ -412,7 +411,7 @@ fn plan_join_sides(
     join: &Join,
     select: &Select,
     grouped: bool,
-) -> Result<(Planned, Planned, Option<Vec<bool>>, bool), SqlError> {
+) -> Result<(Planned, Planned, crate::join::JoinColumns), SqlError> {
     let relations = [first, &join.relation];
     let table = |r: &TableFactor| match r {
         TableFactor::Table {
@@ -490,15 +489,22 @@ fn plan_join_sides(
     };
     let widths = scopes.iter().map(|s| s.columns.len()).sum::<usize>();
     if read.is_none() || left.scope.columns.len() + right.scope.columns.len() == widths {
-        return Ok((left, right, named, false));
+        let columns = crate::join::JoinColumns {
+            named,
+            scanned_fewer: false,
+        };
+        return Ok((left, right, columns));
     }
     // A scan keeps only the columns it reads: what is named, over them.
     let joined = crate::join::side_by_side(
         &crate::join::qualified(&left.scope.columns, &names[0]),
         &crate::join::qualified(&right.scope.columns, &names[1]),
     );
-    let named = columns_named(&joined, select, grouped)?;
-    Ok((left, right, named, true))
+    let columns = crate::join::JoinColumns {
+        named: columns_named(&joined, select, grouped)?,
+        scanned_fewer: true,
+    };
+    Ok((left, right, columns))
 }
 
 /// For a query straight over a table: which of its columns the query
