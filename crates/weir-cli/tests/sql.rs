@@ -64,18 +64,29 @@ fn a_sql_job_stopped_with_a_savepoint_resumes_exactly() {
     let (dir, savepoint) = stopped_and_resumed("savepoint", SCRIPT, SCRIPT);
     // A changed query does not take the aggregation's state: refused,
     // naming the flag.
+    refused_restore(
+        &dir,
+        &savepoint,
+        &SCRIPT.replace("SUM(id)", "MAX(id)"),
+        "GroupAggregate[k; CountStar(BIGINT), Sum(BIGINT)]",
+    );
+}
+
+/// Runs `script` from `savepoint` and checks that it is refused before
+/// running, naming the operator `operator` whose state it lacks and the
+/// flag that drops that state.
+fn refused_restore(dir: &Path, savepoint: &str, script: &str, operator: &str) {
     let changed = dir.join("changed.sql");
-    std::fs::write(&changed, SCRIPT.replace("SUM(id)", "MAX(id)")).expect("script");
+    std::fs::write(&changed, script).expect("script");
     let refused = weir()
-        .args(["sql", "-s", &savepoint, "-f"])
+        .args(["sql", "-s", savepoint, "-f"])
         .arg(&changed)
         .output()
         .expect("weir sql runs");
     assert!(!refused.status.success());
     let why = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        why.contains("GroupAggregate[k; CountStar(BIGINT), Sum(BIGINT)]")
-            && why.contains("-n / --allow-non-restored-state"),
+        why.contains(operator) && why.contains("-n / --allow-non-restored-state"),
         "{why}"
     );
 }
@@ -288,18 +299,10 @@ INSERT INTO out SELECT {select} FROM t a JOIN t b ON a.id = b.id;
     };
     let (savepoint, rows) = stopped_after(&dir, &script("a.id, b.x, 0"), 30);
     assert_eq!(rows[0], "+I[1, 2, 0]", "{rows:?}");
-    let wider = dir.join("wider.sql");
-    std::fs::write(&wider, script("a.id, b.x, b.y")).expect("script");
-    let refused = weir()
-        .args(["sql", "-s", &savepoint, "-f"])
-        .arg(&wider)
-        .output()
-        .expect("weir sql runs");
-    assert!(!refused.status.success());
-    let why = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        why.contains("Join[inner; a.id = b.id, keeping a.id, b.id, b.x]")
-            && why.contains("-n / --allow-non-restored-state"),
-        "{why}"
+    refused_restore(
+        &dir,
+        &savepoint,
+        &script("a.id, b.x, b.y"),
+        "Join[inner; a.id = b.id, keeping a.id, b.id, b.x]",
     );
 }
