@@ -447,14 +447,15 @@ fn plan_join_sides(
     );
     let named = columns_named(&joined, select, grouped)?;
     // What a table side reads: the columns named above the join or in its
-    // ON (an ON that does not compile is reported by the join).
-    let read = named.as_ref().map(|named| {
-        let scope = joined.tracking();
-        if let Some(on) = crate::join::on_clause(join) {
-            for c in crate::join::conjuncts(on) {
-                let _ = compile(c, &scope);
-            }
+    // ON (whose mistakes are named here, over all the tables' columns).
+    let on_scope = joined.tracking();
+    if let Some(on) = crate::join::on_clause(join) {
+        for c in crate::join::conjuncts(on) {
+            compile(c, &on_scope)?;
         }
+    }
+    let read = named.as_ref().map(|named| {
+        let scope = on_scope;
         let used: Vec<bool> = (scope.used_columns().iter().zip(named))
             .map(|(on, above)| *on || *above)
             .collect();

@@ -1574,6 +1574,17 @@ fn a_join_scans_only_the_columns_read() -> Result<(), SqlError> {
         "{ddl}\nEXPLAIN SELECT a.name, b.v FROM a JOIN b ON a.id = b.id;"
     ))?;
     assert!(plan.contains("keeping a.id, a.name, b.id, b.v\n"), "{plan}");
+    // A mistake in the ON is named over all the tables' columns.
+    let wrong = run(&format!(
+        "{ddl}\nSELECT a.name FROM a JOIN b ON a.id = b.nope;"
+    ))
+    .expect_err("b has no nope");
+    assert!(
+        wrong
+            .to_string()
+            .contains("the input has id, name, n, id, v"),
+        "{wrong}"
+    );
     // Read, the bad value fails the job, naming it.
     let failed = run(&format!(
         "{ddl}\nSELECT a.n, b.v FROM a JOIN b ON a.id = b.id;"
