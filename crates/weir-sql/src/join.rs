@@ -375,16 +375,21 @@ struct Kept {
     matches: u32,
 }
 
-/// A kept row's values: up to four (a join that keeps only the columns
-/// read keeps few) inline in the side's list, not in an allocation of
-/// their own per row. They serialise as a list, as a `Vec` does.
-type KeptValues = smallvec::SmallVec<[Value; 4]>;
+/// A kept row's values: up to [`INLINE`] (a join that keeps only the
+/// columns read keeps few) inline in the side's list, not in an
+/// allocation of their own per row. They serialise as a list, as a `Vec`
+/// does.
+type KeptValues = smallvec::SmallVec<[Value; INLINE]>;
+
+/// How many values a kept row holds inline: every row in a side's list
+/// takes that room, so few.
+const INLINE: usize = 3;
 
 impl Kept {
     /// `values` kept, inline when there are few of them (their buffer
     /// then goes back to the pool for the next row).
     fn new(mut values: Vec<Value>, matches: u32) -> Kept {
-        let values = if values.len() <= 4 {
+        let values = if values.len() <= INLINE {
             let inline = values.drain(..).collect();
             Row::recycle(values);
             inline
@@ -1160,7 +1165,7 @@ mod tests {
             matches: u32,
         }
         let narrow = vec![Value::BigInt(1), Value::Null, Value::Int(3)];
-        let wide: Vec<Value> = (0..6).map(Value::BigInt).collect();
+        let wide: Vec<Value> = (0..5).map(Value::BigInt).collect();
         for (values, inline) in [(narrow, true), (wide, false)] {
             let kept = Kept::new(values.clone(), 2);
             assert_eq!(kept.values.spilled(), !inline);
