@@ -856,7 +856,10 @@ impl Drop for Browser {
 #[test]
 fn the_dashboard_shows_the_running_job_and_takes_a_savepoint() {
     let dir = temp_dir("dashboard-savepoints");
-    let (job, port) = start(&[]);
+    // The page refreshes once a second and the history holds the last 10
+    // checkpoints: at 50 ms apart, a savepoint could leave the history
+    // before the page ever showed it.
+    let (job, port) = start(&[("execution.checkpointing.interval", "1 s")]);
     let browser = Browser::start();
     browser.go(&format!("http://127.0.0.1:{port}/"));
     wait_until("the job graph", || browser.all(".vertex").len() == 3);
