@@ -1063,7 +1063,7 @@ pub(crate) fn plan_join(
             right_fns,
             None,
         )]);
-        let stream = tagged.key_by(key_of.clone()).process(WindowJoinFunction {
+        let stream = tagged.key_by(key_of).process(WindowJoinFunction {
             keys,
             residual,
             outer,
@@ -1086,16 +1086,15 @@ pub(crate) fn plan_join(
             steps,
         });
     }
-    let [left_columns, right_columns] = kept
-        .clone()
-        .map_or([None, None], |[l, r]| [Some(l), Some(r)]);
+    let keeps_fewer = kept.is_some() || scanned_fewer;
+    let [left_columns, right_columns] = kept.map_or([None, None], |[l, r]| [Some(l), Some(r)]);
     let tagged = tag(left.stream, false, left_fns, left_columns).union(&[tag(
         right.stream,
         true,
         right_fns,
         right_columns,
     )]);
-    let stream = tagged.key_by(key_of.clone()).process(JoinFunction {
+    let stream = tagged.key_by(key_of).process(JoinFunction {
         keys,
         residual,
         ttl,
@@ -1108,7 +1107,7 @@ pub(crate) fn plan_join(
     // The kept columns (the join's, or its scans', fewer than its tables
     // have) are part of the state's layout: a savepoint of a join that
     // kept others does not restore into this one.
-    let keeps = if kept.is_some() || scanned_fewer {
+    let keeps = if keeps_fewer {
         let names: Vec<String> = (joined.qualifiers.iter().zip(&joined.columns))
             .map(|(q, (n, _))| format!("{q}.{n}"))
             .collect();

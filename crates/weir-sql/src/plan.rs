@@ -301,10 +301,9 @@ pub(crate) fn plan_select(
                     None => {
                         let (left, right, columns) =
                             plan_join_sides(env, catalog, &from.relation, join, select, grouped)?;
-                        let left_name = crate::join::qualifier(&from.relation);
                         crate::join::plan_join(
                             left,
-                            left_name,
+                            crate::join::qualifier(&from.relation),
                             right,
                             join,
                             select.selection.as_ref(),
@@ -412,7 +411,14 @@ fn plan_join_sides(
     select: &Select,
     grouped: bool,
 ) -> Result<(Planned, Planned, crate::join::JoinColumns), SqlError> {
-    let relations = [first, &join.relation];
+    let second = &join.relation;
+    let names = [first, second].map(crate::join::qualifier);
+    let side_by_side = |left: &Scope, right: &Scope| {
+        crate::join::side_by_side(
+            &crate::join::qualified(&left.columns, &names[0]),
+            &crate::join::qualified(&right.columns, &names[1]),
+        )
+    };
     let table = |r: &TableFactor| match r {
         TableFactor::Table {
             name, args: None, ..
@@ -422,88 +428,59 @@ fn plan_join_sides(
         },
         _ => None,
     };
-    // Two tables' columns are known without planning them. Otherwise both
-    // sides are planned first, in order (their sources' uids follow that
-    // order), and read whole.
-    let mut planned: [Option<Planned>; 2] = [None, None];
-    let mut scopes = Vec::new();
-    match relations.map(table) {
-        [Some((_, l)), Some((_, r))] => {
-            scopes.push(connector::table_rows(l)?.scope);
-            scopes.push(connector::table_rows(r)?.scope);
-        }
-        _ => {
-            for (side, relation) in relations.iter().enumerate() {
-                let p = plan_relation(env, catalog, relation)?;
-                scopes.push(p.scope.clone());
-                planned[side] = Some(p);
-            }
-        }
-    }
-    let names = relations.map(crate::join::qualifier);
-    let joined = crate::join::side_by_side(
-        &crate::join::qualified(&scopes[0].columns, &names[0]),
-        &crate::join::qualified(&scopes[1].columns, &names[1]),
-    );
-    let named = columns_named(&joined, select, grouped)?;
-    // What a table side reads: the columns named above the join or in its
-    // ON (whose mistakes are named here, over all the tables' columns).
-    let on_scope = joined.tracking();
-    if let Some(on) = crate::join::on_clause(join) {
-        for c in crate::join::conjuncts(on) {
-            compile(c, &on_scope)?;
-        }
-    }
-    let read = named.as_ref().map(|named| {
-        let scope = on_scope;
-        let used: Vec<bool> = (scope.used_columns().iter().zip(named))
-            .map(|(on, above)| *on || *above)
-            .collect();
-        let width = scopes[0].columns.len();
-        let mut sides = [used[..width].to_vec(), used[width..].to_vec()];
-        // A table on both sides is read once, with what either side reads.
-        if let (Some((a, _)), Some((b, _))) = (table(relations[0]), table(relations[1])) {
-            if a.eq_ignore_ascii_case(&b) {
-                let both: Vec<bool> = sides[0]
-                    .iter()
-                    .zip(&sides[1])
-                    .map(|(l, r)| *l || *r)
-                    .collect();
-                sides = [both.clone(), both];
-            }
-        }
-        sides
-    });
-    let mut sides = Vec::new();
-    for (side, p) in planned.into_iter().enumerate() {
-        sides.push(match (p, table(relations[side])) {
-            (Some(p), _) => p,
-            (None, Some((name, _))) => {
-                let needed = read.as_ref().map(|r| r[side].as_slice());
-                plan_table_reading(env, catalog, &name, pos(relations[side]), needed)?
-            }
-            (None, None) => return Err(SqlError::unsupported("this FROM", pos(relations[side]))),
-        });
-    }
-    let (Some(right), Some(left)) = (sides.pop(), sides.pop()) else {
-        return Err(SqlError::unsupported("this FROM", pos(first)));
-    };
-    let widths = scopes.iter().map(|s| s.columns.len()).sum::<usize>();
-    if read.is_none() || left.scope.columns.len() + right.scope.columns.len() == widths {
+    let (Some((left_table, l)), Some((right_table, r))) = (table(first), table(second)) else {
+        // Planned in order (their sources' uids follow that order), and
+        // read whole.
+        let left = plan_relation(env, catalog, first)?;
+        let right = plan_relation(env, catalog, second)?;
+        let named = columns_named(&side_by_side(&left.scope, &right.scope), select, grouped)?;
         let columns = crate::join::JoinColumns {
             named,
             scanned_fewer: false,
         };
         return Ok((left, right, columns));
+    };
+    // Two tables' columns are known without planning them: each is
+    // scanned for what the statement names above the join or in its ON
+    // (whose mistakes are named here, over all the tables' columns).
+    let scopes = [
+        connector::table_rows(l)?.scope,
+        connector::table_rows(r)?.scope,
+    ];
+    let joined = side_by_side(&scopes[0], &scopes[1]);
+    let on = joined.tracking();
+    for c in crate::join::on_clause(join).map_or_else(Vec::new, crate::join::conjuncts) {
+        compile(c, &on)?;
     }
-    // A scan keeps only the columns it reads: what is named, over them.
-    let joined = crate::join::side_by_side(
-        &crate::join::qualified(&left.scope.columns, &names[0]),
-        &crate::join::qualified(&right.scope.columns, &names[1]),
-    );
+    let named = columns_named(&joined, select, grouped)?;
+    let read = named.as_ref().map(|named| {
+        let used: Vec<bool> = (on.used_columns().iter().zip(named))
+            .map(|(on, above)| *on || *above)
+            .collect();
+        let width = scopes[0].columns.len();
+        let (left, right) = used.split_at(width);
+        // A table on both sides is read once, with what either side reads.
+        if left_table.eq_ignore_ascii_case(&right_table) {
+            let both: Vec<bool> = left.iter().zip(right).map(|(l, r)| *l || *r).collect();
+            [both.clone(), both]
+        } else {
+            [left.to_vec(), right.to_vec()]
+        }
+    });
+    let needed = |side: usize| read.as_ref().map(|r| r[side].as_slice());
+    let left = plan_table_reading(env, catalog, &left_table, pos(first), needed(0))?;
+    let right = plan_table_reading(env, catalog, &right_table, pos(second), needed(1))?;
+    let scanned_fewer = left.scope.columns.len() < scopes[0].columns.len()
+        || right.scope.columns.len() < scopes[1].columns.len();
+    // A scan that left columns out: what is named, over the columns kept.
+    let named = if scanned_fewer {
+        columns_named(&side_by_side(&left.scope, &right.scope), select, grouped)?
+    } else {
+        named
+    };
     let columns = crate::join::JoinColumns {
-        named: columns_named(&joined, select, grouped)?,
-        scanned_fewer: true,
+        named,
+        scanned_fewer,
     };
     Ok((left, right, columns))
 }
