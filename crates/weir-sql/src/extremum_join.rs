@@ -314,23 +314,26 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
     }
 }
 
+/// The one relation `select` reads, when it reads it plainly: no join,
+/// no `WHERE`, `HAVING` or `DISTINCT`.
+fn only_relation(select: &Select) -> Option<&TableFactor> {
+    let [from] = select.from.as_slice() else {
+        return None;
+    };
+    let plain = from.joins.is_empty()
+        && select.selection.is_none()
+        && select.having.is_none()
+        && select.distinct.is_none();
+    plain.then_some(&from.relation)
+}
+
 /// The window side: a derived table `(SELECT … FROM TABLE(TUMBLE(…)) GROUP
 /// BY window_start, window_end) alias` without `WHERE` or `HAVING`.
 fn window_side(relation: &TableFactor) -> Option<(&Select, WindowTvf, String)> {
     let (select, alias) = derived(relation)?;
-    let [from] = select.from.as_slice() else {
+    let TableFactor::TableFunction { expr, .. } = only_relation(select)? else {
         return None;
     };
-    let TableFactor::TableFunction { expr, .. } = &from.relation else {
-        return None;
-    };
-    if !from.joins.is_empty()
-        || select.selection.is_some()
-        || select.having.is_some()
-        || select.distinct.is_some()
-    {
-        return None;
-    }
     let GroupByExpr::Expressions(keys, modifiers) = &select.group_by else {
         return None;
     };
@@ -701,17 +704,7 @@ fn window_rows_shape<'a>(
         return None;
     }
     // The extremum side: one derived table, the same aggregation.
-    let [inner] = r.from.as_slice() else {
-        return None;
-    };
-    if !inner.joins.is_empty()
-        || r.selection.is_some()
-        || r.having.is_some()
-        || r.distinct.is_some()
-    {
-        return None;
-    }
-    let (a2, x) = derived(&inner.relation)?;
+    let (a2, x) = derived(only_relation(r)?)?;
     if crate::reuse::text_of(a2)? != text || a2.having.is_some() {
         return None;
     }
