@@ -87,6 +87,12 @@ struct ExtremumJoin {
     keep_fired: bool,
     residual: Option<Condition>,
     state: Option<ValueState<WindowBest>>,
+    /// The last window a row went to and its extremum then: a row beaten
+    /// by it is dropped without reading the window's state. (A window's
+    /// extremum only moves away from the rows it beats, and its state is
+    /// removed only when the watermark has passed it, after which every
+    /// row for it is late and dropped too.)
+    last: Option<(i64, Value)>,
 }
 
 /// Where a value of the window side's row comes from.
@@ -228,12 +234,22 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
             Row::recycle(values);
             return Ok(());
         }
+        if let Some((window, best)) = &self.last {
+            if *window == end && self.beaten(&values[self.column], best) {
+                Row::recycle(values);
+                return Ok(());
+            }
+        }
         let late = end - 1 <= ctx.current_watermark();
         let state = self.state.as_ref().ok_or("the join is not open")?;
+        let mut best_now = None;
         let then = state.update_in_place(|current| {
             // The value is read where it is; cloned only when it becomes
             // the extremum.
             let v = &values[self.column];
+            if let Some(b) = current.as_ref().and_then(|w| w.best.as_ref()) {
+                best_now = Some(b.clone());
+            }
             match current {
                 Some(w) if w.fired => match &w.best {
                     Some(b) if compare(v, b) == Some(Ordering::Equal) => {
@@ -248,6 +264,7 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
                             _ => {
                                 w.rows.retain(|r| !self.beaten(&r[self.column], v));
                                 w.best = Some(v.clone());
+                                best_now = w.best.clone();
                             }
                         }
                     }
@@ -261,6 +278,7 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
                 None if late => (ValueChange::Keep, Then::Drop(values)),
                 None => {
                     let best = (!boundary).then(|| v.clone());
+                    best_now.clone_from(&best);
                     (
                         ValueChange::Set(WindowBest {
                             best,
@@ -272,6 +290,7 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
                 }
             }
         })?;
+        self.last = best_now.map(|b| (end, b));
         match then {
             Then::Nothing => {}
             Then::Drop(values) => Row::recycle(values),
@@ -289,6 +308,9 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
         _ctx: &mut ProcessContext<'_, i64>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
+        if self.last.as_ref().is_some_and(|(end, _)| *end == timestamp + 1) {
+            self.last = None;
+        }
         let state = self.state.as_ref().ok_or("the join is not open")?;
         let (best, rows) = state.update_in_place(|current| match current {
             Some(w) => {
@@ -585,6 +607,7 @@ fn plan_table_rows(
             keep_fired: true,
             residual,
             state: None,
+            last: None,
         });
     let stream = crate::plan::stateful(
         stream,
@@ -934,6 +957,7 @@ fn plan_window_rows(
             keep_fired: false,
             residual,
             state: None,
+            last: None,
         });
     let stream = crate::plan::stateful(stream, &format!("WindowExtremumJoin[{what}; {on}]"));
     let mut steps = rows.steps;
