@@ -320,7 +320,46 @@ pub(crate) fn is_changelog(table: &TableDef) -> bool {
 #[derive(Clone)]
 pub(crate) struct ScanRows {
     finish: Rc<dyn Fn(Option<Calc>) -> DataStream<Row>>,
+    gated: Rc<GatedScan>,
     plain: Rc<RefCell<Option<DataStream<Row>>>>,
+}
+
+/// How [`ScanRows::with_gate`] makes a gated stream, if the source can.
+type GatedScan = dyn Fn(Gated) -> Option<DataStream<Row>>;
+
+/// A test of a few of a row's columns, with the scan's watermark, that
+/// decides whether a scan makes the row at all (a window-extremum join's
+/// scan drops the rows already below their window's maximum). It may
+/// only drop rows the reader would drop: it is an optimisation, not a
+/// filter (a source that cannot probe makes every row).
+pub(crate) trait Gate: Send + Sync + 'static {
+    /// The row's columns it reads.
+    fn reads(&self) -> &[bool];
+
+    /// Whether the row whose columns read are in `values` (the others are
+    /// NULL) is made; `watermark` is the last one the scan emitted.
+    fn keeps(&mut self, values: &[Value], watermark: i64) -> bool;
+
+    /// A fresh gate of the same kind, for another subtask's scan.
+    fn fresh(&self) -> Box<dyn Gate>;
+}
+
+/// A [`Gate`] a scan owns; a copy (for another subtask) starts fresh.
+pub(crate) struct Gated(pub Box<dyn Gate>);
+
+impl Gated {
+    /// [`Gate::keeps`] (a method of the whole, so that a closure calling
+    /// it owns the whole, which clones fresh).
+    #[inline]
+    fn keeps(&mut self, values: &[Value], watermark: i64) -> bool {
+        self.0.keeps(values, watermark)
+    }
+}
+
+impl Clone for Gated {
+    fn clone(&self) -> Gated {
+        Gated(self.0.fresh())
+    }
 }
 
 /// A table's `WATERMARK` as its scan applies it: the strategy, and which
@@ -416,6 +455,21 @@ impl ScanRows {
         Q: Probes<I>,
     {
         let table = table.to_string();
+        let gated = {
+            let (raw, make, probes, watermarks) = (
+                raw.clone(),
+                make.clone(),
+                probes.clone(),
+                watermarks.clone(),
+            );
+            let name = format!("WatermarkAssigner + Gate: {table}");
+            move |gate: Gated| match (&watermarks, &probes) {
+                (Some(w), Some(probes)) => {
+                    gated(&raw, make.clone(), probes, w, gate).map(|s| s.name(&name))
+                }
+                _ => None,
+            }
+        };
         let finish = move |calc: Option<Calc>| {
             let make = make.clone();
             // Named for the plan's steps it runs (as `EXPLAIN` lists them).
@@ -469,6 +523,7 @@ impl ScanRows {
         };
         ScanRows {
             finish: Rc::new(finish),
+            gated: Rc::new(gated),
             plain: Rc::default(),
         }
     }
@@ -490,6 +545,7 @@ impl ScanRows {
                 None => raw.clone(),
                 Some(calc) => crate::plan::calc_stream(&raw, calc).name(&name),
             }),
+            gated: Rc::new(|_| None),
             plain: Rc::default(),
         }
     }
@@ -506,6 +562,15 @@ impl ScanRows {
     /// them.
     pub(crate) fn with_calc(&self, calc: Calc) -> DataStream<Row> {
         (self.finish)(Some(calc))
+    }
+
+    /// The finished rows that `gate` keeps, in a scan that probes the
+    /// columns the gate reads before it makes a row; `None` if this
+    /// source cannot probe them. (Only sources that never go idle probe:
+    /// a gate may count on every operator after the scan having seen
+    /// no later watermark than the scan emitted.)
+    pub(crate) fn with_gate(&self, gate: Gated) -> Option<DataStream<Row>> {
+        (self.gated)(gate)
     }
 }
 
@@ -643,6 +708,45 @@ where
                     calc.project(row)?;
                     ctx.collect_taken(&mut made);
                 }
+            }
+            Ok(())
+        },
+        watermarks.strategy.clone(),
+    ))
+}
+
+/// A scan that probes the columns `gate` and the watermark read, stamps
+/// the stand-in row, and makes the row only if the gate keeps it.
+fn gated<I, P, Q>(
+    raw: &DataStream<I>,
+    make: P,
+    probes: &Q,
+    watermarks: &Watermarks,
+    mut gate: Gated,
+) -> Option<DataStream<Row>>
+where
+    I: Clone + Send + 'static,
+    P: Fn(I) -> Result<Option<Row>, String> + Clone + Send + Sync + 'static,
+    Q: Probes<I>,
+{
+    let mut columns = gate.0.reads().to_vec();
+    if columns.len() != watermarks.reads.len() {
+        return None;
+    }
+    for (c, w) in columns.iter_mut().zip(&watermarks.reads) {
+        *c |= *w;
+    }
+    let (probe, mut stand_in) = probes.probe(&columns)?;
+    let stamping = watermarks.clone();
+    Some(raw.scan_with_watermarks(
+        move |mut raw: I, ctx: &mut ScanContext<'_, Row>| {
+            if !probe.probe(&mut raw, &mut stand_in)? {
+                return Ok(());
+            }
+            stamping.stamp(&stand_in, ctx)?;
+            if gate.keeps(&stand_in.values, ctx.watermark()) {
+                let mut made = make(raw)?;
+                ctx.collect_taken(&mut made);
             }
             Ok(())
         },

@@ -46,6 +46,7 @@ use weir::prelude::*;
 
 use crate::aggregate::AggKind;
 use crate::catalog::{Catalog, Relation};
+use crate::connector::{Gate, Gated};
 use crate::error::{position, SqlError};
 use crate::expr::{compile, Condition, Shape};
 use crate::join::{
@@ -200,6 +201,70 @@ impl Windows {
     }
 }
 
+/// What the scan of a window-extremum join's table drops before it makes
+/// the rows: a row below (above, for `MIN`) the extremum of the rows this
+/// scan already passed on in the row's window. The operator's extremum
+/// for the window is at least that, so it would drop the row too. Only
+/// rows the operator counts go into it: those not late for the scan
+/// (whose watermark is at least the operator's when the row gets there)
+/// and not at a window's start (such a row also joins the window before,
+/// whose extremum this does not hold).
+struct BeatenRows {
+    reads: Vec<bool>,
+    time: usize,
+    column: usize,
+    direction: Ordering,
+    windows: Windows,
+    size: i64,
+    /// The window (its start) of the last row counted, and the extremum
+    /// of the rows counted in it since.
+    window: Option<i64>,
+    best: Option<Value>,
+}
+
+impl Gate for BeatenRows {
+    fn reads(&self) -> &[bool] {
+        &self.reads
+    }
+
+    #[inline]
+    fn keeps(&mut self, values: &[Value], watermark: i64) -> bool {
+        let (Some(t), v) = (values[self.time].as_i64(), &values[self.column]) else {
+            return true;
+        };
+        let start = self.windows.start_of(t);
+        if v.is_null() || start == t {
+            return true;
+        }
+        if self.window != Some(start) {
+            self.window = Some(start);
+            self.best = None;
+        }
+        let counts = match &self.best {
+            None => true,
+            Some(b) => match compare(v, b) {
+                Some(o) if o == self.direction.reverse() => return false,
+                Some(o) => o == self.direction,
+                None => false,
+            },
+        };
+        if counts && start + self.size - 1 > watermark {
+            self.best = Some(v.clone());
+        }
+        true
+    }
+
+    fn fresh(&self) -> Box<dyn Gate> {
+        Box::new(BeatenRows {
+            reads: self.reads.clone(),
+            windows: self.windows.clone(),
+            window: None,
+            best: None,
+            ..*self
+        })
+    }
+}
+
 /// What a row did to its window's state.
 enum Then {
     Nothing,
@@ -308,7 +373,11 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
         _ctx: &mut ProcessContext<'_, i64>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        if self.last.as_ref().is_some_and(|(end, _)| *end == timestamp + 1) {
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(end, _)| *end == timestamp + 1)
+        {
             self.last = None;
         }
         let state = self.state.as_ref().ok_or("the join is not open")?;
@@ -440,9 +509,13 @@ fn plan_table_rows(
     if !same_table {
         return Ok(None);
     }
-    // The table's rows as any reader of it gets them (a scan shared with
-    // the join this falls back to).
-    let rows = crate::plan::plan_table_name(env, catalog, &name, position(table.span()))?;
+    // The table's scan (shared with the join this falls back to), its
+    // rows not made yet: the join's scan drops rows before making them.
+    let crate::plan::Read::Table(scan, rows) =
+        crate::plan::read_table(env, catalog, &name, position(table.span()), None)?
+    else {
+        return Ok(None);
+    };
     if rows.updating || rows.proctime {
         return Ok(None);
     }
@@ -567,6 +640,31 @@ fn plan_table_rows(
         return Ok(None);
     }
     let residual = residual_condition(residual, &joined)?;
+    let what = extremum_call(direction, &rows.scope.columns[column].0);
+    let mut reads = vec![false; width];
+    reads[time] = true;
+    reads[column] = true;
+    let gate = BeatenRows {
+        reads,
+        time,
+        column,
+        direction,
+        windows: Windows::new(size, offset),
+        size,
+        window: None,
+        best: None,
+    };
+    let gated = scan.rows.with_gate(Gated(Box::new(gate)));
+    let mut steps = rows.steps.clone();
+    if gated.is_some() {
+        steps.push(format!(
+            "Calc: drop rows below their window's {what} so far (the scan's own rows)"
+        ));
+    }
+    let rows = match gated {
+        Some(stream) => rows.finish(stream),
+        None => rows.finish(scan.rows.stream()),
+    };
     let windows = Windows::new(size, offset);
     // A row at a window's start also joins the window ending there: a copy
     // of it, marked by one more value, goes to that window.
@@ -585,7 +683,6 @@ fn plan_table_rows(
             Ok(())
         },
     );
-    let what = extremum_call(direction, &rows.scope.columns[column].0);
     let windows = Windows::new(size, offset);
     let stream = split
         .key_by(move |r: &Row| {
@@ -613,7 +710,6 @@ fn plan_table_rows(
         stream,
         &format!("WindowExtremumJoin[{}; {what}; {on}]", tvf.describe()),
     );
-    let mut steps = rows.steps;
     steps.push(format!(
         "WindowExtremumJoin: inner, on {on}, each {} window's rows at its {what} \
          (the window aggregation and the regular join in one operator)",
@@ -1020,6 +1116,59 @@ mod tests {
                 check(t - t.rem_euclid(size) - 1);
             }
         }
+    }
+
+    /// Rows as the scan's gate sees them: `[time, value]`, time in ms.
+    fn gate(direction: Ordering) -> BeatenRows {
+        BeatenRows {
+            reads: vec![true, true],
+            time: 0,
+            column: 1,
+            direction,
+            windows: Windows::new(10, 0),
+            size: 10,
+            window: None,
+            best: None,
+        }
+    }
+
+    fn keeps(gate: &mut BeatenRows, t: i64, v: i64, watermark: i64) -> bool {
+        gate.keeps(&[Value::Timestamp(t), Value::BigInt(v)], watermark)
+    }
+
+    #[test]
+    fn the_scan_drops_only_rows_beaten_by_rows_the_join_counts() {
+        let mut g = gate(Ordering::Greater);
+        let none = i64::MIN;
+        assert!(keeps(&mut g, 1, 10, none));
+        assert!(!keeps(&mut g, 2, 5, none), "below the window's maximum");
+        assert!(keeps(&mut g, 3, 10, none), "at it: it joins");
+        // Late for the window [0, 10): the join does not count it, so it
+        // is no maximum to drop others by.
+        assert!(keeps(&mut g, 4, 30, 9));
+        assert!(keeps(&mut g, 5, 20, 9));
+        assert!(keeps(&mut g, 6, 20, 9), "the maximum counted is still 10");
+        assert!(!keeps(&mut g, 7, 9, 9));
+        // A row at a window's start joins the window before too.
+        assert!(keeps(&mut g, 10, 1, none));
+        assert!(keeps(&mut g, 11, 2, none), "a window of its own");
+        assert!(!keeps(&mut g, 12, 1, none));
+        assert!(keeps(&mut g, 20, 0, none), "at a window's start");
+        assert!(keeps(&mut g, 21, 0, none));
+        // Back to an earlier window: its maximum was forgotten, nothing
+        // is dropped until a row is counted again.
+        assert!(keeps(&mut g, 13, 1, none));
+        assert!(!keeps(&mut g, 14, 0, none));
+        assert!(keeps(&mut g, 15, 1, none), "at it");
+        assert!(g.keeps(&[Value::Timestamp(16), Value::Null], none), "NULL");
+        let mut fresh = g.fresh();
+        assert!(fresh.keeps(&[Value::Timestamp(17), Value::BigInt(0)], none));
+
+        let mut g = gate(Ordering::Less);
+        assert!(keeps(&mut g, 1, 10, none));
+        assert!(!keeps(&mut g, 2, 11, none), "above the window's minimum");
+        assert!(keeps(&mut g, 3, 9, none));
+        assert!(!keeps(&mut g, 4, 10, none));
     }
 
     #[test]

@@ -579,14 +579,14 @@ pub(crate) fn calc(input: Planned, select: &Select) -> Result<Planned, SqlError>
 }
 
 /// A relation's description before its stream is made.
-struct Unfinished {
-    scope: Scope,
-    rowtime: Option<usize>,
-    proctime: bool,
+pub(crate) struct Unfinished {
+    pub scope: Scope,
+    pub rowtime: Option<usize>,
+    pub proctime: bool,
     window: Option<[usize; 2]>,
     above_watermark: Option<usize>,
-    updating: bool,
-    steps: Vec<String>,
+    pub updating: bool,
+    pub steps: Vec<String>,
 }
 
 /// `WHERE` and the `SELECT` list over `input`, whose stream `stream` makes
@@ -1132,7 +1132,7 @@ fn plan_table_reading(
 
 /// A relation in `FROM`: a table's scan, whose rows a calc can still be
 /// fused into, or a view's plan.
-enum Read {
+pub(crate) enum Read {
     Table(crate::catalog::Scan, Unfinished),
     View(Planned),
 }
@@ -1163,7 +1163,7 @@ impl Unfinished {
     }
 
     /// The relation of these rows, made by `stream`.
-    fn finish(self, stream: DataStream<Row>) -> Planned {
+    pub(crate) fn finish(self, stream: DataStream<Row>) -> Planned {
         Planned {
             stream,
             scope: self.scope,
@@ -1179,7 +1179,7 @@ impl Unfinished {
 
 /// Reads the table or view `table_name` as [`plan_table_reading`] does,
 /// leaving a table's rows unfinished.
-fn read_table(
+pub(crate) fn read_table(
     env: &StreamExecutionEnvironment,
     catalog: &Catalog,
     table_name: &str,

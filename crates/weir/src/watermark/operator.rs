@@ -357,6 +357,15 @@ impl<M: Send + 'static> ScanContext<'_, M> {
         self.timestamp = Some(timestamp);
     }
 
+    /// The last watermark this scan emitted (`i64::MIN` before the
+    /// first): every operator after it has seen this watermark or an
+    /// earlier one, so a record this scan finds later than it is late
+    /// there too.
+    #[inline]
+    pub fn watermark(&self) -> i64 {
+        self.marks.current
+    }
+
     /// Emits the value in `taken`, taken out of it where it lies (`None`
     /// is left there) and copied a word at a time
     /// ([`StreamRecord::push_taken`]), as [`collect`](Self::collect)
