@@ -425,64 +425,87 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
         self.calls
             .iter()
             .zip(a.into_iter().zip(b))
-            .map(|(call, pair)| match pair {
-                (Acc::Count(x), Acc::Count(y)) => Acc::Count(x + y),
-                (Acc::Distinct(mut x), Acc::Distinct(y)) => {
-                    x.extend(*y);
-                    Acc::Distinct(x)
-                }
-                (Acc::DistinctInts(mut x), Acc::DistinctInts(y)) => {
-                    x.extend(*y);
-                    Acc::DistinctInts(x)
-                }
-                (Acc::Value(x), Acc::Value(y)) => Acc::Value(match call.kind {
-                    AggKind::Sum => {
-                        if y.is_null() {
-                            x
-                        } else {
-                            add_values(&x, &y, call.result_type())
-                        }
-                    }
-                    AggKind::Min
-                        if x.is_null() || y.compare(&x) == Some(std::cmp::Ordering::Less) =>
-                    {
-                        y
-                    }
-                    AggKind::Max
-                        if x.is_null() || y.compare(&x) == Some(std::cmp::Ordering::Greater) =>
-                    {
-                        y
-                    }
-                    _ if x.is_null() => y,
-                    _ => x,
-                }),
-                (Acc::Avg { sum: s1, count: c1 }, Acc::Avg { sum: s2, count: c2 }) => Acc::Avg {
-                    sum: if s2.is_null() {
-                        s1
-                    } else {
-                        add_values(&s1, &s2, sum_type(call.arg_type))
-                    },
-                    count: c1 + c2,
-                },
-                (Acc::Sorted(mut x), Acc::Sorted(y)) => {
-                    for (v, n) in y {
-                        *x.entry(v).or_insert(0) += n;
-                    }
-                    Acc::Sorted(x)
-                }
-                (Acc::Counted(mut x), Acc::Counted(y)) => {
-                    for (v, n) in *y {
-                        *x.entry(v).or_insert(0) += n;
-                    }
-                    Acc::Counted(x)
-                }
-                (Acc::List(mut x), Acc::List(y)) => {
-                    x.extend(y);
-                    Acc::List(x)
-                }
-                (x, _) => x,
-            })
+            .map(|(call, (x, y))| merged(call, x, y))
             .collect()
+    }
+
+    /// Counts, sums, minima, maxima and averages merge where they are,
+    /// without copying `from` (a sliding window merges each key's slices
+    /// into it); the others merge a copy.
+    fn merge_into(&mut self, into: &mut Accumulators, from: &Accumulators) {
+        for ((call, x), y) in self.calls.iter().zip(into.iter_mut()).zip(from) {
+            match (x, y) {
+                (Acc::Count(x), Acc::Count(y)) => *x += y,
+                (Acc::Value(x), Acc::Value(y)) => {
+                    if let Some(v) = merged_value(call, x, y) {
+                        *x = v;
+                    }
+                }
+                (Acc::Avg { sum: s1, count: c1 }, Acc::Avg { sum: s2, count: c2 }) => {
+                    if !s2.is_null() {
+                        *s1 = add_values(s1, s2, sum_type(call.arg_type));
+                    }
+                    *c1 += c2;
+                }
+                (x, y) => {
+                    let a = std::mem::replace(x, Acc::Count(0));
+                    *x = merged(call, a, y.clone());
+                }
+            }
+        }
+    }
+}
+
+/// `x` and `y`, accumulators of `call`, merged.
+fn merged(call: &AggCall, x: Acc, y: Acc) -> Acc {
+    match (x, y) {
+        (Acc::Count(x), Acc::Count(y)) => Acc::Count(x + y),
+        (Acc::Distinct(mut x), Acc::Distinct(y)) => {
+            x.extend(*y);
+            Acc::Distinct(x)
+        }
+        (Acc::DistinctInts(mut x), Acc::DistinctInts(y)) => {
+            x.extend(*y);
+            Acc::DistinctInts(x)
+        }
+        (Acc::Value(x), Acc::Value(y)) => Acc::Value(merged_value(call, &x, &y).unwrap_or(x)),
+        (Acc::Avg { sum: s1, count: c1 }, Acc::Avg { sum: s2, count: c2 }) => Acc::Avg {
+            sum: if s2.is_null() {
+                s1
+            } else {
+                add_values(&s1, &s2, sum_type(call.arg_type))
+            },
+            count: c1 + c2,
+        },
+        (Acc::Sorted(mut x), Acc::Sorted(y)) => {
+            for (v, n) in y {
+                *x.entry(v).or_insert(0) += n;
+            }
+            Acc::Sorted(x)
+        }
+        (Acc::Counted(mut x), Acc::Counted(y)) => {
+            for (v, n) in *y {
+                *x.entry(v).or_insert(0) += n;
+            }
+            Acc::Counted(x)
+        }
+        (Acc::List(mut x), Acc::List(y)) => {
+            x.extend(y);
+            Acc::List(x)
+        }
+        (x, _) => x,
+    }
+}
+
+/// What a value accumulator `x` of `call` becomes when `y` is merged into
+/// it, if it changes.
+fn merged_value(call: &AggCall, x: &Value, y: &Value) -> Option<Value> {
+    match call.kind {
+        AggKind::Sum => (!y.is_null()).then(|| add_values(x, y, call.result_type())),
+        AggKind::Min if x.is_null() || y.compare(x) == Some(Ordering::Less) => Some(y.clone()),
+        AggKind::Max if x.is_null() || y.compare(x) == Some(Ordering::Greater) => Some(y.clone()),
+        _ if x.is_null() => Some(y.clone()),
+        _ => None,
     }
 }
 
@@ -543,6 +566,70 @@ mod tests {
             .cloned()
             .collect::<Accumulators>()
             .spilled());
+    }
+
+    /// Merged in place, accumulators hold what merging them whole gives,
+    /// for every kind of aggregate and with NULLs and empty sides.
+    #[test]
+    fn merging_in_place_is_merging_copies() {
+        let call = |kind, arg_type| AggCall {
+            kind,
+            arg: 0,
+            arg_type,
+            separator: ";".into(),
+            filter: None,
+        };
+        let mut calls = Vec::new();
+        for t in [SqlType::BigInt, SqlType::Decimal(10, 2)] {
+            for kind in [
+                AggKind::CountStar,
+                AggKind::Count,
+                AggKind::CountDistinct,
+                AggKind::Sum,
+                AggKind::Min,
+                AggKind::Max,
+                AggKind::Avg,
+                AggKind::ListAgg,
+            ] {
+                calls.push(call(kind, t));
+            }
+        }
+        let value = |t: SqlType, n: i64| match t {
+            SqlType::Decimal(..) => Value::decimal(i128::from(n) * 7, 2),
+            _ => Value::BigInt(n),
+        };
+        let sides: [&[Option<i64>]; 4] = [
+            &[],
+            &[None],
+            &[Some(3), None, Some(-2)],
+            &[Some(5), Some(3)],
+        ];
+        for c in &calls {
+            let mut agg = SqlAggregates::new(vec![c.clone()], false);
+            let acc_of = |agg: &mut SqlAggregates, rows: &[Option<i64>]| {
+                let mut acc = agg.create_accumulator();
+                for r in rows {
+                    let v = r.map_or(Value::Null, |n| value(c.arg_type, n));
+                    agg.add(Row::insert(vec![v]), &mut acc);
+                }
+                acc
+            };
+            for a in sides {
+                for b in sides {
+                    let (x, y) = (acc_of(&mut agg, a), acc_of(&mut agg, b));
+                    let whole = agg.merge(x.clone(), y.clone());
+                    let mut in_place = x;
+                    agg.merge_into(&mut in_place, &y);
+                    assert_eq!(
+                        agg.get_result(&in_place).to_vec(),
+                        agg.get_result(&whole).to_vec(),
+                        "{:?} {:?}: {a:?} + {b:?}",
+                        c.kind,
+                        c.arg_type
+                    );
+                }
+            }
+        }
     }
 
     fn run(calls: Vec<AggCall>, rows: &[Vec<Value>]) -> Vec<Value> {

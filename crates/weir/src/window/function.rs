@@ -18,6 +18,17 @@ pub trait AggregateFunction<T, Acc, O>: Send + 'static {
     fn get_result(&mut self, accumulator: &Acc) -> O;
     /// Merges two accumulators (for merging windows).
     fn merge(&mut self, a: Acc, b: Acc) -> Acc;
+    /// Merges `from` into `into` in place, `from` kept (a sliding
+    /// window's slices are merged into each window they belong to). By
+    /// default, a copy of `from` is [`merge`](Self::merge)d; a function
+    /// whose accumulators own memory can merge without the copy.
+    fn merge_into(&mut self, into: &mut Acc, from: &Acc)
+    where
+        Acc: Clone,
+    {
+        let a = std::mem::replace(into, self.create_accumulator());
+        *into = self.merge(a, from.clone());
+    }
 }
 
 /// The contents of a window as a function sees them: its elements in

@@ -160,8 +160,7 @@ where
     const MERGES_BY_REF: bool = true;
 
     fn merge_ref(&mut self, into: &mut Acc, from: &Acc) {
-        let a = std::mem::replace(into, self.agg.create_accumulator());
-        *into = self.agg.merge(a, from.clone());
+        self.agg.merge_into(into, from);
     }
 
     fn emit(
@@ -213,8 +212,7 @@ where
     const MERGES_BY_REF: bool = true;
 
     fn merge_ref(&mut self, into: &mut Acc, from: &Acc) {
-        let a = std::mem::replace(into, self.agg.create_accumulator());
-        *into = self.agg.merge(a, from.clone());
+        self.agg.merge_into(into, from);
     }
 
     fn emit(
