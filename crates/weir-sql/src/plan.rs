@@ -361,7 +361,12 @@ pub(crate) fn plan_select(
                 return Ok(reused);
             }
         }
-        let input = plan_table_name(env, catalog, &tvf.table, tvf.at)?;
+        let needed = if grouped {
+            window_columns_read(catalog, &tvf, select)?
+        } else {
+            None
+        };
+        let input = plan_table_reading(env, catalog, &tvf.table, tvf.at, needed.as_deref())?;
         return if grouped {
             crate::window::plan_window_aggregate(input, &tvf, select)
         } else {
@@ -503,6 +508,30 @@ fn needed_columns(
         return Ok(None);
     };
     columns_named(&connector::table_rows(table)?.scope, select, grouped)
+}
+
+/// For a window aggregation over a table: which of its columns it reads
+/// (its `WHERE`, keys, arguments and `FILTER`s, and the time column).
+/// Errors are the ones planning the statement would report.
+fn window_columns_read(
+    catalog: &Catalog,
+    tvf: &crate::window::WindowTvf,
+    select: &Select,
+) -> Result<Option<Vec<bool>>, SqlError> {
+    let Some(Relation::Table(table)) = catalog.get(&tvf.table) else {
+        return Ok(None);
+    };
+    let GroupByExpr::Expressions(group_by, _) = &select.group_by else {
+        return Ok(None);
+    };
+    let columns = connector::table_rows(table)?.scope;
+    let scope = columns.tracking();
+    crate::window::where_filter(select, &scope)?;
+    let keys = crate::window::group_keys(group_by);
+    crate::window::aggregation(&scope, &keys, select, crate::window::WINDOW_COLUMNS)?;
+    let mut read = scope.used_columns();
+    read[columns.index(&tvf.time_column, tvf.at)?] = true;
+    Ok(Some(read))
 }
 
 /// Which of `input`'s columns `select` names in its `WHERE` and its

@@ -1216,7 +1216,11 @@ pub(crate) fn reuse_window_aggregate(select: &Select) -> Result<Option<Planned>,
         return Ok(None);
     };
     let keys = group_keys(group_by);
-    let aggregation = aggregation(&shared.input, &keys, select, WINDOW_COLUMNS)?;
+    // The shared one's input holds the columns it reads: one that reads
+    // others is planned apart (and its mistakes named there).
+    let Ok(aggregation) = aggregation(&shared.input, &keys, select, WINDOW_COLUMNS) else {
+        return Ok(None);
+    };
     if crate::aggregate::describe(&aggregation.calls) != shared.calls {
         return Ok(None);
     }

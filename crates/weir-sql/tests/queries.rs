@@ -1596,3 +1596,50 @@ fn a_join_scans_only_the_columns_read() -> Result<(), SqlError> {
     );
     Ok(())
 }
+
+/// A window aggregation's scan reads only the columns it reads: its keys,
+/// arguments, `WHERE` and time column.
+#[test]
+fn a_window_aggregation_scans_only_the_columns_read() -> Result<(), SqlError> {
+    let path = csv(
+        "window-scan",
+        "a,1,2020-04-15 08:00:01\nb,x1,2020-04-15 08:00:02\na,3,2020-04-15 08:00:11\n",
+    );
+    let ddl = format!(
+        "CREATE TABLE t (k STRING, n BIGINT, ts TIMESTAMP(3),
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');",
+        path.display()
+    );
+    let window = "FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' SECOND))";
+    let lines = support::changelog(&format!(
+        "{ddl}\nSELECT k, window_start, COUNT(*) {window} GROUP BY k, window_start, window_end;"
+    ))?;
+    assert_eq!(
+        support::materialize(&lines),
+        [
+            "[a, 2020-04-15 08:00:00.000, 1]",
+            "[a, 2020-04-15 08:00:10.000, 1]",
+            "[b, 2020-04-15 08:00:00.000, 1]"
+        ]
+    );
+    // A mistake is named over all the table's columns.
+    let wrong = run(&format!(
+        "{ddl}\nSELECT k, SUM(nope) {window} GROUP BY k, window_start, window_end;"
+    ))
+    .expect_err("t has no nope");
+    assert!(
+        wrong.to_string().contains("the input has k, n, ts"),
+        "{wrong}"
+    );
+    // Read, the bad value fails the job, naming it.
+    let failed = run(&format!(
+        "{ddl}\nSELECT k, SUM(n) {window} GROUP BY k, window_start, window_end;"
+    ))
+    .expect_err("x1 is no BIGINT");
+    assert!(
+        failed.to_string().contains("'x1' is not a valid BIGINT"),
+        "{failed}"
+    );
+    Ok(())
+}
