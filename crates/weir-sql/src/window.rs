@@ -1216,8 +1216,8 @@ pub(crate) fn reuse_window_aggregate(select: &Select) -> Result<Option<Planned>,
         return Ok(None);
     };
     let keys = group_keys(group_by);
-    // The shared one's input holds the columns it reads: one that reads
-    // others is planned apart (and its mistakes named there).
+    // The shared one's input holds only the columns its aggregates read:
+    // other aggregates (which it does not share) may not compile over it.
     let Ok(aggregation) = aggregation(&shared.input, &keys, select, WINDOW_COLUMNS) else {
         return Ok(None);
     };
