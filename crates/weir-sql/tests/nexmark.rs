@@ -327,6 +327,14 @@ fn q7_finds_the_highest_bids_of_the_datastream_query() {
         .into_iter()
         .map(|r| r[..4].to_vec())
         .collect();
+    assert_eq!(counted(sql), counted(expected.clone()));
+    // Two scans, each dropping the bids below the maxima it has seen
+    // itself, into the join's two subtasks: the same rows.
+    let parallel = format!("SET 'parallelism.default' = '2';\n{}", script("q7", events));
+    let sql: Vec<Vec<String>> = inserted(&parallel)
+        .into_iter()
+        .map(|r| r[..4].to_vec())
+        .collect();
     assert_eq!(counted(sql), counted(expected));
 }
 
