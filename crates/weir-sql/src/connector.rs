@@ -687,32 +687,16 @@ where
     Q: Probes<I>,
 {
     let filter = calc.filter()?.clone();
-    let mut columns = filter.reads.clone()?;
-    if columns.len() != watermarks.reads.len() {
-        return None;
-    }
-    for (c, w) in columns.iter_mut().zip(&watermarks.reads) {
-        *c |= *w;
-    }
-    let (probe, mut stand_in) = probes.probe(&columns)?;
-    let stamping = watermarks.clone();
-    Some(raw.scan_with_watermarks(
-        move |mut raw: I, ctx: &mut ScanContext<'_, Row>| {
-            if !probe.probe(&mut raw, &mut stand_in)? {
-                return Ok(());
-            }
-            stamping.stamp(&stand_in, ctx)?;
-            if filter.passes(&stand_in.values)? {
-                let mut made = make(raw)?;
-                if let Some(row) = &mut made {
-                    calc.project(row)?;
-                    ctx.collect_taken(&mut made);
-                }
-            }
-            Ok(())
-        },
-        watermarks.strategy.clone(),
-    ))
+    let reads = filter.reads.clone()?;
+    probing(
+        raw,
+        make,
+        probes,
+        watermarks,
+        reads,
+        move |values: &[Value], _| filter.passes(values),
+        move |row: &mut Row| calc.project(row),
+    )
 }
 
 /// A scan that probes the columns `gate` and the watermark read, stamps
@@ -729,14 +713,45 @@ where
     P: Fn(I) -> Result<Option<Row>, String> + Clone + Send + Sync + 'static,
     Q: Probes<I>,
 {
-    let mut columns = gate.0.reads().to_vec();
-    if columns.len() != watermarks.reads.len() {
+    let reads = gate.0.reads().to_vec();
+    probing(
+        raw,
+        make,
+        probes,
+        watermarks,
+        reads,
+        move |values: &[Value], watermark| Ok(gate.keeps(values, watermark)),
+        |_: &mut Row| Ok(()),
+    )
+}
+
+/// A scan that probes the columns `reads` marks and those the watermark
+/// reads into a stand-in row, stamps it, and makes the row only if `keep`
+/// keeps the stand-in's values (given the scan's last watermark); `finish`
+/// then has the made row. `None` if the source cannot probe them.
+fn probing<I, P, Q, K, F>(
+    raw: &DataStream<I>,
+    make: P,
+    probes: &Q,
+    watermarks: &Watermarks,
+    mut reads: Vec<bool>,
+    mut keep: K,
+    mut finish: F,
+) -> Option<DataStream<Row>>
+where
+    I: Clone + Send + 'static,
+    P: Fn(I) -> Result<Option<Row>, String> + Clone + Send + Sync + 'static,
+    Q: Probes<I>,
+    K: FnMut(&[Value], i64) -> Result<bool, String> + Clone + Send + Sync + 'static,
+    F: FnMut(&mut Row) -> Result<(), String> + Clone + Send + Sync + 'static,
+{
+    if reads.len() != watermarks.reads.len() {
         return None;
     }
-    for (c, w) in columns.iter_mut().zip(&watermarks.reads) {
+    for (c, w) in reads.iter_mut().zip(&watermarks.reads) {
         *c |= *w;
     }
-    let (probe, mut stand_in) = probes.probe(&columns)?;
+    let (probe, mut stand_in) = probes.probe(&reads)?;
     let stamping = watermarks.clone();
     Some(raw.scan_with_watermarks(
         move |mut raw: I, ctx: &mut ScanContext<'_, Row>| {
@@ -744,9 +759,12 @@ where
                 return Ok(());
             }
             stamping.stamp(&stand_in, ctx)?;
-            if gate.keeps(&stand_in.values, ctx.watermark()) {
+            if keep(&stand_in.values, ctx.watermark())? {
                 let mut made = make(raw)?;
-                ctx.collect_taken(&mut made);
+                if let Some(row) = &mut made {
+                    finish(row)?;
+                    ctx.collect_taken(&mut made);
+                }
             }
             Ok(())
         },
