@@ -52,7 +52,7 @@ pub(crate) type Test = Arc<dyn Fn(&[Value]) -> Truth + Send + Sync>;
 
 /// A condition's [`Test`], as its shape holds it.
 #[derive(Clone)]
-pub(crate) struct Tested(pub Test);
+pub(crate) struct Tested(pub Test, pub Option<ScaledRange>);
 
 impl std::fmt::Debug for Tested {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -894,8 +894,13 @@ fn not(c: Compiled) -> Compiled {
 
 /// The condition `test` over `operands`.
 fn condition(test: Test, operands: &[&Compiled]) -> Compiled {
+    scaled_condition(test, operands, None)
+}
+
+/// [`condition`], of a `factor × column` within `range`.
+fn scaled_condition(test: Test, operands: &[&Compiled], range: Option<ScaledRange>) -> Compiled {
     Compiled {
-        shape: Shape::Tests(Tested(test.clone())),
+        shape: Shape::Tests(Tested(test.clone(), range)),
         eval: value_of(test, operands.iter().map(|o| o.eval.clone()).collect()),
         ty: SqlType::Boolean,
     }
@@ -903,6 +908,13 @@ fn condition(test: Test, operands: &[&Compiled]) -> Compiled {
 
 /// AND (`and`) or OR of two booleans, with SQL's NULLs.
 fn logic(and: bool, a: Compiled, b: Compiled) -> Compiled {
+    if let (true, Shape::Tests(Tested(_, Some(x))), Shape::Tests(Tested(_, Some(y)))) =
+        (and, &a.shape, &b.shape)
+    {
+        if let Some(both) = x.and(y) {
+            return scaled_condition(both.test(), &[&a, &b], Some(both));
+        }
+    }
     let (ta, tb) = (test(&a), test(&b));
     // FALSE AND …, TRUE OR … : the answer without the other side.
     let decides = Truth::of(!and);
@@ -1028,17 +1040,98 @@ impl ScaledTest {
 
 impl ComparisonTest for ScaledTest {
     fn make<T: Fn(Ordering) -> bool + Send + Sync + 'static>(self, test: T) -> Test {
-        Arc::new(move |row| {
-            let x = match row[self.column] {
-                Value::BigInt(x) => x,
-                Value::Int(x) => i64::from(x),
-                _ => return Truth::Null,
-            };
-            match self.factor.checked_mul(i128::from(x)) {
-                Some(p) => Truth::of(test(p.cmp(&self.bound))),
-                None => Truth::Failed,
-            }
+        let small = i64::try_from(self.factor).ok();
+        Arc::new(
+            move |row| match scaled_product(row, self.column, self.factor, small) {
+                Ok(p) => Truth::of(test(p.cmp(&self.bound))),
+                Err(t) => t,
+            },
+        )
+    }
+}
+
+/// `factor × row[column]`, by 64-bit multiplication when the factor and
+/// product fit; NULL when the column is not an integer, failed when the
+/// product overflows.
+#[inline(always)]
+fn scaled_product(
+    row: &[Value],
+    column: usize,
+    factor: i128,
+    small: Option<i64>,
+) -> Result<i128, Truth> {
+    let x = match row[column] {
+        Value::BigInt(x) => x,
+        Value::Int(x) => i64::from(x),
+        _ => return Err(Truth::Null),
+    };
+    if let Some(p) = small.and_then(|f| f.checked_mul(x)) {
+        return Ok(i128::from(p));
+    }
+    factor.checked_mul(i128::from(x)).ok_or(Truth::Failed)
+}
+
+/// `factor × column` bounded below and above (each bound inclusive or
+/// not): a scaled comparison, or two over the same product joined by
+/// `AND` (`0.908 * price > 1000000 AND 0.908 * price < 50000000`), which
+/// then multiply once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ScaledRange {
+    column: usize,
+    factor: i128,
+    low: Option<(i128, bool)>,
+    high: Option<(i128, bool)>,
+}
+
+impl ScaledRange {
+    /// The range of `test` (`factor × column op bound`), if `op` is an
+    /// order.
+    fn of(test: &ScaledTest, op: &BinaryOperator) -> Option<ScaledRange> {
+        let (low, high) = match op {
+            BinaryOperator::Gt => (Some((test.bound, false)), None),
+            BinaryOperator::GtEq => (Some((test.bound, true)), None),
+            BinaryOperator::Lt => (None, Some((test.bound, false))),
+            BinaryOperator::LtEq => (None, Some((test.bound, true))),
+            _ => return None,
+        };
+        Some(ScaledRange {
+            column: test.column,
+            factor: test.factor,
+            low,
+            high,
         })
+    }
+
+    /// Both ranges, over the same product, one bounded below and the
+    /// other above.
+    fn and(&self, other: &ScaledRange) -> Option<ScaledRange> {
+        if (self.column, self.factor) != (other.column, other.factor) {
+            return None;
+        }
+        match (self.low, self.high, other.low, other.high) {
+            (Some(_), None, None, Some(_)) | (None, Some(_), Some(_), None) => Some(ScaledRange {
+                low: self.low.or(other.low),
+                high: self.high.or(other.high),
+                ..*self
+            }),
+            _ => None,
+        }
+    }
+
+    fn test(self) -> Test {
+        let small = i64::try_from(self.factor).ok();
+        let above = |p: i128, bound: Option<(i128, bool)>| match bound {
+            None => true,
+            Some((b, inclusive)) => p > b || (inclusive && p == b),
+        };
+        Arc::new(
+            move |row| match scaled_product(row, self.column, self.factor, small) {
+                Ok(p) => Truth::of(
+                    above(p, self.low) && self.high.is_none_or(|(b, inc)| p < b || (inc && p == b)),
+                ),
+                Err(t) => t,
+            },
+        )
     }
 }
 
@@ -1101,7 +1194,10 @@ fn binary(
                     compared(op, fused)
                 }
                 (l_shape, r_shape) => match ScaledTest::of(l_shape, r_shape) {
-                    Some(scaled) => compared(op, scaled),
+                    Some(scaled) => {
+                        let range = ScaledRange::of(&scaled, op);
+                        return Ok(scaled_condition(compared(op, scaled), &[&l, &r], range));
+                    }
                     // The common case of filters: integers, often against
                     // a constant, compared without the general comparison.
                     None if l.ty.is_integer() && r.ty.is_integer() => compared(
@@ -2381,6 +2477,57 @@ mod tests {
         }
         let null = eval("0.908 * a > 1", &at(Value::Null)).unwrap();
         assert_eq!(null.to_string(), "NULL");
+    }
+
+    /// Two scaled comparisons of one product, one bounding it below and
+    /// one above, joined by AND, are one test that multiplies once; it
+    /// must answer as the two do.
+    #[test]
+    fn a_scaled_range_answers_as_its_two_comparisons() {
+        let at = |a: Value| [a, Value::Null, Value::Null, Value::Null];
+        let scope = Scope::of(vec![("a".into(), SqlType::Int)]);
+        let range = |sql: &str| {
+            let e = Parser::new(&GenericDialect {})
+                .try_with_sql(sql)
+                .unwrap()
+                .parse_expr()
+                .unwrap();
+            match compile(&e, &scope).unwrap().shape {
+                Shape::Tests(Tested(_, r)) => r,
+                _ => None,
+            }
+        };
+        for (low, high) in [(">", "<"), (">=", "<="), (">", "<="), (">=", "<")] {
+            for (k1, k2) in [("6", "1000"), ("6.356", "6.356"), ("-1000", "6.3")] {
+                let one = format!("0.908 * a {low} {k1}");
+                let two = format!("0.908 * a {high} {k2}");
+                for sql in [format!("{one} AND {two}"), format!("{two} AND {one}")] {
+                    let r = range(&sql).unwrap_or_else(|| panic!("one range: {sql}"));
+                    assert!(r.low.is_some() && r.high.is_some(), "{sql}: {r:?}");
+                    let general =
+                        format!("(0.908 * a - {k1} {low} 0) AND (0.908 * a - {k2} {high} 0)");
+                    for a in [-1101, -7, 0, 7, 1101, i32::MAX, i32::MIN] {
+                        assert_eq!(
+                            eval(&sql, &at(Value::Int(a))).unwrap(),
+                            eval(&general, &at(Value::Int(a))).unwrap(),
+                            "{sql} for a = {a}"
+                        );
+                    }
+                    let null = eval(&sql, &at(Value::Null)).unwrap();
+                    assert_eq!(null.to_string(), "NULL", "{sql}");
+                }
+            }
+        }
+        // Not one range: two lower bounds, other products, OR.
+        assert_eq!(
+            range("0.908 * a > 1 AND 0.908 * a > 2").and_then(|r| r.high),
+            None
+        );
+        assert_eq!(
+            range("0.908 * a > 1 AND 0.5 * a < 2").and_then(|r| r.high),
+            None
+        );
+        assert_eq!(range("0.908 * a > 1 OR 0.908 * a < 2"), None);
     }
 
     #[test]
