@@ -2279,6 +2279,14 @@ mod tests {
     use sqlparser::dialect::GenericDialect;
     use sqlparser::parser::Parser;
 
+    fn parse(sql: &str) -> Expr {
+        Parser::new(&GenericDialect {})
+            .try_with_sql(sql)
+            .unwrap()
+            .parse_expr()
+            .unwrap()
+    }
+
     fn eval(sql: &str, row: &[Value]) -> Result<Value, String> {
         let scope = Scope::of(vec![
             ("a".into(), SqlType::Int),
@@ -2286,11 +2294,7 @@ mod tests {
             ("d".into(), SqlType::Decimal(10, 2)),
             ("ts".into(), SqlType::Timestamp),
         ]);
-        let e = Parser::new(&GenericDialect {})
-            .try_with_sql(sql)
-            .unwrap()
-            .parse_expr()
-            .unwrap();
+        let e = parse(sql);
         let c = compile(&e, &scope).map_err(|e| e.to_string())?;
         (c.eval)(row)
     }
@@ -2369,11 +2373,7 @@ mod tests {
         ]);
         let row = [Value::Int(0), Value::Null];
         let compiled = |sql: &str| {
-            let e = Parser::new(&GenericDialect {})
-                .try_with_sql(sql)
-                .unwrap()
-                .parse_expr()
-                .unwrap();
+            let e = parse(sql);
             compile(&e, &scope).unwrap()
         };
         // What each term is for the row: TRUE, FALSE, NULL or an error,
@@ -2487,11 +2487,7 @@ mod tests {
         let at = |a: Value| [a, Value::Null, Value::Null, Value::Null];
         let scope = Scope::of(vec![("a".into(), SqlType::Int)]);
         let range = |sql: &str| {
-            let e = Parser::new(&GenericDialect {})
-                .try_with_sql(sql)
-                .unwrap()
-                .parse_expr()
-                .unwrap();
+            let e = parse(sql);
             match compile(&e, &scope).unwrap().shape {
                 Shape::Tests(Tested(_, r)) => r,
                 _ => None,
@@ -2614,11 +2610,7 @@ mod tests {
             "0.5 * d",
             "TO_TIMESTAMP_LTZ(a, 3)",
         ] {
-            let e = Parser::new(&GenericDialect {})
-                .try_with_sql(sql)
-                .unwrap()
-                .parse_expr()
-                .unwrap();
+            let e = parse(sql);
             let c = compile(&e, &scope).unwrap();
             let Some(writer) = c.shape.writer() else {
                 panic!("{sql} is not written in place");
