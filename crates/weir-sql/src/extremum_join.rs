@@ -206,7 +206,8 @@ impl Windows {
 /// scan already passed on in the row's window. The operator's extremum
 /// for the window is at least that, so it would drop the row too. Only
 /// rows the operator counts go into it: those not late for the scan
-/// (whose watermark is at least the operator's when the row gets there)
+/// (whose watermark is at least the operator's when the row gets there,
+/// since a scan that gates never goes idle)
 /// and not at a window's start (such a row also joins the window before,
 /// whose extremum this does not hold).
 struct BeatenRows {

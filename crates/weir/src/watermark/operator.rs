@@ -358,9 +358,11 @@ impl<M: Send + 'static> ScanContext<'_, M> {
     }
 
     /// The last watermark this scan emitted (`i64::MIN` before the
-    /// first): every operator after it has seen this watermark or an
-    /// earlier one, so a record this scan finds later than it is late
-    /// there too.
+    /// first). An operator after it combines its inputs' watermarks by
+    /// their minimum, so while none of them is idle its watermark is this
+    /// one or an earlier one: a record this scan finds later than it is
+    /// late there too. (An idle input is left out of the minimum, which
+    /// may then pass this scan's watermark.)
     #[inline]
     pub fn watermark(&self) -> i64 {
         self.marks.current
