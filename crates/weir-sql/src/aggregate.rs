@@ -434,32 +434,20 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
     /// into it); the others merge a copy.
     fn merge_into(&mut self, into: &mut Accumulators, from: &Accumulators) {
         for ((call, x), y) in self.calls.iter().zip(into.iter_mut()).zip(from) {
-            match (x, y) {
-                (Acc::Count(x), Acc::Count(y)) => *x += y,
-                (Acc::Value(x), Acc::Value(y)) => {
-                    if let Some(v) = merged_value(call, x, y) {
-                        *x = v;
-                    }
-                }
-                (Acc::Avg { sum: s1, count: c1 }, Acc::Avg { sum: s2, count: c2 }) => {
-                    if !s2.is_null() {
-                        *s1 = add_values(s1, s2, sum_type(call.arg_type));
-                    }
-                    *c1 += c2;
-                }
-                (x, y) => {
-                    let a = std::mem::replace(x, Acc::Count(0));
-                    *x = merged(call, a, y.clone());
-                }
+            if !merged_in_place(call, x, y) {
+                let a = std::mem::replace(x, Acc::Count(0));
+                *x = merged(call, a, y.clone());
             }
         }
     }
 }
 
 /// `x` and `y`, accumulators of `call`, merged.
-fn merged(call: &AggCall, x: Acc, y: Acc) -> Acc {
+fn merged(call: &AggCall, mut x: Acc, y: Acc) -> Acc {
+    if merged_in_place(call, &mut x, &y) {
+        return x;
+    }
     match (x, y) {
-        (Acc::Count(x), Acc::Count(y)) => Acc::Count(x + y),
         (Acc::Distinct(mut x), Acc::Distinct(y)) => {
             x.extend(*y);
             Acc::Distinct(x)
@@ -468,15 +456,6 @@ fn merged(call: &AggCall, x: Acc, y: Acc) -> Acc {
             x.extend(*y);
             Acc::DistinctInts(x)
         }
-        (Acc::Value(x), Acc::Value(y)) => Acc::Value(merged_value(call, &x, &y).unwrap_or(x)),
-        (Acc::Avg { sum: s1, count: c1 }, Acc::Avg { sum: s2, count: c2 }) => Acc::Avg {
-            sum: if s2.is_null() {
-                s1
-            } else {
-                add_values(&s1, &s2, sum_type(call.arg_type))
-            },
-            count: c1 + c2,
-        },
         (Acc::Sorted(mut x), Acc::Sorted(y)) => {
             for (v, n) in y {
                 *x.entry(v).or_insert(0) += n;
@@ -497,16 +476,37 @@ fn merged(call: &AggCall, x: Acc, y: Acc) -> Acc {
     }
 }
 
-/// What a value accumulator `x` of `call` becomes when `y` is merged into
-/// it, if it changes.
-fn merged_value(call: &AggCall, x: &Value, y: &Value) -> Option<Value> {
-    match call.kind {
-        AggKind::Sum => (!y.is_null()).then(|| add_values(x, y, call.result_type())),
-        AggKind::Min if x.is_null() || y.compare(x) == Some(Ordering::Less) => Some(y.clone()),
-        AggKind::Max if x.is_null() || y.compare(x) == Some(Ordering::Greater) => Some(y.clone()),
-        _ if x.is_null() => Some(y.clone()),
-        _ => None,
+/// Merges `y` into `x`, accumulators of `call`, where `x` is, if they are
+/// a count, a value (sum, minimum, maximum, …) or an average; false for
+/// the others, which own collections and merge by moving `y`'s.
+fn merged_in_place(call: &AggCall, x: &mut Acc, y: &Acc) -> bool {
+    match (x, y) {
+        (Acc::Count(x), Acc::Count(y)) => *x += y,
+        (Acc::Value(x), Acc::Value(y)) => {
+            let changed = match call.kind {
+                AggKind::Sum => (!y.is_null()).then(|| add_values(x, y, call.result_type())),
+                AggKind::Min if x.is_null() || y.compare(x) == Some(Ordering::Less) => {
+                    Some(y.clone())
+                }
+                AggKind::Max if x.is_null() || y.compare(x) == Some(Ordering::Greater) => {
+                    Some(y.clone())
+                }
+                _ if x.is_null() => Some(y.clone()),
+                _ => None,
+            };
+            if let Some(v) = changed {
+                *x = v;
+            }
+        }
+        (Acc::Avg { sum: s1, count: c1 }, Acc::Avg { sum: s2, count: c2 }) => {
+            if !s2.is_null() {
+                *s1 = add_values(s1, s2, sum_type(call.arg_type));
+            }
+            *c1 += c2;
+        }
+        _ => return false,
     }
+    true
 }
 
 /// `list` with `v` appended after `separator` (`v` alone if `list` is NULL).

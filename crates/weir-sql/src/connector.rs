@@ -463,11 +463,16 @@ impl ScanRows {
                 watermarks.clone(),
             );
             let name = format!("WatermarkAssigner + Gate: {table}");
-            move |gate: Gated| match (&watermarks, &probes) {
-                (Some(w), Some(probes)) => {
-                    gated(&raw, make.clone(), probes, w, gate).map(|s| s.name(&name))
-                }
-                _ => None,
+            move |mut gate: Gated| {
+                let (Some(w), Some(probes)) = (&watermarks, &probes) else {
+                    return None;
+                };
+                let reads = gate.0.reads().to_vec();
+                let keep = move |values: &[Value], watermark| Ok(gate.keeps(values, watermark));
+                probing(&raw, make.clone(), probes, w, reads, keep, |_: &mut Row| {
+                    Ok(())
+                })
+                .map(|s| s.name(&name))
             }
         };
         let finish = move |calc: Option<Calc>| {
@@ -696,32 +701,6 @@ where
         reads,
         move |values: &[Value], _| filter.passes(values),
         move |row: &mut Row| calc.project(row),
-    )
-}
-
-/// A scan that probes the columns `gate` and the watermark read, stamps
-/// the stand-in row, and makes the row only if the gate keeps it.
-fn gated<I, P, Q>(
-    raw: &DataStream<I>,
-    make: P,
-    probes: &Q,
-    watermarks: &Watermarks,
-    mut gate: Gated,
-) -> Option<DataStream<Row>>
-where
-    I: Clone + Send + 'static,
-    P: Fn(I) -> Result<Option<Row>, String> + Clone + Send + Sync + 'static,
-    Q: Probes<I>,
-{
-    let reads = gate.0.reads().to_vec();
-    probing(
-        raw,
-        make,
-        probes,
-        watermarks,
-        reads,
-        move |values: &[Value], watermark| Ok(gate.keeps(values, watermark)),
-        |_: &mut Row| Ok(()),
     )
 }
 

@@ -1120,14 +1120,13 @@ impl ScaledRange {
 
     fn test(self) -> Test {
         let small = i64::try_from(self.factor).ok();
-        let above = |p: i128, bound: Option<(i128, bool)>| match bound {
-            None => true,
-            Some((b, inclusive)) => p > b || (inclusive && p == b),
-        };
+        // A side without a bound: every product is within it.
+        let (low, low_in) = self.low.unwrap_or((i128::MIN, true));
+        let (high, high_in) = self.high.unwrap_or((i128::MAX, true));
         Arc::new(
             move |row| match scaled_product(row, self.column, self.factor, small) {
                 Ok(p) => Truth::of(
-                    above(p, self.low) && self.high.is_none_or(|(b, inc)| p < b || (inc && p == b)),
+                    (p > low || (low_in && p == low)) && (p < high || (high_in && p == high)),
                 ),
                 Err(t) => t,
             },

@@ -216,7 +216,6 @@ struct BeatenRows {
     column: usize,
     direction: Ordering,
     windows: Windows,
-    size: i64,
     /// The window (its start) of the last row counted, and the extremum
     /// of the rows counted in it since.
     window: Option<i64>,
@@ -249,7 +248,7 @@ impl Gate for BeatenRows {
                 None => false,
             },
         };
-        if counts && start + self.size - 1 > watermark {
+        if counts && start + self.windows.size - 1 > watermark {
             self.best = Some(v.clone());
         }
         true
@@ -313,16 +312,16 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
             // The value is read where it is; cloned only when it becomes
             // the extremum.
             let v = &values[self.column];
-            if let Some(b) = current.as_ref().and_then(|w| w.best.as_ref()) {
-                best_now = Some(b.clone());
-            }
             match current {
-                Some(w) if w.fired => match &w.best {
-                    Some(b) if compare(v, b) == Some(Ordering::Equal) => {
-                        (ValueChange::Keep, Then::Join(b.clone(), values))
+                Some(w) if w.fired => {
+                    best_now.clone_from(&w.best);
+                    match &w.best {
+                        Some(b) if compare(v, b) == Some(Ordering::Equal) => {
+                            (ValueChange::Keep, Then::Join(b.clone(), values))
+                        }
+                        _ => (ValueChange::Keep, Then::Drop(values)),
                     }
-                    _ => (ValueChange::Keep, Then::Drop(values)),
-                },
+                }
                 Some(w) => {
                     if !boundary {
                         match &w.best {
@@ -330,10 +329,10 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
                             _ => {
                                 w.rows.retain(|r| !self.beaten(&r[self.column], v));
                                 w.best = Some(v.clone());
-                                best_now = w.best.clone();
                             }
                         }
                     }
+                    best_now.clone_from(&w.best);
                     if w.best.as_ref().is_some_and(|b| self.beaten(v, b)) {
                         return (ValueChange::Keep, Then::Drop(values));
                     }
@@ -374,13 +373,6 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
         _ctx: &mut ProcessContext<'_, i64>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        if self
-            .last
-            .as_ref()
-            .is_some_and(|(end, _)| *end == timestamp + 1)
-        {
-            self.last = None;
-        }
         let state = self.state.as_ref().ok_or("the join is not open")?;
         let (best, rows) = state.update_in_place(|current| match current {
             Some(w) => {
@@ -651,19 +643,17 @@ fn plan_table_rows(
         column,
         direction,
         windows: Windows::new(size, offset),
-        size,
         window: None,
         best: None,
     };
-    let gated = scan.rows.with_gate(Gated(Box::new(gate)));
-    let mut steps = rows.steps.clone();
-    if gated.is_some() {
-        steps.push(format!(
-            "Calc: drop rows below their window's {what} so far (the scan's own rows)"
-        ));
-    }
-    let rows = match gated {
-        Some(stream) => rows.finish(stream),
+    let mut rows = rows;
+    let rows = match scan.rows.with_gate(Gated(Box::new(gate))) {
+        Some(stream) => {
+            rows.steps.push(format!(
+                "Calc: drop rows below their window's {what} so far (the scan's own rows)"
+            ));
+            rows.finish(stream)
+        }
         None => rows.finish(scan.rows.stream()),
     };
     let windows = Windows::new(size, offset);
@@ -711,6 +701,7 @@ fn plan_table_rows(
         stream,
         &format!("WindowExtremumJoin[{}; {what}; {on}]", tvf.describe()),
     );
+    let mut steps = rows.steps;
     steps.push(format!(
         "WindowExtremumJoin: inner, on {on}, each {} window's rows at its {what} \
          (the window aggregation and the regular join in one operator)",
@@ -1127,7 +1118,6 @@ mod tests {
             column: 1,
             direction,
             windows: Windows::new(10, 0),
-            size: 10,
             window: None,
             best: None,
         }
