@@ -491,6 +491,12 @@ fn merged_in_place(call: &AggCall, x: &mut Acc, y: &Acc) -> bool {
                 AggKind::Max if x.is_null() || y.compare(x) == Some(Ordering::Greater) => {
                     Some(y.clone())
                 }
+                // Both lists, `y`'s first: a sliding window merges its
+                // slices oldest first, and Flink lists the later slices'
+                // values before the earlier ones'.
+                AggKind::ListAgg if !y.is_null() && !x.is_null() => {
+                    Some(join(y, x, &call.separator))
+                }
                 _ if x.is_null() => Some(y.clone()),
                 _ => None,
             };
@@ -569,7 +575,8 @@ mod tests {
     }
 
     /// Merged in place, accumulators hold what merging them whole gives,
-    /// for every kind of aggregate and with NULLs and empty sides.
+    /// and that is the accumulator of both sides' rows, for every kind of
+    /// aggregate and with NULLs and empty sides.
     #[test]
     fn merging_in_place_is_merging_copies() {
         let call = |kind, arg_type| AggCall {
@@ -623,6 +630,18 @@ mod tests {
                     assert_eq!(
                         agg.get_result(&in_place).to_vec(),
                         agg.get_result(&whole).to_vec(),
+                        "{:?} {:?}: {a:?} + {b:?}",
+                        c.kind,
+                        c.arg_type
+                    );
+                    // Both are the accumulator of both sides' rows (the
+                    // merged side's listed first, as Flink's sliding
+                    // windows list a later slice's).
+                    let rows: Vec<Option<i64>> = b.iter().chain(a).copied().collect();
+                    let all = acc_of(&mut agg, &rows);
+                    assert_eq!(
+                        agg.get_result(&whole).to_vec(),
+                        agg.get_result(&all).to_vec(),
                         "{:?} {:?}: {a:?} + {b:?}",
                         c.kind,
                         c.arg_type
