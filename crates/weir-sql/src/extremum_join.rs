@@ -714,6 +714,7 @@ fn plan_table_rows(
         proctime: false,
         window: None,
         above_watermark: None,
+        versions: None,
         updating: false,
         steps,
     }))
@@ -1061,6 +1062,7 @@ fn plan_window_rows(
         proctime: false,
         window,
         above_watermark: None,
+        versions: None,
         updating: false,
         steps,
     }))

@@ -369,6 +369,7 @@ pub(crate) fn plan_group_aggregate(
         proctime: false,
         window,
         above_watermark: None,
+        versions: None,
         updating: carried.is_none(),
         steps,
     })

@@ -656,6 +656,47 @@ impl JoinFunction {
     }
 }
 
+/// The rows of side `side` tagged for a join keyed by `fns`:
+/// `[side, keys…, columns…]`, their columns those at `columns` (all, when
+/// `None`). A row whose key has a NULL joins nothing: it is dropped,
+/// unless its side keeps its unmatched rows.
+pub(crate) fn tagged(
+    stream: DataStream<Row>,
+    side: bool,
+    fns: Vec<Eval>,
+    columns: Option<Vec<usize>>,
+    keeps_unmatched: bool,
+) -> DataStream<Row> {
+    stream.process(
+        move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            let width = columns.as_ref().map_or(row.values.len(), Vec::len);
+            let mut values = Row::buffer(1 + fns.len() + width);
+            values.push(Value::Boolean(side));
+            for f in &fns {
+                values.push(f(&row.values)?);
+            }
+            if !keeps_unmatched && values[1..].iter().any(Value::is_null) {
+                Row::recycle(values);
+                return Ok(());
+            }
+            // Moved, and the row's buffer goes back to the pool.
+            match &columns {
+                None => values.append(&mut row.values),
+                Some(columns) => values.extend(
+                    columns
+                        .iter()
+                        .map(|i| std::mem::replace(&mut row.values[*i], Value::Null)),
+                ),
+            }
+            out.collect(Row {
+                kind: row.kind,
+                values,
+            });
+            Ok(())
+        },
+    )
+}
+
 /// Which columns a join's statement reads, as the planner found them.
 #[derive(Debug, Default)]
 pub(crate) struct JoinColumns {
@@ -938,40 +979,8 @@ pub(crate) fn plan_join(
         .zip(&lt)
         .map(|(c, t)| normalise(c, *t))
         .collect();
-    // A row of side `side` tagged for the join: `[side, keys…, columns…]`,
-    // its columns those at `columns` (all, when `None`).
     let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>, columns: Option<Vec<usize>>| {
-        let keeps_unmatched = outer[usize::from(side)];
-        stream.process(
-            move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-                let width = columns.as_ref().map_or(row.values.len(), Vec::len);
-                let mut values = Row::buffer(1 + fns.len() + width);
-                values.push(Value::Boolean(side));
-                for f in &fns {
-                    values.push(f(&row.values)?);
-                }
-                // SQL: a NULL key joins nothing (an outer side's row is
-                // still emitted, unmatched).
-                if !keeps_unmatched && values[1..].iter().any(Value::is_null) {
-                    Row::recycle(values);
-                    return Ok(());
-                }
-                // Moved, and the row's buffer goes back to the pool.
-                match &columns {
-                    None => values.append(&mut row.values),
-                    Some(columns) => values.extend(
-                        columns
-                            .iter()
-                            .map(|i| std::mem::replace(&mut row.values[*i], Value::Null)),
-                    ),
-                }
-                out.collect(Row {
-                    kind: row.kind,
-                    values,
-                });
-                Ok(())
-            },
-        )
+        tagged(stream, side, fns, columns, outer[usize::from(side)])
     };
     // The join key, after the side's tag: held inline when it is one
     // column, not allocated per row (it keys and hashes as the list of
@@ -1052,6 +1061,7 @@ pub(crate) fn plan_join(
             proctime: false,
             window: None,
             above_watermark: None,
+            versions: None,
             updating: false,
             steps,
         });
@@ -1082,6 +1092,7 @@ pub(crate) fn plan_join(
             proctime: false,
             window: left.window,
             above_watermark: None,
+            versions: None,
             updating: false,
             steps,
         });
@@ -1143,6 +1154,7 @@ pub(crate) fn plan_join(
         proctime: false,
         window: None,
         above_watermark: None,
+        versions: None,
         // An outer join takes back its NULL-padded rows when a partner
         // comes.
         updating: left.updating || right.updating || outer.contains(&true),

@@ -312,6 +312,7 @@ pub(crate) fn plan_over(
         proctime: input.proctime,
         window: input.window,
         above_watermark: None,
+        versions: None,
         updating: false,
         steps,
     };

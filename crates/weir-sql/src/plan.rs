@@ -4,7 +4,7 @@
 use sqlparser::ast::{
     Distinct, Expr, GroupByExpr, Join, JoinConstraint, JoinOperator, LimitClause, OrderBy,
     OrderByExpr, OrderByKind, Query, Select, SelectItem, SetExpr, SetOperator, SetQuantifier,
-    Spanned, TableFactor, TableWithJoins,
+    Spanned, TableFactor, TableVersion, TableWithJoins,
 };
 use weir::prelude::*;
 
@@ -38,6 +38,9 @@ pub(crate) struct Planned {
     /// Whether the rows are a changelog with retractions (`-U`/`-D`), as
     /// a `GROUP BY`'s results are; else they are inserts only.
     pub updating: bool,
+    /// Whether the rows are a versioned table's, and by which key and
+    /// time (what a temporal join looks versions up in).
+    pub versions: Option<crate::temporal_join::Versions>,
     pub steps: Vec<String>,
 }
 
@@ -289,6 +292,37 @@ pub(crate) fn plan_select(
                         pos(&from.joins[1]),
                     ));
                 }
+                if let TableFactor::Table {
+                    name,
+                    args: None,
+                    version: Some(version),
+                    ..
+                } = &join.relation
+                {
+                    let TableVersion::ForSystemTimeAsOf(as_of) = version else {
+                        return Err(SqlError::unsupported(
+                            format!("{version} (FOR SYSTEM_TIME AS OF is)"),
+                            pos(&join.relation),
+                        ));
+                    };
+                    // Read whole: a temporal join keeps only the versions
+                    // and the left rows still to come, not every row.
+                    let left = plan_relation(env, catalog, &from.relation)?;
+                    let right = plan_table_name(env, catalog, &name.to_string(), pos(name))?;
+                    let joined = crate::temporal_join::plan_temporal_join(
+                        left,
+                        crate::join::qualifier(&from.relation),
+                        right,
+                        join,
+                        as_of,
+                        catalog.state_ttl,
+                    )?;
+                    return if grouped {
+                        crate::group::plan_group_aggregate(joined, select, catalog.group_settings())
+                    } else {
+                        calc(joined, select)
+                    };
+                }
                 let rewritten = crate::extremum_join::plan(
                     env,
                     catalog,
@@ -381,7 +415,10 @@ pub(crate) fn plan_select(
     let input = match (from, &needed) {
         (
             TableFactor::Table {
-                name, args: None, ..
+                name,
+                args: None,
+                version: None,
+                ..
             },
             Some(needed),
         ) => read_table(env, catalog, &name.to_string(), at, Some(needed))?,
@@ -593,6 +630,7 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, Sql
             .above_watermark
             .filter(|c| right.above_watermark == Some(*c)),
         updating: left.updating || right.updating,
+        versions: None,
         scope: left.scope,
         steps,
     })
@@ -615,6 +653,7 @@ pub(crate) struct Unfinished {
     window: Option<[usize; 2]>,
     above_watermark: Option<usize>,
     pub updating: bool,
+    versions: Option<crate::temporal_join::Versions>,
     pub steps: Vec<String>,
 }
 
@@ -638,6 +677,7 @@ fn calc_then(
     let (rowtime, proctime) = p.time(input.rowtime, input.proctime);
     let window = p.window(input.window);
     let above_watermark = input.above_watermark.and_then(|c| p.carried(c));
+    let versions = input.versions.and_then(|v| v.carried(|c| p.carried(c)));
     let scope = p.scope;
     steps.push(calc_step(&scope));
     Ok(Planned {
@@ -648,6 +688,7 @@ fn calc_then(
         window,
         above_watermark,
         updating: input.updating,
+        versions,
         steps,
     })
 }
@@ -1124,8 +1165,18 @@ pub(crate) fn plan_relation(
     let at = pos(relation);
     match relation {
         TableFactor::Table {
-            name, args: None, ..
+            name,
+            args: None,
+            version: None,
+            ..
         } => plan_table_name(env, catalog, &name.to_string(), at),
+        TableFactor::Table {
+            version: Some(version),
+            ..
+        } => Err(SqlError::unsupported(
+            format!("{version} outside a temporal join (JOIN t {version} AS r ON …)"),
+            at,
+        )),
         TableFactor::Derived { subquery, .. } => plan_query(env, catalog, subquery),
         other => Err(SqlError::unsupported(format!("FROM {other}"), at)),
     }
@@ -1177,6 +1228,7 @@ impl Unfinished {
             window,
             above_watermark,
             updating,
+            versions,
             steps,
         } = planned;
         let rows = Unfinished {
@@ -1186,6 +1238,7 @@ impl Unfinished {
             window,
             above_watermark,
             updating,
+            versions,
             steps,
         };
         (stream, rows)
@@ -1201,6 +1254,7 @@ impl Unfinished {
             window: self.window,
             above_watermark: self.above_watermark,
             updating: self.updating,
+            versions: self.versions,
             steps: self.steps,
         }
     }
@@ -1248,6 +1302,7 @@ pub(crate) fn read_table(
                 window: None,
                 above_watermark: None,
                 updating: connector::is_changelog(table),
+                versions: crate::temporal_join::Versions::of_table(table, &scan),
                 steps,
             };
             Ok(Read::Table(scan, rows))

@@ -108,6 +108,7 @@ pub(crate) fn plan_sort_limit(
         proctime: false,
         window: None,
         above_watermark: None,
+        versions: None,
         updating: !order_by.is_empty(),
         steps,
     })
@@ -185,6 +186,7 @@ pub(crate) fn plan_time_sort(
         proctime: false,
         window: input.window,
         above_watermark: None,
+        versions: None,
         updating: false,
         steps,
     })
@@ -634,6 +636,19 @@ pub(crate) fn plan_ranked(
         proctime: false,
         window: if windowed { input.window } else { None },
         above_watermark: None,
+        // Each key's last row by event time, as it changes: a versioned
+        // table (Flink's versioned view), keyed by the partition columns.
+        versions: if step == "Deduplicate: keep last row" && by_time && !input.proctime {
+            let key: Option<Vec<usize>> = spec
+                .partition_by
+                .iter()
+                .map(|e| crate::join::column_index(e, &input.scope))
+                .collect();
+            key.zip(input.rowtime)
+                .map(|(key, time)| crate::temporal_join::Versions { key, time })
+        } else {
+            None
+        },
         updating,
         steps,
     };

@@ -119,7 +119,7 @@ fn blank_table_arguments(sql: &str) -> Result<String, SqlError> {
 
 /// The statements of `sql`, in order.
 pub(crate) fn parse_script(sql: &str) -> Result<Vec<Statement>, SqlError> {
-    let dialect = GenericDialect {};
+    let dialect = crate::dialect::FlinkDialect;
     let sql = blank_table_arguments(sql)?;
     let mut parser = Parser::new(&dialect).try_with_sql(&sql)?;
     let mut out = Vec::new();

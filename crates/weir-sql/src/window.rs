@@ -357,6 +357,7 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
         window: (!input.proctime).then_some([window_time - 2, window_time - 1]),
         // The TVF's rows are the input's, late ones too.
         above_watermark: None,
+        versions: None,
         updating: false,
         steps,
     })
@@ -1199,6 +1200,7 @@ fn window_output(
         proctime,
         window,
         above_watermark,
+        versions: None,
         updating: false,
         steps,
     }

@@ -1,0 +1,379 @@
+//! Event-time temporal joins: `o JOIN r FOR SYSTEM_TIME AS OF o.ts ON
+//! o.k = r.k` joins each row of `o` with the version of its key in the
+//! versioned table `r` that was valid at the row's time, as Flink's
+//! event-time temporal join does.
+//!
+//! A versioned table is a table with a primary key and an event-time
+//! attribute (each row a new version of its key, valid from its time
+//! until the next one), or a view that keeps each key's last row by event
+//! time (`ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) = 1`).
+//! A left row waits until the watermark (of both sides) passes its time:
+//! then every version that could apply to it has come. Versions older
+//! than the one valid at the watermark are dropped then.
+
+use std::time::Duration;
+
+use sqlparser::ast::{BinaryOperator, Expr, Join, JoinConstraint, JoinOperator, Spanned};
+use weir::prelude::*;
+
+use crate::catalog::{Scan, TableDef};
+use crate::error::{position, SqlError};
+use crate::expr::{compile, Condition, Eval};
+use crate::join::{column_index, conjuncts, qualified, residual_condition, side_by_side, tagged};
+use crate::key::RowKey;
+use crate::plan::Planned;
+use crate::value::{Row, RowKind, Value};
+
+/// Where a versioned table's rows hold their key and the time from which
+/// each is its key's version.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Versions {
+    pub key: Vec<usize>,
+    pub time: usize,
+}
+
+impl Versions {
+    /// A table's, when it declares a primary key and an event-time
+    /// attribute.
+    pub(crate) fn of_table(table: &TableDef, scan: &Scan) -> Option<Versions> {
+        let time = scan.rowtime.filter(|_| !scan.proctime)?;
+        if table.primary_key.is_empty() {
+            return None;
+        }
+        let key = table
+            .primary_key
+            .iter()
+            .map(|name| {
+                scan.scope
+                    .columns
+                    .iter()
+                    .position(|(n, _)| n.eq_ignore_ascii_case(name))
+            })
+            .collect::<Option<Vec<usize>>>()?;
+        Some(Versions { key, time })
+    }
+
+    /// These columns where `carried` says they went, if all of them did.
+    pub(crate) fn carried(self, carried: impl Fn(usize) -> Option<usize>) -> Option<Versions> {
+        Some(Versions {
+            key: self
+                .key
+                .iter()
+                .map(|c| carried(*c))
+                .collect::<Option<_>>()?,
+            time: carried(self.time)?,
+        })
+    }
+}
+
+/// `left JOIN right FOR SYSTEM_TIME AS OF <as_of> ON …` (or `LEFT JOIN`).
+pub(crate) fn plan_temporal_join(
+    left: Planned,
+    left_name: String,
+    right: Planned,
+    join: &Join,
+    as_of: &Expr,
+    ttl: Option<Duration>,
+) -> Result<Planned, SqlError> {
+    let at = position(join.span());
+    let (constraint, outer, name) = match &join.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false, "inner"),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true, "left outer"),
+        _ => {
+            return Err(SqlError::unsupported(
+                "a temporal join other than JOIN or LEFT JOIN (as in Flink)",
+                at,
+            ))
+        }
+    };
+    let JoinConstraint::On(on) = constraint else {
+        return Err(SqlError::unsupported(
+            "a temporal join without ON (USING, NATURAL)",
+            at,
+        ));
+    };
+    let right_name = crate::join::qualifier(&join.relation);
+    let left_scope = qualified(&left.scope.columns, &left_name);
+    let right_scope = qualified(&right.scope.columns, &right_name);
+    let joined = side_by_side(&left_scope, &right_scope);
+    // The left rows' own event time, nothing else (as Flink).
+    let as_of_at = position(as_of.span());
+    let time = column_index(as_of, &left_scope);
+    if left.proctime && time.is_some() && time == left.rowtime {
+        return Err(SqlError::unsupported(
+            format!(
+                "a processing-time temporal join (FOR SYSTEM_TIME AS OF {as_of}): it looks \
+                 versions up in a lookup source, which Weir's connectors are not; \
+                 FOR SYSTEM_TIME AS OF an event-time attribute is supported"
+            ),
+            as_of_at,
+        ));
+    }
+    let Some(time) = time.filter(|t| Some(*t) == left.rowtime) else {
+        compile(as_of, &left_scope)?;
+        return Err(SqlError::validation(
+            format!(
+                "FOR SYSTEM_TIME AS OF {as_of}: a temporal join is only AS OF the left \
+                 table's event-time attribute{}",
+                left.rowtime.map_or_else(
+                    || " (the left side has none)".to_string(),
+                    |t| format!(" ({left_name}.{})", left.scope.columns[t].0)
+                )
+            ),
+            as_of_at,
+        ));
+    };
+    if left.updating {
+        return Err(SqlError::unsupported(
+            "a temporal join of an updating left side (its rows must be inserts only)",
+            at,
+        ));
+    }
+    let Some(versions) = right.versions.clone() else {
+        return Err(SqlError::validation(
+            format!(
+                "the temporal join's right side `{right_name}` is not a versioned table: \
+                 give its table a PRIMARY KEY (…) NOT ENFORCED and a WATERMARK, or make it \
+                 a view keeping each key's last row (ROW_NUMBER() OVER (PARTITION BY key \
+                 ORDER BY time DESC) = 1)"
+            ),
+            at,
+        ));
+    };
+    // Equalities of a left expression and a right column key the join;
+    // the rest is checked on each joined row (a row whose version fails
+    // it joins nothing, as in Flink).
+    let (mut left_keys, mut right_keys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+    for c in conjuncts(on) {
+        compile(c, &joined)?;
+        if let Expr::BinaryOp {
+            left: a,
+            op: BinaryOperator::Eq,
+            right: b,
+        } = c
+        {
+            let key = [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
+                let l = compile(x, &left_scope).ok()?;
+                let r = column_index(y, &right_scope)?;
+                (l.ty == right.scope.columns[r].1).then_some((l, r))
+            });
+            if let Some((l, r)) = key {
+                left_keys.push(l.eval);
+                right_keys.push(r);
+                continue;
+            }
+        }
+        residual.push(c.clone());
+    }
+    if right_keys.is_empty() {
+        return Err(SqlError::validation(
+            format!(
+                "a temporal join needs an equality between the left side and a column of \
+                 `{right_name}` in its ON"
+            ),
+            at,
+        ));
+    }
+    // Each key's versions are one row of the versioned table's key only
+    // when the join's key holds all of that key.
+    if let Some(missing) = versions.key.iter().find(|k| !right_keys.contains(k)) {
+        return Err(SqlError::validation(
+            format!(
+                "a temporal join's ON must equal every column of `{right_name}`'s key; \
+                 it has no equality for {right_name}.{}",
+                right.scope.columns[*missing].0
+            ),
+            at,
+        ));
+    }
+    let residual = residual_condition(residual, &joined)?;
+    let keys = left_keys.len();
+    let right_fns: Vec<Eval> = right_keys
+        .iter()
+        .map(|&i| -> Eval { std::sync::Arc::new(move |r: &[Value]| Ok(r[i].clone())) })
+        .collect();
+    let union = tagged(left.stream, false, left_keys, None, outer).union(&[tagged(
+        right.stream,
+        true,
+        right_fns,
+        None,
+        false,
+    )]);
+    let key_columns: std::sync::Arc<[usize]> = (1..=keys).collect();
+    let stream = union
+        .key_by(move |r: &Row| RowKey::at(&r.values, &key_columns))
+        .process(TemporalJoinFunction {
+            keys,
+            left_time: time,
+            right_time: versions.time,
+            right_width: right.scope.columns.len(),
+            outer,
+            residual,
+            ttl,
+            state: None,
+        });
+    let stream = crate::plan::stateful(stream, &format!("TemporalJoin[{name}; {on}]"));
+    let mut steps = left.steps;
+    steps.extend(right.steps);
+    steps.push(format!(
+        "TemporalJoin: {name}, on {on}, {right_name} as of {as_of} (each left row when the \
+         watermark passes it)"
+    ));
+    Ok(Planned {
+        stream,
+        scope: joined,
+        // The left rows' time stays their time attribute (as in Flink):
+        // each is emitted before the watermark passes it.
+        rowtime: left.rowtime,
+        proctime: false,
+        window: None,
+        above_watermark: None,
+        updating: false,
+        versions: None,
+        steps,
+    })
+}
+
+/// A key's versions, by the time each is valid from, oldest first; a
+/// deleted key's version is `None`.
+type Versioned = Vec<(i64, Option<Vec<Value>>)>;
+
+#[derive(Clone)]
+struct TemporalJoinFunction {
+    keys: usize,
+    /// The left rows' time column and the versions' (each in its side's
+    /// columns).
+    left_time: usize,
+    right_time: usize,
+    /// How many columns a version has (for the NULL padding).
+    right_width: usize,
+    /// Whether a left row without a version is emitted, padded with NULLs.
+    outer: bool,
+    residual: Option<Condition>,
+    ttl: Option<Duration>,
+    /// The left rows waiting for the watermark (in arrival order), and
+    /// the key's versions.
+    state: Option<(ListState<Vec<Value>>, ValueState<Versioned>)>,
+}
+
+impl KeyedProcessFunction<RowKey, Row, Row> for TemporalJoinFunction {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        let mut waiting = ListStateDescriptor::new("temporal-left");
+        if let Some(ttl) = self.ttl {
+            waiting = waiting.enable_time_to_live(StateTtlConfig::new_builder(ttl).build());
+        }
+        self.state = Some((
+            ctx.get_list_state(&waiting)?,
+            crate::plan::value_state(ctx, "temporal-versions", self.ttl)?,
+        ));
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        mut row: Row,
+        ctx: &mut ProcessContext<'_, RowKey>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let right = matches!(row.values[0], Value::Boolean(true));
+        let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
+        let mut values = std::mem::take(&mut row.values);
+        values.drain(..1 + self.keys);
+        let (waiting, versions) = self.state.as_ref().ok_or("the temporal join is not open")?;
+        if right {
+            // A version replaces the key's version of the same time; the
+            // row an update takes back is not a version.
+            if row.kind == RowKind::UpdateBefore {
+                return Ok(());
+            }
+            let Some(time) = values[self.right_time].as_i64() else {
+                return Ok(());
+            };
+            let version = (row.kind != RowKind::Delete).then_some(values);
+            let mut all = versions.value()?.unwrap_or_default();
+            match all.binary_search_by_key(&time, |(t, _)| *t) {
+                Ok(i) => all[i].1 = version,
+                Err(i) => all.insert(i, (time, version)),
+            }
+            versions.update(all)?;
+            // Older versions go when the watermark passes this one.
+            ctx.timer_service().register_event_time_timer(time);
+            return Ok(());
+        }
+        if null_key {
+            // Joins nothing; only a left join's rows come this far.
+            let padded = self.padded(&values);
+            out.collect(Row::insert(padded));
+            return Ok(());
+        }
+        let Some(time) = values[self.left_time].as_i64() else {
+            return Ok(());
+        };
+        waiting.add(values)?;
+        // Fires at the next watermark if it has already passed.
+        ctx.timer_service().register_event_time_timer(time);
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        _timestamp: i64,
+        ctx: &mut ProcessContext<'_, RowKey>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let watermark = ctx.current_watermark();
+        let (waiting, versions) = self.state.as_ref().ok_or("the temporal join is not open")?;
+        let mut all = versions.value()?.unwrap_or_default();
+        let rows = waiting.get()?;
+        let time = |r: &Vec<Value>| r[self.left_time].as_i64().unwrap_or(i64::MIN);
+        if rows.iter().any(|r| time(r) <= watermark) {
+            for r in rows.iter().filter(|r| time(r) <= watermark) {
+                // The latest version from at or before the row's time.
+                let at = all.partition_point(|(t, _)| *t <= time(r));
+                let version = at.checked_sub(1).and_then(|i| all[i].1.as_ref());
+                let joined = match version {
+                    Some(v) => {
+                        let mut joined = Row::buffer(r.len() + v.len());
+                        joined.extend_from_slice(r);
+                        joined.extend_from_slice(v);
+                        match &self.residual {
+                            Some(f) if !f.passes(&joined)? => {
+                                Row::recycle(joined);
+                                None
+                            }
+                            _ => Some(joined),
+                        }
+                    }
+                    None => None,
+                };
+                // Stamped with the row's own time, which stays its time
+                // attribute.
+                match joined {
+                    Some(joined) => out.collect_with_timestamp(Row::insert(joined), time(r)),
+                    None if self.outer => {
+                        out.collect_with_timestamp(Row::insert(self.padded(r)), time(r))
+                    }
+                    None => {}
+                }
+            }
+            waiting.retain(|r| time(r) > watermark)?;
+        }
+        // The version valid at the watermark, and those after it, stay.
+        let valid = all.partition_point(|(t, _)| *t <= watermark);
+        if valid > 1 {
+            all.drain(..valid - 1);
+            versions.update(all)?;
+        }
+        Ok(())
+    }
+}
+
+impl TemporalJoinFunction {
+    /// A left row's values with the right side's columns NULL.
+    fn padded(&self, values: &[Value]) -> Vec<Value> {
+        let mut padded = Row::buffer(values.len() + self.right_width);
+        padded.extend_from_slice(values);
+        padded.resize(values.len() + self.right_width, Value::Null);
+        padded
+    }
+}
