@@ -291,10 +291,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for TemporalJoinFunction {
             };
             let version = (row.kind != RowKind::Delete).then_some(values);
             let mut all = versions.value()?.unwrap_or_default();
-            match all.binary_search_by_key(&time, |(t, _)| *t) {
-                Ok(i) => all[i].1 = version,
-                Err(i) => all.insert(i, (time, version)),
-            }
+            add_version(&mut all, time, version);
             versions.update(all)?;
             // Older versions go when the watermark passes this one.
             ctx.timer_service().register_event_time_timer(time);
@@ -328,10 +325,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for TemporalJoinFunction {
         let time = |r: &Vec<Value>| r[self.left_time].as_i64().unwrap_or(i64::MIN);
         if rows.iter().any(|r| time(r) <= watermark) {
             for r in rows.iter().filter(|r| time(r) <= watermark) {
-                // The latest version from at or before the row's time.
-                let at = all.partition_point(|(t, _)| *t <= time(r));
-                let version = at.checked_sub(1).and_then(|i| all[i].1.as_ref());
-                let joined = match version {
+                let joined = match version_at(&all, time(r)) {
                     Some(v) => {
                         let mut joined = Row::buffer(r.len() + v.len());
                         joined.extend_from_slice(r);
@@ -358,14 +352,39 @@ impl KeyedProcessFunction<RowKey, Row, Row> for TemporalJoinFunction {
             }
             waiting.retain(|r| time(r) > watermark)?;
         }
-        // The version valid at the watermark, and those after it, stay.
-        let valid = all.partition_point(|(t, _)| *t <= watermark);
-        if valid > 1 {
-            all.drain(..valid - 1);
+        if drop_passed(&mut all, watermark) {
             versions.update(all)?;
         }
         Ok(())
     }
+}
+
+/// Adds the version valid from `time` on (`None`: the key deleted then),
+/// in place of one of the same time.
+fn add_version(all: &mut Versioned, time: i64, version: Option<Vec<Value>>) {
+    match all.binary_search_by_key(&time, |(t, _)| *t) {
+        Ok(i) => all[i].1 = version,
+        Err(i) => all.insert(i, (time, version)),
+    }
+}
+
+/// The version valid at `time`: the latest from at or before it, unless
+/// that one is a deletion.
+fn version_at(all: &Versioned, time: i64) -> Option<&Vec<Value>> {
+    let after = all.partition_point(|(t, _)| *t <= time);
+    after.checked_sub(1).and_then(|i| all[i].1.as_ref())
+}
+
+/// Drops the versions no row still to come can join: those before the
+/// one valid at `watermark` (rows at or below it have all been joined).
+/// Whether any went.
+fn drop_passed(all: &mut Versioned, watermark: i64) -> bool {
+    let after = all.partition_point(|(t, _)| *t <= watermark);
+    if after > 1 {
+        all.drain(..after - 1);
+        return true;
+    }
+    false
 }
 
 impl TemporalJoinFunction {
@@ -375,5 +394,69 @@ impl TemporalJoinFunction {
         padded.extend_from_slice(values);
         padded.resize(values.len() + self.right_width, Value::Null);
         padded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(tier: &str) -> Option<Vec<Value>> {
+        Some(vec![Value::string(tier)])
+    }
+
+    fn tier_at(all: &Versioned, time: i64) -> Option<String> {
+        version_at(all, time).map(|v| v[0].to_string())
+    }
+
+    #[test]
+    fn a_row_joins_the_version_valid_at_its_time() {
+        let mut all = Versioned::new();
+        // Out of order, one replaced, one deletion.
+        add_version(&mut all, 20, version("gold"));
+        add_version(&mut all, 10, version("bronze"));
+        add_version(&mut all, 10, version("silver"));
+        add_version(&mut all, 30, None);
+        add_version(&mut all, 40, version("platinum"));
+        assert_eq!(
+            all.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+            [10, 20, 30, 40]
+        );
+        assert_eq!(tier_at(&all, 9), None, "before the first version");
+        assert_eq!(
+            tier_at(&all, 10).as_deref(),
+            Some("silver"),
+            "the later of one time"
+        );
+        assert_eq!(tier_at(&all, 19).as_deref(), Some("silver"));
+        assert_eq!(
+            tier_at(&all, 20).as_deref(),
+            Some("gold"),
+            "from its time on"
+        );
+        assert_eq!(tier_at(&all, 35), None, "deleted");
+        assert_eq!(tier_at(&all, i64::MAX).as_deref(), Some("platinum"));
+    }
+
+    #[test]
+    fn versions_go_once_a_later_one_is_valid_at_the_watermark() {
+        let mut all = Versioned::new();
+        for (t, tier) in [(10, "a"), (20, "b"), (30, "c")] {
+            add_version(&mut all, t, version(tier));
+        }
+        assert!(!drop_passed(&mut all, 5), "none valid yet");
+        assert!(!drop_passed(&mut all, 19), "the first is still valid");
+        assert_eq!(all.len(), 3);
+        assert!(drop_passed(&mut all, 20));
+        // Rows at 20 and later still join b and c.
+        assert_eq!(all.iter().map(|(t, _)| *t).collect::<Vec<_>>(), [20, 30]);
+        assert_eq!(tier_at(&all, 25).as_deref(), Some("b"));
+        assert!(drop_passed(&mut all, i64::MAX));
+        assert_eq!(
+            tier_at(&all, 30).as_deref(),
+            Some("c"),
+            "the last version stays"
+        );
+        assert_eq!(all.len(), 1);
     }
 }
