@@ -1633,3 +1633,75 @@ fn a_window_aggregation_scans_only_the_columns_read() -> Result<(), SqlError> {
     );
     Ok(())
 }
+
+/// A temporal join that Flink would refuse, or that Weir cannot run, is
+/// named before any row flows, as is a table version outside a join.
+#[test]
+fn a_temporal_join_that_cannot_run_says_why() {
+    let orders = orders_ddl(&csv("temporal-orders", ORDERS));
+    let tiers = csv("temporal-tiers", "alice,gold,2020-04-15 08:00:00\n");
+    let table = |name: &str, key: &str| {
+        format!(
+            "CREATE TABLE {name} (buyer STRING, tier STRING, since TIMESTAMP(3), {key}
+               WATERMARK FOR since AS since - INTERVAL '1' SECOND)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');",
+            tiers.display()
+        )
+    };
+    let script = |query: &str| {
+        format!(
+            "{orders}\n{}\n{}\n{query}",
+            table("tiers", "PRIMARY KEY (buyer) NOT ENFORCED,"),
+            table("tier_log", "")
+        )
+    };
+    let cases = [
+        (
+            "SELECT o.id FROM orders AS o JOIN tier_log FOR SYSTEM_TIME AS OF o.ts AS t \
+             ON o.buyer = t.buyer",
+            "`t` is not a versioned table",
+        ),
+        (
+            "SELECT o.id FROM orders AS o JOIN tiers FOR SYSTEM_TIME AS OF o.ts AS t ON o.id = 1",
+            "needs an equality between the left side and a column of `t`",
+        ),
+        (
+            "SELECT o.id FROM orders AS o JOIN tiers FOR SYSTEM_TIME AS OF o.ts AS t \
+             ON o.buyer = t.tier",
+            "no equality for t.buyer",
+        ),
+        (
+            "SELECT o.id FROM orders AS o RIGHT JOIN tiers FOR SYSTEM_TIME AS OF o.ts AS t \
+             ON o.buyer = t.buyer",
+            "a temporal join other than JOIN or LEFT JOIN",
+        ),
+        (
+            "SELECT o.id FROM orders AS o JOIN tiers \
+             FOR SYSTEM_TIME AS OF o.ts - INTERVAL '1' SECOND AS t ON o.buyer = t.buyer",
+            "only AS OF the left table's event-time attribute (o.ts)",
+        ),
+        (
+            "SELECT o.id FROM orders AS o JOIN tiers FOR SYSTEM_TIME AS OF o.nope AS t \
+             ON o.buyer = t.buyer",
+            "nope",
+        ),
+        (
+            "SELECT * FROM tiers FOR SYSTEM_TIME AS OF TIMESTAMP '2020-04-15 08:00:00'",
+            "outside a temporal join",
+        ),
+    ];
+    for (query, says) in cases {
+        fails_saying(&script(query), says);
+    }
+    // Processing time: only a lookup source could answer it.
+    let by_proctime = format!(
+        "CREATE TABLE clicks (buyer STRING, pt AS PROCTIME())
+           WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+         {}
+         SELECT c.buyer, t.tier FROM clicks AS c
+           JOIN tiers FOR SYSTEM_TIME AS OF c.pt AS t ON c.buyer = t.buyer",
+        csv("temporal-clicks", "alice\n").display(),
+        table("tiers", "PRIMARY KEY (buyer) NOT ENFORCED,")
+    );
+    fails_saying(&by_proctime, "a processing-time temporal join");
+}
