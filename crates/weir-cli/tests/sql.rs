@@ -306,3 +306,56 @@ INSERT INTO out SELECT {select} FROM t a JOIN t b ON a.id = b.id;
         "Join[inner; a.id = b.id, keeping a.id, b.id, b.x]",
     );
 }
+
+/// An event-time temporal join stopped with a savepoint resumes exactly:
+/// the left rows waiting for the watermark and the versions they join
+/// are in the savepoint. Each row joins the version of its key (`id` mod
+/// 5) valid at its time in a versioned view of the even ids: itself when
+/// even, else the id 5 before it (none for 1, 3 and 5).
+#[test]
+fn a_temporal_join_stopped_with_a_savepoint_resumes_exactly() {
+    let dir = temp_dir("temporal");
+    let script = "
+SET 'pipeline.auto-watermark-interval' = '10 ms';
+CREATE TABLE t (
+  id BIGINT, k AS MOD(id, 5), ts AS CAST(TO_TIMESTAMP_LTZ(id * 100, 3) AS TIMESTAMP(3)),
+  PRIMARY KEY (k) NOT ENFORCED,
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+) WITH ('connector' = 'datagen', 'rows-per-second' = '1000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3000');
+CREATE VIEW evens AS SELECT k, id, ts FROM t WHERE MOD(id, 2) = 0;
+CREATE TABLE out (id BIGINT, version BIGINT) WITH ('connector' = 'print');
+INSERT INTO out SELECT o.id, v.id FROM t AS o
+JOIN evens FOR SYSTEM_TIME AS OF o.ts AS v ON o.k = v.k;
+";
+    let (savepoint, before) = stopped_after(&dir, script, 30);
+    let waiting = state_entries(&savepoint, "temporal-left").expect("the join's left rows");
+    // The rows within the watermark's second, and those since the last
+    // watermark.
+    assert!(waiting <= 100, "{waiting} left rows waiting");
+    let resumed_script = dir.join("resumed.sql");
+    std::fs::write(&resumed_script, script).expect("script");
+    let resumed = weir()
+        .args(["sql", "-s", &savepoint, "-f"])
+        .arg(&resumed_script)
+        .output()
+        .expect("weir sql runs");
+    assert!(resumed.status.success(), "{resumed:?}");
+    let after = String::from_utf8_lossy(&resumed.stdout)
+        .lines()
+        .filter(|l| l.starts_with(['+', '-']))
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+    assert!(before.len() < 3000 - 3, "stopped before the end");
+    let expected: Vec<String> = (1..=3000i64)
+        .filter_map(|id| match id % 2 {
+            0 => Some(format!("[{id}, {id}]")),
+            _ if id > 5 => Some(format!("[{id}, {}]", id - 5)),
+            _ => None,
+        })
+        .collect();
+    let mut expected = expected;
+    expected.sort();
+    let both: Vec<String> = before.into_iter().chain(after).collect();
+    assert_eq!(materialize(&both), expected);
+}
