@@ -447,16 +447,9 @@ impl JoinFunction {
 
 impl KeyedProcessFunction<RowKey, Row, Row> for JoinFunction {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        let descriptor = |name: &str| {
-            let d = ListStateDescriptor::new(name);
-            match self.ttl {
-                Some(ttl) => d.enable_time_to_live(StateTtlConfig::new_builder(ttl).build()),
-                None => d,
-            }
-        };
         self.sides = Some([
-            ctx.get_list_state(&descriptor("left"))?,
-            ctx.get_list_state(&descriptor("right"))?,
+            crate::plan::list_state(ctx, "left", self.ttl)?,
+            crate::plan::list_state(ctx, "right", self.ttl)?,
         ]);
         Ok(())
     }

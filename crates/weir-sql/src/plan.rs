@@ -109,6 +109,19 @@ pub(crate) fn value_state<T: StateValue>(
     ctx.get_state(&descriptor)
 }
 
+/// A keyed list state named `name`, expiring as [`value_state`]'s does.
+pub(crate) fn list_state<T: StateValue>(
+    ctx: &RuntimeContext,
+    name: &str,
+    ttl: Option<std::time::Duration>,
+) -> Result<ListState<T>, StateError> {
+    let mut descriptor = ListStateDescriptor::new(name);
+    if let Some(ttl) = ttl {
+        descriptor = descriptor.enable_time_to_live(StateTtlConfig::new_builder(ttl).build());
+    }
+    ctx.get_list_state(&descriptor)
+}
+
 /// Plans `query` in `env`.
 pub(crate) fn plan_query(
     env: &StreamExecutionEnvironment,

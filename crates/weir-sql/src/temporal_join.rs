@@ -258,12 +258,8 @@ struct TemporalJoinFunction {
 
 impl KeyedProcessFunction<RowKey, Row, Row> for TemporalJoinFunction {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        let mut waiting = ListStateDescriptor::new("temporal-left");
-        if let Some(ttl) = self.ttl {
-            waiting = waiting.enable_time_to_live(StateTtlConfig::new_builder(ttl).build());
-        }
         self.state = Some((
-            ctx.get_list_state(&waiting)?,
+            crate::plan::list_state(ctx, "temporal-left", self.ttl)?,
             crate::plan::value_state(ctx, "temporal-versions", self.ttl)?,
         ));
         Ok(())
