@@ -948,7 +948,7 @@ impl RowDecoder {
 
 /// The error for a connector this build of Weir leaves out.
 #[allow(dead_code)]
-fn not_built(table: &TableDef, feature: &str) -> SqlError {
+pub(crate) fn not_built(table: &TableDef, feature: &str) -> SqlError {
     connector_error(
         table,
         format!("the connector '{feature}' is not in this build: build weir-sql (or weir-cli) with the feature '{feature}'"),

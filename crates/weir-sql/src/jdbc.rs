@@ -14,7 +14,7 @@
 use std::time::Duration;
 
 use weir::prelude::*;
-use weir_connectors::postgres::{PostgresSink, PostgresSource};
+use weir_connectors::postgres::{PostgresLookup, PostgresSink, PostgresSource};
 
 use crate::catalog::TableDef;
 use crate::connector::{append_only, check_options, connector_error, RowDecoder, TableRows};
@@ -31,6 +31,19 @@ const SOURCE_OPTIONS: &[&str] = &[
     "username",
     "password",
     "driver",
+];
+
+/// The options of looking a PostgreSQL table's rows up (a lookup join),
+/// as Flink's JDBC connector names them (its older names too).
+const LOOKUP_OPTIONS: &[&str] = &[
+    "lookup.cache",
+    "lookup.partial-cache.max-rows",
+    "lookup.partial-cache.expire-after-write",
+    "lookup.partial-cache.cache-missing-key",
+    "lookup.cache.max-rows",
+    "lookup.cache.ttl",
+    "lookup.cache.caching-missing-key",
+    "lookup.max-retries",
 ];
 
 /// The options of writing a PostgreSQL table.
@@ -50,8 +63,12 @@ pub(crate) fn jdbc_source(
     rows: &TableRows,
     physical: &[bool],
 ) -> Result<DataStream<Row>, SqlError> {
-    // A table may be read and written: it takes the sink's options too.
-    check_options(table, &[SOURCE_OPTIONS, SINK_OPTIONS].concat())?;
+    // A table may be read, looked up and written: it takes all their
+    // options.
+    check_options(
+        table,
+        &[SOURCE_OPTIONS, LOOKUP_OPTIONS, SINK_OPTIONS].concat(),
+    )?;
     check_driver(table)?;
     let url = server_url(table)?;
     let target = required(table, "table-name")?;
@@ -88,21 +105,178 @@ pub(crate) fn jdbc_source(
             move |texts: Vec<Option<String>>,
                   _ctx: &mut ProcessContext<'_>,
                   out: &mut Collector<'_, Row>| {
-                let mut texts = texts.into_iter();
-                let mut values = Vec::with_capacity(columns.len());
-                for ((column, ty), r) in columns.iter().zip(&read) {
-                    let text = if *r { texts.next().flatten() } else { None };
-                    values.push(match text {
-                        None => Value::Null,
-                        Some(t) => from_postgres(&t, *ty)
-                            .map_err(|e| format!("table '{name}', column '{column}': {e}"))?,
-                    });
-                }
-                out.collect(decode.finish(values)?);
+                out.collect(decode.finish(values_of(texts, &columns, &read, &name)?)?);
                 Ok(())
             },
         );
     Ok(stream)
+}
+
+/// The values of `columns` (of table `name`) from the text of those
+/// `read` (the others NULL).
+fn values_of(
+    texts: Vec<Option<String>>,
+    columns: &[(String, SqlType)],
+    read: &[bool],
+    name: &str,
+) -> Result<Vec<Value>, String> {
+    let mut texts = texts.into_iter();
+    let mut values = Vec::with_capacity(columns.len());
+    for ((column, ty), r) in columns.iter().zip(read) {
+        let text = if *r { texts.next().flatten() } else { None };
+        values.push(match text {
+            None => Value::Null,
+            Some(t) => from_postgres(&t, *ty)
+                .map_err(|e| format!("table '{name}', column '{column}': {e}"))?,
+        });
+    }
+    Ok(values)
+}
+
+/// A PostgreSQL table's rows looked up by the values of its columns
+/// `keys` (a lookup join's right side): all its columns, computed ones
+/// included.
+#[derive(Clone)]
+pub(crate) struct JdbcLookup {
+    lookup: PostgresLookup,
+    columns: Vec<(String, SqlType)>,
+    decode: RowDecoder,
+    name: String,
+}
+
+/// Looks `table`'s rows up by `keys`, with the table's lookup options.
+pub(crate) fn jdbc_lookup(
+    table: &TableDef,
+    rows: &TableRows,
+    keys: &[&str],
+) -> Result<JdbcLookup, SqlError> {
+    check_options(
+        table,
+        &[SOURCE_OPTIONS, LOOKUP_OPTIONS, SINK_OPTIONS].concat(),
+    )?;
+    check_driver(table)?;
+    let url = server_url(table)?;
+    let target = required(table, "table-name")?;
+    let columns: Vec<(String, SqlType)> =
+        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+    let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
+    let mut lookup = PostgresLookup::text(&url, target, &names, keys)
+        .map_err(|e| connector_error(table, e.to_string()))?;
+    let number = |key: &str| -> Result<Option<usize>, SqlError> {
+        table
+            .option(key)
+            .map(|n| {
+                n.trim()
+                    .parse::<usize>()
+                    .map_err(|_| connector_error(table, format!("'{key}' must be a number")))
+            })
+            .transpose()
+    };
+    let duration = |key: &str| -> Result<Option<Duration>, SqlError> {
+        table
+            .option(key)
+            .map(|d| {
+                weir::config::parse_duration(d)
+                    .map_err(|e| connector_error(table, format!("'{key}': {e}")))
+            })
+            .transpose()
+    };
+    let flag = |key: &str| -> Result<bool, SqlError> {
+        match table.option(key).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(true),
+            Some(v) if v == "true" => Ok(true),
+            Some(v) if v == "false" => Ok(false),
+            Some(v) => Err(connector_error(
+                table,
+                format!("'{key}' must be true or false, not '{v}'"),
+            )),
+        }
+    };
+    let legacy = (
+        number("lookup.cache.max-rows")?,
+        duration("lookup.cache.ttl")?,
+    );
+    let cache = match table.option("lookup.cache").map(str::to_ascii_uppercase) {
+        Some(kind) if kind == "PARTIAL" => {
+            let Some(max) = number("lookup.partial-cache.max-rows")? else {
+                return Err(connector_error(
+                    table,
+                    "'lookup.cache' = 'PARTIAL' needs 'lookup.partial-cache.max-rows'",
+                ));
+            };
+            Some((
+                max,
+                duration("lookup.partial-cache.expire-after-write")?,
+                flag("lookup.partial-cache.cache-missing-key")?,
+            ))
+        }
+        Some(kind) if kind == "NONE" => None,
+        Some(kind) => {
+            return Err(connector_error(
+                table,
+                format!("'lookup.cache' = '{kind}': NONE or PARTIAL (FULL is not supported)"),
+            ))
+        }
+        // Flink's older options: both or neither.
+        None => match legacy {
+            (Some(max), Some(ttl)) => {
+                Some((max, Some(ttl), flag("lookup.cache.caching-missing-key")?))
+            }
+            (None, None) => None,
+            _ => {
+                return Err(connector_error(
+                    table,
+                    "'lookup.cache.max-rows' and 'lookup.cache.ttl' go together",
+                ))
+            }
+        },
+    };
+    if let Some((max, ttl, missing)) = cache {
+        lookup = lookup.with_cache(max, ttl, missing);
+    }
+    if let Some(retries) = number("lookup.max-retries")? {
+        lookup = lookup.with_max_retries(retries);
+    }
+    let read = vec![true; columns.len()];
+    let format = RowFormat::Csv {
+        delimiter: ',',
+        null_literal: None,
+        ignore_parse_errors: false,
+        allow_comments: false,
+    };
+    Ok(JdbcLookup {
+        lookup,
+        decode: RowDecoder::new(table, rows, &read, format),
+        columns,
+        name: table.name.clone(),
+    })
+}
+
+impl JdbcLookup {
+    /// Connects and prepares the look-up: a missing table or column fails
+    /// the job here, before any row flows.
+    pub(crate) fn open(&mut self) -> Result<(), String> {
+        self.lookup
+            .open()
+            .map_err(|e| format!("table '{}': {e}", self.name))
+    }
+
+    /// The rows whose key columns equal `key`.
+    pub(crate) fn rows(&mut self, key: &[Value]) -> Result<Vec<Row>, String> {
+        let key: Vec<Option<String>> = key.iter().map(text).collect();
+        let found = self
+            .lookup
+            .lookup(&key)
+            .map_err(|e| format!("table '{}': {e}", self.name))?;
+        let read = vec![true; self.columns.len()];
+        found
+            .into_iter()
+            .map(|texts| {
+                self.decode
+                    .finish(values_of(texts, &self.columns, &read, &self.name)?)
+            })
+            .collect()
+    }
 }
 
 /// A value of type `t` from PostgreSQL's text for it (booleans as `t`/`f`,
@@ -208,7 +382,10 @@ pub(crate) fn jdbc_sink(
     table: &TableDef,
     updating: bool,
 ) -> Result<(), SqlError> {
-    check_options(table, &[SOURCE_OPTIONS, SINK_OPTIONS].concat())?;
+    check_options(
+        table,
+        &[SOURCE_OPTIONS, LOOKUP_OPTIONS, SINK_OPTIONS].concat(),
+    )?;
     check_driver(table)?;
     let url = server_url(table)?;
     let target = required(table, "table-name")?;

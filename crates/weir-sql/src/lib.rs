@@ -39,6 +39,8 @@ mod join;
 #[cfg(feature = "kafka")]
 mod kafka;
 mod key;
+#[cfg(feature = "postgres")]
+mod lookup_join;
 mod nexmark;
 mod over;
 mod plan;

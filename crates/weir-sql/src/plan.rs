@@ -318,18 +318,28 @@ pub(crate) fn plan_select(
                             pos(&join.relation),
                         ));
                     };
-                    // Read whole: a temporal join keeps only the versions
-                    // and the left rows still to come, not every row.
                     let left = plan_relation(env, catalog, &from.relation)?;
-                    let right = plan_table_name(env, catalog, &name.to_string(), pos(name))?;
-                    let joined = crate::temporal_join::plan_temporal_join(
-                        left,
-                        crate::join::qualifier(&from.relation),
-                        right,
-                        join,
-                        as_of,
-                        catalog.state_ttl,
-                    )?;
+                    let left_name = crate::join::qualifier(&from.relation);
+                    let by_processing_time = left.proctime
+                        && crate::join::column_index(
+                            as_of,
+                            &crate::join::qualified(&left.scope.columns, &left_name),
+                        ) == left.rowtime;
+                    let joined = if by_processing_time {
+                        lookup_join(catalog, left, left_name, name, join)?
+                    } else {
+                        // Read whole: a temporal join keeps only the
+                        // versions and the left rows still to come.
+                        let right = plan_table_name(env, catalog, &name.to_string(), pos(name))?;
+                        crate::temporal_join::plan_temporal_join(
+                            left,
+                            left_name,
+                            right,
+                            join,
+                            as_of,
+                            catalog.state_ttl,
+                        )?
+                    };
                     return if grouped {
                         crate::group::plan_group_aggregate(joined, select, catalog.group_settings())
                     } else {
@@ -451,6 +461,33 @@ pub(crate) fn plan_select(
             crate::group::plan_group_aggregate(input, select, catalog.group_settings())
         }
         Read::View(input) => calc(input, select),
+    }
+}
+
+/// `left JOIN name FOR SYSTEM_TIME AS OF <left's processing time>`: the
+/// rows of the table `name` looked up as each left row comes.
+fn lookup_join(
+    catalog: &Catalog,
+    left: Planned,
+    left_name: String,
+    name: &sqlparser::ast::ObjectName,
+    join: &Join,
+) -> Result<Planned, SqlError> {
+    let Some(Relation::Table(table)) = catalog.get(&name.to_string()) else {
+        return Err(SqlError::validation(
+            format!(
+                "a processing-time temporal join looks rows up in a lookup source, a 'jdbc' \
+                 or 'postgres' table; `{name}` is not a table"
+            ),
+            pos(name),
+        ));
+    };
+    #[cfg(feature = "postgres")]
+    return crate::lookup_join::plan_lookup_join(left, left_name, table, join);
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = (left, left_name, join);
+        Err(connector::not_built(table, "postgres"))
     }
 }
 

@@ -98,17 +98,8 @@ pub(crate) fn plan_temporal_join(
     let joined = side_by_side(&left_scope, &right_scope);
     // The left rows' own event time, nothing else (as Flink).
     let as_of_at = position(as_of.span());
-    let time = column_index(as_of, &left_scope);
-    if left.proctime && time.is_some() && time == left.rowtime {
-        return Err(SqlError::unsupported(
-            format!(
-                "a processing-time temporal join (FOR SYSTEM_TIME AS OF {as_of}): it looks \
-                 versions up in a lookup source, which Weir's connectors are not; \
-                 FOR SYSTEM_TIME AS OF an event-time attribute is supported"
-            ),
-            as_of_at,
-        ));
-    }
+    // (AS OF a processing-time attribute is a lookup join.)
+    let time = column_index(as_of, &left_scope).filter(|_| !left.proctime);
     let Some(time) = time.filter(|t| Some(*t) == left.rowtime) else {
         compile(as_of, &left_scope)?;
         return Err(SqlError::validation(

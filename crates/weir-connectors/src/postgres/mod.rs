@@ -13,7 +13,7 @@
 //!
 //! Rows are the parameters a closure makes of each record, in the order of
 //! the columns given. [`PostgresSource`] reads a table as a bounded
-//! source.
+//! source; [`PostgresLookup`] looks its rows up by key (a lookup join).
 //!
 //! ```no_run
 //! use weir::prelude::*;
@@ -35,6 +35,7 @@
 //! ```
 
 pub mod local;
+pub mod lookup;
 pub mod source;
 pub mod two_phase;
 
@@ -47,6 +48,7 @@ use postgres::{Client, NoTls, Statement};
 use weir::functions::{FunctionResult, RuntimeContext, SinkContext, SinkFunction};
 
 pub use local::{LocalPostgres, LocalPostgresError};
+pub use lookup::PostgresLookup;
 pub use source::PostgresSource;
 pub use two_phase::PostgresTwoPhaseCommit;
 

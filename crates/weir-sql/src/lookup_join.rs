@@ -1,0 +1,200 @@
+//! Lookup joins: `o JOIN c FOR SYSTEM_TIME AS OF o.pt AS c ON o.k = c.id`,
+//! `pt` a processing-time attribute of `o` and `c` a PostgreSQL table
+//! (`'connector' = 'jdbc'` or `'postgres'`). Each row of `o` is joined,
+//! as it arrives, with the rows of `c` whose columns equal its keys at
+//! that moment, read from the server (through the table's lookup cache,
+//! if it has one), as Flink's lookup join does.
+
+use sqlparser::ast::{BinaryOperator, Expr, Join, JoinConstraint, JoinOperator, Spanned};
+use weir::prelude::*;
+
+use crate::catalog::TableDef;
+use crate::error::{position, SqlError};
+use crate::expr::{compile, Condition, Eval};
+use crate::jdbc::JdbcLookup;
+use crate::join::{column_index, conjuncts, qualified, residual_condition, side_by_side};
+use crate::plan::Planned;
+use crate::types::SqlType;
+use crate::value::{Row, Value};
+
+/// `left JOIN table FOR SYSTEM_TIME AS OF <left's processing time> ON …`
+/// (or `LEFT JOIN`).
+pub(crate) fn plan_lookup_join(
+    left: Planned,
+    left_name: String,
+    table: &TableDef,
+    join: &Join,
+) -> Result<Planned, SqlError> {
+    let at = position(join.span());
+    let (constraint, outer, name) = match &join.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false, "inner"),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true, "left outer"),
+        _ => {
+            return Err(SqlError::unsupported(
+                "a lookup join other than JOIN or LEFT JOIN (as in Flink)",
+                at,
+            ))
+        }
+    };
+    let JoinConstraint::On(on) = constraint else {
+        return Err(SqlError::unsupported(
+            "a lookup join without ON (USING, NATURAL)",
+            at,
+        ));
+    };
+    match table.option("connector") {
+        Some("jdbc" | "postgres") => {}
+        other => {
+            return Err(SqlError::validation(
+                format!(
+                    "a processing-time temporal join looks rows up in a lookup source, a \
+                     'jdbc' or 'postgres' table; `{}` is {}",
+                    table.name,
+                    other.map_or_else(|| "not one".to_string(), |c| format!("'connector' = '{c}'"))
+                ),
+                at,
+            ))
+        }
+    }
+    let right_name = crate::join::qualifier(&join.relation);
+    let rows = crate::connector::table_rows(table)?;
+    let physical: Vec<&str> = table.physical().map(|(n, _)| n).collect();
+    let left_scope = qualified(&left.scope.columns, &left_name);
+    let right_scope = qualified(&rows.scope.columns, &right_name);
+    let joined = side_by_side(&left_scope, &right_scope);
+    // Equalities of a left expression and a column the server holds are
+    // the look-up's key; the rest is checked on each joined row.
+    let (mut keys, mut key_columns, mut residual) = (Vec::<Eval>::new(), Vec::new(), Vec::new());
+    for c in conjuncts(on) {
+        compile(c, &joined)?;
+        if let Expr::BinaryOp {
+            left: a,
+            op: BinaryOperator::Eq,
+            right: b,
+        } = c
+        {
+            let key = [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
+                let l = compile(x, &left_scope).ok()?;
+                let r = column_index(y, &right_scope).filter(|r| *r < physical.len())?;
+                Some((l, r, y))
+            });
+            if let Some((l, r, column)) = key {
+                let ty = rows.scope.columns[r].1;
+                let integers = l.ty.is_integer() && ty.is_integer();
+                if l.ty != ty && !integers && l.ty != SqlType::Null {
+                    return Err(SqlError::validation(
+                        format!(
+                            "the lookup key {column} ({ty}) is equal to a value of another \
+                             type ({}): CAST it to {ty}",
+                            l.ty
+                        ),
+                        position(c.span()),
+                    ));
+                }
+                keys.push(l.eval);
+                key_columns.push(physical[r]);
+                continue;
+            }
+        }
+        residual.push(c.clone());
+    }
+    if keys.is_empty() {
+        return Err(SqlError::validation(
+            format!(
+                "a lookup join needs an equality between the left side and a column of \
+                 `{right_name}` in its ON"
+            ),
+            at,
+        ));
+    }
+    let lookup = crate::jdbc::jdbc_lookup(table, &rows, &key_columns)?;
+    let residual = residual_condition(residual, &joined)?;
+    let right_width = rows.scope.columns.len();
+    let stream = left
+        .stream
+        .process(LookupJoin {
+            keys,
+            lookup,
+            residual,
+            outer,
+            right_width,
+        })
+        .name(&format!("LookupJoin[{name}; {on}]"));
+    let mut steps = left.steps;
+    steps.push(format!(
+        "LookupJoin: {name}, on {on}, {right_name} looked up by {} in {} [{}]",
+        key_columns.join(", "),
+        table.name,
+        table.option("connector").unwrap_or_default()
+    ));
+    Ok(Planned {
+        stream,
+        scope: joined,
+        // The left rows' time attribute stays theirs.
+        rowtime: left.rowtime,
+        proctime: left.proctime,
+        window: None,
+        above_watermark: None,
+        // Each joined row is of its left row's kind.
+        updating: left.updating,
+        versions: None,
+        steps,
+    })
+}
+
+/// Joins each row with the rows looked up by its keys.
+#[derive(Clone)]
+struct LookupJoin {
+    keys: Vec<Eval>,
+    lookup: JdbcLookup,
+    residual: Option<Condition>,
+    /// Whether a row that joins nothing is emitted, padded with NULLs.
+    outer: bool,
+    right_width: usize,
+}
+
+impl ProcessFunction<Row, Row> for LookupJoin {
+    fn open(&mut self, _ctx: &RuntimeContext) -> FunctionResult {
+        Ok(self.lookup.open()?)
+    }
+
+    fn process_element(
+        &mut self,
+        row: Row,
+        _ctx: &mut ProcessContext<'_>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let key = self
+            .keys
+            .iter()
+            .map(|k| k(&row.values))
+            .collect::<Result<Vec<Value>, _>>()?;
+        let mut matched = false;
+        for found in self.lookup.rows(&key)? {
+            let mut joined = Row::buffer(row.values.len() + found.values.len());
+            joined.extend_from_slice(&row.values);
+            joined.extend_from_slice(&found.values);
+            if let Some(f) = &self.residual {
+                if !f.passes(&joined)? {
+                    Row::recycle(joined);
+                    continue;
+                }
+            }
+            matched = true;
+            out.collect(Row {
+                kind: row.kind,
+                values: joined,
+            });
+        }
+        if !matched && self.outer {
+            let mut padded = Row::buffer(row.values.len() + self.right_width);
+            padded.extend_from_slice(&row.values);
+            padded.resize(row.values.len() + self.right_width, Value::Null);
+            out.collect(Row {
+                kind: row.kind,
+                values: padded,
+            });
+        }
+        Ok(())
+    }
+}
