@@ -1,6 +1,7 @@
 //! PostgreSQL tables (`'connector' = 'jdbc'` with a `jdbc:postgresql://…`
 //! url, as Flink's JDBC connector, or `'postgres'`): as a source, the
-//! table read once (bounded); as a sink,
+//! table read once (bounded); in a lookup join, its rows looked up by
+//! key ([`JdbcLookup`]); as a sink,
 //! with a `PRIMARY KEY`, each `+I`/`+U` row is upserted on its key and
 //! each `-D`/`-U` row deletes its key's row, in the changelog's order (a
 //! `-U` right before its key's `+U` is left out, the upsert replacing the
