@@ -11,7 +11,8 @@ RANGE, bounded or not), ORDER BY … LIMIT, a sort by event time, a
 condition over NULLs (AND, OR, NOT, CASE, IF, BETWEEN, IN, in WHERE and
 as columns), built-in functions (math, text, time, JSON) nested at random
 as columns, a deduplication, a self-join (regular inner or outer, maybe
-grouped, interval, window), or a join with a window's own MAX or MIN; watermarks per row with a random delay, so late rows
+grouped, interval, window, or an event-time temporal join with a
+versioned view of the table), or a join with a window's own MAX or MIN; watermarks per row with a random delay, so late rows
 matter. A join reads the file twice, as two sources whose rows interleave
 as they come: its watermark's delay is longer than any row is late, and
 its final rows are compared. The cases are written to a directory
@@ -228,6 +229,24 @@ def extremum(rng):
     )
 
 
+def temporal(rng):
+    """An event-time temporal join of t with a versioned view of t: each
+    key's last row by time (maybe of some rows only), inner or left, maybe
+    with a condition on the version, maybe aggregated after."""
+    where = rng.choice(["", " WHERE amount > 30", " WHERE id % 2 = 0"])
+    how = rng.choice(["JOIN", "LEFT JOIN"])
+    extra = rng.choice(["", " AND v.amount > a.amount", " AND v.id <> a.id"])
+    view = (
+        "CREATE VIEW v AS SELECT id, k, amount, ts FROM (\n"
+        f"  SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn FROM t{where}\n"
+        ") WHERE rn = 1;\n"
+    )
+    joined = f"FROM t AS a {how} v FOR SYSTEM_TIME AS OF a.ts AS v ON a.k = v.k{extra}"
+    if rng.random() < 0.3:
+        return view + f"SELECT a.k, COUNT(*) AS n, MAX(v.id) AS top {joined}\nGROUP BY a.k;"
+    return view + f"SELECT a.id, a.k, v.id AS vid, v.amount, v.ts {joined};"
+
+
 def dedup(rng):
     """The first or last row of each key by event time."""
     order = rng.choice(["ASC", "DESC"])
@@ -341,7 +360,8 @@ def scalars(rng):
 
 
 SHAPES = ["window", "window", "group", "calc", "topn", "over", "over", "sortlimit", "timesort",
-          "cond", "cond", "join", "join", "dedup", "scalar", "scalar", "scalar", "extremum"]
+          "cond", "cond", "join", "join", "dedup", "scalar", "scalar", "scalar", "extremum",
+          "temporal"]
 
 
 def query(rng, shapes):
@@ -354,6 +374,8 @@ def query(rng, shapes):
         return join(rng)
     if shape == "dedup":
         return dedup(rng)
+    if shape == "temporal":
+        return temporal(rng)
     if shape == "extremum":
         return extremum(rng)
     if shape == "over":
