@@ -55,6 +55,16 @@ pub(crate) fn plan(
     query: &Query,
 ) -> Result<Planned, SqlError> {
     UIDS.with_borrow_mut(std::collections::BTreeMap::clear);
+    plan_next(env, catalog, query)
+}
+
+/// Plans another statement's `query` into the job `env` holds already
+/// (a statement set's): its operators' uids follow those planned before.
+pub(crate) fn plan_next(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    query: &Query,
+) -> Result<Planned, SqlError> {
     crate::reuse::find_shared(query);
     crate::function::with_functions(&catalog.functions, || plan_query(env, catalog, query))
 }

@@ -47,8 +47,13 @@ pub(crate) enum Statement {
     Query {
         query: Box<Query>,
     },
-    /// `EXPLAIN` of an `INSERT` or a query.
+    /// `EXPLAIN` of an `INSERT`, a query or a statement set.
     Explain(Box<Statement>),
+    /// `EXECUTE STATEMENT SET BEGIN INSERT …; … END` (or the SQL client's
+    /// `BEGIN STATEMENT SET; … END;`): its `INSERT`s, run as one job.
+    StatementSet {
+        inserts: Vec<Statement>,
+    },
 }
 
 /// `sql` with the word `TABLE` of table arguments (`TUMBLE(TABLE t, …)`,
@@ -117,6 +122,41 @@ fn blank_table_arguments(sql: &str) -> Result<String, SqlError> {
     Ok(out)
 }
 
+/// A statement set's `INSERT`s, up to its `END` (consumed): each ends
+/// with `;`.
+fn parse_statement_set(parser: &mut Parser<'_>, at: Position) -> Result<Statement, SqlError> {
+    let mut inserts = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        if parse_word(parser, "END") {
+            break;
+        }
+        if parser.peek_token_ref().token == Token::EOF {
+            return Err(expected(parser, "END to close the STATEMENT SET"));
+        }
+        let statement_at = here(parser);
+        match parse_statement(parser)? {
+            insert @ Statement::Insert { .. } => inserts.push(insert),
+            _ => {
+                return Err(SqlError::unsupported(
+                    "a statement other than INSERT INTO in a STATEMENT SET",
+                    statement_at,
+                ))
+            }
+        }
+        if !parser.consume_token(&Token::SemiColon) {
+            return Err(expected(parser, "';' after the INSERT"));
+        }
+    }
+    if inserts.is_empty() {
+        return Err(SqlError::validation(
+            "a STATEMENT SET without an INSERT",
+            at,
+        ));
+    }
+    Ok(Statement::StatementSet { inserts })
+}
+
 /// The statements of `sql`, in order.
 pub(crate) fn parse_script(sql: &str) -> Result<Vec<Statement>, SqlError> {
     let dialect = crate::dialect::FlinkDialect;
@@ -149,16 +189,48 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
     if parser.parse_keyword(Keyword::EXPLAIN) {
         // Flink's EXPLAIN [PLAN FOR] …
         let _ = parser.parse_keywords(&[Keyword::PLAN, Keyword::FOR]);
+        // Flink's EXPLAIN STATEMENT SET BEGIN …; END.
+        if parse_word(parser, "STATEMENT") {
+            if !(parse_word(parser, "SET") && parse_word(parser, "BEGIN")) {
+                return Err(expected(parser, "SET BEGIN after EXPLAIN STATEMENT"));
+            }
+            return Ok(Statement::Explain(Box::new(parse_statement_set(
+                parser, at,
+            )?)));
+        }
         let inner = parse_statement(parser)?;
         return match inner {
-            Statement::Insert { .. } | Statement::Query { .. } => {
+            Statement::Insert { .. } | Statement::Query { .. } | Statement::StatementSet { .. } => {
                 Ok(Statement::Explain(Box::new(inner)))
             }
             _ => Err(SqlError::unsupported(
-                "EXPLAIN of anything but INSERT or a query",
+                "EXPLAIN of anything but INSERT, a query or a statement set",
                 at,
             )),
         };
+    }
+    // Flink's `EXECUTE STATEMENT SET BEGIN …; END` and its SQL client's
+    // `BEGIN STATEMENT SET; …; END;`.
+    let execute = parse_word(parser, "EXECUTE");
+    if execute || parse_word(parser, "BEGIN") {
+        let set = execute
+            || matches!(&parser.peek_token_ref().token, Token::Word(w) if w.value.eq_ignore_ascii_case("STATEMENT"));
+        if set {
+            if !(parse_word(parser, "STATEMENT") && parse_word(parser, "SET")) {
+                return Err(expected(parser, "STATEMENT SET"));
+            }
+            if execute && !parse_word(parser, "BEGIN") {
+                return Err(expected(parser, "BEGIN after EXECUTE STATEMENT SET"));
+            }
+            return parse_statement_set(parser, at);
+        }
+        if execute {
+            return Err(SqlError::unsupported(
+                "EXECUTE other than a STATEMENT SET",
+                at,
+            ));
+        }
+        parser.prev_token();
     }
     if parser.parse_keyword(Keyword::SET) {
         if matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {

@@ -9,7 +9,7 @@ use crate::catalog::{Catalog, Relation};
 use crate::connector;
 use crate::error::SqlError;
 use crate::function::{FunctionBody, Functions, ScalarFunction};
-use crate::plan::{plan, Planned};
+use crate::plan::{plan, plan_next, Planned};
 use crate::script::{parse_script, Statement};
 use crate::types::SqlType;
 use crate::value::Row;
@@ -149,6 +149,30 @@ impl Session {
         Ok(env)
     }
 
+    /// Plans `INSERT INTO table query` (at `at`) into the job `env`
+    /// holds, the job's `first` statement or not, and writes it into its
+    /// table: the table's name.
+    fn insert(
+        &self,
+        env: &StreamExecutionEnvironment,
+        (table, query, at): (&str, &sqlparser::ast::Query, crate::error::Position),
+        first: bool,
+    ) -> Result<String, SqlError> {
+        let Some(Relation::Table(target)) = self.catalog.get(table).cloned() else {
+            return Err(SqlError::validation(
+                format!("table '{table}' not found (INSERT INTO needs a table)"),
+                at,
+            ));
+        };
+        let planned = if first {
+            plan(env, &self.catalog, query)?
+        } else {
+            plan_next(env, &self.catalog, query)?
+        };
+        connector::sink(planned.stream, &planned.scope, planned.updating, &target)?;
+        Ok(target.name)
+    }
+
     fn execute(&mut self, statement: Statement) -> Result<(), SqlError> {
         match statement {
             Statement::CreateTable(table) => {
@@ -231,15 +255,20 @@ impl Session {
             }
             Statement::Insert { table, query, at } => {
                 let env = self.env()?;
-                let Some(Relation::Table(target)) = self.catalog.get(&table).cloned() else {
-                    return Err(SqlError::validation(
-                        format!("table '{table}' not found (INSERT INTO needs a table)"),
-                        at,
-                    ));
-                };
-                let planned = plan(&env, &self.catalog, &query)?;
-                connector::sink(planned.stream, &planned.scope, planned.updating, &target)?;
-                env.execute(&format!("insert-into_{}", target.name))?;
+                let target = self.insert(&env, (&table, &query, at), true)?;
+                env.execute(&format!("insert-into_{target}"))?;
+                Ok(())
+            }
+            Statement::StatementSet { inserts } => {
+                // One job: a table several INSERTs read is read once.
+                let env = self.env()?;
+                let mut targets = Vec::new();
+                for (i, insert) in inserts.iter().enumerate() {
+                    if let Statement::Insert { table, query, at } = insert {
+                        targets.push(self.insert(&env, (table, query, *at), i == 0)?);
+                    }
+                }
+                env.execute(&format!("insert-into_{}", targets.join(",")))?;
                 Ok(())
             }
             Statement::Query { query } => {
@@ -276,20 +305,40 @@ impl Session {
                         (plan(&env, &self.catalog, &query)?, Some(table))
                     }
                     Statement::Query { query } => (plan(&env, &self.catalog, &query)?, None),
-                    _ => unreachable!("parse_script only explains INSERT and queries"),
+                    Statement::StatementSet { inserts } => {
+                        let mut text = String::from("== Weir Plan ==\n");
+                        for (i, insert) in inserts.iter().enumerate() {
+                            let Statement::Insert { table, query, .. } = insert else {
+                                continue;
+                            };
+                            let planned = if i == 0 {
+                                plan(&env, &self.catalog, query)?
+                            } else {
+                                plan_next(&env, &self.catalog, query)?
+                            };
+                            text.push_str(&plan_text(&planned.steps, Some(table)));
+                        }
+                        return self.write(&text);
+                    }
+                    _ => unreachable!("parse_script explains INSERT, queries and statement sets"),
                 };
-                let mut text = String::from("== Weir Plan ==\n");
-                for step in &planned.steps {
-                    text.push_str(step);
-                    text.push('\n');
-                }
-                if let Some(sink) = sink {
-                    text.push_str(&format!("Sink: {sink}\n"));
-                }
+                let text = format!(
+                    "== Weir Plan ==\n{}",
+                    plan_text(&planned.steps, sink.as_deref())
+                );
                 self.write(&text)
             }
         }
     }
+}
+
+/// A plan's steps, one a line, then its sink's if it has one.
+fn plan_text(steps: &[String], sink: Option<&str>) -> String {
+    let mut text: String = steps.iter().map(|s| format!("{s}\n")).collect();
+    if let Some(sink) = sink {
+        text.push_str(&format!("Sink: {sink}\n"));
+    }
+    text
 }
 
 /// The most rows of a mini-batch, when `table.exec.mini-batch.enabled`

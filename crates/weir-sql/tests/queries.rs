@@ -1705,3 +1705,65 @@ fn a_temporal_join_that_cannot_run_says_why() {
     );
     fails_saying(&by_proctime, "a processing-time temporal join");
 }
+
+/// A statement set's INSERTs run as one job (reading their common table
+/// once): each table gets its rows; both of Flink's forms are read, and
+/// EXPLAIN shows each INSERT's plan with its sink.
+#[test]
+fn a_statement_set_writes_every_table_in_one_job() -> Result<(), SqlError> {
+    let path = csv("statement-set", ORDERS);
+    let out = std::env::temp_dir().join(format!("weir-sql-set-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let table = |name: &str, dir: &str, columns: &str| {
+        format!(
+            "CREATE TABLE {name} ({columns})
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');",
+            out.join(dir).display()
+        )
+    };
+    let tables = format!(
+        "{}\n{}\n{}\n{}\n{}",
+        orders_ddl(&path),
+        table("cheap", "cheap", "id BIGINT, buyer STRING"),
+        table("totals", "totals", "buyer STRING, n BIGINT"),
+        table("cheap_back", "cheap", "id BIGINT, buyer STRING"),
+        table("totals_back", "totals", "buyer STRING, n BIGINT"),
+    );
+    let inserts = "INSERT INTO cheap SELECT id, buyer FROM orders WHERE amount < 20;
+         INSERT INTO totals SELECT buyer, id * 10 FROM orders WHERE id > 2;";
+    let explained = run(&format!(
+        "{tables}\nEXPLAIN STATEMENT SET BEGIN\n{inserts}\nEND;"
+    ))?;
+    assert!(
+        explained.contains("Sink: cheap") && explained.contains("Sink: totals"),
+        "{explained}"
+    );
+    for set in [
+        format!("EXECUTE STATEMENT SET BEGIN\n{inserts}\nEND;"),
+        format!("BEGIN STATEMENT SET;\n{inserts}\nEND;"),
+    ] {
+        let _ = std::fs::remove_dir_all(&out);
+        let lines = support::changelog(&format!(
+            "{tables}\n{set}\nSELECT * FROM cheap_back;\nSELECT * FROM totals_back;"
+        ))?;
+        assert_eq!(
+            lines,
+            [
+                "+I[1, alice]",
+                "+I[2, bob]",
+                "+I[alice, 30]",
+                "+I[carol, 40]"
+            ],
+            "{set}"
+        );
+    }
+    fails_saying(
+        &format!("{tables}\nEXECUTE STATEMENT SET BEGIN\nSELECT * FROM orders;\nEND;"),
+        "a statement other than INSERT INTO in a STATEMENT SET",
+    );
+    fails_saying(
+        &format!("{tables}\nEXECUTE STATEMENT SET BEGIN\n{inserts}"),
+        "expected END to close the STATEMENT SET",
+    );
+    Ok(())
+}
