@@ -154,6 +154,32 @@ fn history_file(given: Option<PathBuf>) -> Option<PathBuf> {
     })
 }
 
+/// Whether the lines typed so far end a statement: at a `;`, but a
+/// statement set (`EXECUTE STATEMENT SET BEGIN`, `BEGIN STATEMENT SET;`)
+/// only at its `END;`.
+fn is_complete(pending: &str) -> bool {
+    let text = pending.trim_end();
+    if !text.ends_with(';') {
+        return false;
+    }
+    let words: Vec<String> = text
+        .split_whitespace()
+        .take(4)
+        .map(|w| w.trim_end_matches(';').to_ascii_uppercase())
+        .collect();
+    let set = matches!(
+        words.iter().map(String::as_str).collect::<Vec<_>>()[..],
+        ["EXECUTE" | "BEGIN" | "EXPLAIN", "STATEMENT", "SET", ..]
+    );
+    if !set {
+        return true;
+    }
+    let body = text.trim_end_matches(';').trim_end();
+    body.len() >= 3
+        && body[body.len() - 3..].eq_ignore_ascii_case("END")
+        && !body[..body.len() - 3].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+}
+
 /// Reads statements (ending with ';') line by line and runs each; an error
 /// is printed and the shell goes on. Ends at end of input or `QUIT;`.
 fn shell(session: &mut Session, history: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -175,7 +201,7 @@ fn shell(session: &mut Session, history: Option<PathBuf>) -> anyhow::Result<Exit
         };
         pending.push_str(&line);
         pending.push('\n');
-        if line.trim_end().ends_with(';') {
+        if is_complete(&pending) {
             let statement = std::mem::take(&mut pending);
             lines.remember(&statement);
             let trimmed = statement.trim().trim_end_matches(';').trim();
@@ -193,4 +219,26 @@ fn shell(session: &mut Session, history: Option<PathBuf>) -> anyhow::Result<Exit
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_statement_set_is_complete_at_its_end() {
+        assert!(is_complete("SELECT 1;\n"));
+        assert!(!is_complete("SELECT 1\n"));
+        assert!(!is_complete("BEGIN STATEMENT SET;\n"));
+        assert!(!is_complete("begin statement set;\nINSERT INTO a SELECT * FROM b;\n"));
+        assert!(is_complete("BEGIN STATEMENT SET;\nINSERT INTO a SELECT * FROM b;\nEND;\n"));
+        assert!(!is_complete("EXECUTE STATEMENT SET BEGIN\nINSERT INTO a SELECT * FROM b;\n"));
+        assert!(!is_complete(
+            "EXECUTE STATEMENT SET BEGIN\nINSERT INTO a SELECT x AS backend;\n"
+        ));
+        assert!(is_complete(
+            "EXECUTE STATEMENT SET BEGIN\nINSERT INTO a SELECT * FROM b;\nend;\n"
+        ));
+        assert!(is_complete("EXPLAIN STATEMENT SET BEGIN INSERT INTO a SELECT 1; END;"));
+    }
 }
