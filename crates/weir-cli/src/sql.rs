@@ -230,15 +230,23 @@ mod tests {
         assert!(is_complete("SELECT 1;\n"));
         assert!(!is_complete("SELECT 1\n"));
         assert!(!is_complete("BEGIN STATEMENT SET;\n"));
-        assert!(!is_complete("begin statement set;\nINSERT INTO a SELECT * FROM b;\n"));
-        assert!(is_complete("BEGIN STATEMENT SET;\nINSERT INTO a SELECT * FROM b;\nEND;\n"));
-        assert!(!is_complete("EXECUTE STATEMENT SET BEGIN\nINSERT INTO a SELECT * FROM b;\n"));
+        assert!(!is_complete(
+            "begin statement set;\nINSERT INTO a SELECT * FROM b;\n"
+        ));
+        assert!(is_complete(
+            "BEGIN STATEMENT SET;\nINSERT INTO a SELECT * FROM b;\nEND;\n"
+        ));
+        assert!(!is_complete(
+            "EXECUTE STATEMENT SET BEGIN\nINSERT INTO a SELECT * FROM b;\n"
+        ));
         assert!(!is_complete(
             "EXECUTE STATEMENT SET BEGIN\nINSERT INTO a SELECT x AS backend;\n"
         ));
         assert!(is_complete(
             "EXECUTE STATEMENT SET BEGIN\nINSERT INTO a SELECT * FROM b;\nend;\n"
         ));
-        assert!(is_complete("EXPLAIN STATEMENT SET BEGIN INSERT INTO a SELECT 1; END;"));
+        assert!(is_complete(
+            "EXPLAIN STATEMENT SET BEGIN INSERT INTO a SELECT 1; END;"
+        ));
     }
 }

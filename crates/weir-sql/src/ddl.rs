@@ -46,16 +46,20 @@ pub(crate) fn expected(parser: &Parser<'_>, what: &str) -> SqlError {
 pub(crate) fn parse_create_table(
     parser: &mut Parser<'_>,
     at: Position,
-) -> Result<TableDef, SqlError> {
+) -> Result<(TableDef, Option<Box<sqlparser::ast::Query>>), SqlError> {
     if parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]) {
         return Err(SqlError::unsupported("CREATE TABLE IF NOT EXISTS", at));
     }
     let name = parser.parse_object_name(false)?.to_string();
-    parser.expect_token(&Token::LParen)?;
     let mut columns: Vec<Column> = Vec::new();
     let mut watermark = None;
     let mut primary_key = Vec::new();
-    loop {
+    // CREATE TABLE … AS SELECT takes its columns from the query.
+    let listed = parser.consume_token(&Token::LParen);
+    if !listed && !parser.peek_keyword(Keyword::WITH) && !parser.peek_keyword(Keyword::AS) {
+        return Err(expected(parser, "'(' and the table's columns"));
+    }
+    while listed {
         let elem_at = here(parser);
         if parse_word(parser, "WATERMARK") {
             parser.expect_keyword_is(Keyword::FOR)?;
@@ -135,6 +139,28 @@ pub(crate) fn parse_create_table(
     if parser.peek_keyword(Keyword::LIKE) {
         return Err(SqlError::unsupported("CREATE TABLE … LIKE", here(parser)));
     }
+    let query_at = here(parser);
+    let query = if parser.parse_keyword(Keyword::AS) {
+        Some(parser.parse_query()?)
+    } else {
+        None
+    };
+    match (&query, columns.first(), &watermark) {
+        (None, None, _) if !listed => return Err(expected(parser, "AS SELECT after the options")),
+        (Some(_), Some(column), _) => {
+            return Err(SqlError::unsupported(
+                "columns declared in CREATE TABLE … AS SELECT (it takes the query's; a PRIMARY KEY may be declared)",
+                column.at,
+            ))
+        }
+        (Some(_), None, Some(w)) => {
+            return Err(SqlError::unsupported(
+                "a WATERMARK in CREATE TABLE … AS SELECT",
+                w.at,
+            ))
+        }
+        _ => {}
+    }
     let table = TableDef {
         name,
         columns,
@@ -143,6 +169,39 @@ pub(crate) fn parse_create_table(
         options,
         at,
     };
+    if query.is_none() {
+        validate(&table)?;
+    } else if table.options.is_empty() {
+        return Err(SqlError::validation(
+            "CREATE TABLE … AS SELECT needs WITH (…) options saying where the rows go",
+            query_at,
+        ));
+    }
+    Ok((table, query))
+}
+
+/// The table `CREATE TABLE … AS SELECT` makes: `table` with the query's
+/// output columns (`columns`), all of them read and written.
+pub(crate) fn table_as(
+    mut table: TableDef,
+    columns: &[(String, SqlType)],
+) -> Result<TableDef, SqlError> {
+    for (name, ty) in columns {
+        if *ty == SqlType::Null {
+            return Err(SqlError::validation(
+                format!("the query's column '{name}' has no type (NULL): CAST it"),
+                table.at,
+            ));
+        }
+        table.columns.push(Column {
+            name: name.clone(),
+            kind: ColumnKind::Physical {
+                data_type: *ty,
+                nullable: true,
+            },
+            at: table.at,
+        });
+    }
     validate(&table)?;
     Ok(table)
 }

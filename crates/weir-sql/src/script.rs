@@ -20,6 +20,13 @@ pub(crate) enum Statement {
         query: Box<Query>,
         at: Position,
     },
+    /// `CREATE TABLE t [(PRIMARY KEY (…) NOT ENFORCED)] WITH (…) AS
+    /// SELECT …`: the table, with the query's columns, and a job writing
+    /// the query's rows into it.
+    CreateTableAs {
+        table: Box<TableDef>,
+        query: Box<Query>,
+    },
     /// `CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT EXISTS] name AS
     /// 'identifier' [LANGUAGE …]`.
     CreateFunction {
@@ -251,7 +258,17 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
     if parser.parse_keyword(Keyword::CREATE) {
         let temporary = parser.parse_keyword(Keyword::TEMPORARY);
         if parser.parse_keyword(Keyword::TABLE) {
-            return parse_create_table(parser, at).map(|t| Statement::CreateTable(Box::new(t)));
+            return match parse_create_table(parser, at)? {
+                (table, None) => Ok(Statement::CreateTable(Box::new(table))),
+                (table, Some(query)) if !temporary => Ok(Statement::CreateTableAs {
+                    table: Box::new(table),
+                    query,
+                }),
+                (_, Some(_)) => Err(SqlError::unsupported(
+                    "CREATE TEMPORARY TABLE … AS SELECT (as in Flink)",
+                    at,
+                )),
+            };
         }
         let system = temporary && parser.parse_keyword(Keyword::SYSTEM);
         if parser.parse_keyword(Keyword::FUNCTION) {

@@ -185,6 +185,24 @@ impl Session {
                 }
                 self.write("[INFO] Execute statement succeeded.\n")
             }
+            Statement::CreateTableAs { table, query } => {
+                let env = self.env()?;
+                let planned = plan(&env, &self.catalog, &query)?;
+                let table = crate::ddl::table_as(*table, &planned.scope.columns)?;
+                let (name, at) = (table.name.clone(), table.at);
+                if self.catalog.get(&name).is_some() {
+                    return Err(SqlError::validation(
+                        format!("a table or view '{name}' exists already"),
+                        at,
+                    ));
+                }
+                connector::sink(planned.stream, &planned.scope, planned.updating, &table)?;
+                // The table is the catalog's once its job is planned, as
+                // Flink registers it when it submits the job.
+                self.catalog.add(&name, Relation::Table(Box::new(table)));
+                env.execute(&format!("insert-into_{name}"))?;
+                Ok(())
+            }
             Statement::CreateView { name, query, at } => {
                 // Validate the view's query now, as Flink does.
                 plan(&self.env()?, &self.catalog, &query)?;

@@ -1767,3 +1767,66 @@ fn a_statement_set_writes_every_table_in_one_job() -> Result<(), SqlError> {
     );
     Ok(())
 }
+
+/// `CREATE TABLE … WITH (…) AS SELECT`: the table takes the query's
+/// columns and its rows, in a job of its own, and is then a table like
+/// any other; what it cannot take is named before a row flows.
+#[test]
+fn create_table_as_select_writes_the_querys_rows() -> Result<(), SqlError> {
+    let orders = orders_ddl(&csv("ctas", ORDERS));
+    let dir = std::env::temp_dir().join(format!("weir-sql-ctas-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let with = format!(
+        "WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv')",
+        dir.display()
+    );
+    let lines = support::changelog(&format!(
+        "{orders}
+         CREATE TABLE cheap {with}
+         AS SELECT id, UPPER(buyer) AS who, amount * 2 AS doubled FROM orders WHERE amount < 20;
+         SELECT who, doubled + 1 FROM cheap;"
+    ))?;
+    assert_eq!(lines, ["+I[ALICE, 26.00]", "+I[BOB, 7.00]"]);
+    let explained = run(&format!(
+        "{orders}
+         CREATE TABLE cheap {with} AS SELECT id FROM orders WHERE amount < 0;
+         EXPLAIN SELECT * FROM cheap;"
+    ))?;
+    assert!(explained.contains("TableSourceScan: cheap"), "{explained}");
+    let cases = [
+        (
+            format!("CREATE TABLE orders {with} AS SELECT id FROM orders;"),
+            "a table or view 'orders' exists already",
+        ),
+        (
+            format!("CREATE TABLE t (id BIGINT) {with} AS SELECT id FROM orders;"),
+            "columns declared in CREATE TABLE … AS SELECT",
+        ),
+        (
+            format!(
+                "CREATE TABLE t (PRIMARY KEY (nope) NOT ENFORCED) {with} AS SELECT id FROM orders;"
+            ),
+            "nope",
+        ),
+        (
+            "CREATE TABLE t AS SELECT id FROM orders;".to_string(),
+            "needs WITH (…) options",
+        ),
+        (
+            format!("CREATE TEMPORARY TABLE t {with} AS SELECT id FROM orders;"),
+            "CREATE TEMPORARY TABLE … AS SELECT",
+        ),
+        (
+            format!("CREATE TABLE t {with} AS SELECT NULL AS x FROM orders;"),
+            "the query's column 'x' has no type",
+        ),
+        (
+            format!("CREATE TABLE t {with};"),
+            "expected AS SELECT after the options",
+        ),
+    ];
+    for (statement, says) in cases {
+        fails_saying(&format!("{orders}\n{statement}"), says);
+    }
+    Ok(())
+}
