@@ -357,5 +357,13 @@ JOIN evens FOR SYSTEM_TIME AS OF o.ts AS v ON o.k = v.k;
     let mut expected = expected;
     expected.sort();
     let both: Vec<String> = before.into_iter().chain(after).collect();
-    assert_eq!(materialize(&both), expected);
+    let got = materialize(&both);
+    let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
+    let extra: Vec<&String> = got.iter().filter(|r| !expected.contains(r)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty() && got.len() == expected.len(),
+        "missing {missing:?}, unexpected {extra:?}, {} rows for {}",
+        got.len(),
+        expected.len()
+    );
 }

@@ -218,7 +218,13 @@ impl<T: Send + 'static> TaskHead for SourceHead<T> {
                 settings.probe.on_source_idle(true);
                 out.forward_control(Control::WatermarkStatus(WatermarkStatus::Idle))?;
             }
-            time.tick(out)?;
+            // After a stop's barrier nothing runs on processing time (as
+            // Flink quiesces its timers): a periodic watermark would fire
+            // timers whose output the savepoint's state emits again on
+            // resume.
+            if halted.is_none() {
+                time.tick(out)?;
+            }
             if flush.due() {
                 out.flush_buffers()?;
             }
