@@ -172,4 +172,18 @@ impl Catalog {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.relations.keys().map(String::as_str)
     }
+
+    /// Removes a relation, returning it.
+    pub fn remove(&mut self, name: &str) -> Option<Relation> {
+        self.relations.remove(&name.to_lowercase())
+    }
+
+    /// The relations, by name: tables by their declared name, views by
+    /// the lower-cased one they are known by.
+    pub fn relations(&self) -> impl Iterator<Item = (&str, &Relation)> {
+        self.relations.iter().map(|(key, r)| match r {
+            Relation::Table(t) => (t.name.as_str(), r),
+            Relation::View(_) => (key.as_str(), r),
+        })
+    }
 }

@@ -59,53 +59,59 @@ pub(crate) fn parse_create_table(
     if !listed && !parser.peek_keyword(Keyword::WITH) && !parser.peek_keyword(Keyword::AS) {
         return Err(expected(parser, "'(' and the table's columns"));
     }
-    while listed {
-        let elem_at = here(parser);
-        if parse_word(parser, "WATERMARK") {
-            parser.expect_keyword_is(Keyword::FOR)?;
-            let column = parser.parse_identifier()?.value;
-            parser.expect_keyword_is(Keyword::AS)?;
-            let expr = parser.parse_expr()?;
-            if watermark.is_some() {
-                return Err(SqlError::validation(
-                    format!("table '{name}' has more than one WATERMARK"),
-                    elem_at,
-                ));
+    if listed {
+        loop {
+            let elem_at = here(parser);
+            if parse_word(parser, "WATERMARK") {
+                parser.expect_keyword_is(Keyword::FOR)?;
+                let column = parser.parse_identifier()?.value;
+                parser.expect_keyword_is(Keyword::AS)?;
+                let expr = parser.parse_expr()?;
+                if watermark.is_some() {
+                    return Err(SqlError::validation(
+                        format!("table '{name}' has more than one WATERMARK"),
+                        elem_at,
+                    ));
+                }
+                watermark = Some(WatermarkDef {
+                    column,
+                    expr,
+                    at: elem_at,
+                });
+            } else if parser.parse_keyword(Keyword::CONSTRAINT)
+                || parser.peek_keyword(Keyword::PRIMARY)
+            {
+                if !parser.peek_keyword(Keyword::PRIMARY) {
+                    // The constraint's name.
+                    parser.parse_identifier()?;
+                }
+                parser.expect_keyword_is(Keyword::PRIMARY)?;
+                parser.expect_keyword_is(Keyword::KEY)?;
+                primary_key = parser
+                    .parse_parenthesized_column_list(
+                        sqlparser::parser::IsOptional::Mandatory,
+                        false,
+                    )?
+                    .into_iter()
+                    .map(|i| i.value)
+                    .collect();
+                if !parser.parse_keywords(&[Keyword::NOT, Keyword::ENFORCED]) {
+                    return Err(SqlError::validation(
+                        "Flink supports only PRIMARY KEY … NOT ENFORCED: add NOT ENFORCED",
+                        elem_at,
+                    ));
+                }
+            } else {
+                columns.push(parse_column(parser)?);
             }
-            watermark = Some(WatermarkDef {
-                column,
-                expr,
-                at: elem_at,
-            });
-        } else if parser.parse_keyword(Keyword::CONSTRAINT) || parser.peek_keyword(Keyword::PRIMARY)
-        {
-            if !parser.peek_keyword(Keyword::PRIMARY) {
-                // The constraint's name.
-                parser.parse_identifier()?;
+            if parser.consume_token(&Token::Comma) {
+                continue;
             }
-            parser.expect_keyword_is(Keyword::PRIMARY)?;
-            parser.expect_keyword_is(Keyword::KEY)?;
-            primary_key = parser
-                .parse_parenthesized_column_list(sqlparser::parser::IsOptional::Mandatory, false)?
-                .into_iter()
-                .map(|i| i.value)
-                .collect();
-            if !parser.parse_keywords(&[Keyword::NOT, Keyword::ENFORCED]) {
-                return Err(SqlError::validation(
-                    "Flink supports only PRIMARY KEY … NOT ENFORCED: add NOT ENFORCED",
-                    elem_at,
-                ));
+            if parser.consume_token(&Token::RParen) {
+                break;
             }
-        } else {
-            columns.push(parse_column(parser)?);
+            return Err(expected(parser, "',' or ')' in the table's columns"));
         }
-        if parser.consume_token(&Token::Comma) {
-            continue;
-        }
-        if parser.consume_token(&Token::RParen) {
-            break;
-        }
-        return Err(expected(parser, "',' or ')' in the table's columns"));
     }
     if parser.parse_keyword(Keyword::COMMENT) {
         parser.parse_literal_string()?;

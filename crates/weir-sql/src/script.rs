@@ -56,9 +56,26 @@ pub(crate) enum Statement {
     },
     /// `EXPLAIN` of an `INSERT`, a query or a statement set.
     Explain(Box<Statement>),
+    /// `SHOW TABLES` (tables and views, as Flink lists them) or `SHOW
+    /// VIEWS`.
+    Show {
+        views_only: bool,
+    },
+    /// `DESCRIBE name` / `DESC name`: a table's or view's columns.
+    Describe {
+        name: String,
+        at: Position,
+    },
+    /// `DROP [TEMPORARY] TABLE|VIEW [IF EXISTS] name`.
+    Drop {
+        view: bool,
+        name: String,
+        if_exists: bool,
+        at: Position,
+    },
     /// `EXECUTE STATEMENT SET BEGIN INSERT …; … END` (or the SQL client's
     /// `BEGIN STATEMENT SET; … END;`): its `INSERT`s, run as one job.
-    StatementSet {
+    Inserts {
         inserts: Vec<Statement>,
     },
 }
@@ -161,7 +178,7 @@ fn parse_statement_set(parser: &mut Parser<'_>, at: Position) -> Result<Statemen
             at,
         ));
     }
-    Ok(Statement::StatementSet { inserts })
+    Ok(Statement::Inserts { inserts })
 }
 
 /// The statements of `sql`, in order.
@@ -207,7 +224,7 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
         }
         let inner = parse_statement(parser)?;
         return match inner {
-            Statement::Insert { .. } | Statement::Query { .. } | Statement::StatementSet { .. } => {
+            Statement::Insert { .. } | Statement::Query { .. } | Statement::Inserts { .. } => {
                 Ok(Statement::Explain(Box::new(inner)))
             }
             _ => Err(SqlError::unsupported(
@@ -215,6 +232,44 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
                 at,
             )),
         };
+    }
+    if parse_word(parser, "SHOW") {
+        if parse_word(parser, "TABLES") {
+            return Ok(Statement::Show { views_only: false });
+        }
+        if parse_word(parser, "VIEWS") {
+            return Ok(Statement::Show { views_only: true });
+        }
+        return Err(SqlError::unsupported(
+            "SHOW other than SHOW TABLES or SHOW VIEWS",
+            at,
+        ));
+    }
+    if parse_word(parser, "DESCRIBE") || parse_word(parser, "DESC") {
+        let name_at = here(parser);
+        let name = parser.parse_object_name(false)?.to_string();
+        return Ok(Statement::Describe { name, at: name_at });
+    }
+    if parse_word(parser, "DROP") {
+        let _ = parser.parse_keyword(Keyword::TEMPORARY);
+        let view = if parser.parse_keyword(Keyword::TABLE) {
+            false
+        } else if parser.parse_keyword(Keyword::VIEW) {
+            true
+        } else {
+            return Err(SqlError::unsupported(
+                "DROP other than DROP TABLE or DROP VIEW",
+                at,
+            ));
+        };
+        let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+        let name = parser.parse_object_name(false)?.to_string();
+        return Ok(Statement::Drop {
+            view,
+            name,
+            if_exists,
+            at,
+        });
     }
     // Flink's `EXECUTE STATEMENT SET BEGIN …; END` and its SQL client's
     // `BEGIN STATEMENT SET; …; END;`.
@@ -410,10 +465,10 @@ mod tests {
         );
         let e = parse_script("SELECT a\nFROM t WHERE a = = 1").unwrap_err();
         assert!(e.to_string().contains("Line: 2, Column: 18"), "{e}");
-        let e = parse_script("DROP TABLE t").unwrap_err();
+        let e = parse_script("GRANT SELECT ON t TO u").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "not supported: the statement DROP TABLE … (at line 1, column 1)"
+            "not supported: the statement GRANT SELECT … (at line 1, column 1)"
         );
     }
 

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use weir::prelude::*;
 
-use crate::catalog::{Catalog, Relation};
+use crate::catalog::{Catalog, ColumnKind, Relation, TableDef};
 use crate::connector;
 use crate::error::SqlError;
 use crate::function::{FunctionBody, Functions, ScalarFunction};
@@ -185,6 +185,95 @@ impl Session {
                 }
                 self.write("[INFO] Execute statement succeeded.\n")
             }
+            Statement::Show { views_only } => {
+                let names: Vec<Vec<String>> = self
+                    .catalog
+                    .relations()
+                    .filter(|(_, r)| !views_only || matches!(r, Relation::View(_)))
+                    .map(|(name, _)| vec![name.to_string()])
+                    .collect();
+                let header = if views_only {
+                    "view name"
+                } else {
+                    "table name"
+                };
+                self.write(&listing(&[header], &names))
+            }
+            Statement::Describe { name, at } => {
+                let rows = match self.catalog.get(&name) {
+                    Some(Relation::Table(table)) => describe_table(table)?,
+                    Some(Relation::View(query)) => {
+                        let query = query.clone();
+                        let planned = plan(&self.env()?, &self.catalog, &query)?;
+                        (planned.scope.columns.iter())
+                            .map(|(n, t)| {
+                                let mut ty = t.to_string();
+                                if planned.rowtime == Some(planned.scope.index(n, at)?) {
+                                    ty.push_str(if planned.proctime {
+                                        " *PROCTIME*"
+                                    } else {
+                                        " *ROWTIME*"
+                                    });
+                                }
+                                Ok(vec![
+                                    n.clone(),
+                                    ty,
+                                    "TRUE".into(),
+                                    String::new(),
+                                    String::new(),
+                                    String::new(),
+                                ])
+                            })
+                            .collect::<Result<_, SqlError>>()?
+                    }
+                    None => {
+                        return Err(SqlError::validation(
+                            format!("table or view '{name}' not found"),
+                            at,
+                        ))
+                    }
+                };
+                self.write(&listing(
+                    &["name", "type", "null", "key", "extras", "watermark"],
+                    &rows,
+                ))
+            }
+            Statement::Drop {
+                view,
+                name,
+                if_exists,
+                at,
+            } => {
+                let kind = if view { "view" } else { "table" };
+                match self.catalog.get(&name) {
+                    None if if_exists => {}
+                    None => {
+                        return Err(SqlError::validation(
+                            format!(
+                                "{kind} '{name}' not found (DROP {} IF EXISTS ignores that)",
+                                kind.to_uppercase()
+                            ),
+                            at,
+                        ))
+                    }
+                    Some(Relation::Table(_)) if view => {
+                        return Err(SqlError::validation(
+                            format!("'{name}' is a table, not a view: DROP TABLE drops it"),
+                            at,
+                        ))
+                    }
+                    Some(Relation::View(_)) if !view => {
+                        return Err(SqlError::validation(
+                            format!("'{name}' is a view, not a table: DROP VIEW drops it"),
+                            at,
+                        ))
+                    }
+                    Some(_) => {
+                        self.catalog.remove(&name);
+                    }
+                }
+                self.write("[INFO] Execute statement succeeded.\n")
+            }
             Statement::CreateTableAs { table, query } => {
                 let env = self.env()?;
                 let planned = plan(&env, &self.catalog, &query)?;
@@ -277,7 +366,7 @@ impl Session {
                 env.execute(&format!("insert-into_{target}"))?;
                 Ok(())
             }
-            Statement::StatementSet { inserts } => {
+            Statement::Inserts { inserts } => {
                 // One job: a table several INSERTs read is read once.
                 let env = self.env()?;
                 let mut targets = Vec::new();
@@ -323,7 +412,7 @@ impl Session {
                         (plan(&env, &self.catalog, &query)?, Some(table))
                     }
                     Statement::Query { query } => (plan(&env, &self.catalog, &query)?, None),
-                    Statement::StatementSet { inserts } => {
+                    Statement::Inserts { inserts } => {
                         let mut text = String::from("== Weir Plan ==\n");
                         for (i, insert) in inserts.iter().enumerate() {
                             let Statement::Insert { table, query, .. } = insert else {
@@ -348,6 +437,90 @@ impl Session {
             }
         }
     }
+}
+
+/// A table's declared columns as Flink's `DESCRIBE` lists them: name,
+/// type (the time attribute marked), whether it may be NULL, its key,
+/// how it is computed or read, and the watermark.
+fn describe_table(table: &TableDef) -> Result<Vec<Vec<String>>, SqlError> {
+    let rows = connector::table_rows(table)?;
+    let key = if table.primary_key.is_empty() {
+        String::new()
+    } else {
+        format!("PRI({})", table.primary_key.join(", "))
+    };
+    Ok(table
+        .columns
+        .iter()
+        .map(|c| {
+            let ty = (rows.scope.columns.iter())
+                .find(|(n, _)| n.eq_ignore_ascii_case(&c.name))
+                .map_or(SqlType::Null, |(_, t)| *t);
+            let (nullable, extras) = match &c.kind {
+                ColumnKind::Physical { nullable, .. } => (*nullable, String::new()),
+                ColumnKind::Computed(expr) => (true, format!("AS {expr}")),
+                ColumnKind::Metadata { key, is_virtual, .. } => (
+                    true,
+                    format!("METADATA FROM '{key}'{}", if *is_virtual { " VIRTUAL" } else { "" }),
+                ),
+            };
+            let proctime = matches!(&c.kind, ColumnKind::Computed(e) if e.to_string().eq_ignore_ascii_case("PROCTIME()"));
+            let watermark = table.watermark.as_ref().filter(|w| w.column.eq_ignore_ascii_case(&c.name));
+            let mut type_text = ty.to_string();
+            if proctime {
+                type_text.push_str(" NOT NULL *PROCTIME*");
+            } else if watermark.is_some() {
+                type_text.push_str(" *ROWTIME*");
+            }
+            let in_key = table.primary_key.iter().any(|k| k.eq_ignore_ascii_case(&c.name));
+            vec![
+                c.name.clone(),
+                type_text,
+                if nullable && !in_key && !proctime { "TRUE" } else { "FALSE" }.to_string(),
+                if in_key { key.clone() } else { String::new() },
+                extras,
+                watermark.map_or_else(String::new, |w| w.expr.to_string()),
+            ]
+        })
+        .collect())
+}
+
+/// Rows of text under `headers`, as Flink's SQL client prints `SHOW` and
+/// `DESCRIBE` results.
+fn listing(headers: &[&str], rows: &[Vec<String>]) -> String {
+    if rows.is_empty() {
+        return "Empty set\n".to_string();
+    }
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line: String = std::iter::once("+".to_string())
+        .chain(widths.iter().map(|w| format!("{}+", "-".repeat(w + 2))))
+        .collect::<String>()
+        + "\n";
+    let cells = |cells: &mut dyn Iterator<Item = &str>| -> String {
+        let mut text = String::from("|");
+        for (c, w) in cells.zip(&widths) {
+            text.push_str(&format!(" {c:>w$} |"));
+        }
+        text + "\n"
+    };
+    let mut out = line.clone();
+    out.push_str(&cells(&mut headers.iter().copied()));
+    out.push_str(&line);
+    for row in rows {
+        out.push_str(&cells(&mut row.iter().map(String::as_str)));
+    }
+    out.push_str(&line);
+    out.push_str(&format!(
+        "{} row{} in set\n",
+        rows.len(),
+        if rows.len() == 1 { "" } else { "s" }
+    ));
+    out
 }
 
 /// A plan's steps, one a line, then its sink's if it has one.

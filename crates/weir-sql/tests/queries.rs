@@ -1830,3 +1830,94 @@ fn create_table_as_select_writes_the_querys_rows() -> Result<(), SqlError> {
     }
     Ok(())
 }
+
+/// The SQL client's catalog statements: `SHOW TABLES` (views too, as
+/// Flink lists them), `SHOW VIEWS`, `DESCRIBE` a table or view (the time
+/// attributes, key, computed columns and watermark shown as Flink shows
+/// them) and `DROP TABLE` / `DROP VIEW`, whose mistakes are named.
+#[test]
+fn tables_and_views_are_listed_described_and_dropped() -> Result<(), SqlError> {
+    let script = "CREATE TABLE s (id BIGINT NOT NULL, amount DECIMAL(10, 2), ts TIMESTAMP(3),
+           pt AS PROCTIME(), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND,
+           PRIMARY KEY (id) NOT ENFORCED)
+         WITH ('connector' = 'datagen', 'number-of-rows' = '3');
+         CREATE VIEW v AS SELECT id, ts FROM s;
+         SHOW TABLES; SHOW VIEWS; DESCRIBE s; DESC v;
+         DROP VIEW v; DROP TABLE IF EXISTS nope; SHOW TABLES; SHOW VIEWS;";
+    let out = run(script)?;
+    let expected = "\
++------------+
+| table name |
++------------+
+|          s |
+|          v |
++------------+
+2 rows in set
++-----------+
+| view name |
++-----------+
+|         v |
++-----------+
+1 row in set
++--------+--------------------------------------+-------+---------+---------------+--------------------------+
+|   name |                                 type |  null |     key |        extras |                watermark |
++--------+--------------------------------------+-------+---------+---------------+--------------------------+
+|     id |                               BIGINT | FALSE | PRI(id) |               |                          |
+| amount |                       DECIMAL(10, 2) |  TRUE |         |               |                          |
+|     ts |               TIMESTAMP(3) *ROWTIME* |  TRUE |         |               | ts - INTERVAL '1' SECOND |
+|     pt | TIMESTAMP_LTZ(3) NOT NULL *PROCTIME* | FALSE |         | AS PROCTIME() |                          |
++--------+--------------------------------------+-------+---------+---------------+--------------------------+
+4 rows in set
++------+------------------------+------+-----+--------+-----------+
+| name |                   type | null | key | extras | watermark |
++------+------------------------+------+-----+--------+-----------+
+|   id |                 BIGINT | TRUE |     |        |           |
+|   ts | TIMESTAMP(3) *ROWTIME* | TRUE |     |        |           |
++------+------------------------+------+-----+--------+-----------+
+2 rows in set
+";
+    assert!(out.contains(expected), "{out}");
+    assert!(
+        out.ends_with(
+            "+------------+
+| table name |
++------------+
+|          s |
++------------+
+1 row in set
+Empty set
+"
+        ),
+        "{out}"
+    );
+    let tables = "CREATE TABLE s (id BIGINT) WITH ('connector' = 'datagen');
+         CREATE VIEW v AS SELECT id FROM s;";
+    for (statement, says) in [
+        (
+            "DROP VIEW s;",
+            "'s' is a table, not a view: DROP TABLE drops it",
+        ),
+        (
+            "DROP TABLE v;",
+            "'v' is a view, not a table: DROP VIEW drops it",
+        ),
+        ("DROP TABLE nope;", "table 'nope' not found"),
+        ("DESCRIBE nope;", "table or view 'nope' not found"),
+        (
+            "SHOW FUNCTIONS;",
+            "SHOW other than SHOW TABLES or SHOW VIEWS",
+        ),
+        (
+            "DROP FUNCTION f;",
+            "DROP other than DROP TABLE or DROP VIEW",
+        ),
+    ] {
+        fails_saying(&format!("{tables}\n{statement}"), says);
+    }
+    // A dropped table's name can be taken again.
+    let again = run(&format!(
+        "{tables}\nDROP VIEW v;\nCREATE VIEW v AS SELECT id * 2 AS twice FROM s;\nDESCRIBE v;"
+    ))?;
+    assert!(again.contains("| twice | BIGINT |"), "{again}");
+    Ok(())
+}
