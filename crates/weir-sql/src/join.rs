@@ -690,6 +690,77 @@ pub(crate) fn tagged(
     )
 }
 
+/// The `ON` of a temporal or lookup join (`what`), which Flink runs as
+/// `JOIN` or `LEFT JOIN` only, and whether it is a left join.
+pub(crate) fn inner_or_left_on<'a>(
+    join: &'a Join,
+    what: &str,
+) -> Result<(&'a Expr, bool), SqlError> {
+    let at = position(join.span());
+    let (constraint, outer) = match &join.join_operator {
+        JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false),
+        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true),
+        _ => {
+            return Err(SqlError::unsupported(
+                format!("a {what} other than JOIN or LEFT JOIN (as in Flink)"),
+                at,
+            ))
+        }
+    };
+    match constraint {
+        JoinConstraint::On(on) => Ok((on, outer)),
+        _ => Err(SqlError::unsupported(
+            format!("a {what} without ON (USING, NATURAL)"),
+            at,
+        )),
+    }
+}
+
+/// A key of a temporal or lookup join: a left expression equal to a
+/// column of the right side.
+pub(crate) struct ColumnKey<'a> {
+    pub left: crate::expr::Compiled,
+    pub right: usize,
+    /// The equality, for messages.
+    pub written: &'a Expr,
+}
+
+/// The equalities of `on` between a left expression (over `left`) and one
+/// of the first `columns` columns of the right side (`right`), and its
+/// other conditions; every condition is checked over `joined` first.
+pub(crate) fn column_keys<'a>(
+    on: &'a Expr,
+    [left, right, joined]: [&Scope; 3],
+    columns: usize,
+) -> Result<(Vec<ColumnKey<'a>>, Vec<Expr>), SqlError> {
+    let (mut keys, mut rest) = (Vec::new(), Vec::new());
+    for c in conjuncts(on) {
+        compile(c, joined)?;
+        if let Expr::BinaryOp {
+            left: a,
+            op: BinaryOperator::Eq,
+            right: b,
+        } = c
+        {
+            let key = [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
+                let l = compile(x, left).ok()?;
+                let r = column_index(y, right).filter(|r| *r < columns)?;
+                Some((l, r))
+            });
+            if let Some((left, right)) = key {
+                keys.push(ColumnKey {
+                    left,
+                    right,
+                    written: c,
+                });
+                continue;
+            }
+        }
+        rest.push(c.clone());
+    }
+    Ok((keys, rest))
+}
+
 /// Which columns a join's statement reads, as the planner found them.
 #[derive(Debug, Default)]
 pub(crate) struct JoinColumns {

@@ -5,14 +5,14 @@
 //! that moment, read from the server (through the table's lookup cache,
 //! if it has one), as Flink's lookup join does.
 
-use sqlparser::ast::{BinaryOperator, Expr, Join, JoinConstraint, JoinOperator, Spanned};
+use sqlparser::ast::{Join, Spanned};
 use weir::prelude::*;
 
 use crate::catalog::TableDef;
 use crate::error::{position, SqlError};
-use crate::expr::{compile, Condition, Eval};
+use crate::expr::{Condition, Eval};
 use crate::jdbc::JdbcLookup;
-use crate::join::{column_index, conjuncts, qualified, residual_condition, side_by_side};
+use crate::join::{column_keys, inner_or_left_on, qualified, residual_condition, side_by_side};
 use crate::plan::Planned;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
@@ -26,22 +26,8 @@ pub(crate) fn plan_lookup_join(
     join: &Join,
 ) -> Result<Planned, SqlError> {
     let at = position(join.span());
-    let (constraint, outer, name) = match &join.join_operator {
-        JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false, "inner"),
-        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true, "left outer"),
-        _ => {
-            return Err(SqlError::unsupported(
-                "a lookup join other than JOIN or LEFT JOIN (as in Flink)",
-                at,
-            ))
-        }
-    };
-    let JoinConstraint::On(on) = constraint else {
-        return Err(SqlError::unsupported(
-            "a lookup join without ON (USING, NATURAL)",
-            at,
-        ));
-    };
+    let (on, outer) = inner_or_left_on(join, "lookup join")?;
+    let name = if outer { "left outer" } else { "inner" };
     match table.option("connector") {
         Some("jdbc" | "postgres") => {}
         other => {
@@ -64,39 +50,23 @@ pub(crate) fn plan_lookup_join(
     let joined = side_by_side(&left_scope, &right_scope);
     // Equalities of a left expression and a column the server holds are
     // the look-up's key; the rest is checked on each joined row.
-    let (mut keys, mut key_columns, mut residual) = (Vec::<Eval>::new(), Vec::new(), Vec::new());
-    for c in conjuncts(on) {
-        compile(c, &joined)?;
-        if let Expr::BinaryOp {
-            left: a,
-            op: BinaryOperator::Eq,
-            right: b,
-        } = c
-        {
-            let key = [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
-                let l = compile(x, &left_scope).ok()?;
-                let r = column_index(y, &right_scope).filter(|r| *r < physical.len())?;
-                Some((l, r, y))
-            });
-            if let Some((l, r, column)) = key {
-                let ty = rows.scope.columns[r].1;
-                let integers = l.ty.is_integer() && ty.is_integer();
-                if l.ty != ty && !integers && l.ty != SqlType::Null {
-                    return Err(SqlError::validation(
-                        format!(
-                            "the lookup key {column} ({ty}) is equal to a value of another \
-                             type ({}): CAST it to {ty}",
-                            l.ty
-                        ),
-                        position(c.span()),
-                    ));
-                }
-                keys.push(l.eval);
-                key_columns.push(physical[r]);
-                continue;
-            }
+    let (found, residual) = column_keys(on, [&left_scope, &right_scope, &joined], physical.len())?;
+    let (mut keys, mut key_columns) = (Vec::<Eval>::new(), Vec::new());
+    for key in found {
+        let ty = rows.scope.columns[key.right].1;
+        // Sent as text: integers of either width read as the column's.
+        let integers = key.left.ty.is_integer() && ty.is_integer();
+        if key.left.ty != ty && !integers && key.left.ty != SqlType::Null {
+            return Err(SqlError::validation(
+                format!(
+                    "the lookup key {} equals a {ty} column to a {}: CAST one",
+                    key.written, key.left.ty
+                ),
+                position(key.written.span()),
+            ));
         }
-        residual.push(c.clone());
+        keys.push(key.left.eval);
+        key_columns.push(physical[key.right]);
     }
     if keys.is_empty() {
         return Err(SqlError::validation(

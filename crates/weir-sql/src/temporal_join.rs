@@ -13,13 +13,16 @@
 
 use std::time::Duration;
 
-use sqlparser::ast::{BinaryOperator, Expr, Join, JoinConstraint, JoinOperator, Spanned};
+use sqlparser::ast::{Expr, Join, Spanned};
 use weir::prelude::*;
 
 use crate::catalog::{Scan, TableDef};
 use crate::error::{position, SqlError};
 use crate::expr::{compile, Condition, Eval};
-use crate::join::{column_index, conjuncts, qualified, residual_condition, side_by_side, tagged};
+use crate::join::{
+    column_index, column_keys, inner_or_left_on, qualified, residual_condition, side_by_side,
+    tagged,
+};
 use crate::key::RowKey;
 use crate::plan::Planned;
 use crate::value::{Row, RowKind, Value};
@@ -76,22 +79,8 @@ pub(crate) fn plan_temporal_join(
     ttl: Option<Duration>,
 ) -> Result<Planned, SqlError> {
     let at = position(join.span());
-    let (constraint, outer, name) = match &join.join_operator {
-        JoinOperator::Join(c) | JoinOperator::Inner(c) => (c, false, "inner"),
-        JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (c, true, "left outer"),
-        _ => {
-            return Err(SqlError::unsupported(
-                "a temporal join other than JOIN or LEFT JOIN (as in Flink)",
-                at,
-            ))
-        }
-    };
-    let JoinConstraint::On(on) = constraint else {
-        return Err(SqlError::unsupported(
-            "a temporal join without ON (USING, NATURAL)",
-            at,
-        ));
-    };
+    let (on, outer) = inner_or_left_on(join, "temporal join")?;
+    let name = if outer { "left outer" } else { "inner" };
     let right_name = crate::join::qualifier(&join.relation);
     let left_scope = qualified(&left.scope.columns, &left_name);
     let right_scope = qualified(&right.scope.columns, &right_name);
@@ -134,27 +123,27 @@ pub(crate) fn plan_temporal_join(
     // Equalities of a left expression and a right column key the join;
     // the rest is checked on each joined row (a row whose version fails
     // it joins nothing, as in Flink).
-    let (mut left_keys, mut right_keys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
-    for c in conjuncts(on) {
-        compile(c, &joined)?;
-        if let Expr::BinaryOp {
-            left: a,
-            op: BinaryOperator::Eq,
-            right: b,
-        } = c
-        {
-            let key = [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
-                let l = compile(x, &left_scope).ok()?;
-                let r = column_index(y, &right_scope)?;
-                (l.ty == right.scope.columns[r].1).then_some((l, r))
-            });
-            if let Some((l, r)) = key {
-                left_keys.push(l.eval);
-                right_keys.push(r);
-                continue;
-            }
+    let (keys, residual) = column_keys(
+        on,
+        [&left_scope, &right_scope, &joined],
+        right.scope.columns.len(),
+    )?;
+    let mut left_keys: Vec<Eval> = Vec::new();
+    let mut right_keys = Vec::new();
+    for key in keys {
+        let ty = right.scope.columns[key.right].1;
+        if key.left.ty != ty {
+            // The state is keyed by the values as they are.
+            return Err(SqlError::validation(
+                format!(
+                    "the temporal join's key {} equals a {ty} column to a {}: CAST one",
+                    key.written, key.left.ty
+                ),
+                position(key.written.span()),
+            ));
         }
-        residual.push(c.clone());
+        left_keys.push(key.left.eval);
+        right_keys.push(key.right);
     }
     if right_keys.is_empty() {
         return Err(SqlError::validation(

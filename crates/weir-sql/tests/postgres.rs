@@ -373,7 +373,7 @@ fn lookup_join_mistakes_are_named() {
             "customers",
             "",
             "o.id = c.visits",
-            "the lookup key c.visits (DOUBLE) is equal to a value of another type (BIGINT)",
+            "the lookup key o.id = c.visits equals a DOUBLE column to a BIGINT: CAST one",
         ),
         (
             "customers",
