@@ -114,17 +114,7 @@ fn stopped_and_resumed(name: &str, first: &str, second: &str) -> (PathBuf, Strin
         "the job was stopped before its end: {before:?}"
     );
 
-    let resumed = weir()
-        .args(["sql", "-s", &savepoint, "-f"])
-        .arg(&resumed_script)
-        .output()
-        .expect("weir sql runs");
-    assert!(resumed.status.success(), "{resumed:?}");
-    let after: Vec<String> = String::from_utf8_lossy(&resumed.stdout)
-        .lines()
-        .filter(|l| l.starts_with(['+', '-']))
-        .map(str::to_string)
-        .collect();
+    let after = resumed(&savepoint, &resumed_script);
     // Every id counted once over both runs: ids ≡ k (mod 3) up to 3000.
     let both: Vec<String> = before.into_iter().chain(after).collect();
     assert_eq!(
@@ -137,6 +127,21 @@ fn stopped_and_resumed(name: &str, first: &str, second: &str) -> (PathBuf, Strin
     );
 
     (dir, savepoint)
+}
+
+/// The changelog rows `script` prints resumed from `savepoint`.
+fn resumed(savepoint: &str, script: &Path) -> Vec<String> {
+    let resumed = weir()
+        .args(["sql", "-s", savepoint, "-f"])
+        .arg(script)
+        .output()
+        .expect("weir sql runs");
+    assert!(resumed.status.success(), "{resumed:?}");
+    String::from_utf8_lossy(&resumed.stdout)
+        .lines()
+        .filter(|l| l.starts_with(['+', '-']))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Runs `script` in `dir` until it printed `rows` changelog rows, then
@@ -335,17 +340,7 @@ JOIN evens FOR SYSTEM_TIME AS OF o.ts AS v ON o.k = v.k;
     assert!(waiting <= 100, "{waiting} left rows waiting");
     let resumed_script = dir.join("resumed.sql");
     std::fs::write(&resumed_script, script).expect("script");
-    let resumed = weir()
-        .args(["sql", "-s", &savepoint, "-f"])
-        .arg(&resumed_script)
-        .output()
-        .expect("weir sql runs");
-    assert!(resumed.status.success(), "{resumed:?}");
-    let after = String::from_utf8_lossy(&resumed.stdout)
-        .lines()
-        .filter(|l| l.starts_with(['+', '-']))
-        .map(str::to_string)
-        .collect::<Vec<_>>();
+    let after = resumed(&savepoint, &resumed_script);
     assert!(before.len() < 3000 - 3, "stopped before the end");
     let expected: Vec<String> = (1..=3000i64)
         .filter_map(|id| match id % 2 {

@@ -64,17 +64,7 @@ pub(crate) fn jdbc_source(
     rows: &TableRows,
     physical: &[bool],
 ) -> Result<DataStream<Row>, SqlError> {
-    // A table may be read, looked up and written: it takes all their
-    // options.
-    check_options(
-        table,
-        &[SOURCE_OPTIONS, LOOKUP_OPTIONS, SINK_OPTIONS].concat(),
-    )?;
-    check_driver(table)?;
-    let url = server_url(table)?;
-    let target = required(table, "table-name")?;
-    let columns: Vec<(String, SqlType)> =
-        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+    let (url, target, columns) = connection(table)?;
     // A query that reads no column (COUNT(*)) still needs a row per row.
     let mut read = physical.to_vec();
     if !read.contains(&true) && !read.is_empty() {
@@ -111,6 +101,21 @@ pub(crate) fn jdbc_source(
             },
         );
     Ok(stream)
+}
+
+/// Where a PostgreSQL table's rows are: the server's URL, the table's
+/// name there, and its physical columns. A table may be read, looked up
+/// and written: it takes all their options.
+fn connection(table: &TableDef) -> Result<(String, &str, Vec<(String, SqlType)>), SqlError> {
+    check_options(
+        table,
+        &[SOURCE_OPTIONS, LOOKUP_OPTIONS, SINK_OPTIONS].concat(),
+    )?;
+    check_driver(table)?;
+    let url = server_url(table)?;
+    let target = required(table, "table-name")?;
+    let columns = table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+    Ok((url, target, columns))
 }
 
 /// The values of `columns` (of table `name`) from the text of those
@@ -151,15 +156,7 @@ pub(crate) fn jdbc_lookup(
     rows: &TableRows,
     keys: &[&str],
 ) -> Result<JdbcLookup, SqlError> {
-    check_options(
-        table,
-        &[SOURCE_OPTIONS, LOOKUP_OPTIONS, SINK_OPTIONS].concat(),
-    )?;
-    check_driver(table)?;
-    let url = server_url(table)?;
-    let target = required(table, "table-name")?;
-    let columns: Vec<(String, SqlType)> =
-        table.physical().map(|(n, t)| (n.to_string(), t)).collect();
+    let (url, target, columns) = connection(table)?;
     let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
     let mut lookup = PostgresLookup::text(&url, target, &names, keys)
         .map_err(|e| connector_error(table, e.to_string()))?;
@@ -383,14 +380,8 @@ pub(crate) fn jdbc_sink(
     table: &TableDef,
     updating: bool,
 ) -> Result<(), SqlError> {
-    check_options(
-        table,
-        &[SOURCE_OPTIONS, LOOKUP_OPTIONS, SINK_OPTIONS].concat(),
-    )?;
-    check_driver(table)?;
-    let url = server_url(table)?;
-    let target = required(table, "table-name")?;
-    let columns: Vec<String> = table.physical().map(|(n, _)| n.to_string()).collect();
+    let (url, target, columns) = connection(table)?;
+    let columns: Vec<String> = columns.into_iter().map(|(n, _)| n).collect();
     let keys = table.primary_key.clone();
     if keys.is_empty() {
         // Without a key there is nothing to update: inserts only.
