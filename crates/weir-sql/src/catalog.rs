@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use sqlparser::ast::{Expr, Query};
 
-use crate::error::Position;
+use crate::error::{Position, SqlError};
 use crate::types::SqlType;
 
 /// A table declared with `CREATE TABLE`.
@@ -152,15 +152,53 @@ impl Catalog {
     }
 }
 
+/// The one catalog and database a session has, as Flink's default ones
+/// are named: `default_catalog.default_database.t` and
+/// `default_database.t` name the table `t`.
+pub(crate) const CATALOG: &str = "default_catalog";
+pub(crate) const DATABASE: &str = "default_database";
+
+/// `name` without the session's own catalog and database in front.
+fn unqualified(name: &str) -> &str {
+    for prefix in [format!("{CATALOG}.{DATABASE}."), format!("{DATABASE}.")] {
+        if let (Some(head), Some(rest)) = (name.get(..prefix.len()), name.get(prefix.len()..)) {
+            if head.eq_ignore_ascii_case(&prefix) && !rest.is_empty() {
+                return rest;
+            }
+        }
+    }
+    name
+}
+
+/// The key a relation is known by: its unqualified name, lower-cased.
+fn key(name: &str) -> String {
+    unqualified(name).to_lowercase()
+}
+
+/// The name a relation to create (`name`, as written at `at`) is kept
+/// under: unqualified, if it is in the session's catalog and database.
+pub(crate) fn local_name(name: &str, at: Position) -> Result<String, SqlError> {
+    let local = unqualified(name);
+    if local.contains('.') {
+        return Err(SqlError::unsupported(
+            format!(
+                "the name '{name}' in another catalog or database (Weir has one: {CATALOG}.{DATABASE})"
+            ),
+            at,
+        ));
+    }
+    Ok(local.to_string())
+}
+
 impl Catalog {
     pub fn get(&self, name: &str) -> Option<&Relation> {
-        self.relations.get(&name.to_lowercase())
+        self.relations.get(&key(name))
     }
 
     /// Adds a relation; false if the name is taken.
     pub fn add(&mut self, name: &str, relation: Relation) -> bool {
         use std::collections::btree_map::Entry;
-        match self.relations.entry(name.to_lowercase()) {
+        match self.relations.entry(key(name)) {
             Entry::Occupied(_) => false,
             Entry::Vacant(v) => {
                 v.insert(relation);
@@ -175,7 +213,7 @@ impl Catalog {
 
     /// Removes a relation, returning it.
     pub fn remove(&mut self, name: &str) -> Option<Relation> {
-        self.relations.remove(&name.to_lowercase())
+        self.relations.remove(&key(name))
     }
 
     /// The relations, by name: tables by their declared name, views by

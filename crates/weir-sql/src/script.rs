@@ -56,10 +56,16 @@ pub(crate) enum Statement {
     },
     /// `EXPLAIN` of an `INSERT`, a query or a statement set.
     Explain(Box<Statement>),
-    /// `SHOW TABLES` (tables and views, as Flink lists them) or `SHOW
-    /// VIEWS`.
-    Show {
-        views_only: bool,
+    /// `SHOW TABLES` (tables and views, as Flink lists them), `SHOW
+    /// VIEWS`, `SHOW CATALOGS`, `SHOW DATABASES`, `SHOW CURRENT CATALOG`
+    /// or `SHOW CURRENT DATABASE`.
+    Show(Listing),
+    /// `USE CATALOG name` or `USE [catalog.]database`: only the session's
+    /// own.
+    Use {
+        catalog: bool,
+        name: String,
+        at: Position,
     },
     /// `DESCRIBE name` / `DESC name`: a table's or view's columns.
     Describe {
@@ -78,6 +84,17 @@ pub(crate) enum Statement {
     Inserts {
         inserts: Vec<Statement>,
     },
+}
+
+/// What a `SHOW` statement lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listing {
+    Tables,
+    Views,
+    Catalogs,
+    Databases,
+    CurrentCatalog,
+    CurrentDatabase,
 }
 
 /// `sql` with the word `TABLE` of table arguments (`TUMBLE(TABLE t, …)`,
@@ -234,16 +251,33 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
         };
     }
     if parse_word(parser, "SHOW") {
-        if parse_word(parser, "TABLES") {
-            return Ok(Statement::Show { views_only: false });
-        }
-        if parse_word(parser, "VIEWS") {
-            return Ok(Statement::Show { views_only: true });
-        }
-        return Err(SqlError::unsupported(
-            "SHOW other than SHOW TABLES or SHOW VIEWS",
-            at,
-        ));
+        let current = parse_word(parser, "CURRENT");
+        let listing = match () {
+            _ if current && parse_word(parser, "CATALOG") => Listing::CurrentCatalog,
+            _ if current && parse_word(parser, "DATABASE") => Listing::CurrentDatabase,
+            _ if current => return Err(expected(parser, "CATALOG or DATABASE")),
+            _ if parse_word(parser, "TABLES") => Listing::Tables,
+            _ if parse_word(parser, "VIEWS") => Listing::Views,
+            _ if parse_word(parser, "CATALOGS") => Listing::Catalogs,
+            _ if parse_word(parser, "DATABASES") => Listing::Databases,
+            _ => {
+                return Err(SqlError::unsupported(
+                    "SHOW other than TABLES, VIEWS, CATALOGS, DATABASES, CURRENT CATALOG or CURRENT DATABASE",
+                    at,
+                ))
+            }
+        };
+        return Ok(Statement::Show(listing));
+    }
+    if parse_word(parser, "USE") {
+        let name_at = here(parser);
+        let catalog = parse_word(parser, "CATALOG");
+        let name = parser.parse_object_name(false)?.to_string();
+        return Ok(Statement::Use {
+            catalog,
+            name,
+            at: name_at,
+        });
     }
     if parse_word(parser, "DESCRIBE") || parse_word(parser, "DESC") {
         let name_at = here(parser);
@@ -374,7 +408,7 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
                 return Err(SqlError::unsupported("CREATE MATERIALIZED VIEW", at));
             }
             Ok(Statement::CreateView {
-                name: view.name.to_string(),
+                name: crate::catalog::local_name(&view.name.to_string(), at)?,
                 query: view.query,
                 at,
             })

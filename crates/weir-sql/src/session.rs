@@ -5,12 +5,12 @@ use std::io::Write;
 
 use weir::prelude::*;
 
-use crate::catalog::{Catalog, ColumnKind, Relation, TableDef};
+use crate::catalog::{Catalog, ColumnKind, Relation, TableDef, CATALOG, DATABASE};
 use crate::connector;
 use crate::error::SqlError;
 use crate::function::{FunctionBody, Functions, ScalarFunction};
 use crate::plan::{plan, plan_next, Planned};
-use crate::script::{parse_script, Statement};
+use crate::script::{parse_script, Listing, Statement};
 use crate::types::SqlType;
 use crate::value::Row;
 
@@ -185,19 +185,44 @@ impl Session {
                 }
                 self.write("[INFO] Execute statement succeeded.\n")
             }
-            Statement::Show { views_only } => {
-                let names: Vec<Vec<String>> = self
-                    .catalog
-                    .relations()
-                    .filter(|(_, r)| !views_only || matches!(r, Relation::View(_)))
-                    .map(|(name, _)| vec![name.to_string()])
-                    .collect();
-                let header = if views_only {
-                    "view name"
-                } else {
-                    "table name"
+            Statement::Show(what) => {
+                let one = |name: &str| vec![vec![name.to_string()]];
+                let (header, names) = match what {
+                    Listing::Tables | Listing::Views => {
+                        let views_only = what == Listing::Views;
+                        let names = (self.catalog.relations())
+                            .filter(|(_, r)| !views_only || matches!(r, Relation::View(_)))
+                            .map(|(name, _)| vec![name.to_string()])
+                            .collect();
+                        let header = if views_only {
+                            "view name"
+                        } else {
+                            "table name"
+                        };
+                        (header, names)
+                    }
+                    Listing::Catalogs => ("catalog name", one(CATALOG)),
+                    Listing::Databases => ("database name", one(DATABASE)),
+                    Listing::CurrentCatalog => ("current catalog name", one(CATALOG)),
+                    Listing::CurrentDatabase => ("current database name", one(DATABASE)),
                 };
                 self.write(&listing(&[header], &names))
+            }
+            Statement::Use { catalog, name, at } => {
+                // The session's own catalog and database only.
+                let ours: &[String] = if catalog {
+                    &[CATALOG.to_string()]
+                } else {
+                    &[format!("{CATALOG}.{DATABASE}"), DATABASE.to_string()]
+                };
+                if !ours.iter().any(|o| o.eq_ignore_ascii_case(&name)) {
+                    let what = if catalog { "CATALOG " } else { "" };
+                    return Err(SqlError::unsupported(
+                        format!("USE {what}{name}: Weir has one catalog and database, {CATALOG}.{DATABASE}"),
+                        at,
+                    ));
+                }
+                self.write("[INFO] Execute statement succeeded.\n")
             }
             Statement::Describe { name, at } => {
                 let rows = match self.catalog.get(&name) {

@@ -1921,3 +1921,51 @@ Empty set
     assert!(again.contains("| twice | BIGINT |"), "{again}");
     Ok(())
 }
+
+/// A session has one catalog and database, named as Flink's defaults:
+/// names qualified by them are the unqualified ones, `USE` of them is
+/// accepted, `SHOW` lists them; any other is named as unsupported.
+#[test]
+fn the_default_catalog_and_database_qualify_names() -> Result<(), SqlError> {
+    let out = support::changelog(
+        "CREATE TABLE default_catalog.default_database.Nums (id BIGINT)
+           WITH ('connector' = 'datagen', 'number-of-rows' = '2',
+                 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '2');
+         USE CATALOG default_catalog; USE default_database;
+         USE default_catalog.default_database;
+         CREATE VIEW default_database.twice AS SELECT id * 2 AS id FROM nums;
+         SELECT * FROM DEFAULT_CATALOG.default_database.twice;
+         SELECT * FROM Nums;",
+    )?;
+    assert_eq!(out, ["+I[1]", "+I[2]", "+I[2]", "+I[4]"]);
+    let listed = run("CREATE TABLE default_database.t (id BIGINT) WITH ('connector' = 'datagen');
+         SHOW TABLES; SHOW CATALOGS; SHOW DATABASES; SHOW CURRENT CATALOG;
+         SHOW CURRENT DATABASE;")?;
+    for shown in [
+        "|          t |",
+        "| default_catalog |",
+        "| default_database |",
+        "| current catalog name |",
+        "| current database name |",
+    ] {
+        assert!(listed.contains(shown), "{shown} in {listed}");
+    }
+    for (statement, says) in [
+        ("USE CATALOG hive;", "USE CATALOG hive: Weir has one catalog and database"),
+        ("USE other_db;", "USE other_db: Weir has one catalog and database"),
+        (
+            "CREATE TABLE hive.db.t (id BIGINT) WITH ('connector' = 'datagen');",
+            "the name 'hive.db.t' in another catalog or database",
+        ),
+        (
+            "CREATE VIEW db.v AS SELECT 1 AS x FROM t;",
+            "the name 'db.v' in another catalog or database",
+        ),
+    ] {
+        fails_saying(
+            &format!("CREATE TABLE t (id BIGINT) WITH ('connector' = 'datagen');\n{statement}"),
+            says,
+        );
+    }
+    Ok(())
+}
