@@ -1903,10 +1903,7 @@ Empty set
         ),
         ("DROP TABLE nope;", "table 'nope' not found"),
         ("DESCRIBE nope;", "table or view 'nope' not found"),
-        (
-            "SHOW FUNCTIONS;",
-            "SHOW other than SHOW TABLES or SHOW VIEWS",
-        ),
+        ("SHOW FUNCTIONS;", "SHOW other than TABLES, VIEWS, CATALOGS"),
         (
             "DROP FUNCTION f;",
             "DROP other than DROP TABLE or DROP VIEW",
@@ -1938,9 +1935,11 @@ fn the_default_catalog_and_database_qualify_names() -> Result<(), SqlError> {
          SELECT * FROM Nums;",
     )?;
     assert_eq!(out, ["+I[1]", "+I[2]", "+I[2]", "+I[4]"]);
-    let listed = run("CREATE TABLE default_database.t (id BIGINT) WITH ('connector' = 'datagen');
+    let listed = run(
+        "CREATE TABLE default_database.t (id BIGINT) WITH ('connector' = 'datagen');
          SHOW TABLES; SHOW CATALOGS; SHOW DATABASES; SHOW CURRENT CATALOG;
-         SHOW CURRENT DATABASE;")?;
+         SHOW CURRENT DATABASE;",
+    )?;
     for shown in [
         "|          t |",
         "| default_catalog |",
@@ -1951,8 +1950,14 @@ fn the_default_catalog_and_database_qualify_names() -> Result<(), SqlError> {
         assert!(listed.contains(shown), "{shown} in {listed}");
     }
     for (statement, says) in [
-        ("USE CATALOG hive;", "USE CATALOG hive: Weir has one catalog and database"),
-        ("USE other_db;", "USE other_db: Weir has one catalog and database"),
+        (
+            "USE CATALOG hive;",
+            "USE CATALOG hive: Weir has one catalog and database",
+        ),
+        (
+            "USE other_db;",
+            "USE other_db: Weir has one catalog and database",
+        ),
         (
             "CREATE TABLE hive.db.t (id BIGINT) WITH ('connector' = 'datagen');",
             "the name 'hive.db.t' in another catalog or database",
