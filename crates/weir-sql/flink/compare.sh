@@ -23,7 +23,7 @@ cases=("$@")
 
 source "$root/scripts/flink-env.sh"
 cp=""
-for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/flink-csv-*.jar "$FLINK_LIB"/flink-cep-*.jar \
+for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/flink-csv-*.jar "$FLINK_LIB"/flink-json-*.jar "$FLINK_LIB"/flink-cep-*.jar \
   "$FLINK_LIB"/flink-connector-files-*.jar "$FLINK_LIB"/log4j-*.jar; do
   cp="${cp:+$cp:}$j"
 done

@@ -309,6 +309,7 @@ impl WatermarkGenerator<Row> for SqlWatermarks {
 /// upsert table's are, rather than inserts only.
 pub(crate) fn is_changelog(table: &TableDef) -> bool {
     table.option("connector") == Some("upsert-kafka")
+        || [table.option("format"), table.option("value.format")].contains(&Some("debezium-json"))
 }
 
 /// A table's rows as its source makes them, still to be finished by each
@@ -876,8 +877,17 @@ fn filesystem_source(
                 if line.is_empty() || decode.format.is_comment(&line) {
                     return Ok(());
                 }
-                match decode.row(line.as_bytes()) {
-                    Ok(row) => out.collect(row),
+                // A changelog format's line holds changes: rows of their
+                // kinds; another's one row (made without a list).
+                let decoded = if decode.format.is_changelog() {
+                    decode
+                        .rows(line.as_bytes())
+                        .map(|rows| rows.into_iter().for_each(|row| out.collect(row)))
+                } else {
+                    decode.row(line.as_bytes()).map(|row| out.collect(row))
+                };
+                match decoded {
+                    Ok(()) => {}
                     Err(_) if decode.format.ignores_parse_errors() => {}
                     Err(e) => {
                         return Err(format!("table '{name}': {e} in line '{line}'").into());
@@ -932,6 +942,28 @@ impl RowDecoder {
 
     /// The row of the physical `values`, then the metadata ones (checked,
     /// computed columns added, in declared order).
+    /// The rows of a record in a changelog format, each of its kind (the
+    /// one inserted row of a record in another format).
+    pub fn rows(&self, bytes: &[u8]) -> Result<Vec<Row>, String> {
+        self.rows_with(bytes, &[])
+    }
+
+    /// [`RowDecoder::rows`], each row with the metadata columns' `metadata`
+    /// values.
+    pub fn rows_with(&self, bytes: &[u8], metadata: &[Value]) -> Result<Vec<Row>, String> {
+        (self
+            .format
+            .decode_changes(bytes, &self.columns, &self.read)?)
+        .into_iter()
+        .map(|(kind, mut values)| {
+            values.extend_from_slice(metadata);
+            let mut row = self.finish(values)?;
+            row.kind = kind;
+            Ok(row)
+        })
+        .collect()
+    }
+
     pub fn finish(&self, mut values: Vec<Value>) -> Result<Row, String> {
         if let Some(i) = (0..self.columns.len().min(values.len()))
             .find(|&i| self.read[i] && values[i].is_null() && !self.nullable[i])
@@ -1095,7 +1127,7 @@ pub(crate) fn sink(
             let columns = targets.clone();
             let suffix = match &format {
                 RowFormat::Csv { .. } => ".csv",
-                RowFormat::Json { .. } => ".json",
+                RowFormat::Json { .. } | RowFormat::DebeziumJson { .. } => ".json",
             };
             stream
                 .map(move |row: Row| format.encode(&columns, &row.values))

@@ -9,7 +9,7 @@ use crate::catalog::TableDef;
 use crate::connector::{connector_error, flag};
 use crate::error::SqlError;
 use crate::types::SqlType;
-use crate::value::Value;
+use crate::value::{RowKind, Value};
 
 /// How rows are written and read.
 #[derive(Debug, Clone)]
@@ -26,6 +26,13 @@ pub(crate) enum RowFormat {
         fail_on_missing_field: bool,
         ignore_parse_errors: bool,
     },
+    /// Debezium's change events in JSON (`{"before": …, "after": …, "op":
+    /// "c"|"r"|"u"|"d"}`, under `"payload"` with `schema-include`): a
+    /// changelog, each event one or two rows.
+    DebeziumJson {
+        schema_include: bool,
+        ignore_parse_errors: bool,
+    },
 }
 
 /// The options a format takes, under `prefix` (`''`, `'value.'`, `'key.'`).
@@ -38,6 +45,10 @@ pub(crate) fn format_options(format: &str, prefix: &str) -> Vec<String> {
             "csv.null-literal",
         ],
         "json" => &["json.fail-on-missing-field", "json.ignore-parse-errors"],
+        "debezium-json" => &[
+            "debezium-json.schema-include",
+            "debezium-json.ignore-parse-errors",
+        ],
         _ => &[],
     };
     keys.iter().map(|k| format!("{prefix}{k}")).collect()
@@ -73,9 +84,18 @@ impl RowFormat {
                 fail_on_missing_field: flag(table, &format!("{prefix}json.fail-on-missing-field"))?,
                 ignore_parse_errors: flag(table, &format!("{prefix}json.ignore-parse-errors"))?,
             }),
+            Some("debezium-json") => Ok(RowFormat::DebeziumJson {
+                schema_include: flag(table, &format!("{prefix}debezium-json.schema-include"))?,
+                ignore_parse_errors: flag(
+                    table,
+                    &format!("{prefix}debezium-json.ignore-parse-errors"),
+                )?,
+            }),
             Some(other) => Err(connector_error(
                 table,
-                format!("the format '{other}' is not supported (supported: csv, json)"),
+                format!(
+                    "the format '{other}' is not supported (supported: csv, json, debezium-json)"
+                ),
             )),
             None => Err(connector_error(
                 table,
@@ -94,7 +114,83 @@ impl RowFormat {
             | RowFormat::Json {
                 ignore_parse_errors,
                 ..
+            }
+            | RowFormat::DebeziumJson {
+                ignore_parse_errors,
+                ..
             } => *ignore_parse_errors,
+        }
+    }
+
+    /// Whether a record holds changes (`-U`/`+U`/`-D` rows too), not one
+    /// inserted row.
+    pub fn is_changelog(&self) -> bool {
+        matches!(self, RowFormat::DebeziumJson { .. })
+    }
+
+    /// The rows of `bytes` with their kinds, for a changelog format (one
+    /// inserted row for the others), as [`RowFormat::decode`] reads them.
+    pub fn decode_changes(
+        &self,
+        bytes: &[u8],
+        columns: &[(String, SqlType)],
+        read: &[bool],
+    ) -> Result<Vec<(RowKind, Vec<Value>)>, String> {
+        let RowFormat::DebeziumJson { schema_include, .. } = self else {
+            return Ok(vec![(RowKind::Insert, self.decode(bytes, columns, read)?)]);
+        };
+        // A tombstone (Kafka's null value after a delete) holds no change.
+        if bytes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let doc: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        let event = if *schema_include {
+            doc.get("payload").ok_or(
+                "no \"payload\" in a Debezium event ('debezium-json.schema-include' is true)",
+            )?
+        } else if doc.get("schema").is_some() && doc.get("payload").is_some() {
+            return Err(
+                "a Debezium event with its schema: set 'debezium-json.schema-include' = 'true'"
+                    .into(),
+            );
+        } else {
+            &doc
+        };
+        let side = |name: &str| -> Result<Option<Vec<Value>>, String> {
+            match event.get(name) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(serde_json::Value::Object(fields)) => {
+                    object_values(fields, columns, read, false).map(Some)
+                }
+                Some(other) => Err(format!("\"{name}\" is not an object: {other}")),
+            }
+        };
+        let needed = |name: &str, values: Option<Vec<Value>>| {
+            values.ok_or_else(|| {
+                let mut e = format!(
+                    "a Debezium '{op}' event without \"{name}\"",
+                    op = event["op"]
+                );
+                if name == "before" {
+                    // What Debezium's PostgreSQL connector sends unless
+                    // told otherwise, as Flink's message says.
+                    e.push_str(" (a PostgreSQL source table needs REPLICA IDENTITY FULL)");
+                }
+                e
+            })
+        };
+        match event.get("op").and_then(serde_json::Value::as_str) {
+            Some("c" | "r") => Ok(vec![(RowKind::Insert, needed("after", side("after")?)?)]),
+            Some("u") => Ok(vec![
+                (RowKind::UpdateBefore, needed("before", side("before")?)?),
+                (RowKind::UpdateAfter, needed("after", side("after")?)?),
+            ]),
+            Some("d") => Ok(vec![(RowKind::Delete, needed("before", side("before")?)?)]),
+            other => Err(format!(
+                "a Debezium event whose \"op\" is {} (c, r, u or d)",
+                other.map_or_else(|| "missing".to_string(), |o| format!("'{o}'"))
+            )),
         }
     }
 
@@ -131,19 +227,13 @@ impl RowFormat {
                 }
                 line
             }
-            RowFormat::Json { .. } => {
-                let mut line = String::from("{");
-                for (i, ((name, _), v)) in columns.iter().zip(values).enumerate() {
-                    if i > 0 {
-                        line.push(',');
-                    }
-                    line.push_str(&json_string(name));
-                    line.push(':');
-                    line.push_str(&json_value(v));
-                }
-                line.push('}');
-                line
-            }
+            RowFormat::Json { .. } => json_object(columns, values),
+            // The sinks that take this format take inserts only: each is
+            // a created row.
+            RowFormat::DebeziumJson { .. } => format!(
+                "{{\"before\":null,\"after\":{},\"op\":\"c\"}}",
+                json_object(columns, values)
+            ),
         }
     }
 
@@ -192,24 +282,49 @@ impl RowFormat {
                 let serde_json::Value::Object(fields) = doc else {
                     return Err("not a JSON object".into());
                 };
-                let mut values = Vec::with_capacity(columns.len());
-                for ((name, ty), read) in columns.iter().zip(read) {
-                    let field = fields.get(name);
-                    if field.is_none() && *fail_on_missing_field {
-                        return Err(format!("the field '{name}' is missing"));
-                    }
-                    values.push(match field {
-                        Some(v) if *read => {
-                            from_json(v, *ty).map_err(|e| format!("field '{name}': {e}"))?
-                        }
-                        _ => Value::Null,
-                    });
-                }
-                // A field the table does not have is ignored, as in Flink.
-                Ok(values)
+                object_values(&fields, columns, read, *fail_on_missing_field)
             }
+            RowFormat::DebeziumJson { .. } => Err("a Debezium event is a change, not a row".into()),
         }
     }
+}
+
+/// The values of `columns` in a JSON object's `fields` (those `read` does
+/// not mark are left NULL).
+fn object_values(
+    fields: &serde_json::Map<String, serde_json::Value>,
+    columns: &[(String, SqlType)],
+    read: &[bool],
+    fail_on_missing_field: bool,
+) -> Result<Vec<Value>, String> {
+    let mut values = Vec::with_capacity(columns.len());
+    for ((name, ty), read) in columns.iter().zip(read) {
+        let field = fields.get(name);
+        if field.is_none() && fail_on_missing_field {
+            return Err(format!("the field '{name}' is missing"));
+        }
+        values.push(match field {
+            Some(v) if *read => from_json(v, *ty).map_err(|e| format!("field '{name}': {e}"))?,
+            _ => Value::Null,
+        });
+    }
+    // A field the table does not have is ignored, as in Flink.
+    Ok(values)
+}
+
+/// `values` of `columns` as a JSON object.
+fn json_object(columns: &[(String, SqlType)], values: &[Value]) -> String {
+    let mut line = String::from("{");
+    for (i, ((name, _), v)) in columns.iter().zip(values).enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        line.push_str(&json_string(name));
+        line.push(':');
+        line.push_str(&json_value(v));
+    }
+    line.push('}');
+    line
 }
 
 /// `s` as a JSON string.
@@ -357,6 +472,107 @@ mod tests {
             .decode(br#"{"id": "three"}"#, &columns(), &read)
             .unwrap_err();
         assert!(e.contains("field 'id'"), "{e}");
+    }
+
+    #[test]
+    fn debezium_events_are_changes_of_their_kinds() {
+        let columns = vec![
+            ("id".to_string(), SqlType::BigInt),
+            ("name".to_string(), SqlType::String),
+        ];
+        let read = [true, true];
+        let plain = RowFormat::DebeziumJson {
+            schema_include: false,
+            ignore_parse_errors: false,
+        };
+        let changes = |format: &RowFormat, event: &str| {
+            format
+                .decode_changes(event.as_bytes(), &columns, &read)
+                .map(|rows| {
+                    rows.iter()
+                        .map(|(kind, values)| {
+                            let values: Vec<String> =
+                                values.iter().map(ToString::to_string).collect();
+                            format!("{}[{}]", kind.short(), values.join(", "))
+                        })
+                        .collect::<Vec<_>>()
+                })
+        };
+        let a = r#"{"id":1,"name":"a"}"#;
+        let b = r#"{"id":1,"name":"b","extra":true}"#;
+        for (event, rows) in [
+            (
+                format!(r#"{{"before":null,"after":{a},"op":"c"}}"#),
+                vec!["+I[1, a]"],
+            ),
+            (
+                format!(r#"{{"after":{a},"op":"r","ts_ms":7}}"#),
+                vec!["+I[1, a]"],
+            ),
+            (
+                format!(r#"{{"before":{a},"after":{b},"op":"u"}}"#),
+                vec!["-U[1, a]", "+U[1, b]"],
+            ),
+            (
+                format!(r#"{{"before":{b},"after":null,"op":"d"}}"#),
+                vec!["-D[1, b]"],
+            ),
+            (String::new(), vec![]),
+        ] {
+            assert_eq!(
+                changes(&plain, &event),
+                Ok(rows.iter().map(|r| r.to_string()).collect()),
+                "{event}"
+            );
+        }
+        // With its schema, the event is the payload.
+        let with_schema = RowFormat::DebeziumJson {
+            schema_include: true,
+            ignore_parse_errors: false,
+        };
+        let wrapped = format!(r#"{{"schema":{{}},"payload":{{"after":{a},"op":"c"}}}}"#);
+        assert_eq!(
+            changes(&with_schema, &wrapped),
+            Ok(vec!["+I[1, a]".to_string()])
+        );
+        for (format, event, says) in [
+            (
+                &plain,
+                wrapped.clone(),
+                "set 'debezium-json.schema-include' = 'true'",
+            ),
+            (
+                &with_schema,
+                format!(r#"{{"after":{a},"op":"c"}}"#),
+                "no \"payload\"",
+            ),
+            (
+                &plain,
+                format!(r#"{{"after":{b},"op":"u"}}"#),
+                "REPLICA IDENTITY FULL",
+            ),
+            (
+                &plain,
+                format!(r#"{{"after":{a},"op":"x"}}"#),
+                "\"op\" is 'x'",
+            ),
+            (&plain, format!(r#"{{"after":{a}}}"#), "\"op\" is missing"),
+            (
+                &plain,
+                r#"{"after":[1],"op":"c"}"#.to_string(),
+                "\"after\" is not an object",
+            ),
+            (&plain, "{".to_string(), "not JSON"),
+        ] {
+            let e = changes(format, &event).expect_err(&event);
+            assert!(e.contains(says), "{e}");
+        }
+        // Other formats' records are one inserted row.
+        let json = RowFormat::Json {
+            fail_on_missing_field: false,
+            ignore_parse_errors: false,
+        };
+        assert_eq!(changes(&json, a), Ok(vec!["+I[1, a]".to_string()]));
     }
 
     #[test]

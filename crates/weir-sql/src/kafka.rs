@@ -248,7 +248,30 @@ pub(crate) fn kafka_source(
     let read = physical.to_vec();
     let decode = RowDecoder::new(table, rows, physical, format);
     let metadata = metadata_readers(table)?;
-    let mut source = KafkaSource::new(servers, &topics, move |r: &KafkaRecord<'_>| {
+    let uid = crate::plan::state_uid(&format!("Source[{}; kafka]", table.name.to_lowercase()));
+    let name = format!("{}[kafka]", table.name);
+    if decode.format.is_changelog() {
+        if key_fields.is_some() {
+            return Err(connector_error(
+                table,
+                "key fields ('key.fields') with a changelog value format (debezium-json) are not supported",
+            ));
+        }
+        // A change event is one or two rows (an update's -U and +U).
+        let source = KafkaSource::new(servers, &topics, move |r: &KafkaRecord<'_>| {
+            let meta: Vec<Value> = metadata.iter().map(|read| read(r)).collect();
+            decode.rows_with(r.value.unwrap_or_default(), &meta)
+        });
+        let changes = env
+            .add_parallel_source(configured(source, table, skip)?, &name)
+            .uid(&uid);
+        return Ok(
+            changes.flat_map(|rows: Vec<Row>, out: &mut Collector<'_, Row>| {
+                rows.into_iter().for_each(|row| out.collect(row))
+            }),
+        );
+    }
+    let source = KafkaSource::new(servers, &topics, move |r: &KafkaRecord<'_>| {
         let meta = metadata.iter().map(|read| read(r)).collect();
         let value = r.value.unwrap_or_default();
         match &key_fields {
@@ -261,6 +284,19 @@ pub(crate) fn kafka_source(
             }
         }
     });
+    Ok(env
+        .add_parallel_source(configured(source, table, skip)?, &name)
+        .uid(&uid))
+}
+
+/// `source` set up as `table`'s options say (group, start and end
+/// offsets, client properties), skipping records it cannot read if
+/// `skip`.
+fn configured<T: serde::Serialize + serde::de::DeserializeOwned + 'static>(
+    mut source: KafkaSource<T>,
+    table: &TableDef,
+    skip: bool,
+) -> Result<KafkaSource<T>, SqlError> {
     if let Some(group) = table.option("properties.group.id") {
         source = source.with_group_id(group);
     }
@@ -303,12 +339,7 @@ pub(crate) fn kafka_source(
     for (key, value) in properties(table) {
         source = source.with_property(&key, &value);
     }
-    Ok(env
-        .add_parallel_source(source, &format!("{}[kafka]", table.name))
-        .uid(&crate::plan::state_uid(&format!(
-            "Source[{}; kafka]",
-            table.name.to_lowercase()
-        ))))
+    Ok(source)
 }
 
 /// How a metadata column's value is read from a record.
