@@ -639,6 +639,34 @@ fn the_order_report_in_sql_matches_the_datastream_report() -> Result<(), SqlErro
     Ok(())
 }
 
+/// `examples/sql/currency_conversion.sql` prints the rows Flink 2.3
+/// prints for it: each order at its currency's rate when it was placed,
+/// over a table of Debezium rate changes.
+#[test]
+fn the_currency_conversion_example_prices_each_order_at_its_time() -> Result<(), SqlError> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let script = std::fs::read_to_string(root.join("examples/sql/currency_conversion.sql"))
+        .expect("script")
+        .replace(
+            "'examples/data/",
+            &format!("'{}/examples/data/", root.display()),
+        );
+    let mut out = support::changelog(&script)?;
+    out.sort();
+    assert_eq!(
+        out,
+        [
+            "+I[o1, 2.00, EUR, 1.1400, 2.280000, 2020-04-15 09:00:02.000]",
+            "+I[o2, 50.00, JPY, 0.0092, 0.460000, 2020-04-15 09:00:04.000]",
+            "+I[o3, 12.00, EUR, 1.1500, 13.800000, 2020-04-15 09:00:11.000]",
+            "+I[o4, 1.00, GBP, NULL, NULL, 2020-04-15 09:00:06.000]",
+            "+I[o5, 100.00, JPY, 0.0091, 0.910000, 2020-04-15 09:00:25.000]",
+            "+I[o6, 3.00, USD, NULL, NULL, 2020-04-15 09:00:07.000]",
+        ]
+    );
+    Ok(())
+}
+
 #[test]
 fn settings_are_checked() -> Result<(), SqlError> {
     let path = csv("settings", ORDERS);
