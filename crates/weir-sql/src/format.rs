@@ -228,12 +228,28 @@ impl RowFormat {
                 line
             }
             RowFormat::Json { .. } => json_object(columns, values),
-            // The sinks that take this format take inserts only: each is
-            // a created row.
-            RowFormat::DebeziumJson { .. } => format!(
-                "{{\"before\":null,\"after\":{},\"op\":\"c\"}}",
-                json_object(columns, values)
-            ),
+            RowFormat::DebeziumJson { .. } => self.encode_change(RowKind::Insert, columns, values),
+        }
+    }
+
+    /// A row of kind `kind` as a line: as Flink writes Debezium events,
+    /// an insert or update's new row a created row (`c`, `after`), a
+    /// delete or update's old row a deleted one (`d`, `before`); in the
+    /// other formats, the row alone.
+    pub fn encode_change(
+        &self,
+        kind: RowKind,
+        columns: &[(String, SqlType)],
+        values: &[Value],
+    ) -> String {
+        if !self.is_changelog() {
+            return self.encode(columns, values);
+        }
+        let row = json_object(columns, values);
+        if kind.is_retraction() {
+            format!("{{\"before\":{row},\"after\":null,\"op\":\"d\"}}")
+        } else {
+            format!("{{\"before\":null,\"after\":{row},\"op\":\"c\"}}")
         }
     }
 
@@ -566,6 +582,21 @@ mod tests {
         ] {
             let e = changes(format, &event).expect_err(&event);
             assert!(e.contains(says), "{e}");
+        }
+        // Written, a new row is a create and an old one a delete.
+        let values = [Value::BigInt(1), Value::string("a")];
+        for (kind, read_back) in [
+            (RowKind::Insert, "+I[1, a]"),
+            (RowKind::UpdateAfter, "+I[1, a]"),
+            (RowKind::UpdateBefore, "-D[1, a]"),
+            (RowKind::Delete, "-D[1, a]"),
+        ] {
+            let event = plain.encode_change(kind, &columns, &values);
+            assert_eq!(
+                changes(&plain, &event),
+                Ok(vec![read_back.to_string()]),
+                "{event}"
+            );
         }
         // Other formats' records are one inserted row.
         let json = RowFormat::Json {

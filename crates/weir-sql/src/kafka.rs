@@ -397,7 +397,6 @@ pub(crate) fn kafka_sink(
     table: &TableDef,
     updating: bool,
 ) -> Result<(), SqlError> {
-    append_only(table, updating)?;
     check_options(
         table,
         &known_options(table)
@@ -412,11 +411,26 @@ pub(crate) fn kafka_sink(
     }
     let (key, prefix) = format_key(table);
     let format = RowFormat::of(table, key, prefix)?;
+    // A changelog format writes every kind of row.
+    if !format.is_changelog() {
+        append_only(table, updating)?;
+    }
     let columns: Vec<(String, SqlType)> =
         table.physical().map(|(n, t)| (n.to_string(), t)).collect();
     let key_fields = KeyFields::of(table)?;
+    if key_fields.is_some() && format.is_changelog() {
+        return Err(connector_error(
+            table,
+            "key fields ('key.fields') with a changelog value format (debezium-json) are not supported",
+        ));
+    }
     let mut sink = KafkaSink::new(servers, topic, move |row: &Row| match &key_fields {
-        None => (None, format.encode(&columns, &row.values).into_bytes()),
+        None => (
+            None,
+            format
+                .encode_change(row.kind, &columns, &row.values)
+                .into_bytes(),
+        ),
         Some(layout) => {
             let (key, value) = layout.encode(&format, &row.values);
             (Some(key), value)
