@@ -309,7 +309,10 @@ impl WatermarkGenerator<Row> for SqlWatermarks {
 /// upsert table's are, rather than inserts only.
 pub(crate) fn is_changelog(table: &TableDef) -> bool {
     table.option("connector") == Some("upsert-kafka")
-        || [table.option("format"), table.option("value.format")].contains(&Some("debezium-json"))
+        || [table.option("format"), table.option("value.format")]
+            .into_iter()
+            .flatten()
+            .any(|f| crate::format::CHANGELOG_FORMATS.contains(&f))
 }
 
 /// A table's rows as its source makes them, still to be finished by each
@@ -1127,7 +1130,11 @@ pub(crate) fn sink(
             let columns = targets.clone();
             let suffix = match &format {
                 RowFormat::Csv { .. } => ".csv",
-                RowFormat::Json { .. } | RowFormat::DebeziumJson { .. } => ".json",
+                RowFormat::Raw => ".txt",
+                RowFormat::Json { .. }
+                | RowFormat::DebeziumJson { .. }
+                | RowFormat::CanalJson { .. }
+                | RowFormat::MaxwellJson { .. } => ".json",
             };
             stream
                 .map(move |row: Row| format.encode(&columns, &row.values))

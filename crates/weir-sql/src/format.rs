@@ -33,7 +33,19 @@ pub(crate) enum RowFormat {
         schema_include: bool,
         ignore_parse_errors: bool,
     },
+    /// Canal's change events (`{"data": [rows], "old": [changed fields],
+    /// "type": "INSERT"|"UPDATE"|"DELETE", …}`): a changelog.
+    CanalJson { ignore_parse_errors: bool },
+    /// Maxwell's change events (`{"data": row, "old": changed fields,
+    /// "type": "insert"|"update"|"delete", …}`): a changelog.
+    MaxwellJson { ignore_parse_errors: bool },
+    /// A record's bytes as the table's one column (`STRING`, UTF-8, or
+    /// `BYTES`).
+    Raw,
 }
+
+/// The formats whose records are changes, not rows.
+pub(crate) const CHANGELOG_FORMATS: [&str; 3] = ["debezium-json", "canal-json", "maxwell-json"];
 
 /// The options a format takes, under `prefix` (`''`, `'value.'`, `'key.'`).
 pub(crate) fn format_options(format: &str, prefix: &str) -> Vec<String> {
@@ -49,6 +61,8 @@ pub(crate) fn format_options(format: &str, prefix: &str) -> Vec<String> {
             "debezium-json.schema-include",
             "debezium-json.ignore-parse-errors",
         ],
+        "canal-json" => &["canal-json.ignore-parse-errors"],
+        "maxwell-json" => &["maxwell-json.ignore-parse-errors"],
         _ => &[],
     };
     keys.iter().map(|k| format!("{prefix}{k}")).collect()
@@ -91,10 +105,29 @@ impl RowFormat {
                     &format!("{prefix}debezium-json.ignore-parse-errors"),
                 )?,
             }),
+            Some("canal-json") => Ok(RowFormat::CanalJson {
+                ignore_parse_errors: flag(table, &format!("{prefix}canal-json.ignore-parse-errors"))?,
+            }),
+            Some("maxwell-json") => Ok(RowFormat::MaxwellJson {
+                ignore_parse_errors: flag(
+                    table,
+                    &format!("{prefix}maxwell-json.ignore-parse-errors"),
+                )?,
+            }),
+            Some("raw") => {
+                let physical: Vec<(&str, SqlType)> = table.physical().collect();
+                match physical[..] {
+                    [(_, SqlType::String | SqlType::Bytes)] => Ok(RowFormat::Raw),
+                    _ => Err(connector_error(
+                        table,
+                        "the format 'raw' reads a table of one STRING or BYTES column",
+                    )),
+                }
+            }
             Some(other) => Err(connector_error(
                 table,
                 format!(
-                    "the format '{other}' is not supported (supported: csv, json, debezium-json)"
+                    "the format '{other}' is not supported (supported: csv, json, raw, debezium-json, canal-json, maxwell-json)"
                 ),
             )),
             None => Err(connector_error(
@@ -118,14 +151,26 @@ impl RowFormat {
             | RowFormat::DebeziumJson {
                 ignore_parse_errors,
                 ..
+            }
+            | RowFormat::CanalJson {
+                ignore_parse_errors,
+            }
+            | RowFormat::MaxwellJson {
+                ignore_parse_errors,
             } => *ignore_parse_errors,
+            RowFormat::Raw => false,
         }
     }
 
     /// Whether a record holds changes (`-U`/`+U`/`-D` rows too), not one
     /// inserted row.
     pub fn is_changelog(&self) -> bool {
-        matches!(self, RowFormat::DebeziumJson { .. })
+        matches!(
+            self,
+            RowFormat::DebeziumJson { .. }
+                | RowFormat::CanalJson { .. }
+                | RowFormat::MaxwellJson { .. }
+        )
     }
 
     /// The rows of `bytes` with their kinds, for a changelog format (one
@@ -136,15 +181,95 @@ impl RowFormat {
         columns: &[(String, SqlType)],
         read: &[bool],
     ) -> Result<Vec<(RowKind, Vec<Value>)>, String> {
-        let RowFormat::DebeziumJson { schema_include, .. } = self else {
+        if !self.is_changelog() {
             return Ok(vec![(RowKind::Insert, self.decode(bytes, columns, read)?)]);
-        };
+        }
         // A tombstone (Kafka's null value after a delete) holds no change.
         if bytes.is_empty() {
             return Ok(Vec::new());
         }
         let doc: serde_json::Value =
             serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        let values = |row: &serde_json::Value| match row {
+            serde_json::Value::Object(fields) => object_values(fields, columns, read, false),
+            other => Err(format!("a row that is not an object: {other}")),
+        };
+        // An update's old row: the new one with the fields it changed as
+        // they were (`old`).
+        let before = |row: &serde_json::Value, old: Option<&serde_json::Value>| {
+            let mut row = row.clone();
+            if let (serde_json::Value::Object(now), Some(serde_json::Value::Object(then))) =
+                (&mut row, old)
+            {
+                for (k, v) in then {
+                    now.insert(k.clone(), v.clone());
+                }
+            }
+            values(&row)
+        };
+        let kind = |name: Option<&str>| name.map(str::to_ascii_uppercase);
+        match self {
+            RowFormat::CanalJson { .. } => {
+                let rows = match doc.get("data") {
+                    Some(serde_json::Value::Array(rows)) => rows.as_slice(),
+                    Some(serde_json::Value::Null) | None => &[],
+                    Some(other) => return Err(format!("\"data\" is not a list: {other}")),
+                };
+                let olds = doc.get("old").and_then(serde_json::Value::as_array);
+                let mut changes = Vec::new();
+                match kind(doc.get("type").and_then(serde_json::Value::as_str)).as_deref() {
+                    Some("INSERT") => {
+                        for row in rows {
+                            changes.push((RowKind::Insert, values(row)?));
+                        }
+                    }
+                    Some("UPDATE") => {
+                        for (i, row) in rows.iter().enumerate() {
+                            let old = olds.and_then(|o| o.get(i));
+                            changes.push((RowKind::UpdateBefore, before(row, old)?));
+                            changes.push((RowKind::UpdateAfter, values(row)?));
+                        }
+                    }
+                    Some("DELETE") => {
+                        for row in rows {
+                            changes.push((RowKind::Delete, values(row)?));
+                        }
+                    }
+                    // A table created holds no rows; other schema
+                    // changes are errors, as in Flink.
+                    Some("CREATE") => {}
+                    other => {
+                        return Err(format!(
+                            "a Canal event whose \"type\" is {} (INSERT, UPDATE or DELETE)",
+                            other.map_or_else(|| "missing".to_string(), |o| format!("'{o}'"))
+                        ))
+                    }
+                }
+                return Ok(changes);
+            }
+            RowFormat::MaxwellJson { .. } => {
+                let row = doc.get("data").ok_or("a Maxwell event without \"data\"")?;
+                return match kind(doc.get("type").and_then(serde_json::Value::as_str)).as_deref() {
+                    Some("INSERT") => Ok(vec![(RowKind::Insert, values(row)?)]),
+                    Some("UPDATE") => Ok(vec![
+                        (RowKind::UpdateBefore, before(row, doc.get("old"))?),
+                        (RowKind::UpdateAfter, values(row)?),
+                    ]),
+                    Some("DELETE") => Ok(vec![(RowKind::Delete, values(row)?)]),
+                    other => Err(format!(
+                        "a Maxwell event whose \"type\" is {} (insert, update or delete)",
+                        other.map_or_else(
+                            || "missing".to_string(),
+                            |o| format!("'{}'", o.to_lowercase())
+                        )
+                    )),
+                };
+            }
+            _ => {}
+        }
+        let RowFormat::DebeziumJson { schema_include, .. } = self else {
+            return Err("not a changelog format".into());
+        };
         let event = if *schema_include {
             doc.get("payload").ok_or(
                 "no \"payload\" in a Debezium event ('debezium-json.schema-include' is true)",
@@ -228,7 +353,13 @@ impl RowFormat {
                 line
             }
             RowFormat::Json { .. } => json_object(columns, values),
-            RowFormat::DebeziumJson { .. } => self.encode_change(RowKind::Insert, columns, values),
+            RowFormat::Raw => values.first().map_or_else(String::new, |v| match v {
+                Value::Null => String::new(),
+                other => other.to_string(),
+            }),
+            RowFormat::DebeziumJson { .. }
+            | RowFormat::CanalJson { .. }
+            | RowFormat::MaxwellJson { .. } => self.encode_change(RowKind::Insert, columns, values),
         }
     }
 
@@ -242,14 +373,27 @@ impl RowFormat {
         columns: &[(String, SqlType)],
         values: &[Value],
     ) -> String {
-        if !self.is_changelog() {
-            return self.encode(columns, values);
-        }
-        let row = json_object(columns, values);
-        if kind.is_retraction() {
-            format!("{{\"before\":{row},\"after\":null,\"op\":\"d\"}}")
-        } else {
-            format!("{{\"before\":null,\"after\":{row},\"op\":\"c\"}}")
+        let retraction = kind.is_retraction();
+        match self {
+            RowFormat::DebeziumJson { .. } if retraction => format!(
+                "{{\"before\":{},\"after\":null,\"op\":\"d\"}}",
+                json_object(columns, values)
+            ),
+            RowFormat::DebeziumJson { .. } => format!(
+                "{{\"before\":null,\"after\":{},\"op\":\"c\"}}",
+                json_object(columns, values)
+            ),
+            RowFormat::CanalJson { .. } => format!(
+                "{{\"data\":[{}],\"type\":\"{}\"}}",
+                json_object(columns, values),
+                if retraction { "DELETE" } else { "INSERT" }
+            ),
+            RowFormat::MaxwellJson { .. } => format!(
+                "{{\"data\":{},\"type\":\"{}\"}}",
+                json_object(columns, values),
+                if retraction { "delete" } else { "insert" }
+            ),
+            _ => self.encode(columns, values),
         }
     }
 
@@ -300,7 +444,22 @@ impl RowFormat {
                 };
                 object_values(&fields, columns, read, *fail_on_missing_field)
             }
-            RowFormat::DebeziumJson { .. } => Err("a Debezium event is a change, not a row".into()),
+            RowFormat::Raw => {
+                let value = match columns.first().map(|(_, t)| *t) {
+                    Some(SqlType::Bytes) => Value::Bytes(std::sync::Arc::from(bytes)),
+                    _ => Value::string(
+                        std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?,
+                    ),
+                };
+                Ok(vec![if read.first() == Some(&true) {
+                    value
+                } else {
+                    Value::Null
+                }])
+            }
+            RowFormat::DebeziumJson { .. }
+            | RowFormat::CanalJson { .. }
+            | RowFormat::MaxwellJson { .. } => Err("a change event is a change, not a row".into()),
         }
     }
 }
@@ -604,6 +763,107 @@ mod tests {
             ignore_parse_errors: false,
         };
         assert_eq!(changes(&json, a), Ok(vec!["+I[1, a]".to_string()]));
+    }
+
+    #[test]
+    fn canal_and_maxwell_events_are_changes_of_their_kinds() {
+        let columns = vec![
+            ("id".to_string(), SqlType::BigInt),
+            ("name".to_string(), SqlType::String),
+        ];
+        let read = [true, true];
+        let canal = RowFormat::CanalJson {
+            ignore_parse_errors: false,
+        };
+        let maxwell = RowFormat::MaxwellJson {
+            ignore_parse_errors: false,
+        };
+        let changes = |format: &RowFormat, event: &str| {
+            format
+                .decode_changes(event.as_bytes(), &columns, &read)
+                .map(|rows| {
+                    rows.iter()
+                        .map(|(kind, values)| {
+                            let values: Vec<String> =
+                                values.iter().map(ToString::to_string).collect();
+                            format!("{}[{}]", kind.short(), values.join(", "))
+                        })
+                        .collect::<Vec<_>>()
+                })
+        };
+        let cases: [(&RowFormat, &str, &[&str]); 7] = [
+            (
+                &canal,
+                r#"{"data":[{"id":1,"name":"a"},{"id":2,"name":"b"}],"type":"INSERT"}"#,
+                &["+I[1, a]", "+I[2, b]"],
+            ),
+            (
+                &canal,
+                r#"{"data":[{"id":1,"name":"c"}],"old":[{"name":"a"}],"type":"UPDATE"}"#,
+                &["-U[1, a]", "+U[1, c]"],
+            ),
+            (
+                &canal,
+                r#"{"data":[{"id":2,"name":"b"}],"type":"DELETE"}"#,
+                &["-D[2, b]"],
+            ),
+            (&canal, r#"{"data":null,"type":"CREATE","isDdl":true}"#, &[]),
+            (
+                &maxwell,
+                r#"{"data":{"id":1,"name":"a"},"type":"insert"}"#,
+                &["+I[1, a]"],
+            ),
+            (
+                &maxwell,
+                r#"{"data":{"id":1,"name":"c"},"old":{"name":"a"},"type":"update"}"#,
+                &["-U[1, a]", "+U[1, c]"],
+            ),
+            (
+                &maxwell,
+                r#"{"data":{"id":1,"name":"c"},"type":"delete"}"#,
+                &["-D[1, c]"],
+            ),
+        ];
+        for (format, event, rows) in cases {
+            let rows: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+            assert_eq!(changes(format, event), Ok(rows), "{event}");
+        }
+        for (format, event, says) in [
+            (
+                &canal,
+                r#"{"data":null,"type":"ALTER"}"#,
+                "\"type\" is 'ALTER'",
+            ),
+            (
+                &canal,
+                r#"{"data":{"id":1},"type":"INSERT"}"#,
+                "\"data\" is not a list",
+            ),
+            (&maxwell, r#"{"type":"insert"}"#, "without \"data\""),
+            (
+                &maxwell,
+                r#"{"data":{"id":1},"type":"bootstrap-start"}"#,
+                "'bootstrap-start'",
+            ),
+        ] {
+            let e = changes(format, event).expect_err(event);
+            assert!(e.contains(says), "{e}");
+        }
+        // Written, a new row is an insert and an old one a delete.
+        let values = [Value::BigInt(1), Value::string("a")];
+        for format in [&canal, &maxwell] {
+            for (kind, read_back) in [
+                (RowKind::UpdateAfter, "+I[1, a]"),
+                (RowKind::UpdateBefore, "-D[1, a]"),
+            ] {
+                let event = format.encode_change(kind, &columns, &values);
+                assert_eq!(
+                    changes(format, &event),
+                    Ok(vec![read_back.to_string()]),
+                    "{event}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -64,7 +64,11 @@ pub(crate) fn jdbc_source(
     rows: &TableRows,
     physical: &[bool],
 ) -> Result<DataStream<Row>, SqlError> {
-    let (url, target, columns) = connection(table)?;
+    let Connection {
+        url,
+        target,
+        columns,
+    } = connection(table)?;
     // A query that reads no column (COUNT(*)) still needs a row per row.
     let mut read = physical.to_vec();
     if !read.contains(&true) && !read.is_empty() {
@@ -104,9 +108,16 @@ pub(crate) fn jdbc_source(
 }
 
 /// Where a PostgreSQL table's rows are: the server's URL, the table's
-/// name there, and its physical columns. A table may be read, looked up
-/// and written: it takes all their options.
-fn connection(table: &TableDef) -> Result<(String, &str, Vec<(String, SqlType)>), SqlError> {
+/// name there, and its physical columns.
+struct Connection<'a> {
+    url: String,
+    target: &'a str,
+    columns: Vec<(String, SqlType)>,
+}
+
+/// A table's [`Connection`]. A table may be read, looked up and written:
+/// it takes all their options.
+fn connection(table: &TableDef) -> Result<Connection<'_>, SqlError> {
     check_options(
         table,
         &[SOURCE_OPTIONS, LOOKUP_OPTIONS, SINK_OPTIONS].concat(),
@@ -115,7 +126,11 @@ fn connection(table: &TableDef) -> Result<(String, &str, Vec<(String, SqlType)>)
     let url = server_url(table)?;
     let target = required(table, "table-name")?;
     let columns = table.physical().map(|(n, t)| (n.to_string(), t)).collect();
-    Ok((url, target, columns))
+    Ok(Connection {
+        url,
+        target,
+        columns,
+    })
 }
 
 /// The values of `columns` (of table `name`) from the text of those
@@ -156,7 +171,11 @@ pub(crate) fn jdbc_lookup(
     rows: &TableRows,
     keys: &[&str],
 ) -> Result<JdbcLookup, SqlError> {
-    let (url, target, columns) = connection(table)?;
+    let Connection {
+        url,
+        target,
+        columns,
+    } = connection(table)?;
     let names: Vec<&str> = columns.iter().map(|(n, _)| n.as_str()).collect();
     let mut lookup = PostgresLookup::text(&url, target, &names, keys)
         .map_err(|e| connector_error(table, e.to_string()))?;
@@ -380,7 +399,11 @@ pub(crate) fn jdbc_sink(
     table: &TableDef,
     updating: bool,
 ) -> Result<(), SqlError> {
-    let (url, target, columns) = connection(table)?;
+    let Connection {
+        url,
+        target,
+        columns,
+    } = connection(table)?;
     let columns: Vec<String> = columns.into_iter().map(|(n, _)| n).collect();
     let keys = table.primary_key.clone();
     if keys.is_empty() {

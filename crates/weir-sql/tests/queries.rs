@@ -2002,3 +2002,31 @@ fn the_default_catalog_and_database_qualify_names() -> Result<(), SqlError> {
     }
     Ok(())
 }
+
+/// The 'raw' format reads a record as one STRING or BYTES column, and
+/// says so of a table it cannot fill.
+#[test]
+fn a_raw_table_has_one_text_or_bytes_column() -> Result<(), SqlError> {
+    let path = csv("raw", "a, b\n\nnull\n");
+    let table = |columns: &str| {
+        format!(
+            "CREATE TABLE lines ({columns}) WITH ('connector' = 'filesystem', 'path' = '{}',
+               'format' = 'raw');",
+            path.display()
+        )
+    };
+    let out = support::changelog(&format!(
+        "{}\nSELECT line, CHAR_LENGTH(line) FROM lines;",
+        table("line STRING")
+    ))?;
+    assert_eq!(out, ["+I[a, b, 4]", "+I[null, 4]"]);
+    let out = support::changelog(&format!("{}\nSELECT line FROM lines;", table("line BYTES")))?;
+    assert_eq!(out, ["+I[x'612c2062']", "+I[x'6e756c6c']"]);
+    for columns in ["line STRING, n INT", "n INT"] {
+        fails_saying(
+            &format!("{}\nSELECT * FROM lines;", table(columns)),
+            "the format 'raw' reads a table of one STRING or BYTES column",
+        );
+    }
+    Ok(())
+}
