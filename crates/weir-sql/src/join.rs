@@ -725,13 +725,13 @@ pub(crate) struct ColumnKey<'a> {
     pub written: &'a Expr,
 }
 
-/// The equalities of `on` between a left expression (over `left`) and one
-/// of the first `columns` columns of the right side (`right`), and its
-/// other conditions; every condition is checked over `joined` first.
+/// The equalities of `on` between a left expression (over `left`) and a
+/// column of the right side (`right`) that `keyable` takes, and its other
+/// conditions; every condition is checked over `joined` first.
 pub(crate) fn column_keys<'a>(
     on: &'a Expr,
     [left, right, joined]: [&Scope; 3],
-    columns: usize,
+    keyable: impl Fn(usize) -> bool,
 ) -> Result<(Vec<ColumnKey<'a>>, Vec<Expr>), SqlError> {
     let (mut keys, mut rest) = (Vec::new(), Vec::new());
     for c in conjuncts(on) {
@@ -744,7 +744,7 @@ pub(crate) fn column_keys<'a>(
         {
             let key = [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
                 let l = compile(x, left).ok()?;
-                let r = column_index(y, right).filter(|r| *r < columns)?;
+                let r = column_index(y, right).filter(|r| keyable(*r))?;
                 Some((l, r))
             });
             if let Some((left, right)) = key {

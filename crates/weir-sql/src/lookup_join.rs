@@ -50,7 +50,9 @@ pub(crate) fn plan_lookup_join(
     let joined = side_by_side(&left_scope, &right_scope);
     // Equalities of a left expression and a column the server holds are
     // the look-up's key; the rest is checked on each joined row.
-    let (found, residual) = column_keys(on, [&left_scope, &right_scope, &joined], physical.len())?;
+    // (Computed columns may come between the physical ones.)
+    let physical_at = |r: usize| physical.contains(&rows.scope.columns[r].0.as_str());
+    let (found, residual) = column_keys(on, [&left_scope, &right_scope, &joined], physical_at)?;
     let (mut keys, mut key_columns) = (Vec::<Eval>::new(), Vec::new());
     for key in found {
         let ty = rows.scope.columns[key.right].1;
@@ -66,7 +68,7 @@ pub(crate) fn plan_lookup_join(
             ));
         }
         keys.push(key.left.eval);
-        key_columns.push(physical[key.right]);
+        key_columns.push(rows.scope.columns[key.right].0.as_str());
     }
     if keys.is_empty() {
         return Err(SqlError::validation(

@@ -123,11 +123,7 @@ pub(crate) fn plan_temporal_join(
     // Equalities of a left expression and a right column key the join;
     // the rest is checked on each joined row (a row whose version fails
     // it joins nothing, as in Flink).
-    let (keys, residual) = column_keys(
-        on,
-        [&left_scope, &right_scope, &joined],
-        right.scope.columns.len(),
-    )?;
+    let (keys, residual) = column_keys(on, [&left_scope, &right_scope, &joined], |_| true)?;
     let mut left_keys: Vec<Eval> = Vec::new();
     let mut right_keys = Vec::new();
     for key in keys {
