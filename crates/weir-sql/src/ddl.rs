@@ -46,7 +46,7 @@ pub(crate) fn expected(parser: &Parser<'_>, what: &str) -> SqlError {
 pub(crate) fn parse_create_table(
     parser: &mut Parser<'_>,
     at: Position,
-) -> Result<(TableDef, Option<Box<sqlparser::ast::Query>>), SqlError> {
+) -> Result<(TableDef, Tail), SqlError> {
     if parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]) {
         return Err(SqlError::unsupported("CREATE TABLE IF NOT EXISTS", at));
     }
@@ -57,7 +57,8 @@ pub(crate) fn parse_create_table(
     let mut primary_key = Vec::new();
     // CREATE TABLE … AS SELECT takes its columns from the query.
     let listed = parser.consume_token(&Token::LParen);
-    if !listed && !parser.peek_keyword(Keyword::WITH) && !parser.peek_keyword(Keyword::AS) {
+    let follows = [Keyword::WITH, Keyword::AS, Keyword::LIKE];
+    if !listed && !follows.iter().any(|k| parser.peek_keyword(*k)) {
         return Err(expected(parser, "'(' and the table's columns"));
     }
     if listed {
@@ -143,8 +144,17 @@ pub(crate) fn parse_create_table(
             }
         }
     }
-    if parser.peek_keyword(Keyword::LIKE) {
-        return Err(SqlError::unsupported("CREATE TABLE … LIKE", here(parser)));
+    if parser.parse_keyword(Keyword::LIKE) {
+        let like = parse_like(parser)?;
+        let table = TableDef {
+            name,
+            columns,
+            watermark,
+            primary_key,
+            options,
+            at,
+        };
+        return Ok((table, Tail::Like(like)));
     }
     let query_at = here(parser);
     let query = if parser.parse_keyword(Keyword::AS) {
@@ -176,15 +186,184 @@ pub(crate) fn parse_create_table(
         options,
         at,
     };
-    if query.is_none() {
+    let Some(query) = query else {
         validate(&table)?;
-    } else if table.options.is_empty() {
+        return Ok((table, Tail::None));
+    };
+    if table.options.is_empty() {
         return Err(SqlError::validation(
             "CREATE TABLE … AS SELECT needs WITH (…) options saying where the rows go",
             query_at,
         ));
     }
-    Ok((table, query))
+    Ok((table, Tail::As(query)))
+}
+
+/// What follows a `CREATE TABLE`'s options.
+pub(crate) enum Tail {
+    None,
+    /// `AS SELECT …`.
+    As(Box<sqlparser::ast::Query>),
+    /// `LIKE base [(…)]`.
+    Like(Like),
+}
+
+/// `LIKE base [(INCLUDING | EXCLUDING | OVERWRITING feature …)]`: which of
+/// the base table's features the new table takes, and how.
+#[derive(Debug, Clone)]
+pub(crate) struct Like {
+    pub base: String,
+    pub at: Position,
+    pub constraints: Merge,
+    pub generated: Merge,
+    pub metadata: Merge,
+    pub options: Merge,
+    pub watermarks: Merge,
+}
+
+/// How a feature of a `LIKE`'s base table is merged into the new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Merge {
+    Excluding,
+    /// Taken; the new table declaring it too is an error.
+    Including,
+    /// Taken unless the new table declares it.
+    Overwriting,
+}
+
+fn parse_like(parser: &mut Parser<'_>) -> Result<Like, SqlError> {
+    let at = here(parser);
+    let base = parser.parse_object_name(false)?.to_string();
+    // Flink's default: INCLUDING ALL OVERWRITING OPTIONS.
+    let mut like = Like {
+        base,
+        at,
+        constraints: Merge::Including,
+        generated: Merge::Including,
+        metadata: Merge::Including,
+        options: Merge::Overwriting,
+        watermarks: Merge::Including,
+    };
+    if !parser.consume_token(&Token::LParen) {
+        return Ok(like);
+    }
+    while !parser.consume_token(&Token::RParen) {
+        let option_at = here(parser);
+        let merge = if parse_word(parser, "INCLUDING") {
+            Merge::Including
+        } else if parse_word(parser, "EXCLUDING") {
+            Merge::Excluding
+        } else if parse_word(parser, "OVERWRITING") {
+            Merge::Overwriting
+        } else {
+            return Err(expected(parser, "INCLUDING, EXCLUDING or OVERWRITING"));
+        };
+        let feature = match &parser.peek_token_ref().token {
+            Token::Word(w) => w.value.to_ascii_uppercase(),
+            _ => String::new(),
+        };
+        parser.next_token();
+        let overwritable = matches!(
+            feature.as_str(),
+            "GENERATED" | "METADATA" | "OPTIONS" | "WATERMARKS"
+        );
+        if merge == Merge::Overwriting && !overwritable {
+            return Err(SqlError::validation(
+                format!("OVERWRITING {feature}: only GENERATED, METADATA, OPTIONS and WATERMARKS can be overwritten"),
+                option_at,
+            ));
+        }
+        match feature.as_str() {
+            "ALL" => {
+                like.constraints = merge;
+                like.generated = merge;
+                like.metadata = merge;
+                like.options = merge;
+                like.watermarks = merge;
+            }
+            "CONSTRAINTS" => like.constraints = merge,
+            "GENERATED" => like.generated = merge,
+            "METADATA" => like.metadata = merge,
+            "OPTIONS" => like.options = merge,
+            "WATERMARKS" => like.watermarks = merge,
+            // No table here is partitioned.
+            "PARTITIONS" => {}
+            _ => {
+                return Err(SqlError::validation(
+                    format!("'{feature}' is not a LIKE option (ALL, CONSTRAINTS, GENERATED, METADATA, OPTIONS, PARTITIONS, WATERMARKS)"),
+                    option_at,
+                ))
+            }
+        }
+    }
+    Ok(like)
+}
+
+/// `table` (declared `CREATE TABLE … LIKE base`) with what `like` takes of
+/// `base`: its physical columns, then its computed and metadata columns
+/// (unless excluded), then the new table's own; its primary key,
+/// watermark and options, merged as `like` says.
+pub(crate) fn table_like(
+    mut table: TableDef,
+    base: &TableDef,
+    like: &Like,
+) -> Result<TableDef, SqlError> {
+    let conflict = |what: &str| {
+        SqlError::validation(
+            format!(
+                "table '{}' declares {what} that its LIKE base '{}' has too (EXCLUDING or OVERWRITING it takes the new one)",
+                table.name, base.name
+            ),
+            like.at,
+        )
+    };
+    let mut columns = Vec::new();
+    for c in &base.columns {
+        let merge = match c.kind {
+            ColumnKind::Physical { .. } => Merge::Including,
+            ColumnKind::Computed(_) => like.generated,
+            ColumnKind::Metadata { .. } => like.metadata,
+        };
+        let redeclared = table
+            .columns
+            .iter()
+            .any(|n| n.name.eq_ignore_ascii_case(&c.name));
+        match merge {
+            Merge::Excluding => {}
+            Merge::Overwriting if redeclared => {}
+            Merge::Including if redeclared => {
+                return Err(conflict(&format!("the column '{}'", c.name)))
+            }
+            _ => columns.push(c.clone()),
+        }
+    }
+    columns.append(&mut table.columns);
+    table.columns = columns;
+    if like.constraints != Merge::Excluding && !base.primary_key.is_empty() {
+        if !table.primary_key.is_empty() {
+            return Err(conflict("a PRIMARY KEY"));
+        }
+        table.primary_key = base.primary_key.clone();
+    }
+    if let Some(w) = &base.watermark {
+        match (like.watermarks, &table.watermark) {
+            (Merge::Excluding, _) | (Merge::Overwriting, Some(_)) => {}
+            (Merge::Including, Some(_)) => return Err(conflict("a WATERMARK")),
+            (_, None) => table.watermark = Some(w.clone()),
+        }
+    }
+    if like.options != Merge::Excluding {
+        let mut options = base.options.clone();
+        for (k, v) in std::mem::take(&mut table.options) {
+            if options.contains_key(&k) && like.options == Merge::Including {
+                return Err(conflict(&format!("the option '{k}'")));
+            }
+            options.insert(k, v);
+        }
+        table.options = options;
+    }
+    validate(&table)?;
+    Ok(table)
 }
 
 /// The table `CREATE TABLE … AS SELECT` makes: `table` with the query's

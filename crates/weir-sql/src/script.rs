@@ -8,7 +8,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use crate::catalog::TableDef;
-use crate::ddl::{expected, here, parse_create_table, parse_word};
+use crate::ddl::{expected, here, parse_create_table, parse_word, Tail};
 use crate::error::{Position, SqlError};
 
 /// One statement of a script.
@@ -19,6 +19,12 @@ pub(crate) enum Statement {
         name: String,
         query: Box<Query>,
         at: Position,
+    },
+    /// `CREATE TABLE t (…) WITH (…) LIKE base (…)`: the table, to be
+    /// merged with `base`'s features.
+    CreateTableLike {
+        table: Box<TableDef>,
+        like: crate::ddl::Like,
     },
     /// `CREATE TABLE t [(PRIMARY KEY (…) NOT ENFORCED)] WITH (…) AS
     /// SELECT …`: the table, with the query's columns, and a job writing
@@ -348,15 +354,19 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
         let temporary = parser.parse_keyword(Keyword::TEMPORARY);
         if parser.parse_keyword(Keyword::TABLE) {
             return match parse_create_table(parser, at)? {
-                (table, None) => Ok(Statement::CreateTable(Box::new(table))),
-                (table, Some(query)) if !temporary => Ok(Statement::CreateTableAs {
+                (table, Tail::None) => Ok(Statement::CreateTable(Box::new(table))),
+                (table, Tail::As(query)) if !temporary => Ok(Statement::CreateTableAs {
                     table: Box::new(table),
                     query,
                 }),
-                (_, Some(_)) => Err(SqlError::unsupported(
+                (_, Tail::As(_)) => Err(SqlError::unsupported(
                     "CREATE TEMPORARY TABLE … AS SELECT (as in Flink)",
                     at,
                 )),
+                (table, Tail::Like(like)) => Ok(Statement::CreateTableLike {
+                    table: Box::new(table),
+                    like,
+                }),
             };
         }
         let system = temporary && parser.parse_keyword(Keyword::SYSTEM);

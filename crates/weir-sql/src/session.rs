@@ -175,6 +175,16 @@ impl Session {
 
     fn execute(&mut self, statement: Statement) -> Result<(), SqlError> {
         match statement {
+            Statement::CreateTableLike { table, like } => {
+                let Some(Relation::Table(base)) = self.catalog.get(&like.base) else {
+                    return Err(SqlError::validation(
+                        format!("LIKE '{}': no such table", like.base),
+                        like.at,
+                    ));
+                };
+                let table = crate::ddl::table_like(*table, base, &like)?;
+                self.execute(Statement::CreateTable(Box::new(table)))
+            }
             Statement::CreateTable(table) => {
                 let (name, at) = (table.name.clone(), table.at);
                 if !self.catalog.add(&name, Relation::Table(table)) {

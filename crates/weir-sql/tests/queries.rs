@@ -2030,3 +2030,55 @@ fn a_raw_table_has_one_text_or_bytes_column() -> Result<(), SqlError> {
     }
     Ok(())
 }
+
+/// What `CREATE TABLE … LIKE` cannot merge is named: a feature both
+/// tables declare while the base's is included, an unknown base or
+/// option.
+#[test]
+fn a_like_that_cannot_merge_says_why() {
+    let base = "CREATE TABLE base (id BIGINT, ts TIMESTAMP(3), twice AS id * 2,
+           WATERMARK FOR ts AS ts, PRIMARY KEY (id) NOT ENFORCED)
+         WITH ('connector' = 'datagen', 'number-of-rows' = '1');";
+    for (statement, says) in [
+        (
+            "CREATE TABLE t (WATERMARK FOR ts AS ts) LIKE base;",
+            "declares a WATERMARK that its LIKE base 'base' has too",
+        ),
+        (
+            "CREATE TABLE t (PRIMARY KEY (ts) NOT ENFORCED) LIKE base;",
+            "declares a PRIMARY KEY",
+        ),
+        (
+            "CREATE TABLE t (twice AS id * 3) LIKE base (INCLUDING ALL);",
+            "declares the column 'twice'",
+        ),
+        (
+            "CREATE TABLE t WITH ('connector' = 'blackhole') LIKE base (INCLUDING ALL);",
+            "declares the option 'connector'",
+        ),
+        ("CREATE TABLE t LIKE nope;", "LIKE 'nope': no such table"),
+        (
+            "CREATE TABLE t LIKE base (INCLUDING EVERYTHING);",
+            "'EVERYTHING' is not a LIKE option",
+        ),
+        (
+            "CREATE TABLE t LIKE base (OVERWRITING CONSTRAINTS);",
+            "OVERWRITING CONSTRAINTS: only GENERATED",
+        ),
+    ] {
+        fails_saying(&format!("{base}\n{statement}"), says);
+    }
+    // Overwritten or excluded, each declares its own.
+    let out = run(&format!(
+        "{base}
+         CREATE TABLE t (twice AS id * 3, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+           WITH ('connector' = 'blackhole')
+           LIKE base (OVERWRITING GENERATED OVERWRITING WATERMARKS EXCLUDING CONSTRAINTS);
+         DESCRIBE t;"
+    ))
+    .expect("merged");
+    assert!(
+        out.contains("| twice |") && out.contains("AS id * 3") && !out.contains("PRI("),
+        "{out}"
+    );
+}
