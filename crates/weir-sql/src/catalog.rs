@@ -158,12 +158,14 @@ impl Catalog {
 pub(crate) const CATALOG: &str = "default_catalog";
 pub(crate) const DATABASE: &str = "default_database";
 
-/// `name` without the session's own catalog and database in front.
-fn unqualified(name: &str) -> &str {
+/// `name` without the session's own catalog and database in front, and
+/// without quotes around its parts (`` `a`.`b` `` is `a.b`).
+fn unqualified(name: &str) -> String {
+    let name: String = name.chars().filter(|c| *c != '`' && *c != '"').collect();
     for prefix in [format!("{CATALOG}.{DATABASE}."), format!("{DATABASE}.")] {
         if let (Some(head), Some(rest)) = (name.get(..prefix.len()), name.get(prefix.len()..)) {
             if head.eq_ignore_ascii_case(&prefix) && !rest.is_empty() {
-                return rest;
+                return rest.to_string();
             }
         }
     }
@@ -187,7 +189,7 @@ pub(crate) fn local_name(name: &str, at: Position) -> Result<String, SqlError> {
             at,
         ));
     }
-    Ok(local.to_string())
+    Ok(local)
 }
 
 impl Catalog {

@@ -73,6 +73,13 @@ pub(crate) enum Statement {
         name: String,
         at: Position,
     },
+    /// `SHOW CREATE TABLE name` / `SHOW CREATE VIEW name`: the statement
+    /// that would make it.
+    ShowCreate {
+        view: bool,
+        name: String,
+        at: Position,
+    },
     /// `DESCRIBE name` / `DESC name`: a table's or view's columns.
     Describe {
         name: String,
@@ -257,6 +264,22 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
         };
     }
     if parse_word(parser, "SHOW") {
+        if parse_word(parser, "CREATE") {
+            let view = if parser.parse_keyword(Keyword::TABLE) {
+                false
+            } else if parser.parse_keyword(Keyword::VIEW) {
+                true
+            } else {
+                return Err(expected(parser, "TABLE or VIEW after SHOW CREATE"));
+            };
+            let name_at = here(parser);
+            let name = parser.parse_object_name(false)?.to_string();
+            return Ok(Statement::ShowCreate {
+                view,
+                name,
+                at: name_at,
+            });
+        }
         let current = parse_word(parser, "CURRENT");
         let listing = match () {
             _ if current && parse_word(parser, "CATALOG") => Listing::CurrentCatalog,

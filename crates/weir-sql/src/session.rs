@@ -234,6 +234,33 @@ impl Session {
                 }
                 self.write("[INFO] Execute statement succeeded.\n")
             }
+            Statement::ShowCreate { view, name, at } => {
+                let text = match (self.catalog.get(&name), view) {
+                    (Some(Relation::Table(table)), false) => create_table_text(table),
+                    (Some(Relation::View(query)), true) => {
+                        format!("CREATE VIEW `{CATALOG}`.`{DATABASE}`.`{name}` AS\n{query}\n")
+                    }
+                    (Some(Relation::View(_)), false) => {
+                        return Err(SqlError::validation(
+                            format!("'{name}' is a view: SHOW CREATE VIEW shows it"),
+                            at,
+                        ))
+                    }
+                    (Some(Relation::Table(_)), true) => {
+                        return Err(SqlError::validation(
+                            format!("'{name}' is a table: SHOW CREATE TABLE shows it"),
+                            at,
+                        ))
+                    }
+                    (None, _) => {
+                        return Err(SqlError::validation(
+                            format!("table or view '{name}' not found"),
+                            at,
+                        ))
+                    }
+                };
+                self.write(&text)
+            }
             Statement::Describe { name, at } => {
                 let rows = match self.catalog.get(&name) {
                     Some(Relation::Table(table)) => describe_table(table)?,
@@ -518,6 +545,64 @@ fn describe_table(table: &TableDef) -> Result<Vec<Vec<String>>, SqlError> {
             ]
         })
         .collect())
+}
+
+/// The `CREATE TABLE` statement of `table`, as Flink's `SHOW CREATE
+/// TABLE` prints it: names quoted and qualified, the watermark and key
+/// after the columns, then the options.
+fn create_table_text(table: &TableDef) -> String {
+    let mut items: Vec<String> = table
+        .columns
+        .iter()
+        .map(|c| match &c.kind {
+            ColumnKind::Physical {
+                data_type,
+                nullable,
+            } => format!(
+                "`{}` {data_type}{}",
+                c.name,
+                if *nullable { "" } else { " NOT NULL" }
+            ),
+            ColumnKind::Computed(expr) => format!("`{}` AS {expr}", c.name),
+            ColumnKind::Metadata {
+                data_type,
+                key,
+                is_virtual,
+            } => format!(
+                "`{}` {data_type} METADATA FROM '{key}'{}",
+                c.name,
+                if *is_virtual { " VIRTUAL" } else { "" }
+            ),
+        })
+        .collect();
+    if let Some(w) = &table.watermark {
+        items.push(format!("WATERMARK FOR `{}` AS {}", w.column, w.expr));
+    }
+    if !table.primary_key.is_empty() {
+        let quoted: Vec<String> = table.primary_key.iter().map(|k| format!("`{k}`")).collect();
+        items.push(format!(
+            "CONSTRAINT `PK_{}` PRIMARY KEY ({}) NOT ENFORCED",
+            table.primary_key.join("_"),
+            quoted.join(", ")
+        ));
+    }
+    let options: Vec<String> = table
+        .options
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "  '{}' = '{}'",
+                k.replace('\'', "''"),
+                v.replace('\'', "''")
+            )
+        })
+        .collect();
+    format!(
+        "CREATE TABLE `{CATALOG}`.`{DATABASE}`.`{}` (\n  {}\n) WITH (\n{}\n)\n",
+        table.name,
+        items.join(",\n  "),
+        options.join(",\n")
+    )
 }
 
 /// Rows of text under `headers`, as Flink's SQL client prints `SHOW` and

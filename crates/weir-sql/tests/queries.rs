@@ -2082,3 +2082,44 @@ fn a_like_that_cannot_merge_says_why() {
         "{out}"
     );
 }
+
+/// `SHOW CREATE TABLE` prints a statement that makes the same table again
+/// (its `DESCRIBE` the same); `SHOW CREATE VIEW` a view's query.
+#[test]
+fn show_create_table_prints_a_statement_that_makes_it_again() -> Result<(), SqlError> {
+    let table = "CREATE TABLE s (id BIGINT NOT NULL, name STRING, ts TIMESTAMP(3),
+           twice AS id * 2, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND,
+           PRIMARY KEY (id) NOT ENFORCED)
+         WITH ('connector' = 'datagen', 'number-of-rows' = '3', 'fields.name.length' = '4');";
+    let shown = run(&format!("{table}\nSHOW CREATE TABLE s;"))?;
+    let statement = shown
+        .split_once("CREATE TABLE `default_catalog`")
+        .map(|(_, rest)| format!("CREATE TABLE `default_catalog`{rest}"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    let described = |script: &str| -> Result<String, SqlError> {
+        let out = run(&format!("{script}\nDESCRIBE s;"))?;
+        Ok(out
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    };
+    assert_eq!(
+        described(&format!("{statement};"))?,
+        described(table)?,
+        "{statement}"
+    );
+    assert!(
+        statement.contains("'fields.name.length' = '4'"),
+        "{statement}"
+    );
+    let view = run(&format!(
+        "{table}\nCREATE VIEW v AS SELECT id FROM s WHERE id > 1;\nSHOW CREATE VIEW v;"
+    ))?;
+    assert!(view.contains("CREATE VIEW `default_catalog`.`default_database`.`v` AS\nSELECT id FROM s WHERE id > 1"), "{view}");
+    fails_saying(
+        &format!("{table}\nSHOW CREATE VIEW s;"),
+        "'s' is a table: SHOW CREATE TABLE shows it",
+    );
+    Ok(())
+}
