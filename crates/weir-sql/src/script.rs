@@ -80,6 +80,13 @@ pub(crate) enum Statement {
         name: String,
         at: Position,
     },
+    /// `ALTER TABLE name RENAME TO new | SET ('k' = 'v', …) | RESET ('k',
+    /// …)`.
+    AlterTable {
+        name: String,
+        change: TableChange,
+        at: Position,
+    },
     /// `DESCRIBE name` / `DESC name`: a table's or view's columns.
     Describe {
         name: String,
@@ -97,6 +104,14 @@ pub(crate) enum Statement {
     Inserts {
         inserts: Vec<Statement>,
     },
+}
+
+/// What `ALTER TABLE` changes.
+#[derive(Debug, Clone)]
+pub(crate) enum TableChange {
+    Rename(String),
+    Set(Vec<(String, String)>),
+    Reset(Vec<String>),
 }
 
 /// What a `SHOW` statement lists.
@@ -312,6 +327,53 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
         let name_at = here(parser);
         let name = parser.parse_object_name(false)?.to_string();
         return Ok(Statement::Describe { name, at: name_at });
+    }
+    if parse_word(parser, "ALTER") {
+        if !parser.parse_keyword(Keyword::TABLE) {
+            return Err(SqlError::unsupported("ALTER other than ALTER TABLE", at));
+        }
+        let name = parser.parse_object_name(false)?.to_string();
+        let change_at = here(parser);
+        let change = if parse_word(parser, "RENAME") {
+            if !parse_word(parser, "TO") {
+                return Err(expected(parser, "TO after RENAME"));
+            }
+            let new_at = here(parser);
+            TableChange::Rename(crate::catalog::local_name(
+                &parser.parse_object_name(false)?.to_string(),
+                new_at,
+            )?)
+        } else if parse_word(parser, "SET") {
+            parser.expect_token(&Token::LParen)?;
+            let mut options = Vec::new();
+            loop {
+                let key = parser.parse_literal_string()?;
+                parser.expect_token(&Token::Eq)?;
+                options.push((key, parser.parse_literal_string()?));
+                if !parser.consume_token(&Token::Comma) {
+                    parser.expect_token(&Token::RParen)?;
+                    break;
+                }
+            }
+            TableChange::Set(options)
+        } else if parse_word(parser, "RESET") {
+            parser.expect_token(&Token::LParen)?;
+            let mut keys = Vec::new();
+            loop {
+                keys.push(parser.parse_literal_string()?);
+                if !parser.consume_token(&Token::Comma) {
+                    parser.expect_token(&Token::RParen)?;
+                    break;
+                }
+            }
+            TableChange::Reset(keys)
+        } else {
+            return Err(SqlError::unsupported(
+                "ALTER TABLE other than RENAME TO, SET (…) or RESET (…)",
+                change_at,
+            ));
+        };
+        return Ok(Statement::AlterTable { name, change, at });
     }
     if parse_word(parser, "DROP") {
         let _ = parser.parse_keyword(Keyword::TEMPORARY);

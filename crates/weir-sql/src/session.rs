@@ -10,7 +10,7 @@ use crate::connector;
 use crate::error::SqlError;
 use crate::function::{FunctionBody, Functions, ScalarFunction};
 use crate::plan::{plan, plan_next, Planned};
-use crate::script::{parse_script, Listing, Statement};
+use crate::script::{parse_script, Listing, Statement, TableChange};
 use crate::types::SqlType;
 use crate::value::Row;
 
@@ -231,6 +231,47 @@ impl Session {
                         format!("USE {what}{name}: Weir has one catalog and database, {CATALOG}.{DATABASE}"),
                         at,
                     ));
+                }
+                self.write("[INFO] Execute statement succeeded.\n")
+            }
+            Statement::AlterTable { name, change, at } => {
+                let Some(Relation::Table(table)) = self.catalog.get(&name) else {
+                    return Err(SqlError::validation(
+                        format!("table '{name}' not found (ALTER TABLE changes a table)"),
+                        at,
+                    ));
+                };
+                let mut table = table.clone();
+                match change {
+                    TableChange::Rename(new) => {
+                        if self.catalog.get(&new).is_some() {
+                            return Err(SqlError::validation(
+                                format!("a table or view '{new}' exists already"),
+                                at,
+                            ));
+                        }
+                        self.catalog.remove(&name);
+                        table.name = new.clone();
+                        self.catalog.add(&new, Relation::Table(table));
+                    }
+                    TableChange::Set(options) => {
+                        table.options.extend(options);
+                        self.catalog.remove(&name);
+                        self.catalog.add(&name, Relation::Table(table));
+                    }
+                    TableChange::Reset(keys) => {
+                        for key in &keys {
+                            if key == "connector" {
+                                return Err(SqlError::validation(
+                                    "ALTER TABLE … RESET ('connector'): a table needs its connector",
+                                    at,
+                                ));
+                            }
+                            table.options.remove(key);
+                        }
+                        self.catalog.remove(&name);
+                        self.catalog.add(&name, Relation::Table(table));
+                    }
                 }
                 self.write("[INFO] Execute statement succeeded.\n")
             }

@@ -2123,3 +2123,55 @@ fn show_create_table_prints_a_statement_that_makes_it_again() -> Result<(), SqlE
     );
     Ok(())
 }
+
+/// `ALTER TABLE` renames a table, sets options and resets them; the
+/// table reads as altered, and what cannot be altered is named.
+#[test]
+fn alter_table_renames_and_sets_options() -> Result<(), SqlError> {
+    let table = "CREATE TABLE s (id BIGINT) WITH ('connector' = 'datagen',
+           'number-of-rows' = '5', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1',
+           'fields.id.end' = '5');";
+    let out = support::changelog(&format!(
+        "{table}
+         ALTER TABLE s RENAME TO nums;
+         ALTER TABLE nums SET ('fields.id.end' = '2', 'number-of-rows' = '2');
+         SELECT * FROM nums;"
+    ))?;
+    assert_eq!(out, ["+I[1]", "+I[2]"]);
+    let shown = run(&format!(
+        "{table}
+         ALTER TABLE s RESET ('number-of-rows');
+         SHOW CREATE TABLE s;"
+    ))?;
+    assert!(
+        !shown.contains("number-of-rows") && shown.contains("'fields.id.end' = '5'"),
+        "{shown}"
+    );
+    for (statement, says) in [
+        (
+            "ALTER TABLE s RENAME TO v;",
+            "a table or view 'v' exists already",
+        ),
+        ("ALTER TABLE v SET ('a' = 'b');", "table 'v' not found"),
+        (
+            "ALTER TABLE s RESET ('connector');",
+            "a table needs its connector",
+        ),
+        (
+            "ALTER TABLE s ADD x INT;",
+            "ALTER TABLE other than RENAME TO",
+        ),
+        ("ALTER VIEW v RENAME TO w;", "ALTER other than ALTER TABLE"),
+    ] {
+        fails_saying(
+            &format!("{table}\nCREATE VIEW v AS SELECT id FROM s;\n{statement}"),
+            says,
+        );
+    }
+    // The old name is gone.
+    fails_saying(
+        &format!("{table}\nALTER TABLE s RENAME TO t;\nSELECT * FROM s;"),
+        "table or view 's' not found",
+    );
+    Ok(())
+}
