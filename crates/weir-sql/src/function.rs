@@ -49,6 +49,11 @@ impl Functions {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.0.values().map(|(name, _)| name.as_str())
     }
+
+    /// Removes the function `name`; whether there was one.
+    pub fn remove(&mut self, name: &str) -> bool {
+        self.0.remove(&name.to_lowercase()).is_some()
+    }
 }
 
 thread_local! {

@@ -80,6 +80,12 @@ pub(crate) enum Statement {
         name: String,
         at: Position,
     },
+    /// `DROP [TEMPORARY] [SYSTEM] FUNCTION [IF EXISTS] name`.
+    DropFunction {
+        name: String,
+        if_exists: bool,
+        at: Position,
+    },
     /// `ALTER TABLE name RENAME TO new | SET ('k' = 'v', …) | RESET ('k',
     /// …)`.
     AlterTable {
@@ -123,6 +129,8 @@ pub(crate) enum Listing {
     Databases,
     CurrentCatalog,
     CurrentDatabase,
+    /// `SHOW USER FUNCTIONS`: the session's own.
+    UserFunctions,
 }
 
 /// `sql` with the word `TABLE` of table arguments (`TUMBLE(TABLE t, …)`,
@@ -304,9 +312,15 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
             _ if parse_word(parser, "VIEWS") => Listing::Views,
             _ if parse_word(parser, "CATALOGS") => Listing::Catalogs,
             _ if parse_word(parser, "DATABASES") => Listing::Databases,
+            _ if parse_word(parser, "USER") => {
+                if !parse_word(parser, "FUNCTIONS") {
+                    return Err(expected(parser, "FUNCTIONS after SHOW USER"));
+                }
+                Listing::UserFunctions
+            }
             _ => {
                 return Err(SqlError::unsupported(
-                    "SHOW other than TABLES, VIEWS, CATALOGS, DATABASES, CURRENT CATALOG or CURRENT DATABASE",
+                    "SHOW other than TABLES, VIEWS, CATALOGS, DATABASES, CURRENT CATALOG, CURRENT DATABASE, CREATE TABLE, CREATE VIEW or USER FUNCTIONS",
                     at,
                 ))
             }
@@ -377,13 +391,23 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
     }
     if parse_word(parser, "DROP") {
         let _ = parser.parse_keyword(Keyword::TEMPORARY);
+        let _ = parse_word(parser, "SYSTEM");
+        if parser.parse_keyword(Keyword::FUNCTION) {
+            let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
+            let name = parser.parse_object_name(false)?.to_string();
+            return Ok(Statement::DropFunction {
+                name,
+                if_exists,
+                at,
+            });
+        }
         let view = if parser.parse_keyword(Keyword::TABLE) {
             false
         } else if parser.parse_keyword(Keyword::VIEW) {
             true
         } else {
             return Err(SqlError::unsupported(
-                "DROP other than DROP TABLE or DROP VIEW",
+                "DROP other than DROP TABLE, DROP VIEW or DROP FUNCTION",
                 at,
             ));
         };

@@ -215,6 +215,14 @@ impl Session {
                     Listing::Databases => ("database name", one(DATABASE)),
                     Listing::CurrentCatalog => ("current catalog name", one(CATALOG)),
                     Listing::CurrentDatabase => ("current database name", one(DATABASE)),
+                    Listing::UserFunctions => (
+                        "function name",
+                        self.catalog
+                            .functions
+                            .names()
+                            .map(|n| vec![n.to_string()])
+                            .collect(),
+                    ),
                 };
                 self.write(&listing(&[header], &names))
             }
@@ -229,6 +237,21 @@ impl Session {
                     let what = if catalog { "CATALOG " } else { "" };
                     return Err(SqlError::unsupported(
                         format!("USE {what}{name}: Weir has one catalog and database, {CATALOG}.{DATABASE}"),
+                        at,
+                    ));
+                }
+                self.write("[INFO] Execute statement succeeded.\n")
+            }
+            Statement::DropFunction {
+                name,
+                if_exists,
+                at,
+            } => {
+                if !self.catalog.functions.remove(&name) && !if_exists {
+                    return Err(SqlError::validation(
+                        format!(
+                            "function '{name}' not found (DROP FUNCTION IF EXISTS ignores that)"
+                        ),
                         at,
                     ));
                 }

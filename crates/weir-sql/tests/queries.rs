@@ -1933,8 +1933,8 @@ Empty set
         ("DESCRIBE nope;", "table or view 'nope' not found"),
         ("SHOW FUNCTIONS;", "SHOW other than TABLES, VIEWS, CATALOGS"),
         (
-            "DROP FUNCTION f;",
-            "DROP other than DROP TABLE or DROP VIEW",
+            "DROP DATABASE d;",
+            "DROP other than DROP TABLE, DROP VIEW or DROP FUNCTION",
         ),
     ] {
         fails_saying(&format!("{tables}\n{statement}"), says);
@@ -2172,6 +2172,32 @@ fn alter_table_renames_and_sets_options() -> Result<(), SqlError> {
     fails_saying(
         &format!("{table}\nALTER TABLE s RENAME TO t;\nSELECT * FROM s;"),
         "table or view 's' not found",
+    );
+    Ok(())
+}
+
+/// `SHOW USER FUNCTIONS` lists the session's functions and `DROP
+/// FUNCTION` removes one; a query then calling it is refused.
+#[test]
+fn user_functions_are_listed_and_dropped() -> Result<(), SqlError> {
+    let create = "CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar';";
+    let out = run(&format!(
+        "SHOW USER FUNCTIONS;\n{create}\nSHOW USER FUNCTIONS;"
+    ))?;
+    assert!(out.starts_with("Empty set\n"), "{out}");
+    assert!(out.contains("|    count_char |"), "{out}");
+    let dropped = run(&format!(
+        "{create}\nDROP TEMPORARY SYSTEM FUNCTION count_char;\nDROP FUNCTION IF EXISTS count_char;\nSHOW USER FUNCTIONS;"
+    ))?;
+    assert!(dropped.ends_with("Empty set\n"), "{dropped}");
+    fails_saying("DROP FUNCTION nope;", "function 'nope' not found");
+    fails_saying(
+        &format!(
+            "{create}\nDROP FUNCTION count_char;
+             CREATE TABLE s (t STRING) WITH ('connector' = 'datagen', 'number-of-rows' = '1');
+             SELECT count_char(t, 'a') FROM s;"
+        ),
+        "the function COUNT_CHAR",
     );
     Ok(())
 }
