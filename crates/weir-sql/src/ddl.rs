@@ -144,26 +144,21 @@ pub(crate) fn parse_create_table(
             }
         }
     }
-    if parser.parse_keyword(Keyword::LIKE) {
-        let like = parse_like(parser)?;
-        let table = TableDef {
-            name,
-            columns,
-            watermark,
-            primary_key,
-            options,
-            at,
-        };
-        return Ok((table, Tail::Like(like)));
-    }
+    let like = if parser.parse_keyword(Keyword::LIKE) {
+        Some(parse_like(parser)?)
+    } else {
+        None
+    };
     let query_at = here(parser);
-    let query = if parser.parse_keyword(Keyword::AS) {
+    let query = if like.is_none() && parser.parse_keyword(Keyword::AS) {
         Some(parser.parse_query()?)
     } else {
         None
     };
     match (&query, columns.first(), &watermark) {
-        (None, None, _) if !listed => return Err(expected(parser, "AS SELECT after the options")),
+        (None, None, _) if !listed && like.is_none() => {
+            return Err(expected(parser, "AS SELECT after the options"))
+        }
         (Some(_), Some(column), _) => {
             return Err(SqlError::unsupported(
                 "columns declared in CREATE TABLE … AS SELECT (it takes the query's; a PRIMARY KEY may be declared)",
@@ -186,6 +181,10 @@ pub(crate) fn parse_create_table(
         options,
         at,
     };
+    if let Some(like) = like {
+        // Checked once merged with its base.
+        return Ok((table, Tail::Like(like)));
+    }
     let Some(query) = query else {
         validate(&table)?;
         return Ok((table, Tail::None));

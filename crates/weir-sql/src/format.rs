@@ -649,30 +649,35 @@ mod tests {
         assert!(e.contains("field 'id'"), "{e}");
     }
 
+    /// The rows of `event` in `format`, as the print connector writes
+    /// them (`+I[1, a]`), or why it cannot be read.
+    fn changes_of(
+        format: &RowFormat,
+        columns: &[(String, SqlType)],
+        event: &str,
+    ) -> Result<Vec<String>, String> {
+        let read = vec![true; columns.len()];
+        let rows = format.decode_changes(event.as_bytes(), columns, &read)?;
+        Ok(rows
+            .iter()
+            .map(|(kind, values)| {
+                let values: Vec<String> = values.iter().map(ToString::to_string).collect();
+                format!("{}[{}]", kind.short(), values.join(", "))
+            })
+            .collect())
+    }
+
     #[test]
     fn debezium_events_are_changes_of_their_kinds() {
         let columns = vec![
             ("id".to_string(), SqlType::BigInt),
             ("name".to_string(), SqlType::String),
         ];
-        let read = [true, true];
         let plain = RowFormat::DebeziumJson {
             schema_include: false,
             ignore_parse_errors: false,
         };
-        let changes = |format: &RowFormat, event: &str| {
-            format
-                .decode_changes(event.as_bytes(), &columns, &read)
-                .map(|rows| {
-                    rows.iter()
-                        .map(|(kind, values)| {
-                            let values: Vec<String> =
-                                values.iter().map(ToString::to_string).collect();
-                            format!("{}[{}]", kind.short(), values.join(", "))
-                        })
-                        .collect::<Vec<_>>()
-                })
-        };
+        let changes = |format: &RowFormat, event: &str| changes_of(format, &columns, event);
         let a = r#"{"id":1,"name":"a"}"#;
         let b = r#"{"id":1,"name":"b","extra":true}"#;
         for (event, rows) in [
@@ -771,26 +776,13 @@ mod tests {
             ("id".to_string(), SqlType::BigInt),
             ("name".to_string(), SqlType::String),
         ];
-        let read = [true, true];
         let canal = RowFormat::CanalJson {
             ignore_parse_errors: false,
         };
         let maxwell = RowFormat::MaxwellJson {
             ignore_parse_errors: false,
         };
-        let changes = |format: &RowFormat, event: &str| {
-            format
-                .decode_changes(event.as_bytes(), &columns, &read)
-                .map(|rows| {
-                    rows.iter()
-                        .map(|(kind, values)| {
-                            let values: Vec<String> =
-                                values.iter().map(ToString::to_string).collect();
-                            format!("{}[{}]", kind.short(), values.join(", "))
-                        })
-                        .collect::<Vec<_>>()
-                })
-        };
+        let changes = |format: &RowFormat, event: &str| changes_of(format, &columns, event);
         let cases: [(&RowFormat, &str, &[&str]); 7] = [
             (
                 &canal,
