@@ -147,11 +147,15 @@ enum Command {
     /// statements (-f), or an interactive shell.
     ///
     /// SELECT prints its rows as a changelog table (the op column: +I, -U,
-    /// +U, -D); INSERT INTO runs a job writing into a table; EXPLAIN prints
-    /// the plan.
+    /// +U, -D); INSERT INTO runs a job writing into a table, as does
+    /// CREATE TABLE … AS SELECT; EXECUTE STATEMENT SET BEGIN … END runs its
+    /// INSERTs as one job; EXPLAIN prints the plan. SHOW TABLES, DESCRIBE,
+    /// SHOW CREATE TABLE, ALTER TABLE and DROP TABLE look after the
+    /// session's tables.
     ///
     /// Examples:
     ///   weir sql -f examples/sql/order_report.sql
+    ///   weir sql -f examples/sql/currency_conversion.sql
     ///   weir sql -p 2 -D execution.checkpointing.interval=10s -f job.sql
     #[command(verbatim_doc_comment)]
     Sql(sql::SqlOptions),

@@ -12,8 +12,9 @@ use weir_sql::Session;
 #[derive(clap::Args)]
 pub(crate) struct SqlOptions {
     /// A script to run: statements separated by ';' (CREATE TABLE, CREATE
-    /// VIEW, SET, INSERT INTO, SELECT, EXPLAIN). Without it, an interactive
-    /// shell reads statements from standard input.
+    /// VIEW, SET, INSERT INTO, statement sets, SELECT, EXPLAIN, SHOW,
+    /// DESCRIBE, ALTER, DROP). Without it, an interactive shell reads
+    /// statements from standard input.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     file: Option<PathBuf>,
     /// Default parallelism of the jobs (as SET 'parallelism.default').
