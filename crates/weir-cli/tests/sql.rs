@@ -362,3 +362,42 @@ JOIN evens FOR SYSTEM_TIME AS OF o.ts AS v ON o.k = v.k;
         expected.len()
     );
 }
+
+/// With `table.exec.source.idle-timeout`, a source that reads nothing for
+/// that long no longer holds the watermark back: windows over a union
+/// with a source that rarely has a row (whose rows all have time 0) fire
+/// as the other source's time passes. Without it, none would fire before
+/// the rare source ends.
+#[test]
+fn an_idle_source_does_not_hold_the_windows_back() {
+    let dir = temp_dir("idle");
+    let script = "
+SET 'table.exec.source.idle-timeout' = '100 ms';
+SET 'pipeline.auto-watermark-interval' = '10 ms';
+CREATE TABLE fast (
+  id BIGINT, ts AS CAST(TO_TIMESTAMP_LTZ(id * 100, 3) AS TIMESTAMP(3)),
+  WATERMARK FOR ts AS ts
+) WITH ('connector' = 'datagen', 'rows-per-second' = '1000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '1000000');
+CREATE TABLE rare (
+  id BIGINT, ts AS CAST(TO_TIMESTAMP_LTZ(0, 3) AS TIMESTAMP(3)),
+  WATERMARK FOR ts AS ts
+) WITH ('connector' = 'datagen', 'rows-per-second' = '1',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '1000000');
+CREATE VIEW both_tables AS SELECT id, ts FROM fast UNION ALL SELECT id, ts FROM rare;
+CREATE TABLE out (ws TIMESTAMP(3), n BIGINT) WITH ('connector' = 'print');
+INSERT INTO out SELECT window_start, COUNT(*)
+FROM TABLE(TUMBLE(TABLE both_tables, DESCRIPTOR(ts), INTERVAL '1' SECOND))
+GROUP BY window_start, window_end;
+";
+    let (_, rows) = stopped_after(&dir, script, 3);
+    // Each second of the fast source's time holds 10 of its rows.
+    assert_eq!(
+        rows[1..3],
+        [
+            "+I[1970-01-01 00:00:01.000, 10]",
+            "+I[1970-01-01 00:00:02.000, 10]"
+        ],
+        "{rows:?}"
+    );
+}

@@ -107,10 +107,8 @@ pub(crate) enum Relation {
 #[derive(Default)]
 pub(crate) struct Catalog {
     relations: BTreeMap<String, Relation>,
-    /// Whether sources emit a watermark after every row that advances it
-    /// (`pipeline.auto-watermark-interval` = 0, as Flink SQL does then)
-    /// instead of periodically.
-    pub watermark_per_row: bool,
+    /// How scans emit watermarks and when they go idle.
+    pub scan_timing: crate::connector::ScanTiming,
     /// How long an unbounded aggregation keeps a group's state after its
     /// last update (`table.exec.state.ttl`; forever when unset).
     pub state_ttl: Option<std::time::Duration>,

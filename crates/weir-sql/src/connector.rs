@@ -583,12 +583,23 @@ impl ScanRows {
     }
 }
 
+/// How a session's scans emit watermarks: after every row that advances
+/// one (`pipeline.auto-watermark-interval` = 0) or periodically, and
+/// whether a scan without rows for a while is marked idle
+/// (`table.exec.source.idle-timeout`), so that the others' watermarks
+/// move on without it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ScanTiming {
+    pub per_row: bool,
+    pub idle_timeout: Option<Duration>,
+}
+
 /// The rows of `table` read as a source, in declared column order, with
 /// timestamps and watermarks if it declares a watermark.
 pub(crate) fn source(
     env: &StreamExecutionEnvironment,
     table: &TableDef,
-    watermark_per_row: bool,
+    timing: &ScanTiming,
     needed: Option<&[bool]>,
 ) -> Result<crate::catalog::Scan, SqlError> {
     let mut rows = table_rows(table)?;
@@ -605,24 +616,33 @@ pub(crate) fn source(
         }
     }
     let watermarks = match &table.watermark {
-        Some(w) => Some(watermark_strategy(
-            &table.name,
-            w,
-            &rows.scope,
-            watermark_per_row,
-        )?),
+        Some(w) => {
+            let mut w = watermark_strategy(&table.name, w, &rows.scope, timing.per_row)?;
+            if let Some(timeout) = timing.idle_timeout {
+                w.strategy = w.strategy.with_idleness(timeout);
+            }
+            Some(w)
+        }
         None => None,
     };
     let rowtime = watermarks.as_ref().map(|w| w.rowtime);
+    // A scan that may go idle is not gated: while it is idle, operators
+    // after it may pass its watermark, which the gate counts on.
+    let ungated = |mut rows: ScanRows| {
+        if timing.idle_timeout.is_some() {
+            rows.gated = Rc::new(|_| None);
+        }
+        rows
+    };
     let stream = match connector(table)? {
         "filesystem" => filesystem_source(env, table, &rows, &physical)?,
         "nexmark" => {
             let rows_of = crate::nexmark::nexmark_source(env, table, &rows, &physical, watermarks)?;
-            return Ok(scan(rows_of, rows.scope, rowtime, table));
+            return Ok(scan(ungated(rows_of), rows.scope, rowtime, table));
         }
         "datagen" => {
             let rows_of = crate::datagen::datagen_source(env, table, &rows, watermarks)?;
-            return Ok(scan(rows_of, rows.scope, rowtime, table));
+            return Ok(scan(ungated(rows_of), rows.scope, rowtime, table));
         }
         #[cfg(feature = "kafka")]
         "kafka" => crate::kafka::kafka_source(env, table, &rows, &physical)?,

@@ -1339,7 +1339,7 @@ pub(crate) fn read_table(
             let scan = match cached {
                 Some(scan) => scan,
                 None => {
-                    let scan = connector::source(env, table, catalog.watermark_per_row, needed)?;
+                    let scan = connector::source(env, table, &catalog.scan_timing, needed)?;
                     catalog.scans.borrow_mut().insert(key, scan.clone());
                     scan
                 }

@@ -19,6 +19,7 @@ use crate::value::Row;
 const SQL_KEYS: &[&str] = &[
     RESULT_MODE,
     STATE_TTL,
+    IDLE_TIMEOUT,
     MINI_BATCH,
     MINI_BATCH_LATENCY,
     MINI_BATCH_SIZE,
@@ -29,6 +30,10 @@ const SQL_KEYS: &[&str] = &[
 const MINI_BATCH: &str = "table.exec.mini-batch.enabled";
 const MINI_BATCH_LATENCY: &str = "table.exec.mini-batch.allow-latency";
 const MINI_BATCH_SIZE: &str = "table.exec.mini-batch.size";
+
+/// How long a source reads nothing before it is marked idle (its
+/// watermark no longer holds back the others').
+const IDLE_TIMEOUT: &str = "table.exec.source.idle-timeout";
 
 /// Flink's time-to-live of the state of unbounded aggregations.
 const STATE_TTL: &str = "table.exec.state.ttl";
@@ -129,10 +134,17 @@ impl Session {
         }
         env.configure(&engine)?;
         self.catalog.start_job();
-        self.catalog.watermark_per_row = self
-            .config
-            .get_duration("pipeline.auto-watermark-interval")?
-            .is_some_and(|d| d.is_zero());
+        self.catalog.scan_timing = crate::connector::ScanTiming {
+            per_row: self
+                .config
+                .get_duration("pipeline.auto-watermark-interval")?
+                .is_some_and(|d| d.is_zero()),
+            // 0 (Flink's default) never marks a source idle.
+            idle_timeout: self
+                .config
+                .get_duration(IDLE_TIMEOUT)?
+                .filter(|d| !d.is_zero()),
+        };
         self.catalog.state_ttl = match self.config.get(STATE_TTL) {
             None => None,
             Some(text) => {
