@@ -126,8 +126,18 @@ pub(crate) fn plan_temporal_join(
     let (keys, residual) = column_keys(on, [&left_scope, &right_scope, &joined], |_| true)?;
     let mut left_keys: Vec<Eval> = Vec::new();
     let mut right_keys = Vec::new();
+    // Keys of INT and BIGINT both key as BIGINT (as Flink casts them).
+    let mut widened = Vec::new();
     for key in keys {
         let ty = right.scope.columns[key.right].1;
+        let integers = key.left.ty.is_integer() && ty.is_integer();
+        if key.left.ty != ty && integers {
+            widened.push(right_keys.len());
+            let eval = key.left.eval;
+            left_keys.push(std::sync::Arc::new(move |r: &[Value]| Ok(as_bigint(eval(r)?))));
+            right_keys.push(key.right);
+            continue;
+        }
         if key.left.ty != ty {
             // The state is keyed by the values as they are.
             return Err(SqlError::validation(
@@ -164,9 +174,14 @@ pub(crate) fn plan_temporal_join(
     }
     let residual = residual_condition(residual, &joined)?;
     let keys = left_keys.len();
-    let right_fns: Vec<Eval> = right_keys
-        .iter()
-        .map(|&i| -> Eval { std::sync::Arc::new(move |r: &[Value]| Ok(r[i].clone())) })
+    let right_fns: Vec<Eval> = (right_keys.iter().enumerate())
+        .map(|(k, &i)| -> Eval {
+            if widened.contains(&k) {
+                std::sync::Arc::new(move |r: &[Value]| Ok(as_bigint(r[i].clone())))
+            } else {
+                std::sync::Arc::new(move |r: &[Value]| Ok(r[i].clone()))
+            }
+        })
         .collect();
     let union = tagged(left.stream, false, left_keys, None, outer).union(&[tagged(
         right.stream,
@@ -208,6 +223,14 @@ pub(crate) fn plan_temporal_join(
         versions: None,
         steps,
     })
+}
+
+/// An integer key as a BIGINT (NULL stays NULL).
+fn as_bigint(v: Value) -> Value {
+    match v {
+        Value::Int(i) => Value::BigInt(i64::from(i)),
+        other => other,
+    }
 }
 
 /// A key's versions, by the time each is valid from, oldest first; a

@@ -43,3 +43,11 @@ GROUP BY window_start, window_end, tier;
 SELECT t.tier, COUNT(*) AS n, SUM(o.amount) AS total
 FROM orders AS o JOIN tiers FOR SYSTEM_TIME AS OF o.ts AS t ON o.buyer = t.buyer
 GROUP BY t.tier;
+-- An INT key equal to a BIGINT one, as Flink casts it.
+CREATE TABLE order_notes (
+  order_id INT, note STRING, written TIMESTAMP(3),
+  PRIMARY KEY (order_id) NOT ENFORCED,
+  WATERMARK FOR written AS written - INTERVAL '1' HOUR
+) WITH ('connector' = 'filesystem', 'path' = '${DIR}/order_notes.csv', 'format' = 'csv');
+SELECT o.id, n.note
+FROM orders AS o JOIN order_notes FOR SYSTEM_TIME AS OF o.ts AS n ON o.id = n.order_id;
