@@ -61,7 +61,7 @@ pub(crate) fn plan_lookup_join(
         if key.left.ty != ty && !integers && key.left.ty != SqlType::Null {
             return Err(SqlError::validation(
                 format!(
-                    "the lookup key {} equals a {ty} column to a {}: CAST one",
+                    "the lookup key {} equals a {ty} column to a value of type {}: CAST one",
                     key.written, key.left.ty
                 ),
                 position(key.written.span()),

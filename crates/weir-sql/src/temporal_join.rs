@@ -134,7 +134,9 @@ pub(crate) fn plan_temporal_join(
         if key.left.ty != ty && integers {
             widened.push(right_keys.len());
             let eval = key.left.eval;
-            left_keys.push(std::sync::Arc::new(move |r: &[Value]| Ok(as_bigint(eval(r)?))));
+            left_keys.push(std::sync::Arc::new(move |r: &[Value]| {
+                Ok(as_bigint(eval(r)?))
+            }));
             right_keys.push(key.right);
             continue;
         }
@@ -142,7 +144,7 @@ pub(crate) fn plan_temporal_join(
             // The state is keyed by the values as they are.
             return Err(SqlError::validation(
                 format!(
-                    "the temporal join's key {} equals a {ty} column to a {}: CAST one",
+                    "the temporal join's key {} equals a {ty} column to a value of type {}: CAST one",
                     key.written, key.left.ty
                 ),
                 position(key.written.span()),

@@ -374,7 +374,7 @@ fn lookup_join_mistakes_are_named() {
             "customers",
             "",
             "o.id = c.visits",
-            "the lookup key o.id = c.visits equals a DOUBLE column to a BIGINT: CAST one",
+            "the lookup key o.id = c.visits equals a DOUBLE column to a value of type BIGINT: CAST one",
         ),
         (
             "customers",
