@@ -161,6 +161,8 @@ fn values_of(
 pub(crate) struct JdbcLookup {
     lookup: PostgresLookup,
     columns: Vec<(String, SqlType)>,
+    /// Every column: a look-up reads them all.
+    read: Vec<bool>,
     decode: RowDecoder,
     name: String,
 }
@@ -264,6 +266,7 @@ pub(crate) fn jdbc_lookup(
     Ok(JdbcLookup {
         lookup,
         decode: RowDecoder::new(table, rows, &read, format),
+        read,
         columns,
         name: table.name.clone(),
     })
@@ -285,12 +288,11 @@ impl JdbcLookup {
             .lookup
             .lookup(&key)
             .map_err(|e| format!("table '{}': {e}", self.name))?;
-        let read = vec![true; self.columns.len()];
         found
             .into_iter()
             .map(|texts| {
                 self.decode
-                    .finish(values_of(texts, &self.columns, &read, &self.name)?)
+                    .finish(values_of(texts, &self.columns, &self.read, &self.name)?)
             })
             .collect()
     }

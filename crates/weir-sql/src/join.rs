@@ -456,17 +456,14 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinFunction {
 
     fn process_element(
         &mut self,
-        mut row: Row,
+        row: Row,
         ctx: &mut ProcessContext<'_, RowKey>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let (kind, retraction) = (row.kind, row.kind.is_retraction());
         // [side, keys…, values…]
-        let side = usize::from(matches!(row.values[0], Value::Boolean(true)));
-        let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
-        // The side's columns, in the row's own buffer.
-        let mut values = std::mem::take(&mut row.values);
-        values.drain(..1 + self.keys);
+        let (right, null_key, values) = untagged(row, self.keys);
+        let side = usize::from(right);
         if null_key {
             // Joins nothing; only an outer side's rows come this far.
             if self.outer[side] {
@@ -759,6 +756,26 @@ pub(crate) fn column_keys<'a>(
         rest.push(c.clone());
     }
     Ok((keys, rest))
+}
+
+/// A row [`tagged`] for a join taken apart: whether it is the right
+/// side's, whether its key has a NULL, and its side's columns (in the
+/// row's own buffer).
+pub(crate) fn untagged(mut row: Row, keys: usize) -> (bool, bool, Vec<Value>) {
+    let right = matches!(row.values[0], Value::Boolean(true));
+    let null_key = row.values[1..=keys].iter().any(Value::is_null);
+    let mut values = std::mem::take(&mut row.values);
+    values.drain(..1 + keys);
+    (right, null_key, values)
+}
+
+/// `values` followed by `nulls` NULLs: a row of one side padded for the
+/// other's columns.
+pub(crate) fn with_nulls_after(values: &[Value], nulls: usize) -> Vec<Value> {
+    let mut padded = Row::buffer(values.len() + nulls);
+    padded.extend_from_slice(values);
+    padded.resize(values.len() + nulls, Value::Null);
+    padded
 }
 
 /// Which columns a join's statement reads, as the planner found them.

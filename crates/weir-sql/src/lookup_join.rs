@@ -12,7 +12,9 @@ use crate::catalog::TableDef;
 use crate::error::{position, SqlError};
 use crate::expr::{Condition, Eval};
 use crate::jdbc::JdbcLookup;
-use crate::join::{column_keys, inner_or_left_on, qualified, residual_condition, side_by_side};
+use crate::join::{
+    column_keys, inner_or_left_on, qualified, residual_condition, side_by_side, with_nulls_after,
+};
 use crate::plan::Planned;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
@@ -159,12 +161,9 @@ impl ProcessFunction<Row, Row> for LookupJoin {
             });
         }
         if !matched && self.outer {
-            let mut padded = Row::buffer(row.values.len() + self.right_width);
-            padded.extend_from_slice(&row.values);
-            padded.resize(row.values.len() + self.right_width, Value::Null);
             out.collect(Row {
                 kind: row.kind,
-                values: padded,
+                values: with_nulls_after(&row.values, self.right_width),
             });
         }
         Ok(())

@@ -21,7 +21,7 @@ use crate::error::{position, SqlError};
 use crate::expr::{compile, Condition, Eval};
 use crate::join::{
     column_index, column_keys, inner_or_left_on, qualified, residual_condition, side_by_side,
-    tagged,
+    tagged, untagged, with_nulls_after,
 };
 use crate::key::RowKey;
 use crate::plan::Planned;
@@ -268,36 +268,38 @@ impl KeyedProcessFunction<RowKey, Row, Row> for TemporalJoinFunction {
 
     fn process_element(
         &mut self,
-        mut row: Row,
+        row: Row,
         ctx: &mut ProcessContext<'_, RowKey>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        let right = matches!(row.values[0], Value::Boolean(true));
-        let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
-        let mut values = std::mem::take(&mut row.values);
-        values.drain(..1 + self.keys);
+        let kind = row.kind;
+        let (right, null_key, values) = untagged(row, self.keys);
         let (waiting, versions) = self.state.as_ref().ok_or("the temporal join is not open")?;
         if right {
             // A version replaces the key's version of the same time; the
             // row an update takes back is not a version.
-            if row.kind == RowKind::UpdateBefore {
+            if kind == RowKind::UpdateBefore {
                 return Ok(());
             }
             let Some(time) = values[self.right_time].as_i64() else {
                 return Ok(());
             };
-            let version = (row.kind != RowKind::Delete).then_some(values);
-            let mut all = versions.value()?.unwrap_or_default();
-            add_version(&mut all, time, version);
-            versions.update(all)?;
+            let version = (kind != RowKind::Delete).then_some(values);
+            // In place: the key's versions are not copied per version.
+            versions.update_in_place(|all| match all {
+                Some(all) => {
+                    add_version(all, time, version);
+                    (ValueChange::Keep, ())
+                }
+                None => (ValueChange::Set(vec![(time, version)]), ()),
+            })?;
             // Older versions go when the watermark passes this one.
             ctx.timer_service().register_event_time_timer(time);
             return Ok(());
         }
         if null_key {
             // Joins nothing; only a left join's rows come this far.
-            let padded = self.padded(&values);
-            out.collect(Row::insert(padded));
+            out.collect(Row::insert(with_nulls_after(&values, self.right_width)));
             return Ok(());
         }
         let Some(time) = values[self.left_time].as_i64() else {
@@ -341,9 +343,10 @@ impl KeyedProcessFunction<RowKey, Row, Row> for TemporalJoinFunction {
                 // attribute.
                 match joined {
                     Some(joined) => out.collect_with_timestamp(Row::insert(joined), time(r)),
-                    None if self.outer => {
-                        out.collect_with_timestamp(Row::insert(self.padded(r)), time(r))
-                    }
+                    None if self.outer => out.collect_with_timestamp(
+                        Row::insert(with_nulls_after(r, self.right_width)),
+                        time(r),
+                    ),
                     None => {}
                 }
             }
@@ -382,16 +385,6 @@ fn drop_passed(all: &mut Versioned, watermark: i64) -> bool {
         return true;
     }
     false
-}
-
-impl TemporalJoinFunction {
-    /// A left row's values with the right side's columns NULL.
-    fn padded(&self, values: &[Value]) -> Vec<Value> {
-        let mut padded = Row::buffer(values.len() + self.right_width);
-        padded.extend_from_slice(values);
-        padded.resize(values.len() + self.right_width, Value::Null);
-        padded
-    }
 }
 
 #[cfg(test)]
