@@ -53,7 +53,7 @@ public final class SqlPeer {
                 result.await();
                 System.err.printf("INSERT took %d ms%n", (System.nanoTime() - started) / 1_000_000);
             }
-            if (head.startsWith("SELECT") || head.startsWith("WITH")) {
+            if (head.startsWith("SELECT") || head.startsWith("WITH") || head.startsWith("VALUES")) {
                 try (CloseableIterator<Row> rows = result.collect()) {
                     while (rows.hasNext()) {
                         System.out.println(format(rows.next()));

@@ -122,6 +122,37 @@ pub(crate) struct Catalog {
     pub scans: std::cell::RefCell<BTreeMap<(String, Vec<bool>), Scan>>,
     /// The functions queries can call, by name.
     pub functions: crate::function::Functions,
+    /// The common table expressions of the statement being planned.
+    ctes: std::cell::RefCell<Ctes>,
+}
+
+/// The common table expressions (`WITH name AS (…)`) met while planning a
+/// statement, each with the scope it was defined in: a name in a query
+/// means its innermost CTE in scope before any table or view, and a CTE's
+/// own query sees only the CTEs before it (not itself: `WITH orders AS
+/// (SELECT … FROM orders)` reads the table).
+#[derive(Default)]
+struct Ctes {
+    all: Vec<Cte>,
+    /// The innermost CTE in scope, if any.
+    current: Option<usize>,
+}
+
+struct Cte {
+    /// Lower-cased, without quotes.
+    name: String,
+    query: Query,
+    /// `WITH name (a, b) AS …`: the names of its columns.
+    columns: Vec<String>,
+    /// The CTE in scope where this one was defined.
+    outer: Option<usize>,
+}
+
+/// A common table expression in scope: its query and column names.
+pub(crate) struct CteQuery {
+    pub query: Query,
+    pub columns: Vec<String>,
+    index: usize,
 }
 
 /// A planned table scan: its rows, columns and time attribute.
@@ -139,6 +170,81 @@ impl Catalog {
     /// Forgets the scans of the previous job.
     pub fn start_job(&self) {
         self.scans.borrow_mut().clear();
+    }
+
+    /// Forgets the common table expressions of the statement before.
+    pub fn start_statement(&self) {
+        *self.ctes.borrow_mut() = Ctes::default();
+    }
+
+    /// Runs `plan` with `with`'s common table expressions in scope.
+    pub fn with_ctes<R>(&self, with: &sqlparser::ast::With, plan: impl FnOnce() -> R) -> R {
+        let outer = self.ctes.borrow().current;
+        {
+            let mut ctes = self.ctes.borrow_mut();
+            for cte in &with.cte_tables {
+                let index = ctes.all.len();
+                let outer = ctes.current;
+                ctes.all.push(Cte {
+                    name: plain_name(&cte.alias.name.value),
+                    query: (*cte.query).clone(),
+                    columns: cte
+                        .alias
+                        .columns
+                        .iter()
+                        .map(|c| c.name.value.clone())
+                        .collect(),
+                    outer,
+                });
+                ctes.current = Some(index);
+            }
+        }
+        let planned = plan();
+        self.ctes.borrow_mut().current = outer;
+        planned
+    }
+
+    /// The common table expression `name` means here, if any.
+    pub fn cte(&self, name: &str) -> Option<CteQuery> {
+        let ctes = self.ctes.borrow();
+        let name = plain_name(name);
+        let mut at = ctes.current;
+        while let Some(index) = at {
+            let cte = &ctes.all[index];
+            if cte.name == name {
+                return Some(CteQuery {
+                    query: cte.query.clone(),
+                    columns: cte.columns.clone(),
+                    index,
+                });
+            }
+            at = cte.outer;
+        }
+        None
+    }
+
+    /// Runs `plan` (of `cte`'s query) in the scope `cte` was defined in.
+    pub fn in_scope_of<R>(&self, cte: &CteQuery, plan: impl FnOnce() -> R) -> R {
+        let here = {
+            let mut ctes = self.ctes.borrow_mut();
+            let outer = ctes.all[cte.index].outer;
+            std::mem::replace(&mut ctes.current, outer)
+        };
+        let planned = plan();
+        self.ctes.borrow_mut().current = here;
+        planned
+    }
+
+    /// The table `name` names in a query: none if it is a view or a
+    /// common table expression in scope.
+    pub fn table(&self, name: &str) -> Option<&TableDef> {
+        if self.cte(name).is_some() {
+            return None;
+        }
+        match self.get(name) {
+            Some(Relation::Table(table)) => Some(table),
+            _ => None,
+        }
     }
 
     /// What the session's settings say an unbounded aggregation does.
@@ -168,6 +274,15 @@ fn unqualified(name: &str) -> String {
         }
     }
     name
+}
+
+/// A common table expression's name as a query names it: lower-cased,
+/// without quotes (never qualified).
+fn plain_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '`' && *c != '"')
+        .collect::<String>()
+        .to_lowercase()
 }
 
 /// The key a relation is known by: its unqualified name, lower-cased.

@@ -47,9 +47,6 @@ pub(crate) fn parse_create_table(
     parser: &mut Parser<'_>,
     at: Position,
 ) -> Result<(TableDef, Tail), SqlError> {
-    if parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]) {
-        return Err(SqlError::unsupported("CREATE TABLE IF NOT EXISTS", at));
-    }
     let name_at = here(parser);
     let name = crate::catalog::local_name(&parser.parse_object_name(false)?.to_string(), name_at)?;
     let mut columns: Vec<Column> = Vec::new();

@@ -45,7 +45,7 @@ use sqlparser::ast::{
 use weir::prelude::*;
 
 use crate::aggregate::AggKind;
-use crate::catalog::{Catalog, Relation};
+use crate::catalog::Catalog;
 use crate::connector::{Gate, Gated};
 use crate::error::{position, SqlError};
 use crate::expr::{compile, Condition, Shape};
@@ -498,7 +498,7 @@ fn plan_table_rows(
     };
     let name = name.to_string();
     let same_table = name.eq_ignore_ascii_case(&tvf.table)
-        && matches!(catalog.get(&name), Some(Relation::Table(_)));
+        && catalog.table(&name).is_some();
     if !same_table {
         return Ok(None);
     }

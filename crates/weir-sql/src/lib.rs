@@ -52,6 +52,7 @@ mod temporal_join;
 mod time;
 mod types;
 mod value;
+mod values;
 mod window;
 
 pub use error::{Position, SqlError};

@@ -66,6 +66,7 @@ pub(crate) fn plan_next(
     query: &Query,
 ) -> Result<Planned, SqlError> {
     crate::reuse::find_shared(query);
+    catalog.start_statement();
     crate::function::with_functions(&catalog.functions, || plan_query(env, catalog, query))
 }
 
@@ -139,8 +140,13 @@ pub(crate) fn plan_query(
     query: &Query,
 ) -> Result<Planned, SqlError> {
     let at = pos(query);
-    if query.with.is_some() {
-        return Err(SqlError::unsupported("WITH (common table expressions)", at));
+    if let Some(with) = &query.with {
+        if with.recursive {
+            return Err(SqlError::unsupported("WITH RECURSIVE", at));
+        }
+        let mut body = query.clone();
+        body.with = None;
+        return catalog.with_ctes(with, || plan_query(env, catalog, &body));
     }
     if query.fetch.is_some() {
         return Err(SqlError::unsupported("FETCH (write LIMIT)", at));
@@ -198,6 +204,10 @@ fn plan_set_expr(
     match body {
         SetExpr::Select(select) => plan_select(env, catalog, select),
         SetExpr::Query(inner) => plan_query(env, catalog, inner),
+        SetExpr::Values(values) => {
+            let rows: Vec<&[Expr]> = values.rows.iter().map(|r| r.content.as_slice()).collect();
+            crate::values::plan_values(env, &rows, at)
+        }
         SetExpr::SetOperation {
             left,
             op: SetOperator::Union,
@@ -306,7 +316,14 @@ pub(crate) fn plan_select(
         _ => false,
     });
     let from = match select.from.as_slice() {
-        [] => return Err(SqlError::unsupported("SELECT without FROM", at)),
+        [] => {
+            let input = crate::values::one_row(env, at)?;
+            return if grouped {
+                crate::group::plan_group_aggregate(input, select, catalog.group_settings())
+            } else {
+                calc(input, select)
+            };
+        }
         [from] => {
             if let Some(join) = from.joins.first() {
                 if from.joins.len() > 1 {
@@ -483,7 +500,7 @@ fn lookup_join(
     name: &sqlparser::ast::ObjectName,
     join: &Join,
 ) -> Result<Planned, SqlError> {
-    let Some(Relation::Table(table)) = catalog.get(&name.to_string()) else {
+    let Some(table) = catalog.table(&name.to_string()) else {
         return Err(SqlError::validation(
             format!(
                 "a processing-time temporal join looks rows up in a lookup source, a 'jdbc' \
@@ -524,10 +541,7 @@ fn plan_join_sides(
     let table = |r: &TableFactor| match r {
         TableFactor::Table {
             name, args: None, ..
-        } => match catalog.get(&name.to_string()) {
-            Some(Relation::Table(t)) => Some((name.to_string(), t)),
-            _ => None,
-        },
+        } => catalog.table(&name.to_string()).map(|t| (name.to_string(), t)),
         _ => None,
     };
     let (Some((left_table, l)), Some((right_table, r))) = (table(first), table(second)) else {
@@ -601,7 +615,7 @@ fn needed_columns(
     else {
         return Ok(None);
     };
-    let Some(Relation::Table(table)) = catalog.get(&name.to_string()) else {
+    let Some(table) = catalog.table(&name.to_string()) else {
         return Ok(None);
     };
     columns_named(&connector::table_rows(table)?.scope, select, grouped)
@@ -615,7 +629,7 @@ fn window_columns_read(
     tvf: &crate::window::WindowTvf,
     select: &Select,
 ) -> Result<Option<Vec<bool>>, SqlError> {
-    let Some(Relation::Table(table)) = catalog.get(&tvf.table) else {
+    let Some(table) = catalog.table(&tvf.table) else {
         return Ok(None);
     };
     let GroupByExpr::Expressions(group_by, _) = &select.group_by else {
@@ -1217,6 +1231,33 @@ pub(crate) fn projection(items: &[SelectItem], input: &Scope) -> Result<Projecti
     })
 }
 
+/// `planned` with its columns renamed to `names` (`t (a, b)` after a
+/// subquery or in `WITH`), unless `names` is empty.
+fn with_column_names(
+    mut planned: Planned,
+    names: &[String],
+    relation: &str,
+    at: Position,
+) -> Result<Planned, SqlError> {
+    if names.is_empty() {
+        return Ok(planned);
+    }
+    if names.len() != planned.scope.columns.len() {
+        return Err(SqlError::validation(
+            format!(
+                "{relation} names {} columns, but its query has {}",
+                names.len(),
+                planned.scope.columns.len()
+            ),
+            at,
+        ));
+    }
+    for ((column, _), name) in planned.scope.columns.iter_mut().zip(names) {
+        column.clone_from(name);
+    }
+    Ok(planned)
+}
+
 pub(crate) fn plan_relation(
     env: &StreamExecutionEnvironment,
     catalog: &Catalog,
@@ -1237,7 +1278,19 @@ pub(crate) fn plan_relation(
             format!("{version} outside a temporal join (JOIN t {version} AS r ON …)"),
             at,
         )),
-        TableFactor::Derived { subquery, .. } => plan_query(env, catalog, subquery),
+        TableFactor::Derived {
+            subquery, alias, ..
+        } => {
+            let planned = plan_query(env, catalog, subquery)?;
+            match alias {
+                Some(alias) => {
+                    let names: Vec<String> =
+                        alias.columns.iter().map(|c| c.name.value.clone()).collect();
+                    with_column_names(planned, &names, &alias.name.value, at)
+                }
+                None => Ok(planned),
+            }
+        }
         other => Err(SqlError::unsupported(format!("FROM {other}"), at)),
     }
 }
@@ -1329,6 +1382,10 @@ pub(crate) fn read_table(
     at: Position,
     needed: Option<&[bool]>,
 ) -> Result<Read, SqlError> {
+    if let Some(cte) = catalog.cte(table_name) {
+        let planned = catalog.in_scope_of(&cte, || plan_query(env, catalog, &cte.query))?;
+        return Ok(Read::View(with_column_names(planned, &cte.columns, table_name, at)?));
+    }
     match catalog.get(table_name) {
         Some(Relation::Table(table)) => {
             let key = (

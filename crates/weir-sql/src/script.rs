@@ -1,7 +1,9 @@
 //! A script of statements separated by `;`: Flink's DDL and `SET` parsed
 //! here, everything else by sqlparser.
 
-use sqlparser::ast::{Query, Statement as Ast};
+use sqlparser::ast::{
+    Ident, Query, SetExpr, Statement as Ast, TableAliasColumnDef, TableFactor,
+};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
@@ -41,6 +43,12 @@ pub(crate) enum Statement {
         if_not_exists: bool,
         at: Position,
     },
+    /// `CREATE … IF NOT EXISTS name …`: `statement`, unless a table or
+    /// view `name` exists (then nothing).
+    IfNotExists {
+        name: String,
+        statement: Box<Statement>,
+    },
     /// `SET 'key' = 'value'`.
     Set {
         key: String,
@@ -50,9 +58,12 @@ pub(crate) enum Statement {
     Reset {
         key: String,
     },
-    /// `INSERT INTO table SELECT …`.
+    /// `INSERT INTO table [(columns)] SELECT …`.
     Insert {
         table: String,
+        /// The columns the query's give values for, in order; all of the
+        /// table's when empty.
+        columns: Vec<String>,
         query: Box<Query>,
         at: Position,
     },
@@ -462,7 +473,8 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
     if parser.parse_keyword(Keyword::CREATE) {
         let temporary = parser.parse_keyword(Keyword::TEMPORARY);
         if parser.parse_keyword(Keyword::TABLE) {
-            return match parse_create_table(parser, at)? {
+            let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+            let statement = match parse_create_table(parser, at)? {
                 (table, Tail::None) => Ok(Statement::CreateTable(Box::new(table))),
                 (table, Tail::As(query)) if !temporary => Ok(Statement::CreateTableAs {
                     table: Box::new(table),
@@ -476,7 +488,8 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
                     table: Box::new(table),
                     like,
                 }),
-            };
+            }?;
+            return Ok(unless_exists(statement, if_not_exists));
         }
         let system = temporary && parser.parse_keyword(Keyword::SYSTEM);
         if parser.parse_keyword(Keyword::FUNCTION) {
@@ -511,14 +524,23 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
         Ast::Query(query) => Ok(Statement::Query { query }),
         Ast::Insert(insert) => {
             let table = insert.table.to_string();
-            if !insert.columns.is_empty() {
-                return Err(SqlError::unsupported("INSERT INTO with a column list", at));
-            }
             if insert.overwrite {
                 return Err(SqlError::unsupported("INSERT OVERWRITE", at));
             }
             match insert.source {
-                Some(query) => Ok(Statement::Insert { table, query, at }),
+                Some(query) => Ok(Statement::Insert {
+                    table,
+                    columns: insert
+                        .columns
+                        .iter()
+                        .map(|c| match c.0.as_slice() {
+                            [part] => part.as_ident().map_or_else(|| c.to_string(), |i| i.value.clone()),
+                            _ => c.to_string(),
+                        })
+                        .collect(),
+                    query,
+                    at,
+                }),
                 None => Err(SqlError::unsupported("INSERT without a query", at)),
             }
         }
@@ -526,11 +548,16 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
             if view.materialized {
                 return Err(SqlError::unsupported("CREATE MATERIALIZED VIEW", at));
             }
-            Ok(Statement::CreateView {
+            if view.or_replace {
+                return Err(SqlError::unsupported("CREATE OR REPLACE VIEW", at));
+            }
+            let columns: Vec<Ident> = view.columns.into_iter().map(|c| c.name).collect();
+            let statement = Statement::CreateView {
                 name: crate::catalog::local_name(&view.name.to_string(), at)?,
-                query: view.query,
+                query: with_column_names(view.query, &view.name.to_string(), columns)?,
                 at,
-            })
+            };
+            Ok(unless_exists(statement, view.if_not_exists))
         }
         other => {
             let text = other.to_string();
@@ -544,6 +571,121 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
                 at,
             ))
         }
+    }
+}
+
+/// `query`, its columns renamed to `columns` (`CREATE VIEW v (a, b) AS
+/// …`): `SELECT * FROM (query) AS v (a, b)`.
+fn with_column_names(
+    query: Box<Query>,
+    view: &str,
+    columns: Vec<Ident>,
+) -> Result<Box<Query>, SqlError> {
+    if columns.is_empty() {
+        return Ok(query);
+    }
+    let dialect = crate::dialect::FlinkDialect;
+    let mut outer = Parser::new(&dialect)
+        .try_with_sql("SELECT * FROM (SELECT 1) AS v")?
+        .parse_query()?;
+    if let SetExpr::Select(select) = outer.body.as_mut() {
+        if let Some(TableFactor::Derived {
+            subquery, alias, ..
+        }) = select.from.first_mut().map(|f| &mut f.relation)
+        {
+            *subquery = query;
+            if let Some(alias) = alias {
+                alias.name = Ident::new(view);
+                alias.columns = columns
+                    .into_iter()
+                    .map(|c| TableAliasColumnDef {
+                        name: c,
+                        data_type: None,
+                    })
+                    .collect();
+            }
+        }
+    }
+    Ok(outer)
+}
+
+/// `INSERT INTO target (columns) query`'s rows as `target`'s: the
+/// query's values in the columns listed, NULL in the others.
+pub(crate) fn insert_listing(
+    query: &Query,
+    columns: &[String],
+    target: &TableDef,
+    at: Position,
+) -> Result<Query, SqlError> {
+    let physical: Vec<(&str, crate::types::SqlType)> = target.physical().collect();
+    for (i, c) in columns.iter().enumerate() {
+        if !physical.iter().any(|(n, _)| n.eq_ignore_ascii_case(c)) {
+            return Err(SqlError::validation(
+                format!(
+                    "table '{}' has no column '{c}' to insert into (its columns: {})",
+                    target.name,
+                    physical
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                at,
+            ));
+        }
+        if columns[..i].iter().any(|d| d.eq_ignore_ascii_case(c)) {
+            return Err(SqlError::validation(
+                format!("column '{c}' is listed twice in INSERT INTO {}", target.name),
+                at,
+            ));
+        }
+    }
+    let quoted = |name: &str| format!("`{}`", name.replace('`', "``"));
+    let items: Vec<String> = physical
+        .iter()
+        .map(|(name, ty)| {
+            if columns.iter().any(|c| c.eq_ignore_ascii_case(name)) {
+                quoted(name)
+            } else {
+                format!("CAST(NULL AS {ty}) AS {}", quoted(name))
+            }
+        })
+        .collect();
+    let listed: Vec<String> = columns.iter().map(|c| quoted(c)).collect();
+    let text = format!(
+        "SELECT {} FROM (SELECT 1) AS {} ({})",
+        items.join(", "),
+        quoted(&target.name),
+        listed.join(", ")
+    );
+    let dialect = crate::dialect::FlinkDialect;
+    let mut outer = Parser::new(&dialect).try_with_sql(&text)?.parse_query()?;
+    if let SetExpr::Select(select) = outer.body.as_mut() {
+        if let Some(TableFactor::Derived { subquery, .. }) =
+            select.from.first_mut().map(|f| &mut f.relation)
+        {
+            *subquery = Box::new(query.clone());
+        }
+    }
+    Ok(*outer)
+}
+
+/// `statement`, or, `if_not_exists`, `statement` unless its table or
+/// view exists.
+fn unless_exists(statement: Statement, if_not_exists: bool) -> Statement {
+    let name = match &statement {
+        Statement::CreateTable(table)
+        | Statement::CreateTableLike { table, .. }
+        | Statement::CreateTableAs { table, .. } => table.name.clone(),
+        Statement::CreateView { name, .. } => name.clone(),
+        _ => return statement,
+    };
+    if !if_not_exists {
+        return statement;
+    }
+    Statement::IfNotExists {
+        name,
+        statement: Box::new(statement),
     }
 }
 

@@ -167,7 +167,12 @@ impl Session {
     fn insert(
         &self,
         env: &StreamExecutionEnvironment,
-        (table, query, at): (&str, &sqlparser::ast::Query, crate::error::Position),
+        (table, columns, query, at): (
+            &str,
+            &[String],
+            &sqlparser::ast::Query,
+            crate::error::Position,
+        ),
         first: bool,
     ) -> Result<String, SqlError> {
         let Some(Relation::Table(target)) = self.catalog.get(table).cloned() else {
@@ -175,6 +180,13 @@ impl Session {
                 format!("table '{table}' not found (INSERT INTO needs a table)"),
                 at,
             ));
+        };
+        let listed;
+        let query = if columns.is_empty() {
+            query
+        } else {
+            listed = crate::script::insert_listing(query, columns, &target, at)?;
+            &listed
         };
         let planned = if first {
             plan(env, &self.catalog, query)?
@@ -197,6 +209,10 @@ impl Session {
                 let table = crate::ddl::table_like(*table, base, &like)?;
                 self.execute(Statement::CreateTable(Box::new(table)))
             }
+            Statement::IfNotExists { name, statement } => match self.catalog.get(&name) {
+                Some(_) => self.write("[INFO] Execute statement succeeded.\n"),
+                None => self.execute(*statement),
+            },
             Statement::CreateTable(table) => {
                 let (name, at) = (table.name.clone(), table.at);
                 if !self.catalog.add(&name, Relation::Table(table)) {
@@ -498,9 +514,14 @@ impl Session {
                 self.config = kept;
                 self.write("[INFO] Execute statement succeeded.\n")
             }
-            Statement::Insert { table, query, at } => {
+            Statement::Insert {
+                table,
+                columns,
+                query,
+                at,
+            } => {
                 let env = self.env()?;
-                let target = self.insert(&env, (&table, &query, at), true)?;
+                let target = self.insert(&env, (&table, &columns, &query, at), true)?;
                 env.execute(&format!("insert-into_{target}"))?;
                 Ok(())
             }
@@ -509,8 +530,14 @@ impl Session {
                 let env = self.env()?;
                 let mut targets = Vec::new();
                 for (i, insert) in inserts.iter().enumerate() {
-                    if let Statement::Insert { table, query, at } = insert {
-                        targets.push(self.insert(&env, (table, query, *at), i == 0)?);
+                    if let Statement::Insert {
+                        table,
+                        columns,
+                        query,
+                        at,
+                    } = insert
+                    {
+                        targets.push(self.insert(&env, (table, columns, query, *at), i == 0)?);
                     }
                 }
                 env.execute(&format!("insert-into_{}", targets.join(",")))?;

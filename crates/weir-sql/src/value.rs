@@ -739,9 +739,21 @@ impl fmt::Display for Row {
     }
 }
 
+/// As Flink's `print` connector writes a row: a NULL is `null` there
+/// (the row's own text), where a query's results show `NULL`.
 impl PrintFormat for Row {
     fn fmt_print(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+        write!(f, "{}[", self.kind.short())?;
+        for (i, v) in self.values.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            match v {
+                Value::Null => f.write_str("null")?,
+                v => write!(f, "{v}")?,
+            }
+        }
+        f.write_str("]")
     }
 }
 
@@ -874,6 +886,17 @@ mod tests {
         assert_eq!(
             row.to_string(),
             "+I[1, a b, NULL, TRUE, 2020-04-15 08:05:00.000]"
+        );
+        // Flink's `print` connector writes a NULL as the row's own text does.
+        struct Printed<'a>(&'a Row);
+        impl fmt::Display for Printed<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt_print(f)
+            }
+        }
+        assert_eq!(
+            Printed(&row).to_string(),
+            "+I[1, a b, null, TRUE, 2020-04-15 08:05:00.000]"
         );
     }
 

@@ -2201,3 +2201,100 @@ fn user_functions_are_listed_and_dropped() -> Result<(), SqlError> {
     );
     Ok(())
 }
+
+/// `INSERT INTO t (columns)`: the query's values land in the columns
+/// listed, the others are NULL (rows as Flink 2.3 writes them); a column
+/// the table lacks, or one listed twice, is named before any job runs.
+#[test]
+fn an_insert_with_a_column_list_fills_the_others_with_null() -> Result<(), SqlError> {
+    let path = csv("insert-columns", ORDERS);
+    let dir = std::env::temp_dir().join(format!("weir-sql-insert-columns-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let table = |name: &str| {
+        format!(
+            "CREATE TABLE {name} (id BIGINT, buyer STRING, amount DECIMAL(10, 2), note STRING)
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv',
+                   'csv.null-literal' = '');",
+            dir.display()
+        )
+    };
+    let script = format!(
+        "{}\n{}\nINSERT INTO written (amount, `id`) SELECT amount, id FROM orders WHERE id < 3;
+         INSERT INTO written (note, buyer, id) VALUES ('hand-written', 'zoe', 99);
+         {}\nSELECT * FROM back;",
+        orders_ddl(&path),
+        table("written"),
+        table("back")
+    );
+    assert_eq!(
+        support::changelog(&script)?,
+        [
+            "+I[1, NULL, 12.50, NULL]",
+            "+I[2, NULL, 3.00, NULL]",
+            "+I[99, zoe, NULL, hand-written]"
+        ]
+    );
+    let sink = format!("{}\n{}", orders_ddl(&path), table("written"));
+    fails_saying(
+        &format!("{sink}\nINSERT INTO written (id, nope) SELECT id, id FROM orders;"),
+        "table 'written' has no column 'nope' to insert into (its columns: id, buyer, amount, note)",
+    );
+    fails_saying(
+        &format!("{sink}\nINSERT INTO written (id, ID) SELECT id, id FROM orders;"),
+        "column 'ID' is listed twice",
+    );
+    fails_saying(
+        &format!("{sink}\nINSERT INTO written (id, buyer) SELECT id FROM orders;"),
+        "names 2 columns, but its query has 1",
+    );
+    Ok(())
+}
+
+/// `CREATE … IF NOT EXISTS` leaves an existing table or view as it was;
+/// without it, a second CREATE fails.
+#[test]
+fn create_if_not_exists_keeps_what_exists() -> Result<(), SqlError> {
+    let path = csv("if-not-exists", ORDERS);
+    let script = format!(
+        "{}\nCREATE TABLE IF NOT EXISTS orders (x INT) WITH ('connector' = 'datagen');
+         CREATE VIEW v AS SELECT id FROM orders WHERE id > 3;
+         CREATE VIEW IF NOT EXISTS v AS SELECT id FROM orders;
+         CREATE TEMPORARY VIEW IF NOT EXISTS w (n) AS SELECT id FROM v;
+         SELECT * FROM w;",
+        orders_ddl(&path)
+    );
+    assert_eq!(support::changelog(&script)?, ["+I[4]"]);
+    fails_saying(
+        &format!(
+            "{}\nCREATE TABLE orders (x INT) WITH ('connector' = 'datagen');",
+            orders_ddl(&path)
+        ),
+        "a table or view 'orders' exists already",
+    );
+    Ok(())
+}
+
+/// A common table expression is a name for its query within one
+/// statement: mistakes in it are named, WITH RECURSIVE is refused, and the
+/// name is gone after the statement.
+#[test]
+fn common_table_expression_mistakes_are_named() {
+    let path = csv("cte-mistakes", ORDERS);
+    let ddl = orders_ddl(&path);
+    fails_saying(
+        &format!("{ddl}\nWITH c (a, b) AS (SELECT id FROM orders) SELECT * FROM c;"),
+        "c names 2 columns, but its query has 1",
+    );
+    fails_saying(
+        &format!("{ddl}\nWITH RECURSIVE c AS (SELECT id FROM orders) SELECT * FROM c;"),
+        "WITH RECURSIVE",
+    );
+    fails_saying(
+        &format!("{ddl}\nWITH c AS (SELECT id FROM orders) SELECT * FROM c;\nSELECT * FROM c;"),
+        "table or view 'c' not found",
+    );
+    fails_saying(
+        &format!("{ddl}\nWITH c AS (SELECT nope FROM orders) SELECT * FROM c;"),
+        "nope",
+    );
+}
