@@ -370,16 +370,16 @@ impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
 /// rows are kept (an outer join's), how many rows of the other side it
 /// joins with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Kept {
-    values: KeptValues,
-    matches: u32,
+pub(crate) struct Kept {
+    pub values: KeptValues,
+    pub matches: u32,
 }
 
 /// A kept row's values: up to [`INLINE`] (a join that keeps only the
 /// columns read keeps few) inline in the side's list, not in an
 /// allocation of their own per row. They serialise as a list, as a `Vec`
 /// does.
-type KeptValues = smallvec::SmallVec<[Value; INLINE]>;
+pub(crate) type KeptValues = smallvec::SmallVec<[Value; INLINE]>;
 
 /// How many values a kept row holds inline: every row in a side's list
 /// takes that room, so few.
@@ -388,7 +388,7 @@ const INLINE: usize = 3;
 impl Kept {
     /// `values` kept, inline when there are few of them (their buffer
     /// then goes back to the pool for the next row).
-    fn new(mut values: Vec<Value>, matches: u32) -> Kept {
+    pub fn new(mut values: Vec<Value>, matches: u32) -> Kept {
         let values = if values.len() <= INLINE {
             let inline = values.drain(..).collect();
             Row::recycle(values);
@@ -646,6 +646,41 @@ impl JoinFunction {
     }
 }
 
+/// The functions computing a join's key on each side: keys of different
+/// numeric types compare by value, both as DOUBLE when they differ, else
+/// as they are.
+pub(crate) fn key_functions(
+    left_keys: Vec<crate::expr::Compiled>,
+    right_keys: Vec<crate::expr::Compiled>,
+) -> (Vec<Eval>, Vec<Eval>) {
+    let normalise = |c: crate::expr::Compiled, other: crate::types::SqlType| -> Eval {
+        if c.ty == other {
+            c.eval
+        } else {
+            let f = c.eval;
+            std::sync::Arc::new(move |r: &[Value]| {
+                Ok(f(r)?.as_f64().map_or(Value::Null, Value::Double))
+            })
+        }
+    };
+    let (lt, rt): (Vec<_>, Vec<_>) = left_keys
+        .iter()
+        .zip(&right_keys)
+        .map(|(l, r)| (l.ty, r.ty))
+        .unzip();
+    let left_fns = left_keys
+        .into_iter()
+        .zip(&rt)
+        .map(|(c, t)| normalise(c, *t))
+        .collect();
+    let right_fns = right_keys
+        .into_iter()
+        .zip(&lt)
+        .map(|(c, t)| normalise(c, *t))
+        .collect();
+    (left_fns, right_fns)
+}
+
 /// The rows of side `side` tagged for a join keyed by `fns`:
 /// `[side, keys…, columns…]`, their columns those at `columns` (all, when
 /// `None`). A row whose key has a NULL joins nothing: it is dropped,
@@ -844,7 +879,11 @@ fn push_down(
 
 /// `side`'s rows that every one of `conditions` (over `scope`, its
 /// columns as the join names them) is TRUE for.
-fn filtered(side: Planned, conditions: &[Expr], scope: &Scope) -> Result<Planned, SqlError> {
+pub(crate) fn filtered(
+    side: Planned,
+    conditions: &[Expr],
+    scope: &Scope,
+) -> Result<Planned, SqlError> {
     let Some(first) = conditions.first() else {
         return Ok(side);
     };
@@ -1033,33 +1072,7 @@ pub(crate) fn plan_join(
     };
     let residual = residual_condition(residual, &joined)?;
     let keys = left_keys.len();
-    // Keys of different numeric types compare by value: both as DOUBLE
-    // when they differ, else as they are.
-    let normalise = |c: crate::expr::Compiled, other: crate::types::SqlType| -> Eval {
-        if c.ty == other {
-            c.eval
-        } else {
-            let f = c.eval;
-            std::sync::Arc::new(move |r: &[Value]| {
-                Ok(f(r)?.as_f64().map_or(Value::Null, Value::Double))
-            })
-        }
-    };
-    let (lt, rt): (Vec<_>, Vec<_>) = left_keys
-        .iter()
-        .zip(&right_keys)
-        .map(|(l, r)| (l.ty, r.ty))
-        .unzip();
-    let left_fns: Vec<Eval> = left_keys
-        .into_iter()
-        .zip(&rt)
-        .map(|(c, t)| normalise(c, *t))
-        .collect();
-    let right_fns: Vec<Eval> = right_keys
-        .into_iter()
-        .zip(&lt)
-        .map(|(c, t)| normalise(c, *t))
-        .collect();
+    let (left_fns, right_fns) = key_functions(left_keys, right_keys);
     let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>, columns: Option<Vec<usize>>| {
         tagged(stream, side, fns, columns, outer[usize::from(side)])
     };

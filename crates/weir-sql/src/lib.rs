@@ -47,6 +47,7 @@ mod plan;
 mod rank;
 mod reuse;
 mod script;
+mod semi_join;
 mod session;
 mod temporal_join;
 mod time;

@@ -234,9 +234,21 @@ fn plan_set_expr(
             catalog.group_settings(),
         ),
         SetExpr::SetOperation {
+            left,
+            op: op @ (SetOperator::Intersect | SetOperator::Except | SetOperator::Minus),
+            set_quantifier: SetQuantifier::None | SetQuantifier::Distinct,
+            right,
+        } => crate::semi_join::intersect_or_except(
+            plan_set_expr(env, catalog, left, at)?,
+            plan_set_expr(env, catalog, right, at)?,
+            !matches!(op, SetOperator::Intersect),
+            catalog,
+            at,
+        ),
+        SetExpr::SetOperation {
             op, set_quantifier, ..
         } => Err(SqlError::unsupported(
-            format!("{op} {set_quantifier} (only UNION ALL)")
+            format!("{op} {set_quantifier} (UNION ALL, UNION, INTERSECT and EXCEPT are)")
                 .trim_end()
                 .replace("  ", " "),
             at,
@@ -315,6 +327,9 @@ pub(crate) fn plan_select(
         }
         _ => false,
     });
+    if let Some(split) = crate::semi_join::subquery_conjuncts(select.selection.as_ref()) {
+        return crate::semi_join::plan_select_with_subqueries(env, catalog, select, split, grouped);
+    }
     let from = match select.from.as_slice() {
         [] => {
             let input = crate::values::one_row(env, at)?;
