@@ -2298,3 +2298,47 @@ fn common_table_expression_mistakes_are_named() {
         "nope",
     );
 }
+
+/// Subqueries Weir cannot run as a semi or anti join, and set operations
+/// of different columns, are named before any job runs.
+#[test]
+fn subquery_mistakes_are_named() {
+    let path = csv("subquery-mistakes", ORDERS);
+    let ddl = format!(
+        "{}\nCREATE TABLE payments (order_id BIGINT, kind STRING)
+         WITH ('connector' = 'datagen', 'number-of-rows' = '3');",
+        orders_ddl(&path)
+    );
+    for (query, says) in [
+        (
+            "SELECT id FROM orders WHERE id IN (SELECT order_id, kind FROM payments);",
+            "an IN subquery gives one column; this one gives 2",
+        ),
+        (
+            "SELECT id FROM orders WHERE buyer IN (SELECT order_id FROM payments);",
+            "IN compares STRING with a subquery of BIGINT",
+        ),
+        (
+            "SELECT id FROM orders WHERE EXISTS (SELECT order_id FROM payments GROUP BY order_id);",
+            "not supported: an EXISTS subquery other than SELECT … FROM one table or view",
+        ),
+        (
+            "SELECT id FROM orders WHERE id > 3 OR id IN (SELECT order_id FROM payments);",
+            "not supported: the expression id IN (SELECT order_id FROM payments)",
+        ),
+        (
+            "SELECT id FROM orders INTERSECT ALL SELECT order_id FROM payments;",
+            "not supported: INTERSECT ALL",
+        ),
+        (
+            "SELECT id FROM orders EXCEPT SELECT kind FROM payments;",
+            "EXCEPT of different columns: (BIGINT) and (STRING)",
+        ),
+        (
+            "SELECT id FROM orders o WHERE EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.nope);",
+            "column 'nope' not found",
+        ),
+    ] {
+        fails_saying(&format!("{ddl}\n{query}"), says);
+    }
+}
