@@ -12,8 +12,8 @@ use weir_sql::Session;
 #[derive(clap::Args)]
 pub(crate) struct SqlOptions {
     /// A script to run: statements separated by ';' (CREATE TABLE, CREATE
-    /// VIEW, SET, INSERT INTO, statement sets, SELECT, EXPLAIN, SHOW,
-    /// DESCRIBE, ALTER, DROP). Without it, an interactive shell reads
+    /// VIEW, SET, INSERT INTO, statement sets, SELECT, WITH, VALUES,
+    /// EXPLAIN, SHOW, DESCRIBE, ALTER, DROP). Without it, an interactive shell reads
     /// statements from standard input.
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     file: Option<PathBuf>,
