@@ -12,7 +12,8 @@ condition over NULLs (AND, OR, NOT, CASE, IF, BETWEEN, IN, in WHERE and
 as columns), built-in functions (math, text, time, JSON) nested at random
 as columns, a deduplication, a self-join (regular inner or outer, maybe
 grouped, interval, window, or an event-time temporal join with a
-versioned view of the table), or a join with a window's own MAX or MIN; watermarks per row with a random delay, so late rows
+versioned view of the table), a join with a window's own MAX or MIN, or
+a subquery (IN, NOT IN, [NOT] EXISTS, INTERSECT, EXCEPT, a CTE); watermarks per row with a random delay, so late rows
 matter. A join reads the file twice, as two sources whose rows interleave
 as they come: its watermark's delay is longer than any row is late, and
 its final rows are compared. The cases are written to a directory
@@ -359,9 +360,40 @@ def scalars(rng):
     return f"SELECT id, {', '.join(items)} FROM t;"
 
 
+def subquery(rng):
+    """IN, NOT IN, [NOT] EXISTS (correlated), INTERSECT or EXCEPT over t
+    read twice, maybe through a CTE, maybe grouped after."""
+    kind = rng.choice(["in", "exists", "set", "cte"])
+    inner = rng.choice(["b.amount > 30", "b.k <> 'a'", "b.amount IS NULL", "MOD(b.id, 2) = 0",
+                        "b.amount < 60 OR b.k = 'c'"])
+    if kind == "in":
+        left, right = rng.choice([("k", "b.k"), ("id", "b.id + 2"), ("amount", "b.amount"),
+                                  ("id", "CAST(b.amount AS BIGINT)")])
+        negated = "NOT " if rng.random() < 0.5 else ""
+        where = f"{left} {negated}IN (SELECT {right} FROM t b WHERE {inner})"
+        if rng.random() < 0.4:
+            return f"SELECT k, COUNT(*) AS n, SUM(amount) AS total FROM t WHERE {where} GROUP BY k;"
+        return f"SELECT id, k, amount FROM t WHERE {where}{rng.choice(['', ' AND id > 3'])};"
+    if kind == "exists":
+        negated = "NOT " if rng.random() < 0.5 else ""
+        across = rng.choice(["b.id > a.id", "b.id < a.id + 3", "b.amount > a.amount", "b.ts > a.ts"])
+        key = rng.choice(["b.k = a.k AND ", "b.k = a.k AND ", ""])
+        return (f"SELECT a.id, a.k FROM t a WHERE {negated}EXISTS (\n"
+                f"  SELECT * FROM t b WHERE {key}{across} AND {inner});")
+    if kind == "set":
+        op = rng.choice(["INTERSECT", "EXCEPT"])
+        cols = rng.choice(["k, amount", "k", "id, k"])
+        left = rng.choice(["amount > 20", "k <> 'b'", "id < 15"])
+        right = inner.replace("b.", "")
+        return f"SELECT {cols} FROM t WHERE {left}\n{op}\nSELECT {cols} FROM t WHERE {right};"
+    return ("WITH picked AS (SELECT id, k, amount FROM t WHERE amount > 10 OR amount IS NULL),\n"
+            "  per_k (kk, n) AS (SELECT k, COUNT(*) FROM picked GROUP BY k)\n"
+            f"SELECT p.id, p.k FROM picked p WHERE p.k IN (SELECT kk FROM per_k WHERE n > {rng.randint(1, 4)});")
+
+
 SHAPES = ["window", "window", "group", "calc", "topn", "over", "over", "sortlimit", "timesort",
           "cond", "cond", "join", "join", "dedup", "scalar", "scalar", "scalar", "extremum",
-          "temporal"]
+          "temporal", "subquery"]
 
 
 def query(rng, shapes):
@@ -376,6 +408,8 @@ def query(rng, shapes):
         return dedup(rng)
     if shape == "temporal":
         return temporal(rng)
+    if shape == "subquery":
+        return subquery(rng)
     if shape == "extremum":
         return extremum(rng)
     if shape == "over":
@@ -429,7 +463,8 @@ def case(rng, directory, name, shapes):
     delay = rng.choice([0, 1, 2, 3])
     q = query(rng, shapes)
     header = ""
-    if " JOIN " in q or "FROM t a, t b" in q:
+    two_sources = ["FROM t a, t b", " IN (SELECT", "EXISTS (", "INTERSECT", "EXCEPT"]
+    if " JOIN " in q or any(s in q for s in two_sources):
         # Two sources: no row may be late, and the final rows are compared.
         delay = 10
         header = "-- compare: final rows\n"
