@@ -33,6 +33,11 @@ pub(crate) enum AggKind {
     Avg,
     /// `LISTAGG(x [, separator])`: the values joined, in arrival order.
     ListAgg,
+    /// `FIRST_VALUE(x)`: the first value that is not NULL, in arrival
+    /// order (as Flink's, which skips NULLs).
+    FirstValue,
+    /// `LAST_VALUE(x)`: the last value that is not NULL.
+    LastValue,
 }
 
 /// One aggregate call: its kind, the index of its argument in the input
@@ -219,7 +224,11 @@ impl SqlAggregates {
                 AggKind::CountStar | AggKind::Count => Acc::Count(0),
                 AggKind::CountDistinct if self.retracting => Acc::Counted(Box::default()),
                 AggKind::Min | AggKind::Max if self.retracting => Acc::Sorted(BTreeMap::new()),
-                AggKind::ListAgg if self.retracting => Acc::List(Vec::new()),
+                AggKind::ListAgg | AggKind::FirstValue | AggKind::LastValue
+                    if self.retracting =>
+                {
+                    Acc::List(Vec::new())
+                }
                 AggKind::Sum if self.retracting => Acc::Avg {
                     sum: Value::Null,
                     count: 0,
@@ -228,9 +237,12 @@ impl SqlAggregates {
                     Acc::DistinctInts(Box::default())
                 }
                 AggKind::CountDistinct => Acc::Distinct(Box::default()),
-                AggKind::Sum | AggKind::Min | AggKind::Max | AggKind::ListAgg => {
-                    Acc::Value(Value::Null)
-                }
+                AggKind::Sum
+                | AggKind::Min
+                | AggKind::Max
+                | AggKind::ListAgg
+                | AggKind::FirstValue
+                | AggKind::LastValue => Acc::Value(Value::Null),
                 AggKind::Avg => Acc::Avg {
                     sum: Value::Null,
                     count: 0,
@@ -265,9 +277,15 @@ impl SqlAggregates {
                     };
                     extreme.map_or(Value::Null, |v| v.0.clone())
                 }
-                Acc::List(list) => list
-                    .iter()
-                    .fold(Value::Null, |joined, v| join(&joined, v, &call.separator)),
+                // The values held, in arrival order (a retraction takes
+                // out the earliest equal one, as Flink's does).
+                Acc::List(list) => match call.kind {
+                    AggKind::FirstValue => list.first().cloned().unwrap_or(Value::Null),
+                    AggKind::LastValue => list.last().cloned().unwrap_or(Value::Null),
+                    _ => list
+                        .iter()
+                        .fold(Value::Null, |joined, v| join(&joined, v, &call.separator)),
+                },
             }
         }));
     }
@@ -403,6 +421,8 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
                 (AggKind::ListAgg, Acc::Value(list)) => {
                     *list = join(list, v, &call.separator);
                 }
+                (AggKind::FirstValue, Acc::Value(first)) if first.is_null() => *first = v.clone(),
+                (AggKind::LastValue, Acc::Value(last)) => *last = v.clone(),
                 (AggKind::Avg | AggKind::Sum, Acc::Avg { sum, count }) => {
                     *sum = add_values(sum, v, sum_type(call.arg_type));
                     *count += 1;
@@ -497,6 +517,8 @@ fn merged_in_place(call: &AggCall, x: &mut Acc, y: &Acc) -> bool {
                 AggKind::ListAgg if !y.is_null() && !x.is_null() => {
                     Some(join(y, x, &call.separator))
                 }
+                // `y` is the later slice's.
+                AggKind::LastValue if !y.is_null() => Some(y.clone()),
                 _ if x.is_null() => Some(y.clone()),
                 _ => None,
             };

@@ -621,6 +621,8 @@ pub(crate) fn agg_call(f: &sqlparser::ast::Function, at: Position) -> Result<Agg
                 ("MIN", _) => AggKind::Min,
                 ("MAX", _) => AggKind::Max,
                 ("LISTAGG", _) => AggKind::ListAgg,
+                ("FIRST_VALUE", _) => AggKind::FirstValue,
+                ("LAST_VALUE", _) => AggKind::LastValue,
                 _ => AggKind::Avg,
             };
             (kind, Some(x.clone()))
@@ -947,6 +949,25 @@ pub(crate) fn plan_window_aggregate(
         having,
         ..
     } = &aggregation;
+    // FIRST_VALUE and LAST_VALUE keep no order to merge slices or
+    // sessions by: Flink refuses them in windows other than TUMBLE.
+    let window_name = match tvf.kind {
+        WindowKind::Tumble { .. } => None,
+        WindowKind::Hop { .. } => Some("HOP"),
+        WindowKind::Cumulate { .. } => Some("CUMULATE"),
+        WindowKind::Session { .. } => Some("SESSION"),
+    };
+    let ordered = calls.iter().find_map(|c| match c.kind {
+        AggKind::FirstValue => Some("FIRST_VALUE"),
+        AggKind::LastValue => Some("LAST_VALUE"),
+        _ => None,
+    });
+    if let (Some(window), Some(name)) = (window_name, ordered) {
+        return Err(SqlError::unsupported(
+            format!("{name} in a {window} window (it cannot merge windows' parts; as in Flink)"),
+            at,
+        ));
+    }
     let nkeys = keys.len();
     let pre = pre_aggregate(
         input.stream,

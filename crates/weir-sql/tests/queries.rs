@@ -601,6 +601,11 @@ fn window_mistakes_are_named() {
         e.contains("column 'id' is neither grouped nor aggregated"),
         "{e}"
     );
+    let e = err("SELECT LAST_VALUE(id) FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end;");
+    assert!(
+        e.contains("not supported: LAST_VALUE in a HOP window"),
+        "{e}"
+    );
 }
 
 /// `examples/sql/order_report.sql` prints the windows `order_report`
