@@ -887,12 +887,12 @@ fn union_all_needs_the_same_columns() {
         "{e}"
     );
     let e = run(&format!(
-        "{ddl}\nSELECT id FROM orders INTERSECT SELECT id FROM orders;"
+        "{ddl}\nSELECT id FROM orders EXCEPT ALL SELECT id FROM orders;"
     ))
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("not supported: INTERSECT (only UNION ALL)"),
+        e.contains("not supported: EXCEPT ALL (UNION ALL, UNION, INTERSECT and EXCEPT are)"),
         "{e}"
     );
     let err = |sql: &str| run(&format!("{ddl}\n{sql}")).unwrap_err().to_string();
