@@ -59,6 +59,9 @@ def aggregates(rng):
         "COUNT(DISTINCT k) AS ks",
         "MAX(id) AS last_id",
         "COUNT(*) FILTER (WHERE amount > 50) AS big",
+        "STDDEV_POP(amount) AS sd",
+        "VAR_SAMP(amount) AS vs",
+        "STDDEV_SAMP(id) AS sdi",
     ]
     return rng.sample(pool, rng.randint(1, 4))
 
@@ -431,7 +434,9 @@ def query(rng, shapes):
         )
     if shape == "group":
         having = " HAVING SUM(amount) > 20" if rng.random() < 0.3 else ""
-        return f"SELECT k, {', '.join(aggregates(rng))} FROM t GROUP BY k{having};"
+        aggs = aggregates(rng) + rng.sample(["FIRST_VALUE(amount) AS f", "LAST_VALUE(id) AS l"],
+                                            rng.randint(0, 1))
+        return f"SELECT k, {', '.join(aggs)} FROM t GROUP BY k{having};"
     if shape == "calc":
         exprs = rng.sample(
             [

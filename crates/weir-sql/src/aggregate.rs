@@ -38,6 +38,18 @@ pub(crate) enum AggKind {
     FirstValue,
     /// `LAST_VALUE(x)`: the last value that is not NULL.
     LastValue,
+    /// `VAR_POP(x)`, `VAR_SAMP(x)` (`VARIANCE`), `STDDEV_POP(x)` and
+    /// `STDDEV_SAMP(x)` (`STDDEV`).
+    Spread(Spread),
+}
+
+/// Which of the variances or standard deviations an aggregate is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Spread {
+    /// Over `n - 1` (a sample's) rather than `n` (a population's).
+    pub sample: bool,
+    /// The square root (a standard deviation) of the variance.
+    pub root: bool,
 }
 
 /// One aggregate call: its kind, the index of its argument in the input
@@ -70,7 +82,9 @@ impl AggCall {
             (AggKind::CountStar | AggKind::Count | AggKind::CountDistinct, _) => SqlType::BigInt,
             (AggKind::ListAgg, _) => SqlType::String,
             (AggKind::Sum, SqlType::Decimal(_, s)) => SqlType::Decimal(38, s),
-            (AggKind::Avg, SqlType::Decimal(_, s)) => SqlType::Decimal(38, s.max(6)),
+            (AggKind::Avg | AggKind::Spread(_), SqlType::Decimal(_, s)) => {
+                SqlType::Decimal(38, s.max(6))
+            }
             (_, t) => t,
         }
     }
@@ -104,6 +118,158 @@ pub(crate) enum Acc {
     Counted(Box<HashMap<Value, i64>>),
     /// A retracting `LISTAGG`: the values, in arrival order.
     List(Vec<Value>),
+    /// A variance's or standard deviation's sums.
+    Moments(Box<Moments>),
+}
+
+/// The sums a variance is computed from, as Flink reduces `VAR_POP(x)` to
+/// `(SUM(x * x) - SUM(x) * SUM(x) / COUNT(x)) / COUNT(x)`: exact for
+/// integers and DECIMALs (unscaled, at the column's scale and twice it),
+/// in floating point for DOUBLEs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Moments {
+    sum: i128,
+    squares: i128,
+    sum_f: f64,
+    squares_f: f64,
+    count: i64,
+    /// A DECIMAL square or sum was past an `i128` (the result is NULL,
+    /// as Flink's decimal overflow is).
+    overflowed: bool,
+}
+
+impl Moments {
+    /// Adds (`sign` 1) or takes out (-1) the value `v` of type `t`.
+    fn add(&mut self, v: &Value, t: SqlType, sign: i64) {
+        self.count += sign;
+        match (t, v) {
+            (SqlType::Double, _) => {
+                let x = v.as_f64().unwrap_or(0.0) * sign as f64;
+                let y = v.as_f64().unwrap_or(0.0);
+                self.sum_f += x;
+                self.squares_f += x * y;
+            }
+            (SqlType::Decimal(_, scale), Value::Decimal(x, s)) => {
+                let x = rescaled(x.get(), *s, scale);
+                let square = x.and_then(|x| x.checked_mul(x));
+                match (x, square) {
+                    (Some(x), Some(square)) => {
+                        let sign = i128::from(sign);
+                        self.sum = self.sum.wrapping_add(x * sign);
+                        self.squares = self.squares.wrapping_add(square * sign);
+                    }
+                    _ => self.overflowed = true,
+                }
+            }
+            _ => {
+                let x = i128::from(v.as_i64().unwrap_or(0));
+                self.sum += x * i128::from(sign);
+                self.squares += x * x * i128::from(sign);
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &Moments) {
+        self.sum = self.sum.wrapping_add(other.sum);
+        self.squares = self.squares.wrapping_add(other.squares);
+        self.sum_f += other.sum_f;
+        self.squares_f += other.squares_f;
+        self.count += other.count;
+        self.overflowed |= other.overflowed;
+    }
+
+    /// The variance or standard deviation `spread` of values of type `t`,
+    /// in the result type `result`: NULL without values, and for a sample
+    /// of one.
+    fn result(&self, spread: Spread, t: SqlType, result: SqlType) -> Value {
+        let n = self.count;
+        let over = if spread.sample { n - 1 } else { n };
+        if n <= 0 || over <= 0 || self.overflowed {
+            return Value::Null;
+        }
+        match (t, result) {
+            (SqlType::Double, _) => {
+                let var = (self.squares_f - self.sum_f * self.sum_f / n as f64) / over as f64;
+                Value::Double(if spread.root { var.sqrt() } else { var })
+            }
+            (SqlType::Decimal(_, scale), SqlType::Decimal(_, to)) => {
+                // (n * Σx² - (Σx)²) / (n * over), at twice the scale.
+                let exact = (self.squares.checked_mul(i128::from(n)))
+                    .and_then(|a| a.checked_sub(self.sum.checked_mul(self.sum)?));
+                let Some(numerator) = exact else {
+                    return Value::Null;
+                };
+                let denominator = i128::from(n) * i128::from(over);
+                let from = 2 * u32::from(scale);
+                if spread.root {
+                    let var = numerator as f64 / denominator as f64 / 10f64.powi(from as i32);
+                    return crate::expr::cast(Value::Double(var.sqrt()), SqlType::Double, result)
+                        .unwrap_or(Value::Null);
+                }
+                let to = u32::from(to);
+                let (numerator, denominator) = if to >= from {
+                    match 10i128
+                        .checked_pow(to - from)
+                        .and_then(|f| numerator.checked_mul(f))
+                    {
+                        Some(scaled) => (scaled, denominator),
+                        None => return Value::Null,
+                    }
+                } else {
+                    match 10i128
+                        .checked_pow(from - to)
+                        .and_then(|f| denominator.checked_mul(f))
+                    {
+                        Some(scaled) => (numerator, scaled),
+                        None => return Value::Null,
+                    }
+                };
+                Value::decimal(divide_half_up(numerator, denominator), to as u8)
+            }
+            _ => {
+                // The exact variance, its integer part (as Flink casts its
+                // result back to the column's type); a standard deviation
+                // is the integer part of the exact variance's root.
+                let exact = (self.squares.checked_mul(i128::from(n)))
+                    .and_then(|a| a.checked_sub(self.sum.checked_mul(self.sum)?));
+                let Some(numerator) = exact else {
+                    return Value::Null;
+                };
+                let denominator = i128::from(n) * i128::from(over);
+                let v = if spread.root {
+                    (numerator as f64 / denominator as f64).sqrt() as i64
+                } else {
+                    (numerator / denominator) as i64
+                };
+                if t == SqlType::Int {
+                    Value::Int(v as i32)
+                } else {
+                    Value::BigInt(v)
+                }
+            }
+        }
+    }
+}
+
+/// `v` (unscaled, at scale `from`) at scale `to`, if it fits.
+fn rescaled(v: i128, from: u8, to: u8) -> Option<i128> {
+    match to.cmp(&from) {
+        Ordering::Equal => Some(v),
+        Ordering::Greater => 10i128
+            .checked_pow(u32::from(to - from))
+            .and_then(|f| v.checked_mul(f)),
+        Ordering::Less => Some(v / 10i128.pow(u32::from(from - to))),
+    }
+}
+
+/// `a / b` rounded half away from zero (`b` > 0), as Java's `HALF_UP`.
+fn divide_half_up(a: i128, b: i128) -> i128 {
+    let (q, r) = (a / b, a % b);
+    if r.unsigned_abs() * 2 >= b.unsigned_abs() {
+        q + a.signum()
+    } else {
+        q
+    }
 }
 
 /// Hashes an integer with two multiplications (a 64-bit finaliser's
@@ -178,7 +344,15 @@ pub(crate) fn describe(calls: &[AggCall]) -> String {
         .iter()
         .map(|c| {
             let filtered = if c.filter.is_some() { " filtered" } else { "" };
-            format!("{:?}({}){filtered}", c.kind, c.arg_type)
+            let kind = match c.kind {
+                AggKind::Spread(Spread { sample, root }) => format!(
+                    "{}{}",
+                    if root { "Stddev" } else { "Var" },
+                    if sample { "Samp" } else { "Pop" }
+                ),
+                kind => format!("{kind:?}"),
+            };
+            format!("{kind}({}){filtered}", c.arg_type)
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -224,9 +398,7 @@ impl SqlAggregates {
                 AggKind::CountStar | AggKind::Count => Acc::Count(0),
                 AggKind::CountDistinct if self.retracting => Acc::Counted(Box::default()),
                 AggKind::Min | AggKind::Max if self.retracting => Acc::Sorted(BTreeMap::new()),
-                AggKind::ListAgg | AggKind::FirstValue | AggKind::LastValue
-                    if self.retracting =>
-                {
+                AggKind::ListAgg | AggKind::FirstValue | AggKind::LastValue if self.retracting => {
                     Acc::List(Vec::new())
                 }
                 AggKind::Sum if self.retracting => Acc::Avg {
@@ -247,6 +419,7 @@ impl SqlAggregates {
                     sum: Value::Null,
                     count: 0,
                 },
+                AggKind::Spread(_) => Acc::Moments(Box::default()),
             })
             .collect()
     }
@@ -269,6 +442,10 @@ impl SqlAggregates {
                     }
                 }
                 Acc::Avg { sum, count } => average(sum, *count, call.result_type()),
+                Acc::Moments(m) => match call.kind {
+                    AggKind::Spread(spread) => m.result(spread, call.arg_type, call.result_type()),
+                    _ => Value::Null,
+                },
                 Acc::Sorted(values) => {
                     let extreme = if call.kind == AggKind::Min {
                         values.keys().next()
@@ -336,6 +513,7 @@ impl SqlAggregates {
                         list.remove(i);
                     }
                 }
+                Acc::Moments(m) => m.add(v, call.arg_type, -1),
                 // Append-only accumulators cannot retract; the planner
                 // makes retracting ones for updating inputs.
                 Acc::Distinct(_) | Acc::DistinctInts(_) | Acc::Value(_) => {}
@@ -430,6 +608,7 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
                 (_, Acc::Sorted(values)) => *values.entry(Ordered(v.clone())).or_insert(0) += 1,
                 (_, Acc::Counted(values)) => *values.entry(v.clone()).or_insert(0) += 1,
                 (_, Acc::List(list)) => list.push(v.clone()),
+                (_, Acc::Moments(m)) => m.add(v, call.arg_type, 1),
                 _ => {}
             }
         }
@@ -491,6 +670,10 @@ fn merged(call: &AggCall, mut x: Acc, y: Acc) -> Acc {
         (Acc::List(mut x), Acc::List(y)) => {
             x.extend(y);
             Acc::List(x)
+        }
+        (Acc::Moments(mut x), Acc::Moments(y)) => {
+            x.merge(&y);
+            Acc::Moments(x)
         }
         (x, _) => x,
     }
@@ -574,6 +757,61 @@ fn average(sum: &Value, count: i64, t: SqlType) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Variances as Flink 2.3 gave them: a DECIMAL's rounded half up at
+    /// scale 6, an integer's the integer part of the exact value (not of
+    /// one computed with integer divisions), NULL for a sample of one.
+    #[test]
+    fn variances_round_as_flinks() {
+        let spread = |sample, root| Spread { sample, root };
+        let of = |values: &[Value], t: SqlType| {
+            let mut m = Moments::default();
+            for v in values {
+                m.add(v, t, 1);
+            }
+            m
+        };
+        let decimals = [12.50, 40.25, 1.00].map(|x: f64| Value::decimal((x * 100.0) as i128, 2));
+        let m = of(&decimals, SqlType::Decimal(10, 2));
+        let result = SqlType::Decimal(38, 6);
+        let t = SqlType::Decimal(10, 2);
+        assert_eq!(
+            m.result(spread(false, false), t, result).to_string(),
+            "271.430556"
+        );
+        assert_eq!(
+            m.result(spread(true, false), t, result).to_string(),
+            "407.145833"
+        );
+        assert_eq!(
+            m.result(spread(false, true), t, result).to_string(),
+            "16.475150"
+        );
+        let ints = of(&[Value::BigInt(0), Value::BigInt(3)], SqlType::BigInt);
+        // (9 - 9 / 2) / 1 with integer division would be 5.
+        assert_eq!(
+            ints.result(spread(true, false), SqlType::BigInt, SqlType::BigInt),
+            Value::BigInt(4)
+        );
+        assert_eq!(
+            ints.result(spread(false, true), SqlType::BigInt, SqlType::BigInt),
+            Value::BigInt(1)
+        );
+        let mut one = of(&[Value::BigInt(7)], SqlType::BigInt);
+        assert_eq!(
+            one.result(spread(true, false), SqlType::BigInt, SqlType::BigInt),
+            Value::Null
+        );
+        assert_eq!(
+            one.result(spread(false, false), SqlType::BigInt, SqlType::BigInt),
+            Value::BigInt(0)
+        );
+        one.add(&Value::BigInt(7), SqlType::BigInt, -1);
+        assert_eq!(
+            one.result(spread(false, false), SqlType::BigInt, SqlType::BigInt),
+            Value::Null
+        );
+    }
 
     #[test]
     fn accumulators_serialise_as_a_list() {

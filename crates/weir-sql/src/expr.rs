@@ -1812,7 +1812,20 @@ pub(crate) fn is_proctime(e: &Expr) -> bool {
 pub(crate) fn is_aggregate(name: &str) -> bool {
     matches!(
         name.to_ascii_uppercase().as_str(),
-        "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" | "LISTAGG" | "FIRST_VALUE" | "LAST_VALUE"
+        "COUNT"
+            | "SUM"
+            | "MIN"
+            | "MAX"
+            | "AVG"
+            | "LISTAGG"
+            | "FIRST_VALUE"
+            | "LAST_VALUE"
+            | "VAR_POP"
+            | "VAR_SAMP"
+            | "VARIANCE"
+            | "STDDEV_POP"
+            | "STDDEV_SAMP"
+            | "STDDEV"
     )
 }
 

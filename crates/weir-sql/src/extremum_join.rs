@@ -497,8 +497,7 @@ fn plan_table_rows(
         return Ok(None);
     };
     let name = name.to_string();
-    let same_table = name.eq_ignore_ascii_case(&tvf.table)
-        && catalog.table(&name).is_some();
+    let same_table = name.eq_ignore_ascii_case(&tvf.table) && catalog.table(&name).is_some();
     if !same_table {
         return Ok(None);
     }

@@ -556,7 +556,9 @@ fn plan_join_sides(
     let table = |r: &TableFactor| match r {
         TableFactor::Table {
             name, args: None, ..
-        } => catalog.table(&name.to_string()).map(|t| (name.to_string(), t)),
+        } => catalog
+            .table(&name.to_string())
+            .map(|t| (name.to_string(), t)),
         _ => None,
     };
     let (Some((left_table, l)), Some((right_table, r))) = (table(first), table(second)) else {
@@ -1399,7 +1401,12 @@ pub(crate) fn read_table(
 ) -> Result<Read, SqlError> {
     if let Some(cte) = catalog.cte(table_name) {
         let planned = catalog.in_scope_of(&cte, || plan_query(env, catalog, &cte.query))?;
-        return Ok(Read::View(with_column_names(planned, &cte.columns, table_name, at)?));
+        return Ok(Read::View(with_column_names(
+            planned,
+            &cte.columns,
+            table_name,
+            at,
+        )?));
     }
     match catalog.get(table_name) {
         Some(Relation::Table(table)) => {

@@ -1,9 +1,7 @@
 //! A script of statements separated by `;`: Flink's DDL and `SET` parsed
 //! here, everything else by sqlparser.
 
-use sqlparser::ast::{
-    Ident, Query, SetExpr, Statement as Ast, TableAliasColumnDef, TableFactor,
-};
+use sqlparser::ast::{Ident, Query, SetExpr, Statement as Ast, TableAliasColumnDef, TableFactor};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
@@ -473,7 +471,8 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
     if parser.parse_keyword(Keyword::CREATE) {
         let temporary = parser.parse_keyword(Keyword::TEMPORARY);
         if parser.parse_keyword(Keyword::TABLE) {
-            let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+            let if_not_exists =
+                parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
             let statement = match parse_create_table(parser, at)? {
                 (table, Tail::None) => Ok(Statement::CreateTable(Box::new(table))),
                 (table, Tail::As(query)) if !temporary => Ok(Statement::CreateTableAs {
@@ -534,7 +533,9 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
                         .columns
                         .iter()
                         .map(|c| match c.0.as_slice() {
-                            [part] => part.as_ident().map_or_else(|| c.to_string(), |i| i.value.clone()),
+                            [part] => part
+                                .as_ident()
+                                .map_or_else(|| c.to_string(), |i| i.value.clone()),
                             _ => c.to_string(),
                         })
                         .collect(),
@@ -635,7 +636,10 @@ pub(crate) fn insert_listing(
         }
         if columns[..i].iter().any(|d| d.eq_ignore_ascii_case(c)) {
             return Err(SqlError::validation(
-                format!("column '{c}' is listed twice in INSERT INTO {}", target.name),
+                format!(
+                    "column '{c}' is listed twice in INSERT INTO {}",
+                    target.name
+                ),
                 at,
             ));
         }

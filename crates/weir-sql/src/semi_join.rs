@@ -170,12 +170,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for SemiJoinFunction {
 
 /// `left` semi- or anti-joined with `right` on `matching`: `left`'s rows
 /// and columns.
-fn semi_join(
-    left: Planned,
-    right: Planned,
-    matching: Matching,
-    ttl: Option<Duration>,
-) -> Planned {
+fn semi_join(left: Planned, right: Planned, matching: Matching, ttl: Option<Duration>) -> Planned {
     let Matching {
         anti,
         keys,
@@ -353,10 +348,7 @@ fn in_subquery(
     let listed = column_at(&right_scope, 0);
     if !(value.ty == listed.ty || value.ty.is_numeric() && listed.ty.is_numeric()) {
         return Err(SqlError::validation(
-            format!(
-                "IN compares {} with a subquery of {}",
-                value.ty, listed.ty
-            ),
+            format!("IN compares {} with a subquery of {}", value.ty, listed.ty),
             at,
         ));
     }

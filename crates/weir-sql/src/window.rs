@@ -622,6 +622,13 @@ pub(crate) fn agg_call(f: &sqlparser::ast::Function, at: Position) -> Result<Agg
                 ("MAX", _) => AggKind::Max,
                 ("LISTAGG", _) => AggKind::ListAgg,
                 ("FIRST_VALUE", _) => AggKind::FirstValue,
+                (
+                    "VAR_POP" | "VAR_SAMP" | "VARIANCE" | "STDDEV_POP" | "STDDEV_SAMP" | "STDDEV",
+                    _,
+                ) => AggKind::Spread(crate::aggregate::Spread {
+                    sample: !name.ends_with("_POP"),
+                    root: name.starts_with("STDDEV"),
+                }),
                 ("LAST_VALUE", _) => AggKind::LastValue,
                 _ => AggKind::Avg,
             };
@@ -755,9 +762,11 @@ pub(crate) fn aggregation(
         let (arg, arg_type) = match &arg {
             Some(x) => {
                 let (column, ty) = column_of(x)?;
-                if matches!(kind, AggKind::Sum | AggKind::Avg) && !ty.is_numeric() {
+                if matches!(kind, AggKind::Sum | AggKind::Avg | AggKind::Spread(_))
+                    && !ty.is_numeric()
+                {
                     return Err(SqlError::validation(
-                        format!("SUM and AVG need numbers, not {ty} ({x})"),
+                        format!("SUM, AVG, VAR_* and STDDEV_* need numbers, not {ty} ({x})"),
                         pos(x),
                     ));
                 }
