@@ -1234,6 +1234,26 @@ fn binary(
 }
 
 /// An integer type as the DECIMAL Flink widens it to.
+/// The type values of types `a` and `b` are both cast to where one column
+/// holds both (a `UNION`'s, `VALUES`'): Flink's least restrictive type of
+/// the two, if they have one.
+pub(crate) fn least_restrictive(a: SqlType, b: SqlType) -> Option<SqlType> {
+    use SqlType::*;
+    Some(match (a, b) {
+        _ if a == b => a,
+        (Null, x) | (x, Null) => x,
+        (Double, x) | (x, Double) if x.is_numeric() => Double,
+        (BigInt, Int) | (Int, BigInt) => BigInt,
+        (Decimal(..) | Int | BigInt, Decimal(..) | Int | BigInt) => {
+            let ((p1, s1), (p2, s2)) = (as_decimal(a), as_decimal(b));
+            let scale = s1.max(s2);
+            let digits = (p1 - s1).max(p2 - s2);
+            Decimal((digits + scale).min(38), scale)
+        }
+        _ => return None,
+    })
+}
+
 fn as_decimal(t: SqlType) -> (u8, u8) {
     match t {
         SqlType::Decimal(p, s) => (p, s),

@@ -689,24 +689,7 @@ pub(crate) fn columns_named(
 /// columns with the same types; the names are the left input's (as in
 /// Flink). The time attribute stays only where both inputs have it.
 fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, SqlError> {
-    let types = |p: &Planned| p.scope.columns.iter().map(|(_, t)| *t).collect::<Vec<_>>();
-    if types(&left) != types(&right) {
-        let show = |p: &Planned| {
-            types(p)
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(SqlError::validation(
-            format!(
-                "UNION ALL of different columns: ({}) and ({})",
-                show(&left),
-                show(&right)
-            ),
-            at,
-        ));
-    }
+    let (left, right) = set_operands(left, right, "UNION ALL", at)?;
     let mut steps = left.steps;
     steps.extend(right.steps);
     steps.push("Union: all".into());
@@ -725,6 +708,82 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, Sql
         scope: left.scope,
         steps,
     })
+}
+
+/// The two sides of a set operation `what` (`UNION ALL`, `INTERSECT`, …)
+/// with columns of one type each: each column's values cast to the
+/// least restrictive type of the two sides' (an INT and a BIGINT column
+/// are BIGINT), as Flink casts them.
+pub(crate) fn set_operands(
+    left: Planned,
+    right: Planned,
+    what: &str,
+    at: Position,
+) -> Result<(Planned, Planned), SqlError> {
+    let types = |p: &Planned| p.scope.columns.iter().map(|(_, t)| *t).collect::<Vec<_>>();
+    let (l, r) = (types(&left), types(&right));
+    let common: Option<Vec<crate::types::SqlType>> = (l.len() == r.len())
+        .then(|| {
+            l.iter()
+                .zip(&r)
+                .map(|(a, b)| crate::expr::least_restrictive(*a, *b))
+                .collect()
+        })
+        .flatten();
+    let Some(common) = common else {
+        let show = |types: &[crate::types::SqlType]| {
+            types
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(SqlError::validation(
+            format!(
+                "{what} of different columns: ({}) and ({})",
+                show(&l),
+                show(&r)
+            ),
+            at,
+        ));
+    };
+    Ok((cast_columns(left, &common), cast_columns(right, &common)))
+}
+
+/// `planned` with its columns' values cast to `types`, where they differ.
+fn cast_columns(mut planned: Planned, types: &[crate::types::SqlType]) -> Planned {
+    let casts: Vec<(usize, crate::types::SqlType, crate::types::SqlType)> = (planned.scope.columns)
+        .iter()
+        .zip(types)
+        .enumerate()
+        .filter(|(_, ((_, from), to))| from != *to)
+        .map(|(i, ((_, from), to))| (i, *from, *to))
+        .collect();
+    if casts.is_empty() {
+        return planned;
+    }
+    for (i, _, to) in &casts {
+        planned.scope.columns[*i].1 = *to;
+    }
+    planned.steps.push(format!(
+        "Calc: cast {}",
+        casts
+            .iter()
+            .map(|(i, _, to)| format!("{} AS {to}", planned.scope.columns[*i].0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    planned.stream = planned.stream.process(
+        move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            for (i, from, to) in &casts {
+                let v = std::mem::replace(&mut row.values[*i], Value::Null);
+                row.values[*i] = crate::expr::cast(v, *from, *to)?;
+            }
+            out.collect(row);
+            Ok(())
+        },
+    );
+    planned
 }
 
 /// `WHERE` and the `SELECT` list over `input`, in one operator.

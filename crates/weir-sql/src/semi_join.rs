@@ -232,24 +232,7 @@ pub(crate) fn intersect_or_except(
     at: Position,
 ) -> Result<Planned, SqlError> {
     let what = if anti { "EXCEPT" } else { "INTERSECT" };
-    let types = |p: &Planned| p.scope.columns.iter().map(|(_, t)| *t).collect::<Vec<_>>();
-    if types(&left) != types(&right) {
-        let show = |p: &Planned| {
-            types(p)
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(SqlError::validation(
-            format!(
-                "{what} of different columns: ({}) and ({})",
-                show(&left),
-                show(&right)
-            ),
-            at,
-        ));
-    }
+    let (left, right) = crate::plan::set_operands(left, right, what, at)?;
     let keys = (0..left.scope.columns.len())
         .map(|i| (column_at(&left.scope, i), column_at(&right.scope, i)))
         .collect();

@@ -6,7 +6,7 @@ use sqlparser::ast::{Expr, Spanned};
 use weir::prelude::*;
 
 use crate::error::{position, Position, SqlError};
-use crate::expr::{cast, compile, unify, Scope};
+use crate::expr::{cast, compile, least_restrictive, Scope};
 use crate::plan::Planned;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
@@ -43,7 +43,15 @@ pub(crate) fn plan_values(
     let mut types: Vec<Option<SqlType>> = vec![None; width];
     for row in &evaluated {
         for (ty, (_, t)) in types.iter_mut().zip(row) {
-            *ty = Some(unify(*ty, *t, at)?);
+            *ty = Some(match ty {
+                None => *t,
+                Some(ty) => least_restrictive(*ty, *t).ok_or_else(|| {
+                    SqlError::validation(
+                        format!("VALUES of types {ty} and {t} in one column"),
+                        at,
+                    )
+                })?,
+            });
         }
     }
     let types: Vec<SqlType> = types
