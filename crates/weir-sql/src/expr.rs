@@ -1822,13 +1822,27 @@ fn args(func: &sqlparser::ast::Function, at: Position) -> Result<Vec<&Expr>, Sql
     }
 }
 
-/// Whether `name` is an aggregate function (planned by the aggregation,
-/// not here).
+thread_local! {
+    /// The watermark of the calc evaluating a row, for `CURRENT_WATERMARK`:
+    /// `None` outside a calc that tracks it.
+    static CALC_WATERMARK: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// `f`, its expressions' `CURRENT_WATERMARK` being `watermark`.
+pub(crate) fn with_calc_watermark<R>(watermark: i64, f: impl FnOnce() -> R) -> R {
+    CALC_WATERMARK.set(Some(watermark));
+    let result = f();
+    CALC_WATERMARK.set(None);
+    result
+}
+
 /// Whether `e` is a call of `PROCTIME()`.
 pub(crate) fn is_proctime(e: &Expr) -> bool {
     matches!(e, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("PROCTIME"))
 }
 
+/// Whether `name` is an aggregate function (planned by the aggregation,
+/// not here).
 pub(crate) fn is_aggregate(name: &str) -> bool {
     matches!(
         name.to_ascii_uppercase().as_str(),
@@ -1972,6 +1986,30 @@ fn function(
         })
     };
     match name.as_str() {
+        // The watermark the row's calc has seen (Flink's: the one before
+        // the row's own), NULL before the first; of the argument's type.
+        "CURRENT_WATERMARK" => {
+            arity(1)?;
+            let ty = compiled[0].ty;
+            if !ty.is_timestamp() {
+                return Err(SqlError::validation(
+                    format!("CURRENT_WATERMARK takes a time attribute, not {ty}"),
+                    at,
+                ));
+            }
+            Ok(Compiled {
+                shape: Shape::Computed,
+                eval: Arc::new(move |_| match CALC_WATERMARK.get() {
+                    None => Err("CURRENT_WATERMARK is supported in a WHERE and a SELECT list \
+                                 only"
+                        .into()),
+                    Some(i64::MIN) => Ok(Value::Null),
+                    Some(w) if ty == SqlType::TimestampLtz => Ok(Value::TimestampLtz(w)),
+                    Some(w) => Ok(Value::Timestamp(w)),
+                }),
+                ty,
+            })
+        }
         "UPPER" => string_fn(|s| Value::string(&s.to_uppercase()), SqlType::String),
         "LOWER" => string_fn(|s| Value::string(&s.to_lowercase()), SqlType::String),
         "CHAR_LENGTH" | "CHARACTER_LENGTH" => {

@@ -327,6 +327,12 @@ pub(crate) fn plan_select(
         }
         _ => false,
     });
+    if grouped && reads_watermark(select) {
+        return Err(SqlError::unsupported(
+            "CURRENT_WATERMARK in an aggregation (it is in a WHERE or SELECT list without one)",
+            at,
+        ));
+    }
     if let Some(split) = crate::semi_join::subquery_conjuncts(select.selection.as_ref()) {
         return crate::semi_join::plan_select_with_subqueries(env, catalog, select, split, grouped);
     }
@@ -491,6 +497,7 @@ pub(crate) fn plan_select(
     };
     match input {
         Read::Table(scan, rows) if !grouped => calc_then(rows, select, |calc| match calc {
+            Some(calc) if calc.reads_watermark => calc_stream(&scan.rows.stream(), calc),
             // The calc runs in the operator that stamps the scan's rows.
             Some(calc) => scan.rows.with_calc(calc),
             None => scan.rows.stream(),
@@ -815,6 +822,7 @@ fn calc_then(
     stream: impl FnOnce(Option<Calc>) -> DataStream<Row>,
 ) -> Result<Planned, SqlError> {
     let mut steps = input.steps;
+    let reads_watermark = reads_watermark(select);
     // Compiled over a scope that records which columns the `WHERE` reads,
     // so that a scan that can read them apart filters before it makes a
     // row.
@@ -831,7 +839,10 @@ fn calc_then(
     let scope = p.scope;
     steps.push(calc_step(&scope));
     Ok(Planned {
-        stream: stream(calc_of(filter, p.output).map(|c| c.filter_reads(tracked.used_columns()))),
+        stream: stream(calc_of(filter, p.output).map(|c| Calc {
+            reads_watermark,
+            ..c.filter_reads(tracked.used_columns())
+        })),
         scope,
         rowtime,
         proctime,
@@ -862,8 +873,28 @@ pub(crate) fn filter_project(
     }
 }
 
+/// Whether `select` calls `CURRENT_WATERMARK`.
+pub(crate) fn reads_watermark(select: &Select) -> bool {
+    select
+        .to_string()
+        .to_ascii_uppercase()
+        .contains("CURRENT_WATERMARK")
+}
+
 /// The rows `calc` keeps, as it changes them.
 pub(crate) fn calc_stream(stream: &DataStream<Row>, calc: Calc) -> DataStream<Row> {
+    if calc.reads_watermark {
+        return stream.process(
+            move |mut row: Row, ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+                let watermark = ctx.timer_service().current_watermark();
+                let kept = crate::expr::with_calc_watermark(watermark, || calc.apply(&mut row))?;
+                if kept {
+                    out.collect_moved(row);
+                }
+                Ok(())
+            },
+        );
+    }
     stream.process(
         move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
             if calc.apply(&mut row)? {
@@ -887,6 +918,7 @@ pub(crate) fn calc_of(filter: Option<Condition>, output: Option<Output>) -> Opti
             reads: None,
         }),
         output,
+        reads_watermark: false,
     })
 }
 
@@ -896,6 +928,9 @@ pub(crate) fn calc_of(filter: Option<Condition>, output: Option<Output>) -> Opti
 pub(crate) struct Calc {
     filter: Option<Filter>,
     output: Option<Output>,
+    /// Whether it calls `CURRENT_WATERMARK`: then it runs in an operator
+    /// of its own after the scan, which tells it the watermark.
+    pub reads_watermark: bool,
 }
 
 /// A `WHERE` and the input columns it reads, where they are known.

@@ -601,6 +601,16 @@ fn window_mistakes_are_named() {
         e.contains("column 'id' is neither grouped nor aggregated"),
         "{e}"
     );
+    let e = err("SELECT buyer, COUNT(*) FROM orders WHERE ts > CURRENT_WATERMARK(ts) GROUP BY buyer;");
+    assert!(
+        e.contains("not supported: CURRENT_WATERMARK in an aggregation"),
+        "{e}"
+    );
+    let e = err("SELECT CURRENT_WATERMARK(id) FROM orders;");
+    assert!(
+        e.contains("CURRENT_WATERMARK takes a time attribute, not BIGINT"),
+        "{e}"
+    );
     let e = err("SELECT LAST_VALUE(id) FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, window_end;");
     assert!(
         e.contains("not supported: LAST_VALUE in a HOP window"),
