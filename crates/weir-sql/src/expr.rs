@@ -2000,9 +2000,11 @@ fn function(
             Ok(Compiled {
                 shape: Shape::Computed,
                 eval: Arc::new(move |_| match CALC_WATERMARK.get() {
-                    None => Err("CURRENT_WATERMARK is supported in a WHERE and a SELECT list \
+                    None => Err(
+                        "CURRENT_WATERMARK is supported in a WHERE and a SELECT list \
                                  only"
-                        .into()),
+                            .into(),
+                    ),
                     Some(i64::MIN) => Ok(Value::Null),
                     Some(w) if ty == SqlType::TimestampLtz => Ok(Value::TimestampLtz(w)),
                     Some(w) => Ok(Value::Timestamp(w)),

@@ -46,10 +46,7 @@ pub(crate) fn plan_values(
             *ty = Some(match ty {
                 None => *t,
                 Some(ty) => least_restrictive(*ty, *t).ok_or_else(|| {
-                    SqlError::validation(
-                        format!("VALUES of types {ty} and {t} in one column"),
-                        at,
-                    )
+                    SqlError::validation(format!("VALUES of types {ty} and {t} in one column"), at)
                 })?,
             });
         }

@@ -601,7 +601,8 @@ fn window_mistakes_are_named() {
         e.contains("column 'id' is neither grouped nor aggregated"),
         "{e}"
     );
-    let e = err("SELECT buyer, COUNT(*) FROM orders WHERE ts > CURRENT_WATERMARK(ts) GROUP BY buyer;");
+    let e =
+        err("SELECT buyer, COUNT(*) FROM orders WHERE ts > CURRENT_WATERMARK(ts) GROUP BY buyer;");
     assert!(
         e.contains("not supported: CURRENT_WATERMARK in an aggregation"),
         "{e}"
