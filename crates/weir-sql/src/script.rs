@@ -668,7 +668,7 @@ pub(crate) fn insert_listing(
         if let Some(TableFactor::Derived { subquery, .. }) =
             select.from.first_mut().map(|f| &mut f.relation)
         {
-            *subquery = Box::new(query.clone());
+            **subquery = query.clone();
         }
     }
     Ok(*outer)

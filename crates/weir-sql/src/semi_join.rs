@@ -271,9 +271,10 @@ fn subquery_of(e: &Expr) -> Option<(&Query, bool, Option<&Expr>)> {
         Expr::UnaryOp {
             op: sqlparser::ast::UnaryOperator::Not,
             expr,
-        } => match subquery_of(expr)? {
-            (q, negated, left) => Some((q, !negated, left)),
-        },
+        } => {
+            let (q, negated, left) = subquery_of(expr)?;
+            Some((q, !negated, left))
+        }
         _ => None,
     }
 }
