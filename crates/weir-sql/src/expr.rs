@@ -1988,6 +1988,7 @@ fn function(
     match name.as_str() {
         // The watermark the row's calc has seen (Flink's: the one before
         // the row's own), NULL before the first; of the argument's type.
+        "GROUPING" | "GROUPING_ID" => crate::grouping_sets::grouping(&exprs, scope, at),
         "CURRENT_WATERMARK" => {
             arity(1)?;
             let ty = compiled[0].ty;

@@ -33,6 +33,7 @@ mod extremum_join;
 mod format;
 mod function;
 mod group;
+mod grouping_sets;
 #[cfg(feature = "postgres")]
 mod jdbc;
 mod join;

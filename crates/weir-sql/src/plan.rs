@@ -313,6 +313,9 @@ pub(crate) fn plan_select(
         }
         Some(Distinct::On(_)) => return Err(SqlError::unsupported("SELECT DISTINCT ON", at)),
     }
+    if crate::grouping_sets::has_grouping_sets(select) {
+        return crate::grouping_sets::plan(env, catalog, select);
+    }
     let grouped = match &select.group_by {
         GroupByExpr::Expressions(exprs, modifiers) => {
             if !modifiers.is_empty() {

@@ -607,6 +607,21 @@ fn window_mistakes_are_named() {
         e.contains("not supported: CURRENT_WATERMARK in an aggregation"),
         "{e}"
     );
+    let e = err("SELECT buyer, COUNT(buyer) FROM orders GROUP BY ROLLUP (buyer);");
+    assert!(
+        e.contains("not supported: an aggregate of the grouping key buyer, which a grouping set leaves out"),
+        "{e}"
+    );
+    let e = err("SELECT UPPER(buyer), COUNT(*) FROM orders GROUP BY CUBE (UPPER(buyer));");
+    assert!(
+        e.contains("not supported: the grouping key UPPER(buyer)"),
+        "{e}"
+    );
+    let e = err("SELECT buyer, GROUPING(id) FROM orders GROUP BY ROLLUP (buyer);");
+    assert!(
+        e.contains("column 'id' is neither grouped nor aggregated"),
+        "{e}"
+    );
     let e = err("SELECT CURRENT_WATERMARK(id) FROM orders;");
     assert!(
         e.contains("CURRENT_WATERMARK takes a time attribute, not BIGINT"),
