@@ -5,7 +5,7 @@
 
 Each case is a CSV of out-of-order rows (some amounts NULL) and one query
 drawn at random: a window aggregation (TUMBLE, HOP or CUMULATE, with or
-without a key, some aggregates, maybe HAVING), an unbounded GROUP BY, a
+without a key, some aggregates, maybe HAVING, maybe ROLLUP), an unbounded GROUP BY, a
 projection with a filter, a window Top-N, an OVER aggregation (ROWS or
 RANGE, bounded or not), ORDER BY … LIMIT, a sort by event time, a
 condition over NULLs (AND, OR, NOT, CASE, IF, BETWEEN, IN, in WHERE and
@@ -423,20 +423,32 @@ def query(rng, shapes):
     if shape == "timesort":
         cond = rng.choice(["", " WHERE amount > 30", " WHERE k <> 'a'"])
         return f"SELECT id, k, amount, ts FROM t{cond} ORDER BY ts, id DESC;"
+    # Some keyed aggregations group by ROLLUP(k) too (a total beside each
+    # key), with no aggregate of k.
+    rollup = rng.random() < 0.25
     if shape == "window":
         keyed = rng.random() < 0.6
         keys = "k, " if keyed else ""
         having = " HAVING COUNT(*) > 1" if rng.random() < 0.3 else ""
+        aggs = aggregates(rng)
+        by = f"{keys}window_start, window_end"
+        if keyed and rollup:
+            aggs = [a for a in aggs if "(DISTINCT k)" not in a] or ["COUNT(*) AS n"]
+            by = "window_start, window_end, ROLLUP (k)"
         return (
-            f"SELECT {keys}window_start, window_end, {', '.join(aggregates(rng))}\n"
+            f"SELECT {keys}window_start, window_end, {', '.join(aggs)}\n"
             f"FROM TABLE({window(rng)})\n"
-            f"GROUP BY {keys}window_start, window_end{having};"
+            f"GROUP BY {by}{having};"
         )
     if shape == "group":
         having = " HAVING SUM(amount) > 20" if rng.random() < 0.3 else ""
         aggs = aggregates(rng) + rng.sample(["FIRST_VALUE(amount) AS f", "LAST_VALUE(id) AS l"],
                                             rng.randint(0, 1))
-        return f"SELECT k, {', '.join(aggs)} FROM t GROUP BY k{having};"
+        by = "k"
+        if rollup:
+            aggs = [a for a in aggs if "(DISTINCT k)" not in a] or ["COUNT(*) AS n"]
+            by = "ROLLUP (k)"
+        return f"SELECT k, {', '.join(aggs)} FROM t GROUP BY {by}{having};"
     if shape == "calc":
         exprs = rng.sample(
             [
