@@ -8,7 +8,7 @@
 //! values for `MIN`/`MAX`/`COUNT(DISTINCT)`, the list for `LISTAGG`).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
@@ -41,6 +41,10 @@ pub(crate) enum AggKind {
     /// `VAR_POP(x)`, `VAR_SAMP(x)` (`VARIANCE`), `STDDEV_POP(x)` and
     /// `STDDEV_SAMP(x)` (`STDDEV`).
     Spread(Spread),
+    /// `LAG(x, offset, default)` in an OVER window: `x` of the row
+    /// `offset` rows before in the partition (NULL or not), `default`
+    /// (the argument after `x` in the arguments row) when there is none.
+    Lag(u32),
 }
 
 /// Which of the variances or standard deviations an aggregate is.
@@ -81,6 +85,7 @@ impl AggCall {
         match (self.kind, self.arg_type) {
             (AggKind::CountStar | AggKind::Count | AggKind::CountDistinct, _) => SqlType::BigInt,
             (AggKind::ListAgg, _) => SqlType::String,
+            (AggKind::Lag(_), t) => t,
             (AggKind::Sum, SqlType::Decimal(_, s)) => SqlType::Decimal(38, s),
             (AggKind::Avg | AggKind::Spread(_), SqlType::Decimal(_, s)) => {
                 SqlType::Decimal(38, s.max(6))
@@ -120,6 +125,8 @@ pub(crate) enum Acc {
     List(Vec<Value>),
     /// A variance's or standard deviation's sums.
     Moments(Box<Moments>),
+    /// `LAG`'s last values, oldest first, and its default.
+    Lag(Box<(VecDeque<Value>, Value)>),
 }
 
 /// The sums a variance is computed from, as Flink reduces `VAR_POP(x)` to
@@ -420,6 +427,7 @@ impl SqlAggregates {
                     count: 0,
                 },
                 AggKind::Spread(_) => Acc::Moments(Box::default()),
+                AggKind::Lag(_) => Acc::Lag(Box::new((VecDeque::new(), Value::Null))),
             })
             .collect()
     }
@@ -442,6 +450,12 @@ impl SqlAggregates {
                     }
                 }
                 Acc::Avg { sum, count } => average(sum, *count, call.result_type()),
+                Acc::Lag(lag) => match call.kind {
+                    AggKind::Lag(offset) if lag.0.len() > offset as usize => {
+                        lag.0.front().cloned().unwrap_or(Value::Null)
+                    }
+                    _ => lag.1.clone(),
+                },
                 Acc::Moments(m) => match call.kind {
                     AggKind::Spread(spread) => m.result(spread, call.arg_type, call.result_type()),
                     _ => Value::Null,
@@ -514,6 +528,8 @@ impl SqlAggregates {
                     }
                 }
                 Acc::Moments(m) => m.add(v, call.arg_type, -1),
+                // LAG looks back over rows, not over its frame.
+                Acc::Lag(_) => {}
                 // Append-only accumulators cannot retract; the planner
                 // makes retracting ones for updating inputs.
                 Acc::Distinct(_) | Acc::DistinctInts(_) | Acc::Value(_) => {}
@@ -571,6 +587,15 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
                 continue;
             }
             let v = &row.values[call.arg];
+            // LAG keeps NULLs too.
+            if let (AggKind::Lag(offset), Acc::Lag(lag)) = (call.kind, &mut *a) {
+                lag.0.push_back(v.clone());
+                if lag.0.len() > offset as usize + 1 {
+                    lag.0.pop_front();
+                }
+                lag.1 = row.values.get(call.arg + 1).cloned().unwrap_or(Value::Null);
+                continue;
+            }
             if v.is_null() {
                 continue;
             }

@@ -1860,6 +1860,8 @@ pub(crate) fn is_aggregate(name: &str) -> bool {
             | "STDDEV_POP"
             | "STDDEV_SAMP"
             | "STDDEV"
+            | "LAG"
+            | "LEAD"
     )
 }
 

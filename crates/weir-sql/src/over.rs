@@ -26,7 +26,7 @@ use sqlparser::ast::{
 };
 use weir::prelude::*;
 
-use crate::aggregate::{Accumulators, AggCall, Results, SqlAggregates};
+use crate::aggregate::{Accumulators, AggCall, AggKind, Results, SqlAggregates};
 use crate::catalog::Catalog;
 use crate::error::{position, Position, SqlError};
 use crate::expr::{compile, is_aggregate, Compiled, Eval};
@@ -231,6 +231,16 @@ pub(crate) fn plan_over(
         .clone()
         .ok_or_else(|| SqlError::validation("no OVER aggregation here", at))?;
     let time = order_column(&spec, &input, at)?;
+    let lags = calls
+        .calls
+        .iter()
+        .any(|(c, _)| c.name.to_string().eq_ignore_ascii_case("LAG"));
+    if lags && spec.window_frame.is_some() {
+        return Err(SqlError::validation(
+            "LAG takes no ROWS or RANGE frame in its window (as in Flink)",
+            at,
+        ));
+    }
     let frame = frame(&spec, at)?;
     let keys: Vec<Compiled> = spec
         .partition_by
@@ -242,6 +252,18 @@ pub(crate) fn plan_over(
     let mut args: Vec<Eval> = Vec::new();
     let mut agg_calls = Vec::new();
     for (call, call_at) in &calls.calls {
+        if let Some(lag) = lag_call(call, &input.scope, *call_at)? {
+            agg_calls.push(AggCall {
+                kind: lag.kind,
+                arg: args.len(),
+                arg_type: lag.value.ty,
+                separator: String::new(),
+                filter: None,
+            });
+            args.push(lag.value.eval);
+            args.push(lag.default);
+            continue;
+        }
         let (kind, arg, separator) = crate::window::agg_call(call, *call_at)?.filter_in_arg();
         let c = match arg {
             Some(x) => compile(&x, &input.scope)?,
@@ -321,6 +343,91 @@ pub(crate) fn plan_over(
     outer.selection = None;
     outer.named_window = Vec::new();
     calc(aggregated, &outer)
+}
+
+/// A `LAG` call: its kind, its value and its default.
+struct Lag {
+    kind: AggKind,
+    value: Compiled,
+    default: Eval,
+}
+
+/// `LAG(x [, offset [, default]])` (`call`, over `scope`), if `call` is
+/// one; `LEAD` is refused, as Flink's streaming OVER refuses it (it would
+/// wait for rows to come).
+fn lag_call(
+    call: &Function,
+    scope: &crate::expr::Scope,
+    at: Position,
+) -> Result<Option<Lag>, SqlError> {
+    let name = call.name.to_string().to_ascii_uppercase();
+    if name == "LEAD" {
+        return Err(SqlError::unsupported(
+            "LEAD in a streaming OVER window (LAG is; as in Flink)",
+            at,
+        ));
+    }
+    if name != "LAG" {
+        return Ok(None);
+    }
+    let sqlparser::ast::FunctionArguments::List(list) = &call.args else {
+        return Err(SqlError::validation("LAG takes 1 to 3 arguments", at));
+    };
+    let exprs: Vec<&Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(e)) => Ok(e),
+            other => Err(SqlError::unsupported(
+                format!("the LAG argument {other}"),
+                at,
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    let (value, offset, default) = match exprs.as_slice() {
+        [x] => (*x, None, None),
+        [x, n] => (*x, Some(*n), None),
+        [x, n, d] => (*x, Some(*n), Some(*d)),
+        _ => return Err(SqlError::validation("LAG takes 1 to 3 arguments", at)),
+    };
+    let value = compile(value, scope)?;
+    let offset = match offset {
+        None => 1,
+        Some(n) => {
+            let c = compile(n, &crate::expr::Scope::default())?;
+            match (c.eval)(&[]) {
+                Ok(Value::Int(n)) if n >= 0 => n as u32,
+                Ok(Value::BigInt(n)) if (0..=i64::from(u32::MAX)).contains(&n) => n as u32,
+                _ => {
+                    return Err(SqlError::validation(
+                        format!("LAG's offset must be a whole number of rows, not {n}"),
+                        pos(n),
+                    ))
+                }
+            }
+        }
+    };
+    let default = match default {
+        None => Compiled::constant(Value::Null, value.ty),
+        Some(d) => {
+            let c = compile(d, scope)?;
+            if c.ty != value.ty && c.ty != SqlType::Null {
+                return Err(SqlError::validation(
+                    format!(
+                        "LAG's default is {}, its value {}: they must be of one type (CAST it)",
+                        c.ty, value.ty
+                    ),
+                    pos(d),
+                ));
+            }
+            c
+        }
+    };
+    Ok(Some(Lag {
+        kind: AggKind::Lag(offset),
+        value,
+        default: default.eval,
+    }))
 }
 
 /// The time attribute column the window is ordered by.

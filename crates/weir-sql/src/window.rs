@@ -589,6 +589,12 @@ pub(crate) fn agg_call(f: &sqlparser::ast::Function, at: Position) -> Result<Agg
             at,
         ));
     };
+    if matches!(name.as_str(), "LAG" | "LEAD") {
+        return Err(SqlError::validation(
+            format!("{name} needs an OVER window (and is an OVER function only)"),
+            at,
+        ));
+    }
     let distinct = matches!(list.duplicate_treatment, Some(DuplicateTreatment::Distinct));
     let mut separator = ",".to_string();
     let (kind, arg) = match (name.as_str(), list.args.as_slice(), distinct) {

@@ -622,6 +622,27 @@ fn window_mistakes_are_named() {
         e.contains("column 'id' is neither grouped nor aggregated"),
         "{e}"
     );
+    for (query, says) in [
+        (
+            "SELECT id, LAG(id) OVER (PARTITION BY buyer ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM orders;",
+            "LAG takes no ROWS or RANGE frame in its window",
+        ),
+        (
+            "SELECT id, LEAD(id) OVER (ORDER BY ts) FROM orders;",
+            "not supported: LEAD in a streaming OVER window",
+        ),
+        (
+            "SELECT buyer, LAG(id) FROM orders GROUP BY buyer;",
+            "LAG needs an OVER window",
+        ),
+        (
+            "SELECT id, LAG(id, 1, 'x') OVER (ORDER BY ts) FROM orders;",
+            "LAG's default is STRING, its value BIGINT",
+        ),
+    ] {
+        let e = err(query);
+        assert!(e.contains(says), "{query}: {e}");
+    }
     let e = err("SELECT CURRENT_WATERMARK(id) FROM orders;");
     assert!(
         e.contains("CURRENT_WATERMARK takes a time attribute, not BIGINT"),
