@@ -76,6 +76,18 @@ pub(crate) fn qualified(columns: &[(String, crate::types::SqlType)], qualifier: 
     }
 }
 
+/// The columns of a join's side `scope`, qualified by `name`; a side that
+/// is itself a join (no name of its own) keeps its columns' qualifiers.
+pub(crate) fn side_scope(scope: &Scope, name: &str) -> Scope {
+    if name.is_empty() && scope.qualifiers.len() == scope.columns.len() {
+        return Scope {
+            used: None,
+            ..scope.clone()
+        };
+    }
+    qualified(&scope.columns, name)
+}
+
 /// The columns of `first` then `second`, as a join's rows hold them.
 pub(crate) fn side_by_side(first: &Scope, second: &Scope) -> Scope {
     let mut joined = first.clone();
@@ -959,7 +971,7 @@ pub(crate) fn plan_join(
         ));
     };
     let right_name = qualifier(&join.relation);
-    let left_scope = qualified(&left.scope.columns, &left_name);
+    let left_scope = side_scope(&left.scope, &left_name);
     let right_scope = qualified(&right.scope.columns, &right_name);
     let joined = side_by_side(&left_scope, &right_scope);
     let [to_left, to_right] = push_down(on, filter, outer, [&left_scope, &right_scope]);

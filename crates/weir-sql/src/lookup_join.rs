@@ -47,7 +47,7 @@ pub(crate) fn plan_lookup_join(
     let right_name = crate::join::qualifier(&join.relation);
     let rows = crate::connector::table_rows(table)?;
     let physical: Vec<&str> = table.physical().map(|(n, _)| n).collect();
-    let left_scope = qualified(&left.scope.columns, &left_name);
+    let left_scope = crate::join::side_scope(&left.scope, &left_name);
     let right_scope = qualified(&rows.scope.columns, &right_name);
     let joined = side_by_side(&left_scope, &right_scope);
     // Equalities of a left expression and a column the server holds are

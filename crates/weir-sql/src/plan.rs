@@ -351,46 +351,12 @@ pub(crate) fn plan_select(
         [from] => {
             if let Some(join) = from.joins.first() {
                 if from.joins.len() > 1 {
-                    return Err(SqlError::unsupported(
-                        "more than one JOIN in a FROM",
-                        pos(&from.joins[1]),
-                    ));
+                    return plan_join_chain(env, catalog, from, select, grouped);
                 }
-                if let TableFactor::Table {
-                    name,
-                    args: None,
-                    version: Some(version),
-                    ..
-                } = &join.relation
-                {
-                    let TableVersion::ForSystemTimeAsOf(as_of) = version else {
-                        return Err(SqlError::unsupported(
-                            format!("{version} (FOR SYSTEM_TIME AS OF is)"),
-                            pos(&join.relation),
-                        ));
-                    };
+                if let Some(versioned) = versioned_join(env, catalog, join)? {
                     let left = plan_relation(env, catalog, &from.relation)?;
                     let left_name = crate::join::qualifier(&from.relation);
-                    let by_processing_time = left.proctime
-                        && crate::join::column_index(
-                            as_of,
-                            &crate::join::qualified(&left.scope.columns, &left_name),
-                        ) == left.rowtime;
-                    let joined = if by_processing_time {
-                        lookup_join(catalog, left, left_name, name, join)?
-                    } else {
-                        // Read whole: a temporal join keeps only the
-                        // versions and the left rows still to come.
-                        let right = plan_table_name(env, catalog, &name.to_string(), pos(name))?;
-                        crate::temporal_join::plan_temporal_join(
-                            left,
-                            left_name,
-                            right,
-                            join,
-                            as_of,
-                            catalog.state_ttl,
-                        )?
-                    };
+                    let joined = versioned(left, left_name)?;
                     return if grouped {
                         crate::group::plan_group_aggregate(joined, select, catalog.group_settings())
                     } else {
@@ -513,6 +479,98 @@ pub(crate) fn plan_select(
             crate::group::plan_group_aggregate(input, select, catalog.group_settings())
         }
         Read::View(input) => calc(input, select),
+    }
+}
+
+/// A join of a versioned relation, `left JOIN r FOR SYSTEM_TIME AS OF
+/// …`, if `join` is one: what plans it, given the left side and its name
+/// (a temporal join by the left rows' event time, a lookup join by their
+/// processing time).
+#[allow(clippy::type_complexity)]
+fn versioned_join<'a>(
+    env: &'a StreamExecutionEnvironment,
+    catalog: &'a Catalog,
+    join: &'a Join,
+) -> Result<Option<Box<dyn FnOnce(Planned, String) -> Result<Planned, SqlError> + 'a>>, SqlError> {
+    let TableFactor::Table {
+        name,
+        args: None,
+        version: Some(version),
+        ..
+    } = &join.relation
+    else {
+        return Ok(None);
+    };
+    let TableVersion::ForSystemTimeAsOf(as_of) = version else {
+        return Err(SqlError::unsupported(
+            format!("{version} (FOR SYSTEM_TIME AS OF is)"),
+            pos(&join.relation),
+        ));
+    };
+    Ok(Some(Box::new(move |left: Planned, left_name: String| {
+        let by_processing_time = left.proctime
+            && crate::join::column_index(as_of, &crate::join::side_scope(&left.scope, &left_name))
+                == left.rowtime;
+        if by_processing_time {
+            lookup_join(catalog, left, left_name, name, join)
+        } else {
+            // Read whole: a temporal join keeps only the versions and the
+            // left rows still to come.
+            let right = plan_table_name(env, catalog, &name.to_string(), pos(name))?;
+            crate::temporal_join::plan_temporal_join(
+                left,
+                left_name,
+                right,
+                join,
+                as_of,
+                catalog.state_ttl,
+            )
+        }
+    })))
+}
+
+/// `FROM a JOIN b ON … JOIN c ON …`: joined left to right, each join's
+/// left side the joins before it (its columns still named by their
+/// relations); the `WHERE` pushed down at the last join (and applied
+/// after it), then the `SELECT` list or the aggregation.
+fn plan_join_chain(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    from: &TableWithJoins,
+    select: &Select,
+    grouped: bool,
+) -> Result<Planned, SqlError> {
+    let mut left = plan_relation(env, catalog, &from.relation)?;
+    let mut left_name = crate::join::qualifier(&from.relation);
+    let last = from.joins.len() - 1;
+    for (i, join) in from.joins.iter().enumerate() {
+        left = match versioned_join(env, catalog, join)? {
+            Some(versioned) => versioned(left, left_name)?,
+            None => {
+                let right = plan_relation(env, catalog, &join.relation)?;
+                let filter = if i == last {
+                    select.selection.as_ref()
+                } else {
+                    None
+                };
+                crate::join::plan_join(
+                    left,
+                    left_name,
+                    right,
+                    join,
+                    filter,
+                    catalog.state_ttl,
+                    crate::join::JoinColumns::default(),
+                )?
+            }
+        };
+        // Its columns keep their relations' names.
+        left_name = String::new();
+    }
+    if grouped {
+        crate::group::plan_group_aggregate(left, select, catalog.group_settings())
+    } else {
+        calc(left, select)
     }
 }
 

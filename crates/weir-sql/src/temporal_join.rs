@@ -82,7 +82,7 @@ pub(crate) fn plan_temporal_join(
     let (on, outer) = inner_or_left_on(join, "temporal join")?;
     let name = if outer { "left outer" } else { "inner" };
     let right_name = crate::join::qualifier(&join.relation);
-    let left_scope = qualified(&left.scope.columns, &left_name);
+    let left_scope = crate::join::side_scope(&left.scope, &left_name);
     let right_scope = qualified(&right.scope.columns, &right_name);
     let joined = side_by_side(&left_scope, &right_scope);
     // The left rows' own event time, nothing else (as Flink).

@@ -1,9 +1,12 @@
+-- compare: final rows
 -- IN and EXISTS subqueries (semi joins) and INTERSECT: a row passes once a
 -- row of the subquery matches it, whichever arrives first. IN over a
 -- subquery with its own filter and over a GROUP BY's keys; a correlated
 -- EXISTS with a key and a condition across the two sides; a NULL amount
 -- matches nothing in IN; INTERSECT compares whole rows, NULLs equal, and
--- keeps distinct rows; the rows passed then grouped.
+-- keeps distinct rows; the rows passed then grouped. The changelogs of
+-- the grouped rows and of IN over a GROUP BY (which retracts) depend on
+-- which file's rows arrive first: the rows left are compared.
 CREATE TABLE orders (
   id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3)
 ) WITH ('connector' = 'filesystem', 'path' = '${DIR}/orders.csv', 'format' = 'csv',

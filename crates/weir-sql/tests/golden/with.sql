@@ -1,7 +1,10 @@
+-- compare: final rows
 -- Common table expressions: a CTE read by a later one and by the query;
 -- a CTE named as a table, whose own query reads the table; column names
 -- given in WITH and after a subquery; a CTE as a window TVF's table; a
 -- CTE read on both sides of a join; WITH in a subquery and in a view.
+-- (The view joins two files, whose rows' order makes its changelog: the
+-- rows left are compared.)
 SET 'pipeline.auto-watermark-interval' = '0';
 CREATE TABLE orders (
   id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3),
