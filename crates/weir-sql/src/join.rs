@@ -630,11 +630,7 @@ impl JoinFunction {
             });
         }
         if retraction {
-            let mut rows = mine.get()?;
-            if let Some(i) = rows.iter().position(|r| r.values[..] == values[..]) {
-                rows.swap_remove(i);
-                mine.update(rows)?;
-            }
+            take_out(mine, &values)?;
         } else {
             if let Some(expiry) = self.expiry.filter(|e| e.side == side) {
                 // A row that no row to come can join is not kept (one
@@ -656,6 +652,17 @@ impl JoinFunction {
         }
         Ok(())
     }
+}
+
+/// Takes one kept row equal to `values` out of `rows` (a retraction's
+/// row leaving its side), if there is one.
+pub(crate) fn take_out(rows: &ListState<Kept>, values: &[Value]) -> Result<(), StateError> {
+    let mut kept = rows.get()?;
+    if let Some(i) = kept.iter().position(|r| r.values[..] == *values) {
+        kept.swap_remove(i);
+        rows.update(kept)?;
+    }
+    Ok(())
 }
 
 /// The functions computing a join's key on each side: keys of different

@@ -22,7 +22,9 @@ use weir::prelude::*;
 use crate::catalog::Catalog;
 use crate::error::{position, Position, SqlError};
 use crate::expr::{column_at, compile, Compiled, Condition};
-use crate::join::{conjuncts, key_functions, qualified, side_by_side, tagged, untagged, Kept};
+use crate::join::{
+    conjuncts, key_functions, qualified, side_by_side, tagged, take_out, untagged, Kept,
+};
 use crate::key::RowKey;
 use crate::plan::Planned;
 use crate::value::{Row, RowKind, Value};
@@ -112,11 +114,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for SemiJoinFunction {
                 return Err(e.into());
             }
             if retraction {
-                let mut rows = sides[0].get()?;
-                if let Some(i) = rows.iter().position(|r| r.values[..] == values[..]) {
-                    rows.swap_remove(i);
-                    sides[0].update(rows)?;
-                }
+                take_out(&sides[0], &values)?;
             } else {
                 sides[0].add(Kept::new(values.clone(), matches))?;
             }
@@ -156,11 +154,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for SemiJoinFunction {
             sides[0].update(lefts)?;
         }
         if retraction {
-            let mut rows = sides[1].get()?;
-            if let Some(i) = rows.iter().position(|r| r.values[..] == values[..]) {
-                rows.swap_remove(i);
-                sides[1].update(rows)?;
-            }
+            take_out(&sides[1], &values)?;
         } else {
             sides[1].add(Kept::new(values, 0))?;
         }
