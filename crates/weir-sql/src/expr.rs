@@ -313,6 +313,24 @@ impl Scope {
             used.borrow_mut()[i] = true;
         }
         i.ok_or_else(|| {
+            // A qualifier no column has: name the relations there are.
+            if let Some(q) = qualifier {
+                if !self.qualifiers.iter().any(|c| c.eq_ignore_ascii_case(q)) {
+                    let mut relations: Vec<&str> = Vec::new();
+                    for r in &self.qualifiers {
+                        if !r.is_empty() && !relations.contains(&r.as_str()) {
+                            relations.push(r);
+                        }
+                    }
+                    return SqlError::validation(
+                        format!(
+                            "no table or alias '{q}' here for '{q}.{name}' (there are {})",
+                            relations.join(", ")
+                        ),
+                        at,
+                    );
+                }
+            }
             let known: Vec<&str> = self.columns.iter().map(|(c, _)| c.as_str()).collect();
             SqlError::validation(
                 format!(

@@ -418,9 +418,12 @@ pub(crate) fn plan_select(
             }];
             return plan_select(env, catalog, &joined);
         }
+        tables if tables.iter().all(|t| t.joins.is_empty()) => {
+            return plan_select(env, catalog, &comma_joins(catalog, select, tables)?);
+        }
         [_, second, ..] => {
             return Err(SqlError::unsupported(
-                "FROM with more than two tables or with joins after a comma",
+                "FROM with joins after a comma",
                 pos(second),
             ))
         }
@@ -527,6 +530,80 @@ fn versioned_join<'a>(
             )
         }
     })))
+}
+
+/// `FROM a, b, c WHERE …` (three tables or more) as `FROM a JOIN b ON …
+/// JOIN c ON …`: each `WHERE` condition goes to the first join after
+/// which every name in it resolves. The relations must be tables (their
+/// columns known before they are planned).
+fn comma_joins(
+    catalog: &Catalog,
+    select: &Select,
+    tables: &[TableWithJoins],
+) -> Result<Select, SqlError> {
+    let mut scope = Scope::default();
+    let mut scopes = Vec::new();
+    for t in tables {
+        let table = match &t.relation {
+            TableFactor::Table {
+                name, args: None, ..
+            } => catalog.table(&name.to_string()),
+            _ => None,
+        };
+        let Some(table) = table else {
+            return Err(SqlError::unsupported(
+                "FROM a, b, c … of other relations than tables (JOIN … ON is)",
+                pos(&t.relation),
+            ));
+        };
+        let columns = connector::table_rows(table)?.scope.columns;
+        scope = crate::join::side_by_side(
+            &scope,
+            &crate::join::qualified(&columns, &crate::join::qualifier(&t.relation)),
+        );
+        scopes.push(scope.clone());
+    }
+    let mut ons: Vec<Vec<Expr>> = vec![Vec::new(); tables.len()];
+    for c in select
+        .selection
+        .as_ref()
+        .map(crate::join::conjuncts)
+        .unwrap_or_default()
+    {
+        // Checked over all the tables first (unknown or ambiguous names).
+        compile(c, &scope)?;
+        let first = scopes
+            .iter()
+            .position(|s| compile(c, s).is_ok())
+            .unwrap_or(tables.len() - 1);
+        ons[first.max(1)].push(c.clone());
+    }
+    let and = |a: Expr, b: Expr| Expr::BinaryOp {
+        left: Box::new(a),
+        op: sqlparser::ast::BinaryOperator::And,
+        right: Box::new(b),
+    };
+    let mut joins = Vec::new();
+    for (t, on) in tables[1..].iter().zip(ons.into_iter().skip(1)) {
+        let Some(on) = on.into_iter().reduce(and) else {
+            return Err(SqlError::unsupported(
+                "a cross join (no condition of the WHERE joins this table to the ones before it)",
+                pos(&t.relation),
+            ));
+        };
+        joins.push(Join {
+            relation: t.relation.clone(),
+            global: false,
+            join_operator: JoinOperator::Inner(JoinConstraint::On(on)),
+        });
+    }
+    let mut joined = select.clone();
+    joined.selection = None;
+    joined.from = vec![TableWithJoins {
+        relation: tables[0].relation.clone(),
+        joins,
+    }];
+    Ok(joined)
 }
 
 /// `FROM a JOIN b ON … JOIN c ON …`: joined left to right, each join's

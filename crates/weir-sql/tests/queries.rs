@@ -980,6 +980,23 @@ fn join_mistakes_are_named() {
     assert!(e.contains("not supported: JOIN without ON"), "{e}");
     let e = err("SELECT a.id FROM orders a JOIN orders b ON a.id = b.nope;");
     assert!(e.contains("column 'nope' not found"), "{e}");
+    // A chain: the third join's ON names a relation that is not before it.
+    let e =
+        err("SELECT a.id FROM orders a JOIN orders b ON a.id = b.id JOIN orders c ON c.id = d.id;");
+    assert!(
+        e.contains("no table or alias 'd' here for 'd.id' (there are a, b, c)"),
+        "{e}"
+    );
+    let e = err("SELECT a.id FROM orders a, orders b, orders c WHERE a.id = b.id;");
+    assert!(
+        e.contains("not supported: a cross join (no condition of the WHERE joins this table"),
+        "{e}"
+    );
+    let e = err("CREATE VIEW v AS SELECT id FROM orders;\nSELECT a.id FROM orders a, orders b, v WHERE a.id = b.id AND b.id = v.id;");
+    assert!(
+        e.contains("not supported: FROM a, b, c … of other relations than tables"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -2,7 +2,9 @@
 -- More than one JOIN in a FROM, joined left to right, each ON naming any
 -- relation before it: inner joins with a WHERE after, an outer join then
 -- an inner one, a chain grouped, a table joined twice, and a temporal
--- join (each order's tier as of its time) followed by a regular join.
+-- join (each order's tier as of its time) followed by a regular join;
+-- three tables with commas, each WHERE condition at the first join it
+-- can be checked at.
 CREATE TABLE orders (
   id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '1' HOUR
@@ -34,3 +36,6 @@ JOIN payments q ON q.order_id = o.id AND q.paid > p.paid;
 SELECT o.id, t.tier, b.city
 FROM orders o JOIN tiers FOR SYSTEM_TIME AS OF o.ts AS t ON o.buyer = t.buyer
 JOIN buyers b ON b.name = o.buyer;
+SELECT o.id, b.city, p.kind
+FROM orders o, buyers b, payments p
+WHERE o.buyer = b.name AND p.order_id = o.id AND b.id > 2 AND p.kind <> 'cash';
