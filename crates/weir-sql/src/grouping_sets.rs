@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use sqlparser::ast::{Expr, GroupByExpr, Ident, Select, SelectItem, Spanned};
+use sqlparser::ast::{Expr, GroupByExpr, Ident, Select, SelectItem, Spanned, TableFactor};
 use weir::prelude::*;
 
 use crate::catalog::Catalog;
@@ -178,15 +178,43 @@ pub(crate) fn plan(
             at,
         ));
     }
-    // The rows of the FROM and WHERE, every column.
-    let mut rows = select.clone();
-    rows.projection = vec![SelectItem::Wildcard(Default::default())];
-    rows.group_by = GroupByExpr::Expressions(Vec::new(), Vec::new());
-    rows.having = None;
-    rows.distinct = None;
-    let input = crate::plan::plan_select(env, catalog, &rows)?;
-    let columns: Vec<usize> = (keys.iter().zip(&names))
-        .map(|(k, name)| input.scope.index(name, position(k.span())))
+    // The rows of the FROM and WHERE, every column (named by its
+    // relation, unless the FROM is a window TVF).
+    let input = match select.from.as_slice() {
+        [from] if !matches!(from.relation, TableFactor::TableFunction { .. }) => {
+            let joined = crate::plan::plan_joins(env, catalog, from, select.selection.as_ref())?;
+            let filter = crate::window::where_filter(select, &joined.scope)?;
+            let mut steps = joined.steps;
+            if let Some(e) = &select.selection {
+                steps.push(format!("Calc: where {e}"));
+            }
+            Planned {
+                stream: crate::plan::filter_project(joined.stream, filter, None),
+                steps,
+                ..joined
+            }
+        }
+        _ => {
+            let mut rows = select.clone();
+            rows.projection = vec![SelectItem::Wildcard(Default::default())];
+            rows.group_by = GroupByExpr::Expressions(Vec::new(), Vec::new());
+            rows.having = None;
+            rows.distinct = None;
+            crate::plan::plan_select(env, catalog, &rows)?
+        }
+    };
+    let columns: Vec<usize> = keys
+        .iter()
+        .map(|k| match k {
+            Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+                input
+                    .scope
+                    .index_qualified(&parts[0].value, &parts[1].value, position(k.span()))
+            }
+            _ => input
+                .scope
+                .index(&key_name(k).unwrap_or_default(), position(k.span())),
+        })
         .collect::<Result<_, _>>()?;
     let expanded = expand(input, &columns, &sets);
     let mut grouped = select.clone();

@@ -617,19 +617,32 @@ fn plan_join_chain(
     select: &Select,
     grouped: bool,
 ) -> Result<Planned, SqlError> {
+    let joined = plan_joins(env, catalog, from, select.selection.as_ref())?;
+    if grouped {
+        crate::group::plan_group_aggregate(joined, select, catalog.group_settings())
+    } else {
+        calc(joined, select)
+    }
+}
+
+/// The rows of `from`'s relation joined with each of its joins, left to
+/// right, every column named by its relation (`filter`, the `WHERE`
+/// applied after, pushed down at the last join where it can be).
+pub(crate) fn plan_joins(
+    env: &StreamExecutionEnvironment,
+    catalog: &Catalog,
+    from: &TableWithJoins,
+    filter: Option<&Expr>,
+) -> Result<Planned, SqlError> {
     let mut left = plan_relation(env, catalog, &from.relation)?;
     let mut left_name = crate::join::qualifier(&from.relation);
-    let last = from.joins.len() - 1;
+    let last = from.joins.len().saturating_sub(1);
     for (i, join) in from.joins.iter().enumerate() {
         left = match versioned_join(env, catalog, join)? {
             Some(versioned) => versioned(left, left_name)?,
             None => {
                 let right = plan_relation(env, catalog, &join.relation)?;
-                let filter = if i == last {
-                    select.selection.as_ref()
-                } else {
-                    None
-                };
+                let filter = if i == last { filter } else { None };
                 crate::join::plan_join(
                     left,
                     left_name,
@@ -644,11 +657,10 @@ fn plan_join_chain(
         // Its columns keep their relations' names.
         left_name = String::new();
     }
-    if grouped {
-        crate::group::plan_group_aggregate(left, select, catalog.group_settings())
-    } else {
-        calc(left, select)
+    if !left_name.is_empty() {
+        left.scope = crate::join::side_scope(&left.scope, &left_name);
     }
+    Ok(left)
 }
 
 /// `left JOIN name FOR SYSTEM_TIME AS OF <left's processing time>`: the

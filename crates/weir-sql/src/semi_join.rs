@@ -289,7 +289,7 @@ pub(crate) fn filter_by_subquery(
             at,
         )
     })?;
-    let outer_scope = qualified(&outer.scope.columns, qualifier);
+    let outer_scope = crate::join::side_scope(&outer.scope, qualifier);
     let outer = Planned {
         scope: outer_scope.clone(),
         ..outer
@@ -479,16 +479,12 @@ pub(crate) fn plan_select_with_subqueries(
     grouped: bool,
 ) -> Result<Planned, SqlError> {
     let (mut planned, qualifier) = match select.from.as_slice() {
-        [from]
-            if from.joins.is_empty()
-                && !matches!(from.relation, TableFactor::TableFunction { .. }) =>
-        {
-            (
-                crate::plan::plan_relation(env, catalog, &from.relation)?,
-                crate::join::qualifier(&from.relation),
-            )
-        }
-        // Joins (or a window TVF) first, all their columns.
+        // A relation, or joins, their columns named by their relations.
+        [from] if !matches!(from.relation, TableFactor::TableFunction { .. }) => (
+            crate::plan::plan_joins(env, catalog, from, None)?,
+            String::new(),
+        ),
+        // A window TVF (or tables with commas): all its columns.
         _ => {
             let mut all = select.clone();
             all.projection = vec![SelectItem::Wildcard(Default::default())];

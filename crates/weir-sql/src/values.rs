@@ -68,7 +68,11 @@ pub(crate) fn plan_values(
         .enumerate()
         .map(|(i, t)| (format!("EXPR${i}"), *t))
         .collect();
-    let steps = vec![format!("Values: {} rows", made.len())];
+    let steps = vec![format!(
+        "Values: {} row{}",
+        made.len(),
+        if made.len() == 1 { "" } else { "s" }
+    )];
     Ok(Planned {
         stream: env.from_collection(made).name("Values"),
         scope: Scope::of(columns),

@@ -4,7 +4,9 @@
 -- an inner one, a chain grouped, a table joined twice, and a temporal
 -- join (each order's tier as of its time) followed by a regular join;
 -- three tables with commas, each WHERE condition at the first join it
--- can be checked at.
+-- can be checked at; a join's rows (columns of one name in both tables,
+-- told apart by their tables) filtered by IN and NOT EXISTS subqueries,
+-- and grouped by a ROLLUP.
 CREATE TABLE orders (
   id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '1' HOUR
@@ -39,3 +41,10 @@ JOIN buyers b ON b.name = o.buyer;
 SELECT o.id, b.city, p.kind
 FROM orders o, buyers b, payments p
 WHERE o.buyer = b.name AND p.order_id = o.id AND b.id > 2 AND p.kind <> 'cash';
+SELECT o.id, b.id AS bid, b.city FROM orders o JOIN buyers b ON o.buyer = b.name
+WHERE o.id IN (SELECT order_id FROM payments WHERE kind = 'card') AND b.id > 2;
+SELECT b.city, o.buyer, COUNT(*) AS n, SUM(o.amount) AS total
+FROM orders o JOIN buyers b ON o.buyer = b.name
+WHERE o.id > 1 GROUP BY ROLLUP (b.city, o.buyer);
+SELECT o.id FROM orders o
+WHERE NOT EXISTS (SELECT 1 FROM payments p WHERE p.order_id = o.id) AND o.id IN (SELECT id FROM buyers);
