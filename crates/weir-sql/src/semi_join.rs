@@ -422,7 +422,43 @@ fn exists(
         scope: inner_scope.clone(),
         ..inner
     };
-    let joined = side_by_side(&outer.scope, &inner_scope);
+    // A name both queries have means the subquery's column unless it is
+    // qualified by the outer relation (SQL's innermost-first rule): the
+    // outer columns of such names are reached by their qualified names
+    // alone, each rewritten to a name of its own.
+    let shadowed: Vec<bool> = (outer.scope.columns.iter())
+        .map(|(name, _)| {
+            (inner_scope.columns.iter()).any(|(inner, _)| inner.eq_ignore_ascii_case(name))
+        })
+        .collect();
+    let mut outer_scope = outer.scope.clone();
+    for (i, column) in outer_scope.columns.iter_mut().enumerate() {
+        if shadowed[i] {
+            column.0 = format!("$outer{i}");
+        }
+    }
+    let reached = |e: &Expr| -> Result<Expr, SqlError> {
+        fn rewrite(
+            e: &Expr,
+            outer: &crate::expr::Scope,
+            shadowed: &[bool],
+        ) -> Result<Expr, SqlError> {
+            if let Expr::CompoundIdentifier(parts) = e {
+                if let [table, column] = parts.as_slice() {
+                    let at = position(e.span());
+                    if let Ok(i) = outer.index_qualified(&table.value, &column.value, at) {
+                        if shadowed[i] {
+                            return Ok(Expr::Identifier(Ident::new(format!("$outer{i}"))));
+                        }
+                    }
+                }
+                return Ok(e.clone());
+            }
+            crate::window::map_children(e, &mut |c| rewrite(c, outer, shadowed))
+        }
+        rewrite(e, &outer.scope, &shadowed)
+    };
+    let joined = side_by_side(&outer_scope, &inner_scope);
     let mut own = Vec::new();
     let mut keys = Vec::new();
     let mut residual = Vec::new();
@@ -431,7 +467,8 @@ fn exists(
             own.push(c.clone());
             continue;
         }
-        // Names must resolve over both sides (ambiguity is an error).
+        let c = &reached(c)?;
+        // Names must resolve over both sides.
         compile(c, &joined)?;
         if let Expr::BinaryOp {
             left: a,
@@ -440,7 +477,7 @@ fn exists(
         } = c
         {
             let key = [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
-                let l = compile(x, &outer.scope).ok()?;
+                let l = compile(x, &outer_scope).ok()?;
                 let r = compile(y, &inner_scope).ok()?;
                 (l.ty == r.ty || l.ty.is_numeric() && r.ty.is_numeric()).then_some((l, r))
             });

@@ -24,3 +24,5 @@ WHERE NOT EXISTS (SELECT id FROM orders o WHERE o.buyer = b.name AND o.amount > 
 SELECT buyer FROM orders EXCEPT SELECT name FROM buyers;
 SELECT buyer, amount FROM orders EXCEPT SELECT buyer, amount FROM orders WHERE id > 5;
 SELECT COUNT(*) AS n FROM orders WHERE NOT (id IN (SELECT order_id FROM payments));
+SELECT id, name FROM buyers b
+WHERE NOT EXISTS (SELECT 1 FROM orders WHERE buyer = b.name AND id < b.id);

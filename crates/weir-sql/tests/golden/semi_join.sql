@@ -2,7 +2,9 @@
 -- IN and EXISTS subqueries (semi joins) and INTERSECT: a row passes once a
 -- row of the subquery matches it, whichever arrives first. IN over a
 -- subquery with its own filter and over a GROUP BY's keys; a correlated
--- EXISTS with a key and a condition across the two sides; a NULL amount
+-- EXISTS with a key and a condition across the two sides (and one whose
+-- unqualified names are the subquery's own, as SQL resolves them, though
+-- the outer table has them too); a NULL amount
 -- matches nothing in IN; INTERSECT compares whole rows, NULLs equal, and
 -- keeps distinct rows; the rows passed then grouped. The changelogs of
 -- the grouped rows and of IN over a GROUP BY (which retracts) depend on
@@ -30,3 +32,5 @@ SELECT buyer, amount FROM orders WHERE id > 2
 INTERSECT
 SELECT buyer, amount FROM orders WHERE id < 6 OR amount IS NULL;
 SELECT name FROM buyers INTERSECT SELECT buyer FROM orders;
+SELECT o.id, o.buyer FROM orders o
+WHERE EXISTS (SELECT 1 FROM orders WHERE buyer = o.buyer AND id > o.id AND amount > 2);
