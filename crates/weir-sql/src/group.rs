@@ -24,7 +24,7 @@ use crate::aggregate::{Acc, Accumulators, Results, SqlAggregates};
 use crate::error::{position, SqlError};
 use crate::key::RowKey;
 use crate::plan::{calc_step, filter_project, projection, Planned};
-use crate::value::{Row, RowKind};
+use crate::value::{Row, RowKind, Value};
 use crate::window::{aggregation, pre_aggregate, where_filter, Aggregation};
 
 /// One group's state: how many rows it holds (inserts less retractions)
@@ -221,6 +221,115 @@ pub(crate) fn distinct(input: Planned, settings: GroupSettings) -> Result<Planne
         _ => return Err(SqlError::Parse("planning DISTINCT: not a query".into())),
     };
     plan_group_aggregate(input, &select, settings)
+}
+
+/// `left INTERSECT ALL right` (`except`: `EXCEPT ALL`), as Flink rewrites
+/// them: both sides' rows counted per distinct row by one aggregation
+/// (an updating `GROUP BY` of every column), then each result row of it
+/// emitted, with its kind, as many times as the row is in the result:
+/// the lesser of the two counts (`INTERSECT ALL`) or the left count less
+/// the right one, when positive (`EXCEPT ALL`).
+pub(crate) fn counted_set_operation(
+    left: Planned,
+    right: Planned,
+    except: bool,
+    settings: GroupSettings,
+    at: crate::error::Position,
+) -> Result<Planned, SqlError> {
+    let what = if except {
+        "EXCEPT ALL"
+    } else {
+        "INTERSECT ALL"
+    };
+    let (left, right) = crate::plan::set_operands(left, right, what, at)?;
+    let output = left.scope.clone();
+    let width = output.columns.len();
+    // Each side's rows with their columns named by position (a query may
+    // name two alike) and a marker column for each side.
+    let tagged = |side: Planned, right: bool| -> Planned {
+        let mut columns: Vec<(String, crate::types::SqlType)> = (side.scope.columns.iter())
+            .enumerate()
+            .map(|(i, (_, t))| (format!("$c{i}"), *t))
+            .collect();
+        columns.push(("$left".into(), crate::types::SqlType::BigInt));
+        columns.push(("$right".into(), crate::types::SqlType::BigInt));
+        let stream = side.stream.process(
+            move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+                let (l, r) = if right {
+                    (Value::Null, Value::BigInt(1))
+                } else {
+                    (Value::BigInt(1), Value::Null)
+                };
+                row.values.push(l);
+                row.values.push(r);
+                out.collect(row);
+                Ok(())
+            },
+        );
+        Planned {
+            stream,
+            scope: crate::expr::Scope::of(columns),
+            ..side
+        }
+    };
+    let both = crate::plan::union_all(tagged(left, false), tagged(right, true), at)?;
+    let keys = (0..width)
+        .map(|i| format!("`$c{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = format!(
+        "SELECT {keys}, COUNT(`$left`) AS `$lefts`, COUNT(`$right`) AS `$rights` FROM input GROUP BY {keys}"
+    );
+    let parsed =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::GenericDialect {}, &text)
+            .map_err(|e| SqlError::Parse(format!("planning {what}: {e}")))?;
+    let Some(sqlparser::ast::Statement::Query(query)) = parsed.first() else {
+        return Err(SqlError::Parse(format!("planning {what}: not a query")));
+    };
+    let sqlparser::ast::SetExpr::Select(select) = &*query.body else {
+        return Err(SqlError::Parse(format!("planning {what}: not a SELECT")));
+    };
+    let counted = plan_group_aggregate(both, select, settings)?;
+    let stream = counted.stream.process(
+        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            let count = |i: usize| row.values.get(i).and_then(Value::as_i64).unwrap_or(0);
+            let (lefts, rights) = (count(width), count(width + 1));
+            let times = if except {
+                lefts - rights
+            } else {
+                lefts.min(rights)
+            };
+            for _ in 0..times.max(0) {
+                let mut values = Row::buffer(width);
+                values.extend_from_slice(&row.values[..width]);
+                out.collect(Row {
+                    kind: row.kind,
+                    values,
+                });
+            }
+            Ok(())
+        },
+    );
+    let mut steps = counted.steps;
+    steps.push(format!(
+        "Calc: each row {} times",
+        if except {
+            "(left count - right count)"
+        } else {
+            "min(left count, right count)"
+        }
+    ));
+    Ok(Planned {
+        stream,
+        scope: output,
+        rowtime: None,
+        proctime: false,
+        window: None,
+        above_watermark: None,
+        versions: None,
+        updating: true,
+        steps,
+    })
 }
 
 /// How an unbounded aggregation keeps and updates its groups, as the

@@ -246,9 +246,21 @@ fn plan_set_expr(
             at,
         ),
         SetExpr::SetOperation {
+            left,
+            op: op @ (SetOperator::Intersect | SetOperator::Except | SetOperator::Minus),
+            set_quantifier: SetQuantifier::All,
+            right,
+        } => crate::group::counted_set_operation(
+            plan_set_expr(env, catalog, left, at)?,
+            plan_set_expr(env, catalog, right, at)?,
+            !matches!(op, SetOperator::Intersect),
+            catalog.group_settings(),
+            at,
+        ),
+        SetExpr::SetOperation {
             op, set_quantifier, ..
         } => Err(SqlError::unsupported(
-            format!("{op} {set_quantifier} (UNION ALL, UNION, INTERSECT and EXCEPT are)")
+            format!("{op} {set_quantifier} (UNION, INTERSECT and EXCEPT, ALL or not, are)")
                 .trim_end()
                 .replace("  ", " "),
             at,
@@ -845,7 +857,7 @@ pub(crate) fn columns_named(
 /// `UNION ALL`: both inputs' rows, which must have the same number of
 /// columns with the same types; the names are the left input's (as in
 /// Flink). The time attribute stays only where both inputs have it.
-fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, SqlError> {
+pub(crate) fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned, SqlError> {
     let (left, right) = set_operands(left, right, "UNION ALL", at)?;
     let mut steps = left.steps;
     steps.extend(right.steps);
