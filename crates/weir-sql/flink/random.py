@@ -13,7 +13,7 @@ as columns), built-in functions (math, text, time, JSON) nested at random
 as columns, a deduplication, a self-join (regular inner or outer, maybe
 grouped, interval, window, or an event-time temporal join with a
 versioned view of the table), a join with a window's own MAX or MIN, or
-a subquery (IN, NOT IN, [NOT] EXISTS, INTERSECT, EXCEPT, a CTE); watermarks per row with a random delay, so late rows
+a subquery (IN, NOT IN, [NOT] EXISTS, INTERSECT [ALL], EXCEPT [ALL], a CTE); watermarks per row with a random delay, so late rows
 matter. A join reads the file twice, as two sources whose rows interleave
 as they come: its watermark's delay is longer than any row is late, and
 its final rows are compared. The cases are written to a directory
@@ -384,7 +384,7 @@ def subquery(rng):
         return (f"SELECT a.id, a.k FROM t a WHERE {negated}EXISTS (\n"
                 f"  SELECT * FROM t b WHERE {key}{across} AND {inner});")
     if kind == "set":
-        op = rng.choice(["INTERSECT", "EXCEPT"])
+        op = rng.choice(["INTERSECT", "EXCEPT", "INTERSECT ALL", "EXCEPT ALL"])
         cols = rng.choice(["k, amount", "k", "id, k"])
         left = rng.choice(["amount > 20", "k <> 'b'", "id < 15"])
         right = inner.replace("b.", "")

@@ -40,6 +40,11 @@ struct Matching {
     null_safe: bool,
     /// The other conditions, over the left columns then the right ones.
     residual: Option<Condition>,
+    /// Left columns a row must have a value in to match anything: the
+    /// outer columns a correlated `EXISTS` names in conditions other than
+    /// its key. (Flink decorrelates such a subquery by joining back on
+    /// those values, which a NULL never equals.)
+    needs_values: Vec<usize>,
     /// What it matches on, for EXPLAIN and its operator's uid.
     described: String,
 }
@@ -51,6 +56,7 @@ struct SemiJoinFunction {
     anti: bool,
     null_safe: bool,
     residual: Option<Condition>,
+    needs_values: std::sync::Arc<[usize]>,
     ttl: Option<Duration>,
     sides: Option<[ListState<Kept>; 2]>,
 }
@@ -58,6 +64,9 @@ struct SemiJoinFunction {
 impl SemiJoinFunction {
     /// Whether the left row `left` and the right row `right` match.
     fn matches(&self, left: &[Value], right: &[Value]) -> Result<bool, String> {
+        if self.needs_values.iter().any(|i| left[*i].is_null()) {
+            return Ok(false);
+        }
         let Some(residual) = &self.residual else {
             return Ok(true);
         };
@@ -170,6 +179,7 @@ fn semi_join(left: Planned, right: Planned, matching: Matching, ttl: Option<Dura
         keys,
         null_safe,
         residual,
+        needs_values,
         described,
     } = matching;
     let n = keys.len();
@@ -192,6 +202,7 @@ fn semi_join(left: Planned, right: Planned, matching: Matching, ttl: Option<Dura
             anti,
             null_safe,
             residual,
+            needs_values: needs_values.into(),
             ttl,
             sides: None,
         });
@@ -235,6 +246,7 @@ pub(crate) fn intersect_or_except(
         keys,
         null_safe: true,
         residual: None,
+        needs_values: Vec::new(),
         described: format!("{what}, on every column"),
     };
     let joined = semi_join(left, right, matching, catalog.state_ttl);
@@ -362,6 +374,7 @@ fn in_subquery(
             keys: Vec::new(),
             null_safe: false,
             residual: Some(Condition::of(&compile(&condition, &joined)?)),
+            needs_values: Vec::new(),
             described: format!("{left} NOT IN (subquery)"),
         }
     } else {
@@ -370,6 +383,7 @@ fn in_subquery(
             keys: vec![(value, listed)],
             null_safe: false,
             residual: None,
+            needs_values: Vec::new(),
             described: format!("{left} IN (subquery)"),
         }
     };
@@ -489,12 +503,23 @@ fn exists(
         residual.push(c.clone());
     }
     let inner = crate::join::filtered(inner, &own, &inner_scope)?;
+    let tracked = joined.tracking();
+    for c in &residual {
+        compile(c, &tracked)?;
+    }
+    let needs_values: Vec<usize> = (tracked.used_columns().iter())
+        .take(outer_scope.columns.len())
+        .enumerate()
+        .filter(|(_, used)| **used)
+        .map(|(i, _)| i)
+        .collect();
     let residual = crate::join::residual_condition(residual, &joined)?;
     let matching = Matching {
         anti: negated,
         keys,
         null_safe: false,
         residual,
+        needs_values,
         described: format!(
             "{}EXISTS ({})",
             if negated { "NOT " } else { "" },

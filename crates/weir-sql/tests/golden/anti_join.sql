@@ -26,3 +26,5 @@ SELECT buyer, amount FROM orders EXCEPT SELECT buyer, amount FROM orders WHERE i
 SELECT COUNT(*) AS n FROM orders WHERE NOT (id IN (SELECT order_id FROM payments));
 SELECT id, name FROM buyers b
 WHERE NOT EXISTS (SELECT 1 FROM orders WHERE buyer = b.name AND id < b.id);
+SELECT a.id FROM orders a
+WHERE NOT EXISTS (SELECT * FROM orders b WHERE b.amount > a.amount OR b.buyer = 'zed');

@@ -4,7 +4,9 @@
 -- subquery with its own filter and over a GROUP BY's keys; a correlated
 -- EXISTS with a key and a condition across the two sides (and one whose
 -- unqualified names are the subquery's own, as SQL resolves them, though
--- the outer table has them too); a NULL amount
+-- the outer table has them too; and ones whose other conditions name an
+-- outer column: a NULL there matches nothing, as Flink decorrelates
+-- them); a NULL amount
 -- matches nothing in IN; INTERSECT compares whole rows, NULLs equal, and
 -- keeps distinct rows; the rows passed then grouped. The changelogs of
 -- the grouped rows and of IN over a GROUP BY (which retracts) depend on
@@ -34,3 +36,7 @@ SELECT buyer, amount FROM orders WHERE id < 6 OR amount IS NULL;
 SELECT name FROM buyers INTERSECT SELECT buyer FROM orders;
 SELECT o.id, o.buyer FROM orders o
 WHERE EXISTS (SELECT 1 FROM orders WHERE buyer = o.buyer AND id > o.id AND amount > 2);
+SELECT a.id FROM orders a
+WHERE EXISTS (SELECT * FROM orders b WHERE b.amount > a.amount OR b.buyer = 'dave');
+SELECT a.id FROM orders a
+WHERE EXISTS (SELECT * FROM orders b WHERE b.buyer = a.buyer AND (b.amount > a.amount OR b.id = 10));
