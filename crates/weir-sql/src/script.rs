@@ -52,9 +52,9 @@ pub(crate) enum Statement {
         key: String,
         value: String,
     },
-    /// `RESET 'key'`.
+    /// `RESET 'key'`, or `RESET` of every key.
     Reset {
-        key: String,
+        key: Option<String>,
     },
     /// `INSERT INTO table [(columns)] SELECT …`.
     Insert {
@@ -140,6 +140,8 @@ pub(crate) enum Listing {
     CurrentDatabase,
     /// `SHOW USER FUNCTIONS`: the session's own.
     UserFunctions,
+    /// `SET;`: the session's settings.
+    Settings,
 }
 
 /// `sql` with the word `TABLE` of table arguments (`TUMBLE(TABLE t, …)`,
@@ -454,10 +456,7 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
     }
     if parser.parse_keyword(Keyword::SET) {
         if matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
-            return Err(SqlError::unsupported(
-                "SET without a key (listing the settings)",
-                at,
-            ));
+            return Ok(Statement::Show(Listing::Settings));
         }
         let key = parser.parse_literal_string()?;
         parser.expect_token(&Token::Eq)?;
@@ -465,7 +464,12 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement, SqlError> {
         return Ok(Statement::Set { key, value });
     }
     if parse_word(parser, "RESET") {
-        let key = parser.parse_literal_string()?;
+        // `RESET;` resets every setting.
+        let key = if matches!(parser.peek_token_ref().token, Token::SemiColon | Token::EOF) {
+            None
+        } else {
+            Some(parser.parse_literal_string()?)
+        };
         return Ok(Statement::Reset { key });
     }
     if parser.parse_keyword(Keyword::CREATE) {

@@ -243,6 +243,12 @@ impl Session {
                     Listing::Databases => ("database name", one(DATABASE)),
                     Listing::CurrentCatalog => ("current catalog name", one(CATALOG)),
                     Listing::CurrentDatabase => ("current database name", one(DATABASE)),
+                    Listing::Settings => {
+                        let rows: Vec<Vec<String>> = (self.config.iter())
+                            .map(|(k, v)| vec![k.to_string(), v.to_string()])
+                            .collect();
+                        return self.write(&listing(&["key", "value"], &rows));
+                    }
                     Listing::UserFunctions => (
                         "function name",
                         self.catalog
@@ -507,7 +513,7 @@ impl Session {
             Statement::Reset { key } => {
                 let mut kept = Configuration::new();
                 for (k, v) in self.config.iter() {
-                    if k != key {
+                    if key.as_deref().is_some_and(|key| k != key) {
                         kept.set(k, v);
                     }
                 }

@@ -2407,3 +2407,28 @@ fn subquery_mistakes_are_named() {
         fails_saying(&format!("{ddl}\n{query}"), says);
     }
 }
+
+/// `SET;` lists the session's settings as Flink's client does; `RESET 'k'`
+/// drops one, `RESET;` all of them.
+#[test]
+fn set_lists_the_settings_and_reset_drops_them() -> Result<(), SqlError> {
+    let out = run("SET 'parallelism.default' = '2';
+         SET 'table.exec.state.ttl' = '1 h';
+         SET;
+         RESET 'parallelism.default';
+         SET;
+         RESET;
+         SET;")?;
+    let tables: Vec<&str> = out.split("[INFO] Execute statement succeeded.\n").collect();
+    assert!(
+        tables[2].contains("|  parallelism.default |     2 |")
+            && tables[2].contains("| table.exec.state.ttl |   1 h |"),
+        "{out}"
+    );
+    assert!(
+        !tables[3].contains("parallelism.default") && tables[3].contains("table.exec.state.ttl"),
+        "{out}"
+    );
+    assert!(tables[4].contains("Empty set"), "{out}");
+    Ok(())
+}
