@@ -260,9 +260,16 @@ pub(crate) fn counted_set_operation(
                 } else {
                     (Value::BigInt(1), Value::Null)
                 };
-                row.values.push(l);
-                row.values.push(r);
-                out.collect(row);
+                // Into a buffer two wider (pushed onto the row's own, each
+                // row would grow it out of the pool); the row's goes back.
+                let mut values = Row::buffer(row.values.len() + 2);
+                values.append(&mut row.values);
+                values.push(l);
+                values.push(r);
+                out.collect(Row {
+                    kind: row.kind,
+                    values,
+                });
                 Ok(())
             },
         );

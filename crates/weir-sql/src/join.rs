@@ -654,6 +654,23 @@ impl JoinFunction {
     }
 }
 
+/// `a = b` as a join key: the side of it over `left`'s columns and the
+/// side over `right`'s, either way round, if their values compare (one
+/// type, or two numeric ones).
+pub(crate) fn equality_key(
+    a: &Expr,
+    b: &Expr,
+    left: &Scope,
+    right: &Scope,
+) -> Option<(crate::expr::Compiled, crate::expr::Compiled)> {
+    [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
+        let l = compile(x, left).ok()?;
+        let r = compile(y, right).ok()?;
+        let comparable = l.ty == r.ty || l.ty.is_numeric() && r.ty.is_numeric();
+        comparable.then_some((l, r))
+    })
+}
+
 /// Takes one kept row equal to `values` out of `rows` (a retraction's
 /// row leaving its side), if there is one.
 pub(crate) fn take_out(rows: &ListState<Kept>, values: &[Value]) -> Result<(), StateError> {
@@ -998,13 +1015,7 @@ pub(crate) fn plan_join(
             right: b,
         } = c
         {
-            let sides = [(a, b), (b, a)];
-            if let Some((l, r)) = sides.into_iter().find_map(|(x, y)| {
-                let l = compile(x, &left_scope).ok()?;
-                let r = compile(y, &right_scope).ok()?;
-                let comparable = l.ty == r.ty || l.ty.is_numeric() && r.ty.is_numeric();
-                comparable.then_some((l, r))
-            }) {
+            if let Some((l, r)) = equality_key(a, b, &left_scope, &right_scope) {
                 for (x, y) in [(a, b), (b, a)] {
                     if let (Some(i), Some(j)) =
                         (column_index(x, &left_scope), column_index(y, &right_scope))

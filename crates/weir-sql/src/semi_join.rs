@@ -490,12 +490,7 @@ fn exists(
             right: b,
         } = c
         {
-            let key = [(a, b), (b, a)].into_iter().find_map(|(x, y)| {
-                let l = compile(x, &outer_scope).ok()?;
-                let r = compile(y, &inner_scope).ok()?;
-                (l.ty == r.ty || l.ty.is_numeric() && r.ty.is_numeric()).then_some((l, r))
-            });
-            if let Some(key) = key {
+            if let Some(key) = crate::join::equality_key(a, b, &outer_scope, &inner_scope) {
                 keys.push(key);
                 continue;
             }
