@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use weir::prelude::*;
-use weir_nexmark::{queries, EventPool, GeneratorConfig, NexmarkGenerator};
+use weir_nexmark::{queries, Event, EventPool, GeneratorConfig, NexmarkGenerator};
 
 /// The queries with a SQL version, and the blackhole table each writes to.
 const QUERIES: &[(&str, &str)] = &[
@@ -53,6 +53,13 @@ const POOL: u64 = 100_000;
 
 pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
     let pool: u64 = params.get_parsed("pool")?.unwrap_or(POOL);
+    if let Some(dir) = params.get("write-pool") {
+        return write_pool(std::path::Path::new(dir), pool);
+    }
+    if let Some(query) = params.get("script") {
+        print!("{}", blackhole_script(query, events, pool)?);
+        return Ok(());
+    }
     if let Some(kind) = params.get("run") {
         let query = params.required("query")?;
         return run_one(kind, query, events, pool);
@@ -137,28 +144,7 @@ fn run_one(kind: &str, query: &str, events: u64, pool_size: u64) -> anyhow::Resu
             env.execute(query)?;
         }
         "sql" => {
-            let Some((_, sink)) = QUERIES.iter().find(|(q, _)| *q == query) else {
-                let known: Vec<&str> = QUERIES.iter().map(|(q, _)| *q).collect();
-                bail!("no SQL query {query} (known: {})", known.join(", "));
-            };
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../examples/sql/nexmark")
-                .join(format!("{query}.sql"));
-            let script = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?
-                .replace(
-                    "'events.num' = '100000'",
-                    &format!("'events.num' = '{events}', 'pool.size' = '{pool_size}'"),
-                );
-            // The query's SELECT goes into a blackhole table.
-            let select = script
-                .rfind("\nSELECT")
-                .context("the query file ends with its SELECT")?;
-            let script = format!(
-                "{}\nCREATE TABLE sink ({sink}) WITH ('connector' = 'blackhole');\nINSERT INTO sink{}",
-                &script[..select],
-                &script[select..]
-            );
+            let script = blackhole_script(query, events, pool_size)?;
             let mut session = weir_sql::Session::with_output(Box::new(std::io::sink()));
             session.execute_script(&script)?;
         }
@@ -171,6 +157,117 @@ fn run_one(kind: &str, query: &str, events: u64, pool_size: u64) -> anyhow::Resu
         events as f64 / secs,
         events as f64 / cpu,
         crate::peak_rss_kib()
+    );
+    Ok(())
+}
+
+/// The SQL file of `query` (`examples/sql/nexmark/`) reading `events`
+/// events replayed from a pool of `pool_size`, its `SELECT` written into a
+/// blackhole table.
+fn blackhole_script(query: &str, events: u64, pool_size: u64) -> anyhow::Result<String> {
+    let Some((_, sink)) = QUERIES.iter().find(|(q, _)| *q == query) else {
+        let known: Vec<&str> = QUERIES.iter().map(|(q, _)| *q).collect();
+        bail!("no SQL query {query} (known: {})", known.join(", "));
+    };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/sql/nexmark")
+        .join(format!("{query}.sql"));
+    let script = std::fs::read_to_string(&path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .replace(
+            "'events.num' = '100000'",
+            &format!("'events.num' = '{events}', 'pool.size' = '{pool_size}'"),
+        );
+    let select = script
+        .rfind("\nSELECT")
+        .context("the query file ends with its SELECT")?;
+    Ok(format!(
+        "{}\nCREATE TABLE sink ({sink}) WITH ('connector' = 'blackhole');\nINSERT INTO sink{}",
+        &script[..select],
+        &script[select..]
+    ))
+}
+
+/// Writes the pool of `size` events as tab-separated files, one per kind
+/// (`person.tsv`, `auction.tsv`, `bid.tsv`: the fields in the SQL tables'
+/// order, times in ms since the epoch), and `pool.txt` (`people auctions
+/// milliseconds`, what each pass of the replay adds), so that another
+/// engine replays the very stream the `nexmark` tables read.
+fn write_pool(dir: &std::path::Path, size: u64) -> anyhow::Result<()> {
+    use std::io::Write;
+    let generator = NexmarkGenerator::new(GeneratorConfig::default());
+    let pool = EventPool::new(&generator, size);
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let open = |name: &str| -> anyhow::Result<std::io::BufWriter<std::fs::File>> {
+        let path = dir.join(name);
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(std::io::BufWriter::new(file))
+    };
+    let (mut people, mut auctions, mut bids) =
+        (open("person.tsv")?, open("auction.tsv")?, open("bid.tsv")?);
+    // The files have no quoting: a text field must not hold a tab or a
+    // line break.
+    let text = |t: &weir_nexmark::Text| -> anyhow::Result<String> {
+        if t.contains(['\t', '\n', '\r']) {
+            bail!("a generated text holds a tab or a line break: {t:?}");
+        }
+        Ok(t.to_string())
+    };
+    for event in pool.events() {
+        match event {
+            Event::Person(p) => writeln!(
+                people,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                p.id,
+                text(&p.name)?,
+                text(&p.email_address)?,
+                text(&p.credit_card)?,
+                text(&p.city)?,
+                text(&p.state)?,
+                p.date_time,
+                text(&p.extra)?
+            )?,
+            Event::Auction(a) => writeln!(
+                auctions,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                a.id,
+                text(&a.item_name)?,
+                text(&a.description)?,
+                a.initial_bid,
+                a.reserve,
+                a.date_time,
+                a.expires,
+                a.seller,
+                a.category,
+                text(&a.extra)?
+            )?,
+            Event::Bid(b) => writeln!(
+                bids,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                b.auction,
+                b.bidder,
+                b.price,
+                text(&b.channel)?,
+                text(&b.url)?,
+                b.date_time,
+                text(&b.extra)?
+            )?,
+        }
+    }
+    for mut file in [people, auctions, bids] {
+        file.flush()?;
+    }
+    let (people, auctions, ms) = pool.pass_step();
+    std::fs::write(
+        dir.join("pool.txt"),
+        format!("{people} {auctions} {ms}\n"),
+    )
+    .with_context(|| format!("writing {}", dir.join("pool.txt").display()))?;
+    eprintln!(
+        "wrote a pool of {} events to {}",
+        pool.events().len(),
+        dir.display()
     );
     Ok(())
 }

@@ -398,6 +398,19 @@ impl EventPool {
         }
     }
 
+    /// The pool's own events, as generated (the first pass of the replay).
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// What each further pass adds: `(people, auctions, milliseconds)` to
+    /// every person and seller id, auction id, and time. With
+    /// [`EventPool::events`], all another program needs to replay the
+    /// same stream.
+    pub fn pass_step(&self) -> (u64, u64, i64) {
+        (self.people, self.auctions, self.span_ms)
+    }
+
     /// Event `n` of the replayed stream.
     #[inline]
     pub fn event(&self, n: u64) -> Event {
@@ -622,6 +635,9 @@ mod tests {
         };
         assert_eq!(b1.auction - b0.auction, 60);
         assert_eq!(b1.price, b0.price);
+        // What another program replays the pool from.
+        assert_eq!(pool.events().len(), 1_000);
+        assert_eq!(pool.pass_step(), (20, 60, 100));
     }
 
     #[test]
