@@ -259,11 +259,8 @@ fn write_pool(dir: &std::path::Path, size: u64) -> anyhow::Result<()> {
         file.flush()?;
     }
     let (people, auctions, ms) = pool.pass_step();
-    std::fs::write(
-        dir.join("pool.txt"),
-        format!("{people} {auctions} {ms}\n"),
-    )
-    .with_context(|| format!("writing {}", dir.join("pool.txt").display()))?;
+    std::fs::write(dir.join("pool.txt"), format!("{people} {auctions} {ms}\n"))
+        .with_context(|| format!("writing {}", dir.join("pool.txt").display()))?;
     eprintln!(
         "wrote a pool of {} events to {}",
         pool.events().len(),

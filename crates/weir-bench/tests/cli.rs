@@ -54,7 +54,11 @@ fn the_sql_pool_is_written_for_another_engine_to_replay() {
         .args(["--pool", "120"])
         .output()
         .expect("weir-bench runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines = |name: &str| -> Vec<Vec<String>> {
         let text = std::fs::read_to_string(dir.join(name)).expect("the file is written");
         text.lines()
@@ -81,7 +85,11 @@ fn the_sql_script_of_a_query_writes_its_select_into_a_blackhole() {
         .args(["sql", "--script", "q2", "--events", "1000", "--pool", "500"])
         .output()
         .expect("weir-bench runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let script = String::from_utf8_lossy(&out.stdout);
     for wanted in [
         "'events.num' = '1000', 'pool.size' = '500'",

@@ -313,20 +313,22 @@ impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
 
     fn process_element(
         &mut self,
-        row: Row,
+        mut row: Row,
         ctx: &mut ProcessContext<'_, RowKey>,
         _out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let side = usize::from(matches!(row.values[0], Value::Boolean(true)));
-        let values: Vec<Value> = row.values[1 + self.keys..].to_vec();
-        let Some(end) = values[self.ends[side]].as_i64() else {
+        let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
+        // The side's columns, kept in the row's own buffer.
+        let mut values = std::mem::take(&mut row.values);
+        values.drain(..1 + self.keys);
+        let Some(end) = values.get(self.ends[side]).and_then(Value::as_i64) else {
             return Ok(());
         };
         if !crate::window::hold_until_end(ctx, end) {
             return Ok(());
         }
         let sides = self.sides.as_ref().ok_or("the window join is not open")?;
-        let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
         sides[side].add((values, null_key))?;
         Ok(())
     }
@@ -338,9 +340,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
         let sides = self.sides.as_ref().ok_or("the window join is not open")?;
-        let (left, right) = (sides[0].get()?, sides[1].get()?);
-        sides[0].clear()?;
-        sides[1].clear()?;
+        let (left, right) = (sides[0].take()?, sides[1].take()?);
         let mut right_matched = vec![false; right.len()];
         for (l, l_null) in &left {
             let mut matched = false;
@@ -348,7 +348,9 @@ impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
                 if *l_null || *r_null {
                     continue;
                 }
-                let joined: Vec<Value> = l.iter().chain(r).cloned().collect();
+                let mut joined = Row::buffer(l.len() + r.len());
+                joined.extend_from_slice(l);
+                joined.extend_from_slice(r);
                 if let Some(f) = &self.residual {
                     if !f.passes(&joined)? {
                         continue;

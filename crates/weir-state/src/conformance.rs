@@ -318,6 +318,24 @@ macro_rules! keyed_state_conformance {
             }
 
             #[test]
+            fn list_state_take_returns_the_list_and_removes_it() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let l = s.list_state(&ListStateDescriptor::<String>::new("taken"))?;
+                s.set_current_key(&1u64)?;
+                assert!(l.take()?.is_empty(), "no list yet");
+                l.add_all(["a".to_string(), "b".to_string()])?;
+                s.set_current_key(&2u64)?;
+                l.add("c".into())?;
+                s.set_current_key(&1u64)?;
+                assert_eq!(l.take()?, vec!["a", "b"], "in order");
+                assert!(l.get()?.is_empty(), "taken away");
+                assert_eq!(s.len("taken")?, 1, "only the other key's list is left");
+                s.set_current_key(&2u64)?;
+                assert_eq!(l.get()?, vec!["c"], "another key's list untouched");
+                Ok(())
+            }
+
+            #[test]
             fn map_state_has_the_map_operations() -> Result<(), StateError> {
                 let s = store(all_groups());
                 let m = s.map_state(&MapStateDescriptor::<String, i32>::new("m"))?;

@@ -1279,6 +1279,25 @@ impl<T: StateValue> ListState<T> {
     pub fn clear(&self) -> Result<(), StateError> {
         self.handle.update(|_| None)
     }
+
+    /// Removes the current key's list and returns its elements (without
+    /// expired ones): [`get`](Self::get) then [`clear`](Self::clear),
+    /// without copying them.
+    pub fn take(&self) -> Result<Vec<T>, StateError> {
+        let now = self.ttl.now(&self.handle.store)?;
+        let ttl = self.ttl;
+        let mut out = Vec::new();
+        self.handle.update(|old| {
+            if let Some(list) = old {
+                out = (list.into_iter())
+                    .filter(|(stamp, _)| !ttl.hidden(*stamp, now))
+                    .map(|(_, v)| v)
+                    .collect();
+            }
+            None
+        })?;
+        Ok(out)
+    }
 }
 
 /// A map per key (Flink's `MapState`).
