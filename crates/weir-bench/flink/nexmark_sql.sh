@@ -25,7 +25,15 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
+if [[ "${1:-}" == -h || "${1:-}" == --help ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
 events="${1:-4000000}"
+[[ "$events" =~ ^[1-9][0-9]*$ ]] || {
+  echo "EVENTS must be a positive number, not '$events' (--help for usage)" >&2
+  exit 2
+}
 shift || true
 queries=("$@")
 [[ ${#queries[@]} -gt 0 ]] || queries=(q0 q1 q2 q3 q4 q5 q7 q8 q11 q14 q15)
@@ -45,6 +53,10 @@ bench="$root/target/release/weir-bench"
 weir="$root/target/release/weir"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# Each query's script first: an unknown query fails before anything runs.
+for q in "${queries[@]}"; do
+  "$bench" sql --script "$q" --events "$events" --pool "$pool_size" >"$work/$q.sql"
+done
 "$bench" sql --write-pool "$work/pool" --pool "$pool_size" 2>/dev/null
 jvm=(-Xmx"${FLINK_HEAP:-4g}" "${FLINK_JVM[@]}")
 
@@ -101,7 +113,6 @@ echo "events: $events, pool: $pool_size events, parallelism 1, blackhole sinks"
 printf '%-5s %14s %16s %10s %14s %16s %10s %8s %8s\n' query "Flink ev/s" "Flink ev/CPU-s" \
   "Flink MiB" "Weir ev/s" "Weir ev/CPU-s" "Weir MiB" "rate ×" "CPU ×"
 for q in "${queries[@]}"; do
-  "$bench" sql --script "$q" --events "$events" --pool "$pool_size" >"$work/$q.sql"
   line="$(flink "$work/$q.sql" | grep '^RESULT')"
   job="$(sed -E 's/.*job_seconds=([0-9.]+).*/\1/' <<<"$line")"
   cpu="$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$line")"
