@@ -549,11 +549,35 @@ pub fn time_type(date_time: i64) -> &'static str {
 pub fn count_char(s: &str, c: char) -> u64 {
     if c.is_ascii() {
         // An ASCII byte of UTF-8 is always that character, never part of
-        // another: count bytes, which needs no decoding and vectorises.
-        let b = c as u8;
-        return s.bytes().filter(|x| *x == b).count() as u64;
+        // another: count bytes, which needs no decoding.
+        return count_byte(s.as_bytes(), c as u8);
     }
     s.chars().filter(|x| *x == c).count() as u64
+}
+
+/// How many of `bytes` are `b`. Sixteen bytes at a time go into
+/// byte-wide counters, one per lane, which the compiler makes one vector
+/// compare and add; the lanes are summed before one can overflow. A
+/// plain `filter().count()` widens every match to 64 bits and took about
+/// three times as long on Nexmark's `extra` texts (about 70 bytes).
+fn count_byte(bytes: &[u8], b: u8) -> u64 {
+    const LANES: usize = 16;
+    let mut total = 0u64;
+    let mut lanes = [0u8; LANES];
+    let mut steps = 0u8;
+    let mut blocks = bytes.chunks_exact(LANES);
+    for block in &mut blocks {
+        for (lane, &x) in lanes.iter_mut().zip(block) {
+            *lane += u8::from(x == b);
+        }
+        steps += 1;
+        if steps == u8::MAX {
+            total += lanes.iter().map(|&n| u64::from(n)).sum::<u64>();
+            (lanes, steps) = ([0; LANES], 0);
+        }
+    }
+    total += lanes.iter().map(|&n| u64::from(n)).sum::<u64>();
+    total + blocks.remainder().iter().filter(|&&x| x == b).count() as u64
 }
 
 /// A day's bidding statistics (q15): totals and by price rank (below
@@ -678,6 +702,20 @@ mod tests {
         assert_eq!(count_char("écçc€c", 'c'), 3);
         assert_eq!(count_char("ç€çaç", 'ç'), 3);
         assert_eq!(count_char("ç€çaç", '€'), 1);
+        // Lengths around the 16-byte blocks, and past the 255 blocks
+        // after which the lane counters are summed, all of one byte.
+        for len in (0..70).chain([4_079, 4_080, 4_081, 10_000]) {
+            let all = "c".repeat(len);
+            assert_eq!(count_char(&all, 'c'), len as u64, "{len} bytes of c");
+            let mixed: String = (0..len)
+                .map(|i| if i % 3 == 0 { 'c' } else { 'x' })
+                .collect();
+            assert_eq!(
+                count_char(&mixed, 'c'),
+                len.div_ceil(3) as u64,
+                "{len} bytes, every third a c"
+            );
+        }
     }
 
     #[test]
