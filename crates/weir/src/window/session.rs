@@ -245,6 +245,22 @@ where
             .sessions
             .entry(key.clone())
             .or_insert_with(|| Vec::with_capacity(1));
+        // The common case: the window touches exactly one live session,
+        // which grows where it is (moved out and back, a session's
+        // accumulators were copied twice per record).
+        let mut touching = list
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.start <= end && s.end >= start)
+            .map(|(i, _)| i);
+        if let (Some(index), None) = (touching.next(), touching.next()) {
+            let session = &mut list[index];
+            session.start = session.start.min(start);
+            session.end = session.end.max(end);
+            let end = session.end;
+            self.logic.add(&mut session.acc, record);
+            return self.after_add(&key, index, end, out);
+        }
         // Merge every live session the new window touches (inclusively).
         let mut merged: Option<Session<L::Acc>> = None;
         let mut i = 0;
@@ -296,14 +312,26 @@ where
         self.logic.add(&mut session.acc, record);
         list.push(session);
         let index = list.len() - 1;
+        self.after_add(&key, index, end, out)
+    }
+
+    /// After a record went into the key's session at `index`, now ending
+    /// at `end`: fires it if it is already due (a late record within the
+    /// allowed lateness), and schedules its firing and cleanup.
+    fn after_add(
+        &mut self,
+        key: &K,
+        index: usize,
+        end: i64,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
         if end - 1 <= self.watermark {
-            // Already due (a late record within the allowed lateness).
-            if let Some(s) = self.sessions.get_mut(&key).and_then(|l| l.get_mut(index)) {
+            if let Some(s) = self.sessions.get_mut(key).and_then(|l| l.get_mut(index)) {
                 s.fired_end = Some(end);
             }
-            self.emit(&key, index, out)?;
+            self.emit(key, index, out)?;
         }
-        self.ensure_scheduled(&key, index);
+        self.ensure_scheduled(key, index);
         Ok(())
     }
 
