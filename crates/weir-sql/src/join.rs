@@ -353,6 +353,8 @@ impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
                 joined.extend_from_slice(r);
                 if let Some(f) = &self.residual {
                     if !f.passes(&joined)? {
+                        // Back to the pool for the next pair.
+                        Row::recycle(joined);
                         continue;
                     }
                 }
@@ -599,7 +601,10 @@ impl JoinFunction {
     ) -> Result<Option<Vec<Value>>, String> {
         let joined = Self::joined(side, mine, theirs);
         match &self.residual {
-            Some(f) if !f.passes(&joined)? => Ok(None),
+            Some(f) if !f.passes(&joined)? => {
+                Row::recycle(joined);
+                Ok(None)
+            }
             _ => Ok(Some(joined)),
         }
     }
@@ -1162,9 +1167,12 @@ pub(crate) fn plan_join(
         let what = format!("IntervalJoin[{on}]");
         let stream = l.interval_join(&r).between(-high, -low).process(
             move |a: &Row, b: &Row, _ctx: &ProcessJoinContext, out: &mut Collector<'_, Row>| {
-                let joined: Vec<Value> = a.values.iter().chain(b.values.iter()).cloned().collect();
+                let mut joined = Row::buffer(a.values.len() + b.values.len());
+                joined.extend_from_slice(&a.values);
+                joined.extend_from_slice(&b.values);
                 if let Some(f) = &residual {
                     if !f.passes(&joined)? {
+                        Row::recycle(joined);
                         return Ok(());
                     }
                 }
