@@ -1,9 +1,10 @@
 # Sourced by the scripts that run Apache Flink 2.3 next to Weir
-# (crates/weir-bench/flink/memory.sh, crates/weir-sql/flink/compare.sh):
+# (crates/weir-sql/flink/compare.sh, crates/weir-bench/flink/*.sh):
 # finds Flink's jars from PyPI's apache-flink-libraries and sets
 #   FLINK_LIB   the directory of the jars (or as given)
 #   FLINK_JVM   the JVM flags Flink's own launcher passes on Java 17
-# and fails with how to install what is missing.
+# and the function flink_classpath; fails with how to install what is
+# missing.
 if [[ -z "${FLINK_LIB:-}" ]]; then
   FLINK_LIB="$(python3 -c 'import pyflink; print(list(pyflink.__path__)[0])' 2>/dev/null || true)/lib"
 fi
@@ -25,3 +26,13 @@ for p in java.lang java.net java.io java.nio sun.nio.ch java.lang.reflect java.t
   java.util java.util.concurrent java.util.concurrent.atomic java.util.concurrent.locks; do
   FLINK_JVM+=(--add-opens=java.base/$p=ALL-UNNAMED)
 done
+
+# flink_classpath PREFIX...: the jars of FLINK_LIB named PREFIX-*.jar, in
+# that order, then log4j's, joined by ':'.
+flink_classpath() {
+  local cp="" prefix jar
+  for prefix in "$@" log4j; do
+    for jar in "$FLINK_LIB/$prefix"-*.jar; do cp="${cp:+$cp:}$jar"; done
+  done
+  printf '%s' "$cp"
+}

@@ -15,8 +15,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 source "$root/scripts/flink-env.sh"
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time not found: apt-get install -y time" >&2; exit 1; }
-cp=""
-for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/log4j-*.jar; do cp="${cp:+$cp:}$j"; done
+cp="$(flink_classpath flink-dist)"
 build="$root/target/flink-peer"
 mkdir -p "$build"
 javac -nowarn --release 17 -cp "$cp" -d "$build" "$here/MemoryPeer.java"

@@ -39,11 +39,7 @@ queries=("$@")
 [[ ${#queries[@]} -gt 0 ]] || queries=(q0 q1 q2 q3 q4 q5 q7 q8 q11 q14 q15)
 pool_size=100000
 source "$root/scripts/flink-env.sh"
-cp=""
-for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/flink-cep-*.jar \
-  "$FLINK_LIB"/log4j-*.jar; do
-  cp="${cp:+$cp:}$j"
-done
+cp="$(flink_classpath flink-dist flink-table flink-cep)"
 build="$root/target/flink-nexmark-peer"
 mkdir -p "$build"
 javac -nowarn --release 17 -cp "$cp" -d "$build" "$root/crates/weir-sql/flink/SqlPeer.java" \

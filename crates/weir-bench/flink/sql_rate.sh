@@ -22,11 +22,7 @@ root="$(cd "$here/../../.." && pwd)"
 rows="${1:-5000000}"
 source "$root/scripts/flink-env.sh"
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time not found: apt-get install -y time" >&2; exit 1; }
-cp=""
-for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/flink-cep-*.jar \
-  "$FLINK_LIB"/log4j-*.jar; do
-  cp="${cp:+$cp:}$j"
-done
+cp="$(flink_classpath flink-dist flink-table flink-cep)"
 build="$root/target/flink-sql-peer"
 mkdir -p "$build"
 javac -nowarn --release 17 -cp "$cp" -d "$build" "$root/crates/weir-sql/flink/SqlPeer.java"

@@ -22,11 +22,7 @@ cases=("$@")
 [[ ${#cases[@]} -gt 0 ]] || cases=("$root"/crates/weir-sql/tests/golden/*.sql)
 
 source "$root/scripts/flink-env.sh"
-cp=""
-for j in "$FLINK_LIB"/flink-dist-*.jar "$FLINK_LIB"/flink-table-*.jar "$FLINK_LIB"/flink-csv-*.jar "$FLINK_LIB"/flink-json-*.jar "$FLINK_LIB"/flink-cep-*.jar \
-  "$FLINK_LIB"/flink-connector-files-*.jar "$FLINK_LIB"/log4j-*.jar; do
-  cp="${cp:+$cp:}$j"
-done
+cp="$(flink_classpath flink-dist flink-table flink-csv flink-json flink-cep flink-connector-files)"
 build="$root/target/flink-sql-peer"
 mkdir -p "$build"
 javac -nowarn --release 17 -cp "$cp" -d "$build" "$here/SqlPeer.java"
