@@ -46,6 +46,20 @@ struct Session<A> {
     fired_end: Option<i64>,
 }
 
+impl<A> Session<A> {
+    /// The queue entries the session lacks at `watermark`: the time of
+    /// its firing, if it is still to come, and of its cleanup, if
+    /// `lateness` keeps it past its firing.
+    fn entries_missing(&self, watermark: i64, lateness: i64) -> (Option<i64>, Option<i64>) {
+        let due = self.end - 1;
+        let cleanup = due.saturating_add(lateness);
+        let fire = (due > watermark && self.fire_at.is_none()).then_some(due);
+        let clean =
+            (lateness > 0 && cleanup != i64::MAX && self.cleanup_at.is_none()).then_some(cleanup);
+        (fire, clean)
+    }
+}
+
 /// One key's sessions as a checkpoint writes them ...
 #[derive(Serialize)]
 struct KeyOut<'a, A> {
@@ -168,11 +182,7 @@ where
             return;
         };
         let id = session.id;
-        let due = session.end - 1;
-        let cleanup = due.saturating_add(lateness);
-        let fire = (due > watermark && session.fire_at.is_none()).then_some(due);
-        let clean = (lateness > 0 && cleanup != i64::MAX && session.cleanup_at.is_none())
-            .then_some(cleanup);
+        let (fire, clean) = session.entries_missing(watermark, lateness);
         if fire.is_some() {
             session.fire_at = fire;
         }
@@ -253,17 +263,28 @@ where
             .enumerate()
             .filter(|(_, s)| s.start <= end && s.end >= start)
             .map(|(i, _)| i);
-        if let (Some(index), None) = (touching.next(), touching.next()) {
+        let (first, second) = (touching.next(), touching.next());
+        if let (Some(index), None) = (first, second) {
             let session = &mut list[index];
             session.start = session.start.min(start);
             session.end = session.end.max(end);
             let end = session.end;
+            // Not due and with its queue entries (the session was live and
+            // grew): nothing more to do, and the key is not looked up
+            // again.
+            let settled = end - 1 > self.watermark
+                && session.entries_missing(self.watermark, self.allowed_lateness) == (None, None);
             self.logic.add(&mut session.acc, record);
+            if settled {
+                return Ok(());
+            }
             return self.after_add(&key, index, end, out);
         }
         // Merge every live session the new window touches (inclusively).
         let mut merged: Option<Session<L::Acc>> = None;
-        let mut i = 0;
+        // From the first session the window touches (none: nothing to
+        // merge); the ones before it stay.
+        let mut i = first.unwrap_or(list.len());
         while i < list.len() {
             let s = &list[i];
             if s.start <= end && s.end >= start {
