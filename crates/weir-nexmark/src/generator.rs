@@ -61,6 +61,12 @@ impl EventKind {
         let (first, each) = self.places();
         i / each * TOTAL_PROPORTION + first + i % each
     }
+
+    /// Whether event `n` of the stream is of this kind.
+    pub fn holds(self, n: u64) -> bool {
+        let (first, each) = self.places();
+        (first..first + each).contains(&(n % TOTAL_PROPORTION))
+    }
 }
 
 const FIRST_PERSON_ID: u64 = 1000;
@@ -387,10 +393,34 @@ impl EventPool {
     /// Events `0..size` of `generator` (`size` rounded up to whole epochs
     /// of 50 events).
     pub fn new(generator: &NexmarkGenerator, size: u64) -> Self {
+        Self::generated(generator, size, |_| true)
+    }
+
+    /// As [`EventPool::new`], for a reader of `kind`'s events only: the
+    /// others are not generated (a person reader's pool draws 2 events in
+    /// 50), and [`EventPool::event`] of one of them is an empty bid.
+    pub fn of_kind(generator: &NexmarkGenerator, size: u64, kind: EventKind) -> Self {
+        Self::generated(generator, size, |n| kind.holds(n))
+    }
+
+    fn generated(generator: &NexmarkGenerator, size: u64, keep: impl Fn(u64) -> bool) -> Self {
         let size = size.max(1).div_ceil(TOTAL_PROPORTION) * TOTAL_PROPORTION;
         let epochs = size / TOTAL_PROPORTION;
+        let empty = || {
+            Event::Bid(Bid {
+                auction: 0,
+                bidder: 0,
+                price: 0,
+                channel: Text::Static(""),
+                url: Text::Static(""),
+                date_time: 0,
+                extra: Text::Static(""),
+            })
+        };
         EventPool {
-            events: (0..size).map(|n| generator.event(n)).collect(),
+            events: (0..size)
+                .map(|n| if keep(n) { generator.event(n) } else { empty() })
+                .collect(),
             reciprocal: (u128::from(u64::MAX) / u128::from(size)) + 1,
             people: epochs * PERSON_PROPORTION,
             auctions: epochs * AUCTION_PROPORTION,
@@ -638,6 +668,17 @@ mod tests {
         // What another program replays the pool from.
         assert_eq!(pool.events().len(), 1_000);
         assert_eq!(pool.pass_step(), (20, 60, 100));
+        // A pool for one kind's reader: the same events of that kind.
+        for kind in [EventKind::Person, EventKind::Auction, EventKind::Bid] {
+            let own = EventPool::of_kind(&g, 1_000, kind);
+            assert_eq!(own.pass_step(), pool.pass_step());
+            for i in [0, 1, 2, 19, 20, 57, 1_000, 123_456] {
+                let n = kind.nth(i);
+                assert!(kind.holds(n), "{kind:?} {n}");
+                assert_eq!(own.event(n), pool.event(n), "{kind:?} {n}");
+            }
+        }
+        assert!(!EventKind::Bid.holds(EventKind::Auction.nth(3)));
     }
 
     #[test]

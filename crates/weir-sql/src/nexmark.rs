@@ -455,6 +455,7 @@ pub(crate) fn nexmark_source(
         .map(|(f, read)| read.then_some(f))
         .collect();
     let generator = NexmarkGenerator::new(config);
+    let kind = [EventKind::Bid, EventKind::Auction, EventKind::Person][which];
     // 'pool.size': the events are replayed from a pool generated up front
     // (as weir-bench's DataStream queries read them), so that a benchmark
     // measures the query, not the generator.
@@ -464,7 +465,9 @@ pub(crate) fn nexmark_source(
             let size: u64 = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
                 connector_error(table, "'pool.size' must be a positive number of events")
             })?;
-            Some(std::sync::Arc::new(EventPool::new(&generator, size)))
+            Some(std::sync::Arc::new(EventPool::of_kind(
+                &generator, size, kind,
+            )))
         }
     };
     let computed = rows.computed.clone();
@@ -487,7 +490,6 @@ pub(crate) fn nexmark_source(
     // The table's own events only: the others are never generated (a
     // source of people skips 49 events in 50). Its position counts its
     // own events, so its uid names them.
-    let kind = [EventKind::Bid, EventKind::Auction, EventKind::Person][which];
     let events = env
         .from_generator(kind.count(count), move |i| {
             let n = kind.nth(i);
