@@ -47,6 +47,12 @@ struct Session<A> {
 }
 
 impl<A> Session<A> {
+    /// Whether a window `[start, end)` touches the session (inclusively:
+    /// one ending where the other starts merges with it).
+    fn touches(&self, start: i64, end: i64) -> bool {
+        self.start <= end && self.end >= start
+    }
+
     /// The queue entries the session lacks at `watermark`: the time of
     /// its firing, if it is still to come, and of its cleanup, if
     /// `lateness` keeps it past its firing.
@@ -261,7 +267,7 @@ where
         let mut touching = list
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.start <= end && s.end >= start)
+            .filter(|(_, s)| s.touches(start, end))
             .map(|(i, _)| i);
         let (first, second) = (touching.next(), touching.next());
         if let (Some(index), None) = (first, second) {
@@ -286,8 +292,7 @@ where
         // merge); the ones before it stay.
         let mut i = first.unwrap_or(list.len());
         while i < list.len() {
-            let s = &list[i];
-            if s.start <= end && s.end >= start {
+            if list[i].touches(start, end) {
                 let s = list.swap_remove(i);
                 start = start.min(s.start);
                 end = end.max(s.end);
