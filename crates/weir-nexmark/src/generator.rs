@@ -444,6 +444,16 @@ impl EventPool {
     /// Event `n` of the replayed stream.
     #[inline]
     pub fn event(&self, n: u64) -> Event {
+        let (e, pass) = self.get(n);
+        let mut e = e.clone();
+        pass.apply(&mut e);
+        e
+    }
+
+    /// Event `n` of the replayed stream as the pool's own event and its
+    /// pass: read in place, without the copy [`EventPool::event`] makes.
+    #[inline]
+    pub fn get(&self, n: u64) -> (&Event, Pass) {
         let len = self.events.len() as u64;
         // The estimate is the quotient or one more.
         let mut pass = ((u128::from(n) * self.reciprocal) >> 64) as u64;
@@ -451,29 +461,48 @@ impl EventPool {
             pass -= 1;
         }
         let i = n - pass * len;
-        let mut e = self.events[i as usize].clone();
-        if pass > 0 {
-            let (people, auctions) = (pass * self.people, pass * self.auctions);
-            let ms = pass as i64 * self.span_ms;
-            match &mut e {
-                Event::Person(p) => {
-                    p.id += people;
-                    p.date_time += ms;
-                }
-                Event::Auction(a) => {
-                    a.id += auctions;
-                    a.seller += people;
-                    a.date_time += ms;
-                    a.expires += ms;
-                }
-                Event::Bid(b) => {
-                    b.auction += auctions;
-                    b.bidder += people;
-                    b.date_time += ms;
-                }
+        let pass = Pass {
+            people: pass * self.people,
+            auctions: pass * self.auctions,
+            ms: pass as i64 * self.span_ms,
+        };
+        (&self.events[i as usize], pass)
+    }
+}
+
+/// What a pass of an [`EventPool`]'s replay adds to its events: to every
+/// person and seller id, to every auction id, and to every time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Added to person and seller ids.
+    pub people: u64,
+    /// Added to auction ids (an auction's own and a bid's).
+    pub auctions: u64,
+    /// Added to every time (an auction's `expires` too).
+    pub ms: i64,
+}
+
+impl Pass {
+    /// `e` as this pass replays it.
+    #[inline]
+    pub fn apply(&self, e: &mut Event) {
+        match e {
+            Event::Person(p) => {
+                p.id += self.people;
+                p.date_time += self.ms;
+            }
+            Event::Auction(a) => {
+                a.id += self.auctions;
+                a.seller += self.people;
+                a.date_time += self.ms;
+                a.expires += self.ms;
+            }
+            Event::Bid(b) => {
+                b.auction += self.auctions;
+                b.bidder += self.people;
+                b.date_time += self.ms;
             }
         }
-        e
     }
 }
 

@@ -9,6 +9,6 @@ pub mod queries;
 mod random;
 mod text;
 
-pub use generator::{EventKind, EventPool, GeneratorConfig, NexmarkGenerator};
+pub use generator::{EventKind, EventPool, GeneratorConfig, NexmarkGenerator, Pass};
 pub use model::{Auction, Bid, Event, Person, Text};
 pub use random::JavaRandom;

@@ -9,9 +9,12 @@
 //! ) WITH ('connector' = 'nexmark', 'table' = 'bid', 'events.num' = '1000000');
 //! ```
 
+use std::sync::Arc;
+
 use weir::prelude::*;
 use weir_nexmark::{
-    Auction, Bid, Event, EventKind, EventPool, GeneratorConfig, NexmarkGenerator, Person, Text,
+    Auction, Bid, Event, EventKind, EventPool, GeneratorConfig, NexmarkGenerator, Pass, Person,
+    Text,
 };
 
 use crate::catalog::TableDef;
@@ -56,17 +59,11 @@ const PERSON: &[(&str, SqlType)] = &[
     ("extra", SqlType::String),
 ];
 
-/// A string field as a value: moved out of the event at its last use
-/// (no count of a shared string taken and given back), cloned before.
+/// A string field as a value, sharing the event's string.
 #[inline(always)]
-fn text(t: &mut Text, take: bool) -> Value {
-    let t = if take {
-        std::mem::replace(t, Text::Static(""))
-    } else {
-        t.clone()
-    };
+fn text(t: &Text) -> Value {
     match t {
-        Text::Shared(s) => Value::String(crate::value::Str::shared(s)),
+        Text::Shared(s) => Value::String(crate::value::Str::shared(s.clone())),
         Text::Static(s) => Value::static_str(s),
     }
 }
@@ -79,56 +76,58 @@ fn big(v: u64) -> Value {
 /// The most fields a Nexmark table has (auction's ten).
 const MOST_FIELDS: usize = 10;
 
-/// Field `f` (of the table's schema) of a bid, an auction or a person.
+/// Field `f` (of the table's schema) of a bid, an auction or a person, as
+/// replayed in pass `pass` (of a pool; the default pass for an event
+/// generated).
 ///
 /// Each is built straight into the row's buffer: a value built elsewhere
 /// and copied in was read back a piece at a time from stores of other
 /// widths, which stalled the CPU on every value.
 #[inline(always)]
-fn bid_field(b: &mut Bid, f: usize, take: bool) -> Value {
+fn bid_field(b: &Bid, f: usize, pass: &Pass) -> Value {
     match f {
-        0 => big(b.auction),
-        1 => big(b.bidder),
+        0 => big(b.auction + pass.auctions),
+        1 => big(b.bidder + pass.people),
         2 => big(b.price),
-        3 => text(&mut b.channel, take),
-        4 => text(&mut b.url, take),
-        5 => Value::Timestamp(b.date_time),
-        _ => text(&mut b.extra, take),
+        3 => text(&b.channel),
+        4 => text(&b.url),
+        5 => Value::Timestamp(b.date_time + pass.ms),
+        _ => text(&b.extra),
     }
 }
 
 #[inline(always)]
-fn auction_field(a: &mut Auction, f: usize, take: bool) -> Value {
+fn auction_field(a: &Auction, f: usize, pass: &Pass) -> Value {
     match f {
-        0 => big(a.id),
-        1 => text(&mut a.item_name, take),
-        2 => text(&mut a.description, take),
+        0 => big(a.id + pass.auctions),
+        1 => text(&a.item_name),
+        2 => text(&a.description),
         3 => big(a.initial_bid),
         4 => big(a.reserve),
-        5 => Value::Timestamp(a.date_time),
-        6 => Value::Timestamp(a.expires),
-        7 => big(a.seller),
+        5 => Value::Timestamp(a.date_time + pass.ms),
+        6 => Value::Timestamp(a.expires + pass.ms),
+        7 => big(a.seller + pass.people),
         8 => big(a.category),
-        _ => text(&mut a.extra, take),
+        _ => text(&a.extra),
     }
 }
 
 #[inline(always)]
-fn person_field(p: &mut Person, f: usize, take: bool) -> Value {
+fn person_field(p: &Person, f: usize, pass: &Pass) -> Value {
     match f {
-        0 => big(p.id),
-        1 => text(&mut p.name, take),
-        2 => text(&mut p.email_address, take),
-        3 => text(&mut p.credit_card, take),
-        4 => text(&mut p.city, take),
-        5 => text(&mut p.state, take),
-        6 => Value::Timestamp(p.date_time),
-        _ => text(&mut p.extra, take),
+        0 => big(p.id + pass.people),
+        1 => text(&p.name),
+        2 => text(&p.email_address),
+        3 => text(&p.credit_card),
+        4 => text(&p.city),
+        5 => text(&p.state),
+        6 => Value::Timestamp(p.date_time + pass.ms),
+        _ => text(&p.extra),
     }
 }
 
-/// Where each value of a row comes from: a field of the event (moved out
-/// at its last use, cloned before), or nothing (NULL).
+/// Where each value of a row comes from: a field of the event (its last
+/// use a take, the ones before it copies), or nothing (NULL).
 #[derive(Clone, Copy)]
 enum FieldUse {
     Null,
@@ -236,27 +235,44 @@ impl Build {
         }
     }
 
-    /// The row values of `e`, if it is of table `table`, in a buffer with
-    /// room for `more` values after them.
+    /// The row values of `e` as pass `pass` replays it, if it is of table
+    /// `table`, in a buffer with room for `more` values after them.
     #[inline(always)]
-    fn values(&self, e: Event, table: usize, more: usize) -> Option<Vec<Value>> {
-        let slots = match self {
-            Build::Uses(uses) => return row_values(e, table, uses, more),
-            Build::Slots(slots) => slots,
-        };
-        let n = slots.len + more;
+    fn values(&self, e: &Event, pass: &Pass, table: usize, more: usize) -> Option<Vec<Value>> {
         Some(match (e, table) {
-            (Event::Bid(mut b), 0) => {
-                place::<{ BID.len() }>(Row::buffer(n), slots, |f| bid_field(&mut b, f, true))
+            (Event::Bid(b), 0) => self.fill::<{ BID.len() }>(more, |f| bid_field(b, f, pass)),
+            (Event::Auction(a), 1) => {
+                self.fill::<{ AUCTION.len() }>(more, |f| auction_field(a, f, pass))
             }
-            (Event::Auction(mut a), 1) => place::<{ AUCTION.len() }>(Row::buffer(n), slots, |f| {
-                auction_field(&mut a, f, true)
-            }),
-            (Event::Person(mut p), 2) => {
-                place::<{ PERSON.len() }>(Row::buffer(n), slots, |f| person_field(&mut p, f, true))
+            (Event::Person(p), 2) => {
+                self.fill::<{ PERSON.len() }>(more, |f| person_field(p, f, pass))
             }
             _ => return None,
         })
+    }
+
+    /// The values `field` gives for each use, in a buffer with room for
+    /// `more` values after them.
+    #[inline(always)]
+    fn fill<const FIELDS: usize>(
+        &self,
+        more: usize,
+        mut field: impl FnMut(usize) -> Value,
+    ) -> Vec<Value> {
+        match self {
+            Build::Slots(slots) => place::<FIELDS>(Row::buffer(slots.len + more), slots, field),
+            Build::Uses(uses) => {
+                let mut values = Row::buffer(uses.len() + more);
+                // One `extend` of a known length: each value is written
+                // straight into the buffer (a `push` per value, which may
+                // grow the buffer, built each value on the stack first).
+                values.extend(uses.iter().map(|u| match *u {
+                    FieldUse::Null => Value::Null,
+                    FieldUse::Clone(f) | FieldUse::Take(f) => field(f),
+                }));
+                values
+            }
+        }
     }
 }
 
@@ -301,9 +317,11 @@ impl Probes<Event> for EventProbes {
     }
 }
 
-impl Probe<Event> for EventProbe {
+impl EventProbe {
+    /// Copies the probed fields of `e`, as pass `pass` replays it, into
+    /// their places in `row`; false if `e` is of another table.
     #[inline(always)]
-    fn probe(&self, e: &mut Event, row: &mut Row) -> Result<bool, String> {
+    fn copy(&self, e: &Event, pass: &Pass, row: &mut Row) -> bool {
         // A loop of a constant count, unrolled as in `place`; the fields
         // are copied, since the event may yet be made into its row.
         #[inline(always)]
@@ -332,46 +350,58 @@ impl Probe<Event> for EventProbe {
         let values = &mut row.values;
         match (e, self.which) {
             (Event::Bid(b), 0) => {
-                copy::<{ BID.len() }>(&self.at, values, |f| bid_field(b, f, false))
+                copy::<{ BID.len() }>(&self.at, values, |f| bid_field(b, f, pass))
             }
             (Event::Auction(a), 1) => {
-                copy::<{ AUCTION.len() }>(&self.at, values, |f| auction_field(a, f, false))
+                copy::<{ AUCTION.len() }>(&self.at, values, |f| auction_field(a, f, pass))
             }
             (Event::Person(p), 2) => {
-                copy::<{ PERSON.len() }>(&self.at, values, |f| person_field(p, f, false))
+                copy::<{ PERSON.len() }>(&self.at, values, |f| person_field(p, f, pass))
             }
-            _ => return Ok(false),
+            _ => return false,
         }
-        Ok(true)
+        true
     }
 }
 
-/// The values `uses` picks from `e`, if `e` is of table `table`, in a
-/// buffer with room for `more` values after them.
-fn row_values(e: Event, table: usize, uses: &[FieldUse], more: usize) -> Option<Vec<Value>> {
+impl Probe<Event> for EventProbe {
     #[inline(always)]
-    fn each(
-        uses: &[FieldUse],
-        more: usize,
-        mut field: impl FnMut(usize, bool) -> Value,
-    ) -> Vec<Value> {
-        let mut values = Row::buffer(uses.len() + more);
-        // One `extend` of a known length: each value is written straight
-        // into the buffer (a `push` per value, which may grow the buffer,
-        // built each value on the stack first).
-        values.extend(uses.iter().map(|u| match *u {
-            FieldUse::Null => Value::Null,
-            FieldUse::Clone(f) => field(f, false),
-            FieldUse::Take(f) => field(f, true),
-        }));
-        values
+    fn probe(&self, e: &mut Event, row: &mut Row) -> Result<bool, String> {
+        Ok(self.copy(e, &Pass::default(), row))
     }
-    Some(match (e, table) {
-        (Event::Bid(mut b), 0) => each(uses, more, |f, take| bid_field(&mut b, f, take)),
-        (Event::Auction(mut a), 1) => each(uses, more, |f, take| auction_field(&mut a, f, take)),
-        (Event::Person(mut p), 2) => each(uses, more, |f, take| person_field(&mut p, f, take)),
-        _ => return None,
-    })
+}
+
+/// The probes of a Nexmark table replayed from a pool: its records are
+/// event numbers, each read in place in the pool.
+#[derive(Clone)]
+struct PoolProbes {
+    probes: EventProbes,
+    pool: Arc<EventPool>,
+}
+
+/// A probe of a pooled event's fields.
+#[derive(Clone)]
+struct PoolProbe {
+    probe: EventProbe,
+    pool: Arc<EventPool>,
+}
+
+impl Probes<u64> for PoolProbes {
+    type Probe = PoolProbe;
+
+    fn probe(&self, columns: &[bool]) -> Option<(PoolProbe, Row)> {
+        let (probe, row) = self.probes.probe(columns)?;
+        let pool = self.pool.clone();
+        Some((PoolProbe { probe, pool }, row))
+    }
+}
+
+impl Probe<u64> for PoolProbe {
+    #[inline(always)]
+    fn probe(&self, n: &mut u64, row: &mut Row) -> Result<bool, String> {
+        let (e, pass) = self.pool.get(*n);
+        Ok(self.probe.copy(e, &pass, row))
+    }
 }
 
 pub(crate) fn nexmark_source(
@@ -465,9 +495,7 @@ pub(crate) fn nexmark_source(
             let size: u64 = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
                 connector_error(table, "'pool.size' must be a positive number of events")
             })?;
-            Some(std::sync::Arc::new(EventPool::of_kind(
-                &generator, size, kind,
-            )))
+            Some(Arc::new(EventPool::of_kind(&generator, size, kind)))
         }
     };
     let computed = rows.computed.clone();
@@ -487,26 +515,10 @@ pub(crate) fn nexmark_source(
         uses: uses.clone(),
     });
     let build = Build::of(uses);
-    // The table's own events only: the others are never generated (a
-    // source of people skips 49 events in 50). Its position counts its
-    // own events, so its uid names them.
-    let events = env
-        .from_generator(kind.count(count), move |i| {
-            let n = kind.nth(i);
-            match &pool {
-                Some(pool) => pool.event(n),
-                None => generator.event(n),
-            }
-        })
-        .uid(&crate::plan::state_uid(&format!(
-            "Source[{}; nexmark, {kind:?} events]",
-            table.name.to_lowercase()
-        )))
-        .name(&format!("Source: {}[nexmark]", table.name));
     // Each event becomes its row in the operator that stamps and filters
     // it, so that the row is still in the CPU's caches there.
-    let make = move |e: Event| {
-        let Some(mut values) = build.values(e, which, computed.len()) else {
+    let row_of = move |e: &Event, pass: &Pass| {
+        let Some(mut values) = build.values(e, pass, which, computed.len()) else {
             return Ok(None);
         };
         if !plain {
@@ -515,7 +527,42 @@ pub(crate) fn nexmark_source(
         }
         Ok(Some(Row::insert(values)))
     };
-    Ok(ScanRows::new(&table.name, events, make, probes, watermarks))
+    // The table's own events only: the others are never generated (a
+    // source of people skips 49 events in 50). Its position counts its
+    // own events, so its uid names them.
+    let uid = crate::plan::state_uid(&format!(
+        "Source[{}; nexmark, {kind:?} events]",
+        table.name.to_lowercase()
+    ));
+    let name = format!("Source: {}[nexmark]", table.name);
+    let total = kind.count(count);
+    Ok(match pool {
+        // A pooled event is read where the pool holds it: the source
+        // emits its number, not a copy of the event.
+        Some(pool) => {
+            let numbers = env
+                .from_generator(total, move |i| kind.nth(i))
+                .uid(&uid)
+                .name(&name);
+            let probes = probes.map(|probes| PoolProbes {
+                probes,
+                pool: pool.clone(),
+            });
+            let make = move |n: u64| {
+                let (e, pass) = pool.get(n);
+                row_of(e, &pass)
+            };
+            ScanRows::new(&table.name, numbers, make, probes, watermarks)
+        }
+        None => {
+            let events = env
+                .from_generator(total, move |i| generator.event(kind.nth(i)))
+                .uid(&uid)
+                .name(&name);
+            let make = move |e: Event| row_of(&e, &Pass::default());
+            ScanRows::new(&table.name, events, make, probes, watermarks)
+        }
+    })
 }
 
 /// The identifier Nexmark's queries create their user function with
@@ -586,7 +633,10 @@ mod tests {
             ]
         ));
         assert!(matches!(Build::of(uses.clone()), Build::Uses(_)));
-        let values = row_values(Event::Bid(bid()), 0, &uses, 0).expect("a bid");
+        let build = Build::of(uses.clone());
+        let values = build
+            .values(&Event::Bid(bid()), &Pass::default(), 0, 0)
+            .expect("a bid");
         assert_eq!(
             values,
             vec![
@@ -602,7 +652,9 @@ mod tests {
     fn fields_read_once_are_placed_where_the_row_wants_them() {
         let build = Build::of(field_uses([Some(6), None, Some(0), Some(2)].into_iter()));
         assert!(matches!(build, Build::Slots(_)));
-        let values = build.values(Event::Bid(bid()), 0, 1).expect("a bid");
+        let values = build
+            .values(&Event::Bid(bid()), &Pass::default(), 0, 1)
+            .expect("a bid");
         assert_eq!(
             values,
             vec![
@@ -613,7 +665,9 @@ mod tests {
             ]
         );
         assert!(values.capacity() >= 5, "room for a computed column");
-        assert!(build.values(Event::Bid(bid()), 1, 0).is_none());
+        assert!(build
+            .values(&Event::Bid(bid()), &Pass::default(), 1, 0)
+            .is_none());
     }
 
     #[test]
@@ -667,8 +721,52 @@ mod tests {
 
     #[test]
     fn an_event_of_another_table_gives_no_row() {
-        let uses = field_uses([Some(0)].into_iter());
-        assert!(row_values(Event::Bid(bid()), 1, &uses, 0).is_none());
-        assert!(row_values(Event::Bid(bid()), 2, &uses, 0).is_none());
+        // Field 0 twice: built by its uses, not by slots.
+        let build = Build::of(field_uses([Some(0), Some(0)].into_iter()));
+        assert!(matches!(build, Build::Uses(_)));
+        for table in [1, 2] {
+            let bid = Event::Bid(bid());
+            assert!(build.values(&bid, &Pass::default(), table, 0).is_none());
+        }
+    }
+
+    #[test]
+    fn a_pooled_event_makes_the_row_of_the_event_it_replays() {
+        let generator = NexmarkGenerator::new(GeneratorConfig::default());
+        // Every field of each table, so each field's pass shift is read.
+        for (table, kind, schema) in [
+            (0, EventKind::Bid, BID),
+            (1, EventKind::Auction, AUCTION),
+            (2, EventKind::Person, PERSON),
+        ] {
+            let pool = EventPool::of_kind(&generator, 1_000, kind);
+            let build = Build::of(field_uses((0..schema.len()).map(Some)));
+            let probes = EventProbes {
+                which: table,
+                uses: field_uses((0..schema.len()).map(Some)),
+            };
+            let pooled = PoolProbes {
+                probes: probes.clone(),
+                pool: Arc::new(pool.clone()),
+            };
+            let columns = vec![true; schema.len()];
+            let (probe, mut probed) = Probes::<u64>::probe(&pooled, &columns).expect("a probe");
+            // The first pass and the third (ids and times moved on).
+            for i in [0, 1, 2, 3, 2_000, 2_001, 2_002, 2_003] {
+                let mut n = kind.nth(i);
+                let (e, pass) = pool.get(n);
+                let replayed = pool.event(n);
+                let made = build.values(e, &pass, table, 0).expect("its table's event");
+                let expected = build
+                    .values(&replayed, &Pass::default(), table, 0)
+                    .expect("its table's event");
+                assert_eq!(made, expected, "event {n}");
+                assert_eq!(probe.probe(&mut n, &mut probed), Ok(true));
+                assert_eq!(probed.values, expected, "event {n} probed");
+                if i >= 2_000 {
+                    assert_ne!(made, build.values(e, &Pass::default(), table, 0).unwrap());
+                }
+            }
+        }
     }
 }
