@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use weir::prelude::*;
 use weir_nexmark::queries;
-use weir_nexmark::{GeneratorConfig, NexmarkGenerator};
+use weir_nexmark::{EventPool, GeneratorConfig, NexmarkGenerator};
 
 mod support;
 
@@ -268,6 +268,41 @@ fn q3_joins_auctions_and_people_as_the_datastream_query() {
         .collect();
     assert!(!expected.is_empty(), "q3 found nothing to compare");
     assert_eq!(counted(sql_rows_of("q3", events)), counted(expected));
+}
+
+#[test]
+fn q3_over_a_replayed_pool_joins_as_the_datastream_query_over_it() {
+    // A 'pool.size' table reads each event where the pool holds it, moved
+    // on by its pass: twenty passes of 10 000 events, the people and
+    // auctions of each probed by the query's filters.
+    let (events, pool) = (200_000, 10_000);
+    let replayed = EventPool::new(&NexmarkGenerator::new(GeneratorConfig::default()), pool);
+    let env = StreamExecutionEnvironment::new();
+    let stream = queries::events_from(&env, move |n| replayed.event(n), events, 1);
+    let expected: Vec<Vec<String>> = queries::q3(&stream)
+        .execute_and_collect()
+        .expect("q3")
+        .into_iter()
+        .map(|(name, city, state, id)| {
+            vec![
+                name.to_string(),
+                city.to_string(),
+                state.to_string(),
+                id.to_string(),
+            ]
+        })
+        .collect();
+    let ids: HashSet<&str> = expected.iter().map(|r| r[3].as_str()).collect();
+    assert!(
+        ids.iter()
+            .any(|id| id.parse::<u64>().is_ok_and(|id| id >= 1000 + pool / 50 * 3)),
+        "q3 found no auction of a later pass: {ids:?}"
+    );
+    let script = script("q3", events).replace(
+        &format!("'events.num' = '{events}'"),
+        &format!("'events.num' = '{events}', 'pool.size' = '{pool}'"),
+    );
+    assert_eq!(counted(inserted(&script)), counted(expected));
 }
 
 #[test]
