@@ -242,18 +242,9 @@ fn q2_selects_the_same_bids() {
     assert_eq!(counted(sql_rows("q2")), counted(expected));
 }
 
-#[test]
-fn q3_joins_auctions_and_people_as_the_datastream_query() {
-    // More events: sellers in those states with category 10 are rare.
-    let events = 200_000;
-    let env = StreamExecutionEnvironment::new();
-    let stream = queries::events(
-        &env,
-        NexmarkGenerator::new(GeneratorConfig::default()),
-        events,
-        1,
-    );
-    let expected: Vec<Vec<String>> = queries::q3(&stream)
+/// The rows of the DataStream q3 over `stream`, as SQL prints them.
+fn q3_rows(stream: &DataStream<weir_nexmark::Event>) -> Vec<Vec<String>> {
+    queries::q3(stream)
         .execute_and_collect()
         .expect("q3")
         .into_iter()
@@ -265,7 +256,21 @@ fn q3_joins_auctions_and_people_as_the_datastream_query() {
                 id.to_string(),
             ]
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn q3_joins_auctions_and_people_as_the_datastream_query() {
+    // More events: sellers in those states with category 10 are rare.
+    let events = 200_000;
+    let env = StreamExecutionEnvironment::new();
+    let stream = queries::events(
+        &env,
+        NexmarkGenerator::new(GeneratorConfig::default()),
+        events,
+        1,
+    );
+    let expected = q3_rows(&stream);
     assert!(!expected.is_empty(), "q3 found nothing to compare");
     assert_eq!(counted(sql_rows_of("q3", events)), counted(expected));
 }
@@ -279,19 +284,7 @@ fn q3_over_a_replayed_pool_joins_as_the_datastream_query_over_it() {
     let replayed = EventPool::new(&NexmarkGenerator::new(GeneratorConfig::default()), pool);
     let env = StreamExecutionEnvironment::new();
     let stream = queries::events_from(&env, move |n| replayed.event(n), events, 1);
-    let expected: Vec<Vec<String>> = queries::q3(&stream)
-        .execute_and_collect()
-        .expect("q3")
-        .into_iter()
-        .map(|(name, city, state, id)| {
-            vec![
-                name.to_string(),
-                city.to_string(),
-                state.to_string(),
-                id.to_string(),
-            ]
-        })
-        .collect();
+    let expected = q3_rows(&stream);
     let ids: HashSet<&str> = expected.iter().map(|r| r[3].as_str()).collect();
     assert!(
         ids.iter()
