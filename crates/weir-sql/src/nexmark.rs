@@ -126,26 +126,27 @@ fn person_field(p: &Person, f: usize, pass: &Pass) -> Value {
     }
 }
 
-/// Where each value of a row comes from: a field of the event (its last
-/// use a take, the ones before it copies), or nothing (NULL).
+/// Where each value of a row comes from: a field of the event, or nothing
+/// (NULL). A field's last use is `Last`, any use before it `Again` (read
+/// again later): a row with no `Again` is built by [`Slots`].
 #[derive(Clone, Copy)]
 enum FieldUse {
     Null,
-    Clone(usize),
-    Take(usize),
+    Again(usize),
+    Last(usize),
 }
 
-/// The uses of `fields` in order, each field's last one a [`FieldUse::Take`].
+/// The uses of `fields` in order, each field's last one a [`FieldUse::Last`].
 fn field_uses(fields: impl DoubleEndedIterator<Item = Option<usize>>) -> Vec<FieldUse> {
-    let mut taken = [false; MOST_FIELDS];
+    let mut seen = [false; MOST_FIELDS];
     let mut uses: Vec<FieldUse> = fields
         .rev()
         .map(|f| match f {
             None => FieldUse::Null,
-            Some(f) if taken[f] => FieldUse::Clone(f),
+            Some(f) if seen[f] => FieldUse::Again(f),
             Some(f) => {
-                taken[f] = true;
-                FieldUse::Take(f)
+                seen[f] = true;
+                FieldUse::Last(f)
             }
         })
         .collect();
@@ -175,8 +176,8 @@ impl Slots {
             let p = u8::try_from(p).ok()?;
             match *u {
                 FieldUse::Null => nulls.push(p),
-                FieldUse::Take(f) if at[f].is_none() => at[f] = Some(p),
-                FieldUse::Take(_) | FieldUse::Clone(_) => return None,
+                FieldUse::Last(f) if at[f].is_none() => at[f] = Some(p),
+                FieldUse::Last(_) | FieldUse::Again(_) => return None,
             }
         }
         Some(Slots {
@@ -188,7 +189,7 @@ impl Slots {
 }
 
 /// `values`, an empty buffer with room for them, with each field `slots`
-/// places (taken out of the event by `field`) and the NULLs in place.
+/// places (made by `field`) and the NULLs in place.
 #[inline(always)]
 fn place<const FIELDS: usize>(
     values: Vec<Value>,
@@ -268,7 +269,7 @@ impl Build {
                 // grow the buffer, built each value on the stack first).
                 values.extend(uses.iter().map(|u| match *u {
                     FieldUse::Null => Value::Null,
-                    FieldUse::Clone(f) | FieldUse::Take(f) => field(f),
+                    FieldUse::Again(f) | FieldUse::Last(f) => field(f),
                 }));
                 values
             }
@@ -305,8 +306,8 @@ impl Probes<Event> for EventProbes {
             match *u {
                 FieldUse::Null => {}
                 // A field in two of the probed columns: not one place.
-                FieldUse::Clone(f) | FieldUse::Take(f) if at[f].is_some() => return None,
-                FieldUse::Clone(f) | FieldUse::Take(f) => at[f] = Some(u8::try_from(p).ok()?),
+                FieldUse::Again(f) | FieldUse::Last(f) if at[f].is_some() => return None,
+                FieldUse::Again(f) | FieldUse::Last(f) => at[f] = Some(u8::try_from(p).ok()?),
             }
         }
         let probe = EventProbe {
@@ -621,15 +622,15 @@ mod tests {
     }
 
     #[test]
-    fn a_field_read_twice_is_cloned_first_and_taken_last() {
+    fn a_field_read_twice_is_read_again_then_last() {
         let uses = field_uses([Some(4), None, Some(0), Some(4)].into_iter());
         assert!(matches!(
             uses[..],
             [
-                FieldUse::Clone(4),
+                FieldUse::Again(4),
                 FieldUse::Null,
-                FieldUse::Take(0),
-                FieldUse::Take(4)
+                FieldUse::Last(0),
+                FieldUse::Last(4)
             ]
         ));
         assert!(matches!(Build::of(uses.clone()), Build::Uses(_)));
@@ -692,7 +693,7 @@ mod tests {
                 Value::BigInt(7)
             ]
         );
-        // Copied, not taken: the event still makes its whole row.
+        // Copied: the event still makes its whole row.
         let Event::Bid(b) = &event else {
             panic!("a bid")
         };
