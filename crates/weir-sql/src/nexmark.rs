@@ -633,8 +633,8 @@ mod tests {
                 FieldUse::Last(4)
             ]
         ));
-        assert!(matches!(Build::of(uses.clone()), Build::Uses(_)));
-        let build = Build::of(uses.clone());
+        let build = Build::of(uses);
+        assert!(matches!(build, Build::Uses(_)));
         let values = build
             .values(&Event::Bid(bid()), &Pass::default(), 0, 0)
             .expect("a bid");
