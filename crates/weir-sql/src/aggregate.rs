@@ -109,6 +109,13 @@ pub(crate) enum Acc {
     /// as integers, a third of the memory of values (a set of many values
     /// is as fast as its misses in the caches are few).
     DistinctInts(Box<HashSet<i64, IntHash>>),
+    /// The `COUNT(DISTINCT)`s of one integral column under different
+    /// `FILTER`s (q15's `COUNT(DISTINCT bidder) FILTER (WHERE …)`), held
+    /// by the first of them: each value once, with a bit for each call
+    /// whose filter took it, so that a row looks its value up once rather
+    /// than once per call (as Flink shares one map per distinct column).
+    /// The other calls hold their counts as [`Acc::Count`].
+    SharedDistinct(Box<SharedDistinct>),
     /// Sum, minimum or maximum so far (NULL before the first value).
     Value(Value),
     /// An average's (or a retracting sum's) running sum and how many
@@ -128,6 +135,21 @@ pub(crate) enum Acc {
     /// `LAG`'s last values, oldest first, and its default.
     Lag(Box<(VecDeque<Value>, Value)>),
 }
+
+/// The values of the `COUNT(DISTINCT)` calls sharing one column, and the
+/// count of the first of them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct SharedDistinct {
+    /// Each value, and a bit for each sharing call (in call order) that
+    /// has taken it.
+    values: HashMap<i64, u64, IntHash>,
+    /// How many values the first call has taken.
+    count: i64,
+}
+
+/// The most `COUNT(DISTINCT)` calls one set of values is shared by (the
+/// bits of a value's mask).
+const SHARED_MAX: usize = 64;
 
 /// The sums a variance is computed from, as Flink reduces `VAR_POP(x)` to
 /// `(SUM(x * x) - SUM(x) * SUM(x) / COUNT(x)) / COUNT(x)`: exact for
@@ -376,15 +398,25 @@ pub(crate) struct SqlAggregates {
     /// maxima, averages, at most two): then a copy of their bytes is a new
     /// set of accumulators.
     plain: Option<Accumulators>,
+    /// For the first of the `COUNT(DISTINCT)` calls that share a column
+    /// (see [`Acc::SharedDistinct`]), all of them, it first; `None` for
+    /// every other call.
+    shares: Vec<Option<Box<[usize]>>>,
 }
 
 impl SqlAggregates {
     /// The aggregates `calls`, able to retract when `retracting`.
     pub fn new(calls: Vec<AggCall>, retracting: bool) -> SqlAggregates {
+        let shares = if retracting {
+            vec![None; calls.len()]
+        } else {
+            shared_distincts(&calls)
+        };
         let mut aggregates = SqlAggregates {
             calls,
             retracting,
             plain: None,
+            shares,
         };
         let fresh = aggregates.fresh();
         let owns_nothing = !fresh.spilled()
@@ -397,12 +429,26 @@ impl SqlAggregates {
         aggregates
     }
 
+    /// Whether call `i` counts its distinct values in the set of another
+    /// call.
+    fn follows(&self, i: usize) -> bool {
+        self.shares
+            .iter()
+            .flatten()
+            .any(|members| members[1..].contains(&i))
+    }
+
     /// One new accumulator per call.
     fn fresh(&self) -> Accumulators {
         self.calls
             .iter()
-            .map(|c| match c.kind {
+            .enumerate()
+            .map(|(i, c)| match c.kind {
                 AggKind::CountStar | AggKind::Count => Acc::Count(0),
+                AggKind::CountDistinct if self.shares[i].is_some() => {
+                    Acc::SharedDistinct(Box::default())
+                }
+                AggKind::CountDistinct if self.follows(i) => Acc::Count(0),
                 AggKind::CountDistinct if self.retracting => Acc::Counted(Box::default()),
                 AggKind::Min | AggKind::Max if self.retracting => Acc::Sorted(BTreeMap::new()),
                 AggKind::ListAgg | AggKind::FirstValue | AggKind::LastValue if self.retracting => {
@@ -440,6 +486,7 @@ impl SqlAggregates {
                 Acc::Count(n) => Value::BigInt(*n),
                 Acc::Distinct(set) => Value::BigInt(set.len() as i64),
                 Acc::DistinctInts(set) => Value::BigInt(set.len() as i64),
+                Acc::SharedDistinct(shared) => Value::BigInt(shared.count),
                 Acc::Counted(values) => Value::BigInt(values.len() as i64),
                 Acc::Value(v) => v.clone(),
                 Acc::Avg { sum, count } if call.kind == AggKind::Sum => {
@@ -532,7 +579,10 @@ impl SqlAggregates {
                 Acc::Lag(_) => {}
                 // Append-only accumulators cannot retract; the planner
                 // makes retracting ones for updating inputs.
-                Acc::Distinct(_) | Acc::DistinctInts(_) | Acc::Value(_) => {}
+                Acc::Distinct(_)
+                | Acc::DistinctInts(_)
+                | Acc::SharedDistinct(_)
+                | Acc::Value(_) => {}
             }
         }
     }
@@ -575,10 +625,18 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
     }
 
     fn add(&mut self, row: Row, acc: &mut Accumulators) {
-        for (call, a) in self.calls.iter().zip(acc.iter_mut()) {
+        for (i, call) in self.calls.iter().enumerate() {
+            // The calls sharing a set are fed together, by the first, even
+            // where its own filter leaves the row out. (State from before
+            // the sharing holds a set per call, fed one by one below.)
+            if let (Some(members), Acc::SharedDistinct(_)) = (&self.shares[i], &acc[i]) {
+                add_shared(&self.calls, members, &row, acc);
+                continue;
+            }
             if !call.takes(&row) {
                 continue;
             }
+            let a = &mut acc[i];
             // `COUNT(*)` reads no column (the row may have none).
             if call.kind == AggKind::CountStar {
                 if let Acc::Count(n) = a {
@@ -646,11 +704,14 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
     }
 
     fn merge(&mut self, a: Accumulators, b: Accumulators) -> Accumulators {
-        self.calls
+        let mut merged: Accumulators = self
+            .calls
             .iter()
             .zip(a.into_iter().zip(b))
             .map(|(call, (x, y))| merged(call, x, y))
-            .collect()
+            .collect();
+        self.recount_shared(&mut merged);
+        merged
     }
 
     /// Counts, sums, minima, maxima and averages merge where they are,
@@ -663,6 +724,96 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
                 *x = merged(call, a, y.clone());
             }
         }
+        self.recount_shared(into);
+    }
+}
+
+impl SqlAggregates {
+    /// Sets the counts of the calls sharing a set from the merged set
+    /// (each side's counts summed would count a value held by both twice).
+    fn recount_shared(&self, acc: &mut Accumulators) {
+        for (leader, members) in self.shares.iter().enumerate() {
+            let Some(members) = members else { continue };
+            let Acc::SharedDistinct(shared) = &mut acc[leader] else {
+                continue;
+            };
+            let mut counts = [0i64; SHARED_MAX];
+            for mask in shared.values.values() {
+                let mut bits = *mask;
+                while bits != 0 {
+                    counts[bits.trailing_zeros() as usize] += 1;
+                    bits &= bits - 1;
+                }
+            }
+            shared.count = counts[0];
+            for (&m, &n) in members.iter().zip(&counts).skip(1) {
+                acc[m] = Acc::Count(n);
+            }
+        }
+    }
+}
+
+/// For each call, the calls that share its set of values when it is the
+/// first of them: the append-only `COUNT(DISTINCT)`s of one integral
+/// column, when there are two or more (up to [`SHARED_MAX`] a set).
+fn shared_distincts(calls: &[AggCall]) -> Vec<Option<Box<[usize]>>> {
+    let mut shares: Vec<Option<Box<[usize]>>> = vec![None; calls.len()];
+    let mut placed = vec![false; calls.len()];
+    for (i, call) in calls.iter().enumerate() {
+        if placed[i] || call.kind != AggKind::CountDistinct || !call.arg_type.is_integral() {
+            continue;
+        }
+        let members: Vec<usize> = (i..calls.len())
+            .filter(|&j| {
+                !placed[j]
+                    && calls[j].kind == AggKind::CountDistinct
+                    && calls[j].arg == call.arg
+                    && calls[j].arg_type == call.arg_type
+            })
+            .take(SHARED_MAX)
+            .collect();
+        for &m in &members {
+            placed[m] = true;
+        }
+        if members.len() > 1 {
+            shares[i] = Some(members.into());
+        }
+    }
+    shares
+}
+
+/// Feeds `row` to the `COUNT(DISTINCT)` calls `members` (the first holds
+/// their set): its value is looked up once, and each call whose filter
+/// takes it and had not taken it before counts one more.
+fn add_shared(calls: &[AggCall], members: &[usize], row: &Row, acc: &mut Accumulators) {
+    // An integral column's values are all integers (or NULL, not counted).
+    let Some(v) = row.values[calls[members[0]].arg].as_i64() else {
+        return;
+    };
+    let mut taken = 0u64;
+    for (bit, &m) in members.iter().enumerate() {
+        if calls[m].takes(row) {
+            taken |= 1 << bit;
+        }
+    }
+    if taken == 0 {
+        return;
+    }
+    let Acc::SharedDistinct(shared) = &mut acc[members[0]] else {
+        return;
+    };
+    let held = shared.values.entry(v).or_insert(0);
+    let mut new = taken & !*held;
+    *held |= taken;
+    if new & 1 != 0 {
+        shared.count += 1;
+        new &= !1;
+    }
+    while new != 0 {
+        if let Acc::Count(n) = &mut acc[members[new.trailing_zeros() as usize]] {
+            *n += 1;
+        }
+        new &= new - 1;
     }
 }
 
@@ -679,6 +830,13 @@ fn merged(call: &AggCall, mut x: Acc, y: Acc) -> Acc {
         (Acc::DistinctInts(mut x), Acc::DistinctInts(y)) => {
             x.extend(*y);
             Acc::DistinctInts(x)
+        }
+        // The counts are set from the merged set afterwards.
+        (Acc::SharedDistinct(mut x), Acc::SharedDistinct(y)) => {
+            for (v, mask) in y.values {
+                *x.values.entry(v).or_insert(0) |= mask;
+            }
+            Acc::SharedDistinct(x)
         }
         (Acc::Sorted(mut x), Acc::Sorted(y)) => {
             for (v, n) in y {
@@ -993,6 +1151,97 @@ mod tests {
 
     /// `COUNT(DISTINCT)` of an integral column counts as a set of values
     /// does, at the ends of the range too, merges, and reads back.
+    /// `COUNT(DISTINCT)`s of one column under different filters share
+    /// one set, and count what a set per call counts: fed row by row, and
+    /// merged (whole and in place) from two halves of the rows. State
+    /// written with a set per call is still fed as before.
+    #[test]
+    fn distinct_counts_of_one_column_share_a_set_and_count_as_sets_apart() {
+        let call = |arg, filter| AggCall {
+            kind: AggKind::CountDistinct,
+            arg,
+            arg_type: SqlType::BigInt,
+            separator: ",".into(),
+            filter,
+        };
+        // Column 0 under no filter and under filters 2 and 3; column 1
+        // alone; column 0 again, under filter 3.
+        let calls = vec![
+            call(0, None),
+            call(0, Some(2)),
+            call(0, Some(3)),
+            call(1, None),
+            call(0, Some(3)),
+        ];
+        let mut aggs = SqlAggregates::new(calls.clone(), false);
+        assert_eq!(aggs.shares[0].as_deref(), Some(&[0, 1, 2, 4][..]));
+        assert!(aggs.shares[1..].iter().all(Option::is_none));
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let flag = |x: u64| match x {
+            0 => Value::Null,
+            1 => Value::Boolean(false),
+            _ => Value::Boolean(true),
+        };
+        let rows: Vec<Vec<Value>> = (0..600)
+            .map(|_| {
+                let v = match next(20) {
+                    0 => Value::Null,
+                    x => Value::BigInt(x as i64 - 10),
+                };
+                vec![
+                    v,
+                    Value::BigInt(next(30) as i64),
+                    flag(next(4)),
+                    flag(next(3)),
+                ]
+            })
+            .collect();
+        // What a set per call counts.
+        let expected: Vec<Value> = calls
+            .iter()
+            .map(|c| {
+                let held: HashSet<i64> = rows
+                    .iter()
+                    .filter(|r| c.filter.is_none_or(|f| r[f] == Value::Boolean(true)))
+                    .filter_map(|r| r[c.arg].as_i64())
+                    .collect();
+                Value::BigInt(held.len() as i64)
+            })
+            .collect();
+        let fed = |aggs: &mut SqlAggregates, rows: &[Vec<Value>]| {
+            let mut acc = aggs.create_accumulator();
+            for r in rows {
+                aggs.add(Row::insert(r.clone()), &mut acc);
+            }
+            acc
+        };
+        let whole = fed(&mut aggs, &rows);
+        assert!(matches!(whole[0], Acc::SharedDistinct(_)));
+        assert!(matches!(whole[1], Acc::Count(_)));
+        assert_eq!(aggs.get_result(&whole).to_vec(), expected);
+        let (a, b) = rows.split_at(250);
+        let (a, b) = (fed(&mut aggs, a), fed(&mut aggs, b));
+        let mut into = a.clone();
+        aggs.merge_into(&mut into, &b);
+        assert_eq!(aggs.get_result(&into).to_vec(), expected, "merged in place");
+        let merged = aggs.merge(a, b);
+        assert_eq!(aggs.get_result(&merged).to_vec(), expected, "merged");
+        // A set per call, as state held them before they were shared.
+        let mut apart: Accumulators = (0..calls.len())
+            .map(|_| Acc::DistinctInts(Box::default()))
+            .collect();
+        for r in &rows {
+            aggs.add(Row::insert(r.clone()), &mut apart);
+        }
+        assert_eq!(aggs.get_result(&apart).to_vec(), expected, "sets apart");
+    }
+
     #[test]
     fn distinct_integers_count_as_distinct_values() {
         for ty in [SqlType::BigInt, SqlType::Timestamp] {
