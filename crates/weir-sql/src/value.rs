@@ -13,19 +13,43 @@ use weir::sink::PrintFormat;
 use crate::time::{format_date, format_timestamp, parse_date, parse_timestamp};
 use crate::types::SqlType;
 
-/// A string value: borrowed from static text (a generator's, at no cost)
-/// or shared (an `Arc<str>`), in two words: the text's pointer, and its
-/// length with the top bit saying which of the two it is. (An enum of the
-/// two would take three words, and make every [`Value`] a word larger.)
+/// A string value in two words: borrowed from static text (a
+/// generator's, at no cost), shared (an `Arc<str>`), or, up to
+/// [`INLINE_MAX`] bytes, held in the two words themselves. For the first
+/// two, the words are the text's pointer and its length, the length's top
+/// bit saying which of the two it is. (An enum would take three words, and
+/// make every [`Value`] a word larger.)
+///
+/// Short text held inline costs no allocation and no reference count: a
+/// computed day (`DATE_FORMAT(ts, 'yyyy-MM-dd')`) used as a key is copied
+/// into the key and dropped with the row as the integers beside it are,
+/// where a shared one paid an atomic increment and decrement for each.
+#[repr(C)]
 pub struct Str {
-    ptr: NonNull<u8>,
-    /// The length in bytes, `SHARED` set when `ptr` is an `Arc<str>`'s.
+    /// The text's address; inline, its first bytes.
+    ptr: *const u8,
+    /// The length in bytes, `SHARED` set when `ptr` is an `Arc<str>`'s;
+    /// inline, the rest of the text, and (in the top byte) `INLINE` and
+    /// the length.
     len: usize,
 }
 
 /// The bit of [`Str::len`] that marks shared text (a `str` is at most
 /// `isize::MAX` bytes long, so a length never has it).
 const SHARED: usize = 1 << (usize::BITS - 1);
+
+/// The bit of [`Str::len`] that marks text held inline (a `str` this long
+/// cannot be allocated).
+const INLINE: usize = 1 << (usize::BITS - 2);
+
+/// The longest text held inline: all the bytes of a [`Str`] but the top
+/// one of its length, where the length word's top byte is its last
+/// (little-endian machines; elsewhere, text is never inline).
+pub const INLINE_MAX: usize = if cfg!(target_endian = "little") {
+    std::mem::size_of::<Str>() - 1
+} else {
+    0
+};
 
 // SAFETY: a `Str` is a `&'static str` or an `Arc<str>`, both `Send` and
 // `Sync`; it never gives out mutable access to the text.
@@ -36,9 +60,25 @@ impl Str {
     /// Static text, not copied.
     pub fn from_static(s: &'static str) -> Str {
         Str {
-            ptr: NonNull::from(s.as_bytes()).cast(),
+            ptr: s.as_ptr(),
             len: s.len(),
         }
+    }
+
+    /// A copy of `s`: inline when it is short, else shared.
+    pub fn new(s: &str) -> Str {
+        if s.len() > INLINE_MAX {
+            return Str::shared(Arc::from(s));
+        }
+        let mut bytes = [0u8; std::mem::size_of::<Str>()];
+        bytes[..s.len()].copy_from_slice(s.as_bytes());
+        // The top byte of the length word (its last, little-endian): the
+        // flag and the length.
+        bytes[INLINE_MAX] = ((INLINE >> (usize::BITS - 8)) | s.len()) as u8;
+        // SAFETY: `Str` is two words (`repr(C)`) of which any bits are
+        // valid; an inline `Str`'s pointer word is text, never read as an
+        // address.
+        unsafe { std::mem::transmute::<[u8; std::mem::size_of::<Str>()], Str>(bytes) }
     }
 
     /// Shared text: the `Arc` is held (and released when the last clone
@@ -47,8 +87,7 @@ impl Str {
         let len = s.len();
         let raw = Arc::into_raw(s);
         Str {
-            // SAFETY: `Arc::into_raw` never returns null.
-            ptr: unsafe { NonNull::new_unchecked(raw as *const u8 as *mut u8) },
+            ptr: raw as *const u8,
             len: len | SHARED,
         }
     }
@@ -57,9 +96,13 @@ impl Str {
         self.len & SHARED != 0
     }
 
+    fn is_inline(&self) -> bool {
+        self.len & INLINE != 0
+    }
+
     /// The `Arc<str>`'s pointer, as `Arc::into_raw` gave it.
     fn raw(&self) -> *const str {
-        std::ptr::slice_from_raw_parts(self.ptr.as_ptr() as *const u8, self.len & !SHARED)
+        std::ptr::slice_from_raw_parts(self.ptr, self.len & !SHARED)
             as *const str
     }
 }
@@ -91,6 +134,17 @@ impl Drop for Str {
 impl std::ops::Deref for Str {
     type Target = str;
     fn deref(&self) -> &str {
+        if self.is_inline() {
+            let len = (self.len >> (usize::BITS - 8)) & 0x3f;
+            // SAFETY: an inline `Str`'s first `len` bytes are a copy of a
+            // `str`'s, and live as long as it does.
+            return unsafe {
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                    (self as *const Str).cast::<u8>(),
+                    len,
+                ))
+            };
+        }
         // SAFETY: `ptr` and the length are those of a `str` that lives as
         // long as this `Str` (static, or kept alive by the count it holds).
         unsafe { &*self.raw() }
@@ -138,7 +192,7 @@ impl Serialize for Str {
 impl<'de> Deserialize<'de> for Str {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Str, D::Error> {
         let s = String::deserialize(d)?;
-        Ok(Str::shared(Arc::from(s)))
+        Ok(Str::new(&s))
     }
 }
 
@@ -277,7 +331,7 @@ impl Value {
 
     /// A string value.
     pub fn string(s: &str) -> Value {
-        Value::String(Str::shared(Arc::from(s)))
+        Value::String(Str::new(s))
     }
 
     /// A string value of static text (no copy).
@@ -847,6 +901,44 @@ mod tests {
         assert_eq!(&*fixed.clone(), "static");
         assert_eq!(&*Str::from_static(""), "");
         assert_eq!(Value::string("é").to_string(), "é");
+    }
+
+    /// Text up to `INLINE_MAX` bytes is held inline, longer text shared;
+    /// either way it reads, compares, hashes, clones and serialises as
+    /// the same text static or shared does.
+    #[test]
+    fn short_strings_are_held_inline_and_act_as_any_string() {
+        use std::collections::hash_map::DefaultHasher;
+        let hash = |s: &Str| {
+            let mut h = DefaultHasher::new();
+            s.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(std::mem::size_of::<Str>(), 16);
+        let long = "é-0123456789abcdefghij";
+        for end in 0..=long.len() {
+            let Some(text) = long.get(..end) else {
+                continue;
+            };
+            let s = Str::new(text);
+            assert_eq!(s.is_inline(), text.len() <= INLINE_MAX, "{text:?}");
+            assert_eq!(s.is_shared(), text.len() > INLINE_MAX, "{text:?}");
+            assert_eq!(&*s, text);
+            let copy = s.clone();
+            drop(s);
+            assert_eq!(&*copy, text);
+            let shared = Str::shared(Arc::from(text));
+            assert_eq!(copy, shared);
+            assert_eq!(hash(&copy), hash(&shared));
+            assert_eq!(copy.cmp(&shared), Ordering::Equal);
+            let json = serde_json::to_string(&copy).expect("serialises");
+            let back: Str = serde_json::from_str(&json).expect("reads back");
+            assert_eq!(&*back, text);
+            assert_eq!(back.is_inline(), copy.is_inline());
+        }
+        assert!(INLINE_MAX >= "2015-07-15".len() || cfg!(target_endian = "big"));
+        assert!(matches!(Value::string("2015-07-15"), Value::String(s) if s.is_inline()));
+        assert!(Str::new("a") < Str::new("b"));
     }
 
     #[test]
