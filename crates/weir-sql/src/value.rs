@@ -102,8 +102,7 @@ impl Str {
 
     /// The `Arc<str>`'s pointer, as `Arc::into_raw` gave it.
     fn raw(&self) -> *const str {
-        std::ptr::slice_from_raw_parts(self.ptr, self.len & !SHARED)
-            as *const str
+        std::ptr::slice_from_raw_parts(self.ptr, self.len & !SHARED) as *const str
     }
 }
 
