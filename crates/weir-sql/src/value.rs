@@ -14,8 +14,8 @@ use crate::time::{format_date, format_timestamp, parse_date, parse_timestamp};
 use crate::types::SqlType;
 
 /// A string value in two words: borrowed from static text (a
-/// generator's, at no cost), shared (an `Arc<str>`), or, up to
-/// [`INLINE_MAX`] bytes, held in the two words themselves. For the first
+/// generator's, at no cost), shared (an `Arc<str>`), or, up to 15 bytes
+/// (on 64-bit little-endian machines), held in the two words themselves. For the first
 /// two, the words are the text's pointer and its length, the length's top
 /// bit saying which of the two it is. (An enum would take three words, and
 /// make every [`Value`] a word larger.)
@@ -49,7 +49,7 @@ const INLINE: usize = if INLINES { 1 << (usize::BITS - 2) } else { 0 };
 
 /// The longest text held inline: all the bytes of a [`Str`] but the top
 /// one of its length.
-pub const INLINE_MAX: usize = if INLINES {
+pub(crate) const INLINE_MAX: usize = if INLINES {
     std::mem::size_of::<Str>() - 1
 } else {
     0
