@@ -30,9 +30,9 @@ use crate::window::{aggregation, pre_aggregate, where_filter, Aggregation};
 /// One group's state: how many rows it holds (inserts less retractions)
 /// and its accumulators.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Group {
-    rows: i64,
-    accumulators: Accumulators,
+pub(crate) struct Group {
+    pub rows: i64,
+    pub accumulators: Accumulators,
 }
 
 /// The keyed function that keeps each group's accumulators and emits its
@@ -192,7 +192,12 @@ impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
 
 /// A result row of the group `key`: its columns, then the aggregates'
 /// results.
-fn result_row(key: &RowKey, kind: RowKind, aggregates: &SqlAggregates, acc: &[Acc]) -> Row {
+pub(crate) fn result_row(
+    key: &RowKey,
+    kind: RowKind,
+    aggregates: &SqlAggregates,
+    acc: &[Acc],
+) -> Row {
     let mut values = Row::buffer(key.len() + acc.len());
     values.extend_from_slice(key);
     aggregates.results_into(acc, &mut values);
@@ -449,15 +454,6 @@ pub(crate) fn plan_group_aggregate(
             crate::plan::stateful(stream, &what)
         }
     };
-    let having = having
-        .map(|h| crate::expr::compile(&h, &scope))
-        .transpose()?
-        .map(|c| crate::expr::Condition::of(&c));
-    let p = projection(&items, &scope)?;
-    // The windows' columns, where the SELECT keeps both.
-    let window = p.window(carried);
-    let (output, out_scope) = (p.output, p.scope);
-    let stream = filter_project(aggregated, having, output);
     let mut steps = input.steps;
     steps.push(match carried {
         Some(_) => format!(
@@ -477,6 +473,29 @@ pub(crate) fn plan_group_aggregate(
             ))
         ),
     });
+    grouped_rows(aggregated, having, &items, &scope, carried, steps)
+}
+
+/// An aggregation's result rows (`aggregated`, over `scope`) through its
+/// `HAVING` and `SELECT` list (`items`), after its plan's `steps`; they
+/// update unless they are results of the input's windows (`carried`).
+pub(crate) fn grouped_rows(
+    aggregated: DataStream<Row>,
+    having: Option<Expr>,
+    items: &[sqlparser::ast::SelectItem],
+    scope: &crate::expr::Scope,
+    carried: Option<[usize; 2]>,
+    mut steps: Vec<String>,
+) -> Result<Planned, SqlError> {
+    let having = having
+        .map(|h| crate::expr::compile(&h, scope))
+        .transpose()?
+        .map(|c| crate::expr::Condition::of(&c));
+    let p = projection(items, scope)?;
+    // The windows' columns, where the SELECT keeps both.
+    let window = p.window(carried);
+    let (output, out_scope) = (p.output, p.scope);
+    let stream = filter_project(aggregated, having, output);
     steps.push(calc_step(&out_scope));
     Ok(Planned {
         stream,

@@ -418,18 +418,18 @@ impl Kept {
 
 /// The keyed function holding both sides' rows.
 #[derive(Clone)]
-struct JoinFunction {
+pub(crate) struct JoinFunction {
     keys: usize,
     residual: Option<Condition>,
-    ttl: Option<Duration>,
+    pub ttl: Option<Duration>,
     /// Whether unmatched left (right) rows are emitted, padded with NULLs.
     outer: [bool; 2],
     /// How many columns each side has (for the NULL padding).
     widths: [usize; 2],
-    sides: Option<[ListState<Kept>; 2]>,
+    pub sides: Option<[ListState<Kept>; 2]>,
     /// The joined rows of the row being joined, before they are emitted
     /// (kept for its allocation).
-    joined: Vec<Vec<Value>>,
+    pub joined: Vec<Vec<Value>>,
     /// Which side's rows are dropped once no row to come can join them.
     expiry: Option<Expiry>,
 }
@@ -505,19 +505,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinFunction {
             // key, allocated and freed, per row). The joined rows are
             // emitted after, with the state no longer in use.
             let mut joined_rows = std::mem::take(&mut self.joined);
-            let mut failed = None;
-            other.for_each(|t| {
-                if failed.is_none() {
-                    match self.join_with(side, &values, &t.values) {
-                        Ok(Some(joined)) => joined_rows.push(joined),
-                        Ok(None) => {}
-                        Err(e) => failed = Some(e),
-                    }
-                }
-            })?;
-            if let Some(e) = failed {
-                return Err(e.into());
-            }
+            self.join_all(side, &values, other, &mut joined_rows)?;
             let matched = joined_rows.len() as u32;
             for joined in joined_rows.drain(..) {
                 emit(out, kind, joined);
@@ -591,6 +579,37 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinFunction {
 }
 
 impl JoinFunction {
+    /// How many columns the join's key has.
+    pub fn key_count(&self) -> usize {
+        self.keys
+    }
+
+    /// `values` (of side `side`) joined with each of `other`'s rows it
+    /// joins, onto `joined`. Their rows are only read: joined where they
+    /// are stored, not copied out of state first.
+    pub fn join_all(
+        &self,
+        side: usize,
+        values: &[Value],
+        other: &ListState<Kept>,
+        joined: &mut Vec<Vec<Value>>,
+    ) -> FunctionResult {
+        let mut failed = None;
+        other.for_each(|t| {
+            if failed.is_none() {
+                match self.join_with(side, values, &t.values) {
+                    Ok(Some(row)) => joined.push(row),
+                    Ok(None) => {}
+                    Err(e) => failed = Some(e),
+                }
+            }
+        })?;
+        match failed {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
     /// `mine` (of side `side`) joined with `theirs`, if the residual
     /// condition (the `ON` clause's part beyond the key) holds for them.
     fn join_with(
@@ -614,7 +633,7 @@ impl JoinFunction {
     /// equal out of it for a retraction; pads it with NULLs if it is an
     /// outer side's row that joined nothing.
     #[allow(clippy::too_many_arguments)]
-    fn keep(
+    pub fn keep(
         &self,
         side: usize,
         mine: &ListState<Kept>,
@@ -962,6 +981,81 @@ pub(crate) fn filtered(
 /// before the join too, where that keeps the result (see
 /// [`push_down`]).
 pub(crate) fn plan_join(
+    left: Planned,
+    left_name: String,
+    right: Planned,
+    join: &Join,
+    filter: Option<&Expr>,
+    ttl: Option<Duration>,
+    columns: JoinColumns,
+) -> Result<Planned, SqlError> {
+    Ok(
+        match plan_join_parts(left, left_name, right, join, filter, ttl, columns)? {
+            JoinParts::Planned(planned) => planned,
+            JoinParts::Regular(regular) => regular.finish(),
+        },
+    )
+}
+
+/// A join as [`plan_join`] plans it: planned whole, or a regular join
+/// whose operator is still to be made (an aggregation grouped by its key
+/// can run in it).
+pub(crate) enum JoinParts {
+    Planned(Planned),
+    Regular(RegularJoin),
+}
+
+/// A regular join before its operator is made: both sides' rows, tagged
+/// and in one stream, and the function that joins them.
+pub(crate) struct RegularJoin {
+    /// Both sides' rows, [`tagged`].
+    pub tagged: DataStream<Row>,
+    pub function: JoinFunction,
+    /// The operator's name (the layout of its state is in it).
+    pub what: String,
+    /// The sides' plan steps, then the join's.
+    pub steps: Vec<String>,
+    /// The joined rows' columns.
+    pub scope: Scope,
+    /// Whether the joined rows are insert-only: an inner join of
+    /// insert-only sides.
+    pub inserts_only: bool,
+    /// Per key, the joined row's columns that are equal to it (a side's
+    /// plain column in an equality that is the key).
+    pub key_columns: Vec<Vec<usize>>,
+}
+
+impl RegularJoin {
+    /// The join key of a tagged row (after its side's tag): held inline
+    /// when it is one column, not allocated per row (it keys and hashes
+    /// as the list of its values either way).
+    pub fn key_of(&self) -> impl Fn(&Row) -> RowKey + Send + Sync + 'static {
+        let key_columns: std::sync::Arc<[usize]> = (1..=self.function.keys).collect();
+        move |r: &Row| RowKey::at(&r.values, &key_columns)
+    }
+
+    /// The join's operator and its joined rows.
+    pub fn finish(self) -> Planned {
+        let key_of = self.key_of();
+        let stream = self.tagged.key_by(key_of).process(self.function);
+        let stream = crate::plan::stateful(stream, &self.what);
+        Planned {
+            stream,
+            scope: self.scope,
+            // A regular join's output has no time attribute (as in Flink).
+            rowtime: None,
+            proctime: false,
+            window: None,
+            above_watermark: None,
+            versions: None,
+            updating: !self.inserts_only,
+            steps: self.steps,
+        }
+    }
+}
+
+/// [`plan_join`], its regular join's operator left to make.
+pub(crate) fn plan_join_parts(
     mut left: Planned,
     left_name: String,
     mut right: Planned,
@@ -969,7 +1063,7 @@ pub(crate) fn plan_join(
     filter: Option<&Expr>,
     ttl: Option<Duration>,
     columns: JoinColumns,
-) -> Result<Planned, SqlError> {
+) -> Result<JoinParts, SqlError> {
     let JoinColumns {
         named,
         scanned_fewer,
@@ -1013,6 +1107,8 @@ pub(crate) fn plan_join(
     let (mut left_keys, mut right_keys, mut residual) = (Vec::new(), Vec::new(), Vec::new());
     // Equalities of two plain columns, as (left column, right column).
     let mut equal_columns = Vec::new();
+    // Per key, the plain columns of its equality (left, right).
+    let mut key_pairs = Vec::new();
     for c in conjuncts(on) {
         // Names must resolve in the joined scope (ambiguity is an error).
         compile(c, &joined)?;
@@ -1023,13 +1119,16 @@ pub(crate) fn plan_join(
         } = c
         {
             if let Some((l, r)) = equality_key(a, b, &left_scope, &right_scope) {
+                let mut pair = None;
                 for (x, y) in [(a, b), (b, a)] {
                     if let (Some(i), Some(j)) =
                         (column_index(x, &left_scope), column_index(y, &right_scope))
                     {
                         equal_columns.push((i, j));
+                        pair = pair.or(Some((i, j)));
                     }
                 }
+                key_pairs.push(pair);
                 left_keys.push(l);
                 right_keys.push(r);
                 continue;
@@ -1113,9 +1212,7 @@ pub(crate) fn plan_join(
     let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>, columns: Option<Vec<usize>>| {
         tagged(stream, side, fns, columns, outer[usize::from(side)])
     };
-    // The join key, after the side's tag: held inline when it is one
-    // column, not allocated per row (it keys and hashes as the list of
-    // its values either way).
+    // The window join's key, after the side's tag (as a regular join's).
     let key_columns: std::sync::Arc<[usize]> = (1..=keys).collect();
     let key_of = move |r: &Row| RowKey::at(&r.values, &key_columns);
     let widths = match &kept {
@@ -1186,7 +1283,7 @@ pub(crate) fn plan_join(
         steps.push(format!(
             "IntervalJoin: inner, on {on}, left time - right time in [{low}, {high}] ms"
         ));
-        return Ok(Planned {
+        return Ok(JoinParts::Planned(Planned {
             stream,
             scope: joined,
             // The output's records carry the later of the two times, which
@@ -1198,7 +1295,7 @@ pub(crate) fn plan_join(
             versions: None,
             updating: false,
             steps,
-        });
+        }));
     }
     if let Some(ends) = window_join {
         let tagged = tag(left.stream, false, left_fns, None).union(&[tag(
@@ -1219,7 +1316,7 @@ pub(crate) fn plan_join(
         let mut steps = left.steps;
         steps.extend(right.steps);
         steps.push(format!("WindowJoin: {name}, on {on}"));
-        return Ok(Planned {
+        return Ok(JoinParts::Planned(Planned {
             stream,
             scope: joined,
             rowtime: None,
@@ -1229,9 +1326,20 @@ pub(crate) fn plan_join(
             versions: None,
             updating: false,
             steps,
-        });
+        }));
     }
     let keeps_fewer = kept.is_some() || scanned_fewer;
+    // Each key's plain columns, where the joined rows have them.
+    let key_columns = key_pairs
+        .iter()
+        .map(|pair| {
+            pair.map_or_else(Vec::new, |(i, j)| {
+                let l = above(0, Some(i));
+                let r = above(1, Some(j)).map(|r| widths[0] + r);
+                l.into_iter().chain(r).collect()
+            })
+        })
+        .collect();
     let [left_columns, right_columns] = kept.map_or([None, None], |[l, r]| [Some(l), Some(r)]);
     let tagged = tag(left.stream, false, left_fns, left_columns).union(&[tag(
         right.stream,
@@ -1239,7 +1347,7 @@ pub(crate) fn plan_join(
         right_fns,
         right_columns,
     )]);
-    let stream = tagged.key_by(key_of).process(JoinFunction {
+    let function = JoinFunction {
         keys,
         residual,
         ttl,
@@ -1248,7 +1356,7 @@ pub(crate) fn plan_join(
         sides: None,
         joined: Vec::new(),
         expiry,
-    });
+    };
     // The kept columns (the join's, or its scans', fewer than its tables
     // have) are part of the state's layout: a savepoint of a join that
     // kept others does not restore into this one.
@@ -1260,7 +1368,7 @@ pub(crate) fn plan_join(
     } else {
         String::new()
     };
-    let stream = crate::plan::stateful(stream, &format!("Join[{name}; {on}{keeps}]"));
+    let what = format!("Join[{name}; {on}{keeps}]");
     let mut steps = left.steps;
     steps.extend(right.steps);
     steps.push(format!(
@@ -1280,20 +1388,17 @@ pub(crate) fn plan_join(
             )
         })
     ));
-    Ok(Planned {
-        stream,
+    Ok(JoinParts::Regular(RegularJoin {
+        tagged,
+        function,
+        what,
+        steps,
         scope: joined,
-        // A regular join's output has no time attribute (as in Flink).
-        rowtime: None,
-        proctime: false,
-        window: None,
-        above_watermark: None,
-        versions: None,
         // An outer join takes back its NULL-padded rows when a partner
         // comes.
-        updating: left.updating || right.updating || outer.contains(&true),
-        steps,
-    })
+        inserts_only: !(left.updating || right.updating || outer.contains(&true)),
+        key_columns,
+    }))
 }
 
 #[cfg(test)]

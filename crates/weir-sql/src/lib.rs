@@ -37,6 +37,7 @@ mod grouping_sets;
 #[cfg(feature = "postgres")]
 mod jdbc;
 mod join;
+mod join_aggregate;
 #[cfg(feature = "kafka")]
 mod kafka;
 mod key;

@@ -387,7 +387,7 @@ pub(crate) fn plan_select(
                     None => {
                         let (left, right, columns) =
                             plan_join_sides(env, catalog, &from.relation, join, select, grouped)?;
-                        crate::join::plan_join(
+                        let parts = crate::join::plan_join_parts(
                             left,
                             crate::join::qualifier(&from.relation),
                             right,
@@ -395,7 +395,18 @@ pub(crate) fn plan_select(
                             select.selection.as_ref(),
                             catalog.state_ttl,
                             columns,
-                        )?
+                        )?;
+                        match parts {
+                            crate::join::JoinParts::Planned(joined) => joined,
+                            crate::join::JoinParts::Regular(regular) if grouped => {
+                                return crate::join_aggregate::plan(
+                                    regular,
+                                    select,
+                                    catalog.group_settings(),
+                                );
+                            }
+                            crate::join::JoinParts::Regular(regular) => regular.finish(),
+                        }
                     }
                 };
                 if grouped {

@@ -856,6 +856,25 @@ pub(crate) fn pre_aggregate(
     aggregation: &Aggregation,
     input_width: usize,
 ) -> PreAggregated {
+    let (calc, keys, calls) = pre_aggregate_calc(filter, aggregation, input_width);
+    PreAggregated {
+        stream: match calc {
+            Some(calc) => crate::plan::calc_stream(&stream, calc),
+            None => stream,
+        },
+        keys,
+        calls,
+    }
+}
+
+/// What [`pre_aggregate`] does to each row, as a step to run where the
+/// rows are made (`None` when it keeps them as they are), with the key
+/// columns and the calls over the rows it makes.
+pub(crate) fn pre_aggregate_calc(
+    filter: Option<Condition>,
+    aggregation: &Aggregation,
+    input_width: usize,
+) -> (Option<crate::plan::Calc>, Arc<[usize]>, Vec<AggCall>) {
     let column = |c: &crate::expr::Compiled| match c.shape {
         crate::expr::Shape::Column(i) => Some(i),
         _ => None,
@@ -881,11 +900,7 @@ pub(crate) fn pre_aggregate(
                 ..call.clone()
             })
             .collect();
-        return PreAggregated {
-            stream: crate::plan::filter_project(stream, filter, None),
-            keys: keys.into(),
-            calls,
-        };
+        return (crate::plan::calc_of(filter, None), keys.into(), calls);
     }
     let columns = aggregation
         .key_evals
@@ -893,15 +908,11 @@ pub(crate) fn pre_aggregate(
         .chain(&aggregation.arg_evals)
         .cloned()
         .collect();
-    PreAggregated {
-        stream: crate::plan::filter_project(
-            stream,
-            filter,
-            Some(crate::plan::Output::of(columns, input_width)),
-        ),
-        keys: (0..aggregation.key_evals.len()).collect(),
-        calls: aggregation.calls.clone(),
-    }
+    (
+        crate::plan::calc_of(filter, Some(crate::plan::Output::of(columns, input_width))),
+        (0..aggregation.key_evals.len()).collect(),
+        aggregation.calls.clone(),
+    )
 }
 
 /// `SELECT …, agg(…) FROM TABLE(window TVF) GROUP BY window_start,

@@ -1,0 +1,256 @@
+//! A `GROUP BY` over a regular join that groups by the join's key (Nexmark
+//! q4's `GROUP BY A.id, A.category` over `auction A JOIN bid B ON A.id =
+//! B.auction`), run in the join's operator.
+//!
+//! Flink plans the join, then the aggregation keyed by its groups: every
+//! joined row goes from one operator to the other and is looked up again
+//! in the aggregation's state. When the groups' columns include a column
+//! equal to each of the join's keys, all the rows of a group are joined
+//! under one join key, so the groups can live in the join's state, under
+//! that key: each joined row is folded into its group where it is made.
+//! The groups' changes are those of the aggregation (`+I`, then `-U`/`+U`
+//! when a result changes, nothing when it does not), in the order the
+//! join would have emitted its rows, so the changelog is Flink's.
+//!
+//! This applies to an inner join of insert-only sides (its rows are
+//! insert-only) without `table.exec.state.ttl` (each group would live as
+//! long as its join key's other groups) or mini-batch (whose changes are
+//! per bundle), grouped by columns that are not floating-point.
+
+use serde::{Deserialize, Serialize};
+use sqlparser::ast::{Expr, GroupByExpr, Select, Spanned};
+use weir::prelude::*;
+
+use crate::aggregate::SqlAggregates;
+use crate::error::{position, SqlError};
+use crate::expr::Shape;
+use crate::group::{grouped_rows, plan_group_aggregate, result_row, Group, GroupSettings};
+use crate::join::{untagged, JoinFunction, RegularJoin};
+use crate::key::RowKey;
+use crate::plan::Calc;
+use crate::types::SqlType;
+use crate::value::{Row, RowKind, Value};
+use crate::window::{aggregation, pre_aggregate_calc, where_filter};
+
+/// The groups of one join key, with their keys.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Groups(Vec<(RowKey, Group)>);
+
+/// The keyed function that joins rows as [`JoinFunction`] does and folds
+/// the joined rows into their groups.
+#[derive(Clone)]
+struct JoinAggregate {
+    join: JoinFunction,
+    /// A joined row made into the aggregation's input (its `WHERE`, keys
+    /// and arguments), where that changes it.
+    calc: Option<Calc>,
+    /// The group's key columns in the aggregation's input.
+    keys: std::sync::Arc<[usize]>,
+    aggregates: SqlAggregates,
+    groups: Option<ValueState<Groups>>,
+}
+
+impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        KeyedProcessFunction::open(&mut self.join, ctx)?;
+        self.groups = Some(ctx.get_state(&ValueStateDescriptor::new("groups"))?);
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        row: Row,
+        ctx: &mut ProcessContext<'_, RowKey>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        let kind = row.kind;
+        if kind.is_retraction() {
+            return Err("a join aggregation was given a retraction (its sides insert only)".into());
+        }
+        // [side, keys…, values…]; an inner join's sides drop rows whose
+        // key has a NULL before they come here.
+        let (right, _, values) = untagged(row, self.join.key_count());
+        let side = usize::from(right);
+        let sides = self.join.sides.as_ref().ok_or("the join is not open")?;
+        let mut joined = std::mem::take(&mut self.join.joined);
+        self.join
+            .join_all(side, &values, &sides[1 - side], &mut joined)?;
+        let matched = joined.len() as u32;
+        let folded = if joined.is_empty() {
+            Ok(())
+        } else {
+            let state = self.groups.as_ref().ok_or("the aggregation is not open")?;
+            fold(
+                state,
+                &mut joined,
+                self.calc.as_ref(),
+                &self.keys,
+                &mut self.aggregates,
+                out,
+            )
+        };
+        // Rows left by a failed fold go back to the pool.
+        joined.drain(..).for_each(Row::recycle);
+        self.join.joined = joined;
+        folded?;
+        self.join
+            .keep(side, &sides[side], ctx, out, kind, values, matched)
+    }
+
+    fn on_timer(
+        &mut self,
+        timestamp: i64,
+        ctx: &mut ProcessContext<'_, RowKey>,
+        out: &mut Collector<'_, Row>,
+    ) -> FunctionResult {
+        KeyedProcessFunction::on_timer(&mut self.join, timestamp, ctx, out)
+    }
+}
+
+/// Folds `joined` (rows of the current join key, in the order the join
+/// made them) into their groups in `state`, emitting each group's changes
+/// as the aggregation would, row by row.
+fn fold(
+    state: &ValueState<Groups>,
+    joined: &mut Vec<Vec<Value>>,
+    calc: Option<&Calc>,
+    keys: &[usize],
+    aggregates: &mut SqlAggregates,
+    out: &mut Collector<'_, Row>,
+) -> FunctionResult {
+    state.update_in_place(|previous| {
+        let mut created = None;
+        let groups = match previous {
+            Some(groups) => groups,
+            None => created.insert(Groups::default()),
+        };
+        let folded = fold_into(&mut groups.0, joined, calc, keys, aggregates, out);
+        match created {
+            Some(groups) if !groups.0.is_empty() => (ValueChange::Set(groups), folded),
+            _ => (ValueChange::Keep, folded),
+        }
+    })??;
+    Ok(())
+}
+
+/// [`fold`] over one join key's `groups`.
+fn fold_into(
+    groups: &mut Vec<(RowKey, Group)>,
+    joined: &mut Vec<Vec<Value>>,
+    calc: Option<&Calc>,
+    keys: &[usize],
+    aggregates: &mut SqlAggregates,
+    out: &mut Collector<'_, Row>,
+) -> Result<(), String> {
+    for values in joined.drain(..) {
+        let mut row = Row::insert(values);
+        if let Some(calc) = calc {
+            if !calc.apply(&mut row)? {
+                continue;
+            }
+        }
+        let key = RowKey::at(&row.values, keys);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            None => {
+                let mut group = Group {
+                    rows: 1,
+                    accumulators: aggregates.create_accumulator(),
+                };
+                aggregates.add(row, &mut group.accumulators);
+                out.collect(result_row(
+                    &key,
+                    RowKind::Insert,
+                    aggregates,
+                    &group.accumulators,
+                ));
+                groups.push((key, group));
+            }
+            Some((key, group)) => {
+                let before =
+                    result_row(key, RowKind::UpdateBefore, aggregates, &group.accumulators);
+                group.rows += 1;
+                aggregates.add(row, &mut group.accumulators);
+                let after = result_row(key, RowKind::UpdateAfter, aggregates, &group.accumulators);
+                // An unchanged result is not emitted again (as Flink does
+                // without a state time-to-live).
+                if before.values != after.values {
+                    out.collect(before);
+                    out.collect(after);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `select` (grouped) over the regular join `join`: in the join's operator
+/// where its groups are within the join's keys (see the module's
+/// documentation), else as an aggregation after the join.
+pub(crate) fn plan(
+    join: RegularJoin,
+    select: &Select,
+    settings: GroupSettings,
+) -> Result<crate::plan::Planned, SqlError> {
+    let at = position(select.span());
+    let group_by: Vec<Expr> = match &select.group_by {
+        GroupByExpr::Expressions(exprs, _) => exprs.clone(),
+        GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL", at)),
+    };
+    let filter = where_filter(select, &join.scope)?;
+    let aggregation = aggregation(&join.scope, &group_by, select, &[])?;
+    let grouped_column = |column: usize| {
+        aggregation
+            .key_evals
+            .iter()
+            .any(|k| matches!(k.shape, Shape::Column(i) if i == column) && k.ty != SqlType::Double)
+    };
+    let within_keys = !join.key_columns.is_empty()
+        && join
+            .key_columns
+            .iter()
+            .all(|columns| columns.iter().any(|c| grouped_column(*c)));
+    let applies = within_keys
+        && join.inserts_only
+        && join.function.ttl.is_none()
+        && settings.ttl.is_none()
+        && settings.mini_batch.is_none();
+    if !applies {
+        return plan_group_aggregate(join.finish(), select, settings);
+    }
+    let (calc, keys, calls) = pre_aggregate_calc(filter, &aggregation, join.scope.columns.len());
+    let scope = aggregation.output_scope(&[]);
+    let grouped = group_by
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let described = crate::aggregate::describe(&aggregation.calls);
+    let what = format!(
+        "JoinAggregate[{}; group by {grouped}; {described}]",
+        join.what
+    );
+    let key_of = join.key_of();
+    let function = JoinAggregate {
+        join: join.function,
+        calc,
+        keys,
+        aggregates: SqlAggregates::new(calls, false),
+        groups: None,
+    };
+    let stream = join.tagged.key_by(key_of).process(function);
+    let stream = crate::plan::stateful(stream, &what);
+    let mut steps = join.steps;
+    steps.push(format!(
+        "GroupAggregate: group by [{grouped}], {} aggregate(s), changelog +I/-U/+U/-D, \
+         in the join's operator (its groups are within the join's keys)",
+        aggregation.calls.len()
+    ));
+    grouped_rows(
+        stream,
+        aggregation.having,
+        &aggregation.items,
+        &scope,
+        None,
+        steps,
+    )
+}
