@@ -399,7 +399,7 @@ pub(crate) type KeptValues = smallvec::SmallVec<[Value; INLINE]>;
 
 /// How many values a kept row holds inline: every row in a side's list
 /// takes that room, so few.
-const INLINE: usize = 3;
+const INLINE: usize = 2;
 
 impl Kept {
     /// `values` kept, inline when there are few of them (their buffer
@@ -1179,7 +1179,9 @@ pub(crate) fn plan_join_parts(
     let kept = match named {
         Some(named) if interval.is_none() && window_join.is_none() => {
             let scope = joined.tracking();
-            for c in conjuncts(on) {
+            // The key's equalities hold by keying: a column read by them
+            // alone is not kept.
+            for c in &residual {
                 compile(c, &scope)?;
             }
             let used: Vec<bool> = (scope.used_columns().into_iter().zip(named))
@@ -1414,7 +1416,7 @@ mod tests {
             values: Vec<Value>,
             matches: u32,
         }
-        let narrow = vec![Value::BigInt(1), Value::Null, Value::Int(3)];
+        let narrow = vec![Value::BigInt(1), Value::Null];
         let wide: Vec<Value> = (0..5).map(Value::BigInt).collect();
         for (values, inline) in [(narrow, true), (wide, false)] {
             let kept = Kept::new(values.clone(), 2);

@@ -32,9 +32,10 @@ use crate::types::SqlType;
 use crate::value::{Row, RowKind, Value};
 use crate::window::{aggregation, pre_aggregate_calc, where_filter};
 
-/// The groups of one join key, with their keys.
+/// The groups of one join key, with their keys: most keys have one,
+/// held inline.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Groups(Vec<(RowKey, Group)>);
+struct Groups(smallvec::SmallVec<[(RowKey, Group); 1]>);
 
 /// The keyed function that joins rows as [`JoinFunction`] does and folds
 /// the joined rows into their groups.
@@ -135,7 +136,7 @@ fn fold(
 
 /// [`fold`] over one join key's `groups`.
 fn fold_into(
-    groups: &mut Vec<(RowKey, Group)>,
+    groups: &mut smallvec::SmallVec<[(RowKey, Group); 1]>,
     joined: &mut Vec<Vec<Value>>,
     calc: Option<&Calc>,
     keys: &[usize],
@@ -253,4 +254,65 @@ pub(crate) fn plan(
         None,
         steps,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::{AggCall, AggKind};
+
+    /// Joined rows fold into their groups as the aggregation after the
+    /// join would take them: `+I` for a group's first row, `-U`/`+U` when
+    /// its result changes, nothing when it does not (a lower price, a NULL
+    /// one), each group of a join key apart.
+    #[test]
+    fn joined_rows_change_their_groups_as_the_aggregation_after_the_join_would() {
+        // [auction, category, price], grouped by auction and category.
+        let max = AggCall {
+            kind: AggKind::Max,
+            arg: 2,
+            arg_type: SqlType::BigInt,
+            separator: String::new(),
+            filter: None,
+        };
+        let mut aggregates = SqlAggregates::new(vec![max], false);
+        let row = |category: i64, price: Option<i64>| {
+            vec![
+                Value::BigInt(1),
+                Value::BigInt(category),
+                price.map_or(Value::Null, Value::BigInt),
+            ]
+        };
+        let mut joined = vec![
+            row(10, Some(100)),
+            row(20, Some(50)),
+            row(10, Some(80)),
+            row(10, None),
+            row(10, Some(150)),
+        ];
+        let (mut groups, mut records) = (smallvec::SmallVec::new(), Vec::new());
+        let mut out = Collector::new(&mut records, 0);
+        fold_into(
+            &mut groups,
+            &mut joined,
+            None,
+            &[0, 1],
+            &mut aggregates,
+            &mut out,
+        )
+        .expect("folded");
+        let printed: Vec<String> = records.iter().map(|r| r.value.to_string()).collect();
+        assert_eq!(
+            printed,
+            [
+                "+I[1, 10, 100]",
+                "+I[1, 20, 50]",
+                "-U[1, 10, 100]",
+                "+U[1, 10, 150]"
+            ]
+        );
+        assert!(joined.is_empty());
+        let rows: Vec<i64> = groups.iter().map(|(_, g)| g.rows).collect();
+        assert_eq!(rows, [4, 1]);
+    }
 }
