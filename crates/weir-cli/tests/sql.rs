@@ -312,8 +312,44 @@ INSERT INTO out SELECT {select} FROM t a JOIN t b ON a.id = b.id;
         &dir,
         &savepoint,
         &script("a.id, b.x, b.y"),
-        "Join[inner; a.id = b.id, keeping a.id, b.id, b.x]",
+        "Join[inner; a.id = b.id, keeping a.id, b.x]",
     );
+}
+
+/// A `GROUP BY` within a join's key, run in the join's operator, stopped
+/// with a savepoint resumes exactly: both sides' rows and the groups are
+/// in it. Each `k` is a pair of ids (`k` and `k + 1`; 0 and 3000 alone),
+/// so each group ends with the 4 pairs of its ids (1 for 0 and 3000) and
+/// twice their sum.
+#[test]
+fn a_join_aggregation_stopped_with_a_savepoint_resumes_exactly() {
+    let dir = temp_dir("join-aggregate");
+    let script = "
+CREATE TABLE t (id BIGINT, k AS id - MOD(id, 2)) WITH ('connector' = 'datagen',
+  'rows-per-second' = '400',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3000');
+CREATE TABLE out (k BIGINT, n BIGINT, total BIGINT) WITH ('connector' = 'print');
+INSERT INTO out SELECT a.k, COUNT(*), SUM(b.id) FROM t a JOIN t b ON a.k = b.k GROUP BY a.k;
+";
+    let (savepoint, before) = stopped_after(&dir, script, 30);
+    assert!(
+        !materialize(&before).contains(&"[3000, 1, 3000]".to_string()),
+        "the job was stopped before its end: {before:?}"
+    );
+    assert_eq!(
+        state_entries(&savepoint, "groups").map(|n| n > 0),
+        Some(true)
+    );
+    let resumed_script = dir.join("resumed.sql");
+    std::fs::write(&resumed_script, script).expect("script");
+    let after = resumed(&savepoint, &resumed_script);
+    let both: Vec<String> = before.into_iter().chain(after).collect();
+    let mut expected: Vec<String> = (1..1500)
+        .map(|m| format!("[{}, 4, {}]", 2 * m, 8 * m + 2))
+        .chain(["[0, 1, 1]".to_string(), "[3000, 1, 3000]".to_string()])
+        .collect();
+    expected.sort();
+    assert_eq!(materialize(&both), expected);
 }
 
 /// An event-time temporal join stopped with a savepoint resumes exactly:

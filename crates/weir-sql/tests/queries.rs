@@ -1649,6 +1649,63 @@ fn a_regular_join_keeps_only_the_columns_read() -> Result<(), SqlError> {
     Ok(())
 }
 
+/// A `GROUP BY` over a regular join runs in the join's operator when its
+/// groups are within the join's keys (a key column is grouped by, either
+/// side's), the join is inner, and neither a state time-to-live nor
+/// mini-batch is set; otherwise it is an aggregation after the join.
+#[test]
+fn a_group_by_within_the_join_key_runs_in_the_join() -> Result<(), SqlError> {
+    let ddl = orders_ddl(&csv("join-aggregate", ORDERS));
+    let plan = |settings: &str, join: &str, keys: &str| {
+        run(&format!(
+            "{ddl}
+{settings}
+EXPLAIN SELECT {keys}, MAX(b.amount) AS top              FROM orders a {join} orders b ON a.buyer = b.buyer AND a.id <= b.id GROUP BY {keys};"
+        ))
+    };
+    let fused = "in the join's operator";
+    for keys in ["a.buyer", "b.buyer", "a.id, b.buyer"] {
+        let p = plan("", "JOIN", keys)?;
+        assert!(p.contains(fused), "{keys}: {p}");
+        assert!(p.contains("Join: inner"), "{keys}: {p}");
+    }
+    for (settings, join, keys) in [
+        ("", "JOIN", "a.id"),
+        ("", "JOIN", "UPPER(a.buyer)"),
+        ("", "LEFT JOIN", "a.buyer"),
+        ("SET 'table.exec.state.ttl' = '1 h';", "JOIN", "a.buyer"),
+        (
+            "SET 'table.exec.mini-batch.enabled' = 'true';
+             SET 'table.exec.mini-batch.allow-latency' = '1 s';
+             SET 'table.exec.mini-batch.size' = '100';",
+            "JOIN",
+            "a.buyer",
+        ),
+    ] {
+        let p = plan(settings, join, keys)?;
+        assert!(!p.contains(fused), "{settings} {join} {keys}: {p}");
+        assert!(
+            p.contains("GroupAggregate"),
+            "{settings} {join} {keys}: {p}"
+        );
+    }
+    // alice's orders 1 and 3 (12.50, 40.25): each with those from it on.
+    let lines = support::changelog(&format!(
+        "{ddl}
+SELECT a.id, a.buyer, MAX(b.amount) AS top, COUNT(*) AS n FROM orders a          JOIN orders b ON a.buyer = b.buyer AND a.id <= b.id GROUP BY a.id, a.buyer;"
+    ))?;
+    assert_eq!(
+        support::materialize(&lines),
+        [
+            "[1, alice, 40.25, 2]",
+            "[2, bob, 3.00, 1]",
+            "[3, alice, 40.25, 1]",
+            "[4, carol, NULL, 1]"
+        ]
+    );
+    Ok(())
+}
+
 /// A join's tables are scanned for the columns the statement reads and
 /// nothing else, as a single table is: a value no query column reads is
 /// not even parsed.
