@@ -150,38 +150,51 @@ fn fold_into(
                 continue;
             }
         }
-        let key = RowKey::at(&row.values, keys);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
+        // Found by its columns: a key is made only for a new group.
+        let found = groups
+            .iter_mut()
+            .find(|(k, _)| k.iter().eq(keys.iter().map(|&i| &row.values[i])));
+        match found {
             None => {
+                let key = RowKey::at(&row.values, keys);
                 let mut group = Group {
                     rows: 1,
                     accumulators: aggregates.create_accumulator(),
                 };
                 aggregates.add(row, &mut group.accumulators);
-                out.collect(result_row(
-                    &key,
-                    RowKind::Insert,
-                    aggregates,
-                    &group.accumulators,
-                ));
+                out.collect(result_row(&key, RowKind::Insert, aggregates, &group.accumulators));
                 groups.push((key, group));
             }
             Some((key, group)) => {
-                let before =
-                    result_row(key, RowKind::UpdateBefore, aggregates, &group.accumulators);
+                // The results before and after, compared before any row
+                // is made of them: most rows change no result.
+                let mut before = Row::buffer(group.accumulators.len());
+                aggregates.results_into(&group.accumulators, &mut before);
                 group.rows += 1;
                 aggregates.add(row, &mut group.accumulators);
-                let after = result_row(key, RowKind::UpdateAfter, aggregates, &group.accumulators);
-                // An unchanged result is not emitted again (as Flink does
-                // without a state time-to-live).
-                if before.values != after.values {
-                    out.collect(before);
-                    out.collect(after);
+                let mut after = Row::buffer(group.accumulators.len());
+                aggregates.results_into(&group.accumulators, &mut after);
+                if before == after {
+                    Row::recycle(before);
+                    Row::recycle(after);
+                } else {
+                    out.collect(keyed(key, RowKind::UpdateBefore, before));
+                    out.collect(keyed(key, RowKind::UpdateAfter, after));
                 }
             }
         }
     }
     Ok(())
+}
+
+/// A result row of the group `key` whose aggregates' results are
+/// `results`: the key's columns, then those.
+fn keyed(key: &RowKey, kind: RowKind, mut results: Vec<Value>) -> Row {
+    let mut values = Row::buffer(key.len() + results.len());
+    values.extend_from_slice(key);
+    values.append(&mut results);
+    Row::recycle(results);
+    Row { kind, values }
 }
 
 /// `select` (grouped) over the regular join `join`: in the join's operator
