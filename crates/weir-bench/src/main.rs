@@ -96,6 +96,7 @@ examples:
 }
 
 fn main() -> anyhow::Result<()> {
+    weir_state::allocator::grow_heaps_in_large_steps();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args
         .iter()

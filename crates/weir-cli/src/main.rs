@@ -220,6 +220,7 @@ enum CheckpointCommand {
 }
 
 fn main() -> ExitCode {
+    weir_state::allocator::grow_heaps_in_large_steps();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(options) => jobs::run(options),

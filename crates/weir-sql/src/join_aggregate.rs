@@ -162,7 +162,12 @@ fn fold_into(
                     accumulators: aggregates.create_accumulator(),
                 };
                 aggregates.add(row, &mut group.accumulators);
-                out.collect(result_row(&key, RowKind::Insert, aggregates, &group.accumulators));
+                out.collect(result_row(
+                    &key,
+                    RowKind::Insert,
+                    aggregates,
+                    &group.accumulators,
+                ));
                 groups.push((key, group));
             }
             Some((key, group)) => {

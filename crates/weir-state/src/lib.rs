@@ -18,6 +18,7 @@
 //!
 //! Keyed and operator state backends (heap and RocksDB) build on this crate.
 
+pub mod allocator;
 pub mod checkpoint_storage;
 mod clock;
 mod codec;
