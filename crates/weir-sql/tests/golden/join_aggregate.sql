@@ -8,12 +8,14 @@
 -- auction's lifetime, and one of an auction never seen. Which table's
 -- rows come first decides the changes in between, so the rows the
 -- changelogs leave are compared.
+SET 'pipeline.auto-watermark-interval' = '0';
 CREATE TABLE auctions (
   id BIGINT, category BIGINT, opened TIMESTAMP(3), expires TIMESTAMP(3)
 ) WITH ('connector' = 'filesystem', 'path' = '${DIR}/auctions.csv', 'format' = 'csv',
   'csv.null-literal' = 'null');
 CREATE TABLE offers (
-  auction BIGINT, price BIGINT, ts TIMESTAMP(3), channel STRING
+  auction BIGINT, price BIGINT, ts TIMESTAMP(3), channel STRING,
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
 ) WITH ('connector' = 'filesystem', 'path' = '${DIR}/offers.csv', 'format' = 'csv',
   'csv.null-literal' = 'null');
 -- Nexmark q4's shape: each auction's highest bid in its lifetime,
@@ -38,3 +40,14 @@ SELECT A.id, COUNT(DISTINCT B.channel) AS channels, MAX(B.ts) AS last_bid,
   SUM(B.price) * 2 AS doubled
 FROM offers B JOIN auctions A ON B.auction = A.id
 GROUP BY A.id;
+-- Joined with each auction's bids per 10 s window: a bid waits only
+-- until no window row to come can join it (Weir drops it then), and the
+-- groups are in the join's operator with the bids' expiry.
+SELECT W.auction, COUNT(*) AS n, MAX(B.price) AS top, SUM(W.c) AS windowed
+FROM offers B JOIN (
+  SELECT auction, window_end AS we, COUNT(*) AS c
+  FROM TABLE(TUMBLE(TABLE offers, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+  GROUP BY auction, window_start, window_end
+) W ON B.auction = W.auction
+WHERE B.ts BETWEEN W.we - INTERVAL '10' SECOND AND W.we
+GROUP BY W.auction;
