@@ -6,9 +6,10 @@
 //! a few pages at a time as it grows (an `mprotect` call each time, and
 //! the kernel's bookkeeping of the mapping). [`grow_heaps_in_large_steps`]
 //! has it reserve 64 MiB at a time instead (its `M_TOP_PAD`): memory is
-//! still only resident once written, so the peak RSS stays the same.
-//! Measured on Nexmark SQL (`weir-bench sql`): q3 7–16 % and q8 11–17 %
-//! faster, q4 4–5 %, the others within noise. Binaries call it first
+//! still only resident once written, so the peak RSS stays within a few
+//! MiB.
+//! Measured on Nexmark SQL (`weir-bench sql`): q3 and q8 5–20 % faster,
+//! q4 4–6 %, the others within noise. Binaries call it first
 //! thing; a program embedding Weir may too, or tune its allocator as it
 //! likes.
 
