@@ -1002,7 +1002,7 @@ pub(crate) fn plan_join(
 /// can run in it).
 pub(crate) enum JoinParts {
     Planned(Planned),
-    Regular(RegularJoin),
+    Regular(Box<RegularJoin>),
 }
 
 /// A regular join before its operator is made: both sides' rows, tagged
@@ -1390,7 +1390,7 @@ pub(crate) fn plan_join_parts(
             )
         })
     ));
-    Ok(JoinParts::Regular(RegularJoin {
+    Ok(JoinParts::Regular(Box::new(RegularJoin {
         tagged,
         function,
         what,
@@ -1400,7 +1400,7 @@ pub(crate) fn plan_join_parts(
         // comes.
         inserts_only: !(left.updating || right.updating || outer.contains(&true)),
         key_columns,
-    }))
+    })))
 }
 
 #[cfg(test)]

@@ -400,7 +400,7 @@ pub(crate) fn plan_select(
                             crate::join::JoinParts::Planned(joined) => joined,
                             crate::join::JoinParts::Regular(regular) if grouped => {
                                 return crate::join_aggregate::plan(
-                                    regular,
+                                    *regular,
                                     select,
                                     catalog.group_settings(),
                                 );
