@@ -337,7 +337,7 @@ INSERT INTO out SELECT a.k, COUNT(*), SUM(b.id) FROM t a JOIN t b ON a.k = b.k G
         "the job was stopped before its end: {before:?}"
     );
     assert_eq!(
-        state_entries(&savepoint, "groups").map(|n| n > 0),
+        state_entries(&savepoint, "joined-groups").map(|n| n > 0),
         Some(true)
     );
     let resumed_script = dir.join("resumed.sql");

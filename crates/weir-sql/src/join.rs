@@ -213,8 +213,8 @@ pub(crate) fn time_bounds(
 /// column `time` (of that side's columns) holds `t` joins no row still to
 /// come of the other side once the watermark reaches `t + after`.
 #[derive(Debug, Clone, Copy)]
-struct Expiry {
-    side: usize,
+pub(crate) struct Expiry {
+    pub side: usize,
     time: usize,
     after: i64,
     /// How far apart a key's sweeps are: a quarter of the span a row
@@ -272,12 +272,12 @@ impl Expiry {
     /// When a row of the side with `values` waits for nothing: the
     /// watermark at which no row to come can join it, if its time is not
     /// NULL.
-    fn of_row(&self, values: &[Value]) -> Option<i64> {
+    pub fn of_row(&self, values: &[Value]) -> Option<i64> {
         Some(values.get(self.time)?.as_i64()?.saturating_add(self.after))
     }
 
     /// The sweep that drops a row expiring at `t`: the next whole step.
-    fn sweep_at(&self, t: i64) -> i64 {
+    pub fn sweep_at(&self, t: i64) -> i64 {
         (t.div_euclid(self.step) + 1).saturating_mul(self.step)
     }
 }
@@ -426,10 +426,10 @@ pub(crate) struct JoinFunction {
     outer: [bool; 2],
     /// How many columns each side has (for the NULL padding).
     widths: [usize; 2],
-    pub sides: Option<[ListState<Kept>; 2]>,
+    sides: Option<[ListState<Kept>; 2]>,
     /// The joined rows of the row being joined, before they are emitted
     /// (kept for its allocation).
-    pub joined: Vec<Vec<Value>>,
+    joined: Vec<Vec<Value>>,
     /// Which side's rows are dropped once no row to come can join them.
     expiry: Option<Expiry>,
 }
@@ -584,10 +584,15 @@ impl JoinFunction {
         self.keys
     }
 
+    /// Which side's rows are dropped once no row to come can join them.
+    pub fn expiry(&self) -> Option<Expiry> {
+        self.expiry
+    }
+
     /// `values` (of side `side`) joined with each of `other`'s rows it
     /// joins, onto `joined`. Their rows are only read: joined where they
     /// are stored, not copied out of state first.
-    pub fn join_all(
+    fn join_all(
         &self,
         side: usize,
         values: &[Value],
@@ -612,7 +617,7 @@ impl JoinFunction {
 
     /// `mine` (of side `side`) joined with `theirs`, if the residual
     /// condition (the `ON` clause's part beyond the key) holds for them.
-    fn join_with(
+    pub fn join_with(
         &self,
         side: usize,
         mine: &[Value],
@@ -633,7 +638,7 @@ impl JoinFunction {
     /// equal out of it for a retraction; pads it with NULLs if it is an
     /// outer side's row that joined nothing.
     #[allow(clippy::too_many_arguments)]
-    pub fn keep(
+    fn keep(
         &self,
         side: usize,
         mine: &ListState<Kept>,

@@ -25,17 +25,21 @@ use crate::aggregate::SqlAggregates;
 use crate::error::{position, SqlError};
 use crate::expr::Shape;
 use crate::group::{grouped_rows, plan_group_aggregate, result_row, Group, GroupSettings};
-use crate::join::{untagged, JoinFunction, RegularJoin};
+use crate::join::{untagged, JoinFunction, Kept, RegularJoin};
 use crate::key::RowKey;
 use crate::plan::Calc;
 use crate::types::SqlType;
 use crate::value::{Row, RowKind, Value};
 use crate::window::{aggregation, pre_aggregate_calc, where_filter};
 
-/// The groups of one join key, with their keys: most keys have one,
-/// held inline.
+/// One join key's state: both sides' rows, as the join keeps them, and
+/// the groups (most keys have one, held inline) with their keys. One
+/// entry, so a row is joined, folded and kept with one look-up.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Groups(smallvec::SmallVec<[(RowKey, Group); 1]>);
+struct JoinedGroups {
+    sides: [Vec<Kept>; 2],
+    groups: smallvec::SmallVec<[(RowKey, Group); 1]>,
+}
 
 /// The keyed function that joins rows as [`JoinFunction`] does and folds
 /// the joined rows into their groups.
@@ -48,13 +52,14 @@ struct JoinAggregate {
     /// The group's key columns in the aggregation's input.
     keys: std::sync::Arc<[usize]>,
     aggregates: SqlAggregates,
-    groups: Option<ValueState<Groups>>,
+    state: Option<ValueState<JoinedGroups>>,
+    /// The joined rows of the row being joined (kept for its allocation).
+    joined: Vec<Vec<Value>>,
 }
 
 impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        KeyedProcessFunction::open(&mut self.join, ctx)?;
-        self.groups = Some(ctx.get_state(&ValueStateDescriptor::new("groups"))?);
+        self.state = Some(ctx.get_state(&ValueStateDescriptor::new("joined-groups"))?);
         Ok(())
     }
 
@@ -64,77 +69,127 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
         ctx: &mut ProcessContext<'_, RowKey>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        let kind = row.kind;
-        if kind.is_retraction() {
+        if row.kind.is_retraction() {
             return Err("a join aggregation was given a retraction (its sides insert only)".into());
         }
         // [side, keys…, values…]; an inner join's sides drop rows whose
         // key has a NULL before they come here.
         let (right, _, values) = untagged(row, self.join.key_count());
         let side = usize::from(right);
-        let sides = self.join.sides.as_ref().ok_or("the join is not open")?;
-        let mut joined = std::mem::take(&mut self.join.joined);
-        self.join
-            .join_all(side, &values, &sides[1 - side], &mut joined)?;
-        let matched = joined.len() as u32;
-        let folded = if joined.is_empty() {
-            Ok(())
-        } else {
-            let state = self.groups.as_ref().ok_or("the aggregation is not open")?;
-            fold(
-                state,
-                &mut joined,
-                self.calc.as_ref(),
-                &self.keys,
-                &mut self.aggregates,
-                out,
-            )
+        // A row that no row to come can join is joined, not kept (one
+        // with a NULL time joins none), as the join does.
+        let expiry = self.join.expiry().filter(|e| e.side == side);
+        let kept_until = match expiry {
+            Some(e) => match e.of_row(&values) {
+                Some(until) if until > ctx.current_watermark() => Some(Some(until)),
+                _ => None,
+            },
+            None => Some(None),
         };
+        let state = self.state.as_ref().ok_or("the join is not open")?;
+        let (join, calc, keys) = (&self.join, self.calc.as_ref(), &self.keys);
+        let (aggregates, joined) = (&mut self.aggregates, &mut self.joined);
+        let first_kept = state.update_in_place(|previous| {
+            let mut created = None;
+            let entry = match previous {
+                Some(entry) => entry,
+                None => created.insert(JoinedGroups::default()),
+            };
+            let done = join_fold_keep(
+                entry, side, values, kept_until, join, calc, keys, aggregates, joined, out,
+            );
+            match created {
+                Some(entry)
+                    if !entry.sides.iter().all(Vec::is_empty) || !entry.groups.is_empty() =>
+                {
+                    (ValueChange::Set(entry), done)
+                }
+                _ => (ValueChange::Keep, done),
+            }
+        })??;
         // Rows left by a failed fold go back to the pool.
-        joined.drain(..).for_each(Row::recycle);
-        self.join.joined = joined;
-        folded?;
-        self.join
-            .keep(side, &sides[side], ctx, out, kind, values, matched)
+        self.joined.drain(..).for_each(Row::recycle);
+        // One timer per key: set by its first row, moved on by each sweep
+        // while rows are left.
+        if let (Some(e), Some(Some(until)), true) = (expiry, kept_until, first_kept) {
+            ctx.timer_service()
+                .register_event_time_timer(e.sweep_at(until));
+        }
+        Ok(())
     }
 
+    /// Drops the rows of the expiring side that no row to come can join.
     fn on_timer(
         &mut self,
-        timestamp: i64,
+        _timestamp: i64,
         ctx: &mut ProcessContext<'_, RowKey>,
-        out: &mut Collector<'_, Row>,
+        _out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        KeyedProcessFunction::on_timer(&mut self.join, timestamp, ctx, out)
+        let (Some(expiry), Some(state)) = (self.join.expiry(), self.state.as_ref()) else {
+            return Ok(());
+        };
+        let watermark = ctx.current_watermark();
+        let next = state.update_in_place(|entry| {
+            let Some(entry) = entry else {
+                return (ValueChange::Keep, None);
+            };
+            // The key's one timer moves on to its next row to expire.
+            let mut next = None::<i64>;
+            entry.sides[expiry.side].retain(|r| match expiry.of_row(&r.values) {
+                Some(t) if t > watermark => {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                    true
+                }
+                _ => false,
+            });
+            (ValueChange::Keep, next)
+        })?;
+        if let Some(t) = next {
+            ctx.timer_service()
+                .register_event_time_timer(expiry.sweep_at(t));
+        }
+        Ok(())
     }
 }
 
-/// Folds `joined` (rows of the current join key, in the order the join
-/// made them) into their groups in `state`, emitting each group's changes
-/// as the aggregation would, row by row.
-fn fold(
-    state: &ValueState<Groups>,
-    joined: &mut Vec<Vec<Value>>,
+/// `values` (a row of side `side`) joined with the other side's rows in
+/// `entry`, the joined rows folded into `entry`'s groups (through
+/// `joined`, left empty), then kept in its side's rows unless
+/// `kept_until` is `None`. Whether it is its side's first row.
+#[allow(clippy::too_many_arguments)]
+fn join_fold_keep(
+    entry: &mut JoinedGroups,
+    side: usize,
+    values: Vec<Value>,
+    kept_until: Option<Option<i64>>,
+    join: &JoinFunction,
     calc: Option<&Calc>,
     keys: &[usize],
     aggregates: &mut SqlAggregates,
+    joined: &mut Vec<Vec<Value>>,
     out: &mut Collector<'_, Row>,
-) -> FunctionResult {
-    state.update_in_place(|previous| {
-        let mut created = None;
-        let groups = match previous {
-            Some(groups) => groups,
-            None => created.insert(Groups::default()),
-        };
-        let folded = fold_into(&mut groups.0, joined, calc, keys, aggregates, out);
-        match created {
-            Some(groups) if !groups.0.is_empty() => (ValueChange::Set(groups), folded),
-            _ => (ValueChange::Keep, folded),
+) -> Result<bool, String> {
+    for theirs in &entry.sides[1 - side] {
+        if let Some(row) = join.join_with(side, &values, &theirs.values)? {
+            joined.push(row);
         }
-    })??;
-    Ok(())
+    }
+    let matched = joined.len() as u32;
+    if !joined.is_empty() {
+        fold_into(&mut entry.groups, joined, calc, keys, aggregates, out)?;
+    }
+    if kept_until.is_none() {
+        Row::recycle(values);
+        return Ok(false);
+    }
+    let mine = &mut entry.sides[side];
+    mine.push(Kept::new(values, matched));
+    Ok(mine.len() == 1)
 }
 
-/// [`fold`] over one join key's `groups`.
+/// Folds `joined` (rows of one join key, in the order the join made them)
+/// into their `groups`, emitting each group's changes as the aggregation
+/// would, row by row.
 fn fold_into(
     groups: &mut smallvec::SmallVec<[(RowKey, Group); 1]>,
     joined: &mut Vec<Vec<Value>>,
@@ -254,7 +309,8 @@ pub(crate) fn plan(
         calc,
         keys,
         aggregates: SqlAggregates::new(calls, false),
-        groups: None,
+        state: None,
+        joined: Vec::new(),
     };
     let stream = join.tagged.key_by(key_of).process(function);
     let stream = crate::plan::stateful(stream, &what);
