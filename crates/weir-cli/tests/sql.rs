@@ -263,6 +263,30 @@ fn a_join_with_windows_keeps_only_the_rows_windows_to_come_can_join() {
     assert!((100..=350).contains(&kept), "{kept} rows kept");
 }
 
+/// The same join grouped by its key runs the aggregation in the join's
+/// operator, and still drops the rows no window to come can join: after
+/// thousands of rows its state holds an entry for each row of about the
+/// last 20 s and for each id that joined a window (one a window), not
+/// one for every id read.
+#[test]
+fn a_join_aggregation_keeps_only_the_rows_windows_to_come_can_join() {
+    let dir = temp_dir("highest-grouped");
+    let script = HIGHEST.replace("SPAN", "15").replace(
+        "INSERT INTO out SELECT B.id, B.ts FROM b B",
+        "INSERT INTO out SELECT B.id, MAX(B.ts) FROM b B",
+    );
+    let script = script.replace(
+        "WHERE B.ts BETWEEN M.w - INTERVAL '15' SECOND AND M.w;",
+        "WHERE B.ts BETWEEN M.w - INTERVAL '15' SECOND AND M.w GROUP BY B.id;",
+    );
+    assert!(script.contains("GROUP BY B.id"), "{script}");
+    // 30 groups joined: 3,000 rows read at least.
+    let (savepoint, rows) = stopped_after(&dir, &script, 30);
+    assert_eq!(rows[0], "+I[99, 1970-01-01 00:00:09.900]", "{rows:?}");
+    let kept = state_entries(&savepoint, "joined-groups").expect("the join's state");
+    assert!((100..=400).contains(&kept), "{kept} entries kept");
+}
+
 /// Within the window's span, the join is computed with the windows' maxima
 /// by window: its state is a window's largest id and the rows at it, not
 /// the rows themselves (3,000 rows read at least).

@@ -142,6 +142,10 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
                 }
                 _ => false,
             });
+            // A key left without rows or groups is gone.
+            if entry.sides.iter().all(Vec::is_empty) && entry.groups.is_empty() {
+                return (ValueChange::Remove, None);
+            }
             (ValueChange::Keep, next)
         })?;
         if let Some(t) = next {
