@@ -404,12 +404,19 @@ const INLINE: usize = 2;
 impl Kept {
     /// `values` kept, inline when there are few of them (their buffer
     /// then goes back to the pool for the next row).
-    pub fn new(mut values: Vec<Value>, matches: u32) -> Kept {
-        let values = if values.len() <= INLINE {
-            let inline = values.drain(..).collect();
+    pub fn new(values: Vec<Value>, matches: u32) -> Kept {
+        Kept::after(values, 0, matches)
+    }
+
+    /// `values` after the first `skip` kept, as [`Kept::new`] keeps them:
+    /// those inline are moved out of the buffer, not shifted in it first.
+    pub fn after(mut values: Vec<Value>, skip: usize, matches: u32) -> Kept {
+        let values = if values.len() - skip.min(values.len()) <= INLINE {
+            let inline = values.drain(skip.min(values.len())..).collect();
             Row::recycle(values);
             inline
         } else {
+            values.drain(..skip);
             KeptValues::from_vec(values)
         };
         Kept { values, matches }

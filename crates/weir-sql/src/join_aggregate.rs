@@ -25,7 +25,7 @@ use crate::aggregate::SqlAggregates;
 use crate::error::{position, SqlError};
 use crate::expr::Shape;
 use crate::group::{grouped_rows, plan_group_aggregate, result_row, Group, GroupSettings};
-use crate::join::{untagged, JoinFunction, Kept, RegularJoin};
+use crate::join::{JoinFunction, Kept, RegularJoin};
 use crate::key::RowKey;
 use crate::plan::Calc;
 use crate::types::SqlType;
@@ -73,14 +73,20 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             return Err("a join aggregation was given a retraction (its sides insert only)".into());
         }
         // [side, keys…, values…]; an inner join's sides drop rows whose
-        // key has a NULL before they come here.
-        let (right, _, values) = untagged(row, self.join.key_count());
-        let side = usize::from(right);
+        // key has a NULL before they come here. The side's values are
+        // read where they are.
+        let mut row = row;
+        let side = usize::from(matches!(row.values.first(), Some(Value::Boolean(true))));
+        let skip = 1 + self.join.key_count();
+        let values = std::mem::take(&mut row.values);
+        if values.len() < skip {
+            return Err("a join aggregation was given a row without its key".into());
+        }
         // A row that no row to come can join is joined, not kept (one
         // with a NULL time joins none), as the join does.
         let expiry = self.join.expiry().filter(|e| e.side == side);
         let kept_until = match expiry {
-            Some(e) => match e.of_row(&values) {
+            Some(e) => match e.of_row(&values[skip..]) {
                 Some(until) if until > ctx.current_watermark() => Some(Some(until)),
                 _ => None,
             },
@@ -96,7 +102,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
                 None => created.insert(JoinedGroups::default()),
             };
             let done = join_fold_keep(
-                entry, side, values, kept_until, join, calc, keys, aggregates, joined, out,
+                entry, side, values, skip, kept_until, join, calc, keys, aggregates, joined, out,
             );
             match created {
                 Some(entry)
@@ -156,15 +162,16 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
     }
 }
 
-/// `values` (a row of side `side`) joined with the other side's rows in
-/// `entry`, the joined rows folded into `entry`'s groups (through
-/// `joined`, left empty), then kept in its side's rows unless
-/// `kept_until` is `None`. Whether it is its side's first row.
+/// `values` after the first `skip` (a row of side `side`) joined with the
+/// other side's rows in `entry`, the joined rows folded into `entry`'s
+/// groups (through `joined`, left empty), then kept in its side's rows
+/// unless `kept_until` is `None`. Whether it is its side's first row.
 #[allow(clippy::too_many_arguments)]
 fn join_fold_keep(
     entry: &mut JoinedGroups,
     side: usize,
     values: Vec<Value>,
+    skip: usize,
     kept_until: Option<Option<i64>>,
     join: &JoinFunction,
     calc: Option<&Calc>,
@@ -174,7 +181,7 @@ fn join_fold_keep(
     out: &mut Collector<'_, Row>,
 ) -> Result<bool, String> {
     for theirs in &entry.sides[1 - side] {
-        if let Some(row) = join.join_with(side, &values, &theirs.values)? {
+        if let Some(row) = join.join_with(side, &values[skip..], &theirs.values)? {
             joined.push(row);
         }
     }
@@ -187,7 +194,12 @@ fn join_fold_keep(
         return Ok(false);
     }
     let mine = &mut entry.sides[side];
-    mine.push(Kept::new(values, matched));
+    // Room for one row first: most keys have one row on a side (an
+    // auction's id, a person's), where the first push would make four.
+    if mine.capacity() == 0 {
+        mine.reserve_exact(1);
+    }
+    mine.push(Kept::after(values, skip, matched));
     Ok(mine.len() == 1)
 }
 
