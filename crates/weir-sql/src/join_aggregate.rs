@@ -12,6 +12,12 @@
 //! when a result changes, nothing when it does not), in the order the
 //! join would have emitted its rows, so the changelog is Flink's.
 //!
+//! A join key's state is one entry: both sides' rows (as the join keeps
+//! them, and dropped as it drops them once no row to come can join them)
+//! and its groups, so a row is joined, folded and kept with one look-up
+//! (three, in a list per side and the groups apart, took a fifth more
+//! time on q4).
+//!
 //! This applies to an inner join of insert-only sides (its rows are
 //! insert-only) without `table.exec.state.ttl` (each group would live as
 //! long as its join key's other groups) or mini-batch (whose changes are
