@@ -703,7 +703,9 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
         results
     }
 
-    fn merge(&mut self, a: Accumulators, b: Accumulators) -> Accumulators {
+    fn merge(&mut self, mut a: Accumulators, mut b: Accumulators) -> Accumulators {
+        self.share_sets(&mut a);
+        self.share_sets(&mut b);
         let mut merged: Accumulators = self
             .calls
             .iter()
@@ -718,6 +720,16 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
     /// without copying `from` (a sliding window merges each key's slices
     /// into it); the others merge a copy.
     fn merge_into(&mut self, into: &mut Accumulators, from: &Accumulators) {
+        self.share_sets(into);
+        let shared_from;
+        let from = if self.sets_apart(from) {
+            let mut copy = from.clone();
+            self.share_sets(&mut copy);
+            shared_from = copy;
+            &shared_from
+        } else {
+            from
+        };
         for ((call, x), y) in self.calls.iter().zip(into.iter_mut()).zip(from) {
             if !merged_in_place(call, x, y) {
                 let a = std::mem::replace(x, Acc::Count(0));
@@ -729,6 +741,43 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
 }
 
 impl SqlAggregates {
+    /// Whether `acc` holds a set per call where calls share one: state
+    /// saved before the sets were shared.
+    fn sets_apart(&self, acc: &Accumulators) -> bool {
+        self.shares
+            .iter()
+            .zip(acc)
+            .any(|(members, a)| members.is_some() && !matches!(a, Acc::SharedDistinct(_)))
+    }
+
+    /// Makes the sets per call of calls that share one (state saved before
+    /// the sets were shared) one shared set, so that both sides of a merge
+    /// hold the same form: merged with a shared set, a set per call would
+    /// be dropped. The counts are set by [`Self::recount_shared`] after.
+    fn share_sets(&self, acc: &mut Accumulators) {
+        for (leader, members) in self.shares.iter().enumerate() {
+            let Some(members) = members else { continue };
+            if matches!(acc[leader], Acc::SharedDistinct(_)) {
+                continue;
+            }
+            let mut shared = SharedDistinct::default();
+            for (bit, &m) in members.iter().enumerate() {
+                let mut take = |v: i64| *shared.values.entry(v).or_insert(0) |= 1 << bit;
+                match &acc[m] {
+                    Acc::DistinctInts(set) => set.iter().copied().for_each(&mut take),
+                    Acc::Distinct(set) => set.iter().filter_map(Value::as_i64).for_each(&mut take),
+                    // Neither form: left as it is.
+                    _ => return,
+                }
+            }
+            shared.count = shared.values.values().filter(|m| *m & 1 != 0).count() as i64;
+            acc[leader] = Acc::SharedDistinct(Box::new(shared));
+            for &m in &members[1..] {
+                acc[m] = Acc::Count(0);
+            }
+        }
+    }
+
     /// Sets the counts of the calls sharing a set from the merged set
     /// (each side's counts summed would count a value held by both twice).
     fn recount_shared(&self, acc: &mut Accumulators) {
@@ -1240,6 +1289,41 @@ mod tests {
             aggs.add(Row::insert(r.clone()), &mut apart);
         }
         assert_eq!(aggs.get_result(&apart).to_vec(), expected, "sets apart");
+        // Sets apart (saved before) merged with a shared set, either way
+        // round, whole or in place: every value of both counts.
+        let sets_apart = |aggs: &mut SqlAggregates, rows: &[Vec<Value>]| {
+            let mut acc: Accumulators = (0..calls.len())
+                .map(|_| Acc::DistinctInts(Box::default()))
+                .collect();
+            for r in rows {
+                aggs.add(Row::insert(r.clone()), &mut acc);
+            }
+            acc
+        };
+        let (first, second) = rows.split_at(250);
+        let (old, new) = (sets_apart(&mut aggs, first), fed(&mut aggs, second));
+        let merged = aggs.merge(old.clone(), new.clone());
+        assert_eq!(aggs.get_result(&merged).to_vec(), expected, "old with new");
+        let merged = aggs.merge(new.clone(), old.clone());
+        assert_eq!(aggs.get_result(&merged).to_vec(), expected, "new with old");
+        let mut into = old.clone();
+        aggs.merge_into(&mut into, &new);
+        assert_eq!(aggs.get_result(&into).to_vec(), expected, "new into old");
+        let mut into = new;
+        aggs.merge_into(&mut into, &old);
+        assert_eq!(aggs.get_result(&into).to_vec(), expected, "old into new");
+        // Merged, a row goes on to the shared set.
+        let (before, last) = rows.split_at(rows.len() - 50);
+        let (old, new) = (
+            sets_apart(&mut aggs, &before[..250]),
+            fed(&mut aggs, &before[250..]),
+        );
+        let mut merged = aggs.merge(old, new);
+        for r in last {
+            aggs.add(Row::insert(r.clone()), &mut merged);
+        }
+        assert!(matches!(merged[0], Acc::SharedDistinct(_)));
+        assert_eq!(aggs.get_result(&merged).to_vec(), expected, "fed after");
     }
 
     #[test]
