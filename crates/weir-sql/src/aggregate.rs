@@ -1252,17 +1252,20 @@ mod tests {
             })
             .collect();
         // What a set per call counts.
-        let expected: Vec<Value> = calls
-            .iter()
-            .map(|c| {
-                let held: HashSet<i64> = rows
-                    .iter()
-                    .filter(|r| c.filter.is_none_or(|f| r[f] == Value::Boolean(true)))
-                    .filter_map(|r| r[c.arg].as_i64())
-                    .collect();
-                Value::BigInt(held.len() as i64)
-            })
-            .collect();
+        let counted = |rows: &[Vec<Value>]| -> Vec<Value> {
+            calls
+                .iter()
+                .map(|c| {
+                    let held: HashSet<i64> = rows
+                        .iter()
+                        .filter(|r| c.filter.is_none_or(|f| r[f] == Value::Boolean(true)))
+                        .filter_map(|r| r[c.arg].as_i64())
+                        .collect();
+                    Value::BigInt(held.len() as i64)
+                })
+                .collect()
+        };
+        let expected = counted(&rows);
         let fed = |aggs: &mut SqlAggregates, rows: &[Vec<Value>]| {
             let mut acc = aggs.create_accumulator();
             for r in rows {
@@ -1300,7 +1303,21 @@ mod tests {
             }
             acc
         };
-        let (first, second) = rows.split_at(250);
+        // The halves' values apart (each half alone holds nearly every
+        // value of its range), so that a side dropped shows.
+        let shifted: Vec<Vec<Value>> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut r = r.clone();
+                if let (true, Some(v)) = (i < 250, r[0].as_i64()) {
+                    r[0] = Value::BigInt(v + 100);
+                }
+                r
+            })
+            .collect();
+        let expected = counted(&shifted);
+        let (first, second) = shifted.split_at(250);
         let (old, new) = (sets_apart(&mut aggs, first), fed(&mut aggs, second));
         let merged = aggs.merge(old.clone(), new.clone());
         assert_eq!(aggs.get_result(&merged).to_vec(), expected, "old with new");
@@ -1313,7 +1330,7 @@ mod tests {
         aggs.merge_into(&mut into, &old);
         assert_eq!(aggs.get_result(&into).to_vec(), expected, "old into new");
         // Merged, a row goes on to the shared set.
-        let (before, last) = rows.split_at(rows.len() - 50);
+        let (before, last) = shifted.split_at(shifted.len() - 50);
         let (old, new) = (
             sets_apart(&mut aggs, &before[..250]),
             fed(&mut aggs, &before[250..]),
