@@ -707,7 +707,13 @@ impl Row {
     pub fn buffer(n: usize) -> Vec<Value> {
         if (1..=POOLED_WIDTH).contains(&n) {
             let reused = FREE_BUFFERS
-                .try_with(|free| free.borrow_mut().0[n - 1].pop())
+                .try_with(|free| {
+                    let pool = &mut free.borrow_mut().0[n - 1];
+                    if pool.is_empty() {
+                        take_stashed(n, pool);
+                    }
+                    pool.pop()
+                })
                 .ok()
                 .flatten();
             if let Some(ptr) = reused {
@@ -732,8 +738,12 @@ impl Row {
         // A thread being torn down keeps nothing.
         let kept = FREE_BUFFERS
             .try_with(|free| match free.try_borrow_mut() {
-                Ok(mut free) if free.0[capacity - 1].len() < POOLED_PER_WIDTH => {
-                    free.0[capacity - 1].push(ptr);
+                Ok(mut free) => {
+                    let pool = &mut free.0[capacity - 1];
+                    if pool.len() >= POOLED_PER_WIDTH {
+                        stash(capacity, pool);
+                    }
+                    pool.push(ptr);
                     true
                 }
                 _ => false,
@@ -770,6 +780,54 @@ impl Drop for FreeBuffers {
             }
         }
     }
+}
+
+/// Buffers on their way between threads, by capacity, as addresses.
+/// Rows made on one thread (a source's) are dropped on another (the
+/// operator's after a keyed exchange): the first would allocate a buffer
+/// for every row and the second free one, to the first thread's arena of
+/// the allocator. A thread whose pool of a width is full moves half of it
+/// here, and one whose pool is empty takes a batch from here before it
+/// allocates: a lock for a few thousand buffers.
+static STASHED: [std::sync::Mutex<Vec<usize>>; POOLED_WIDTH] =
+    [const { std::sync::Mutex::new(Vec::new()) }; POOLED_WIDTH];
+
+/// The most buffers of a width on their way between threads (beyond them,
+/// buffers are freed): 64 Ki, at most 24 MiB of the widest.
+const STASHED_MAX: usize = 1 << 16;
+
+/// Moves half of `pool` (buffers of capacity `capacity`) to the stash,
+/// freeing those it has no room for.
+fn stash(capacity: usize, pool: &mut Vec<NonNull<Value>>) {
+    let moved = pool.len() / 2;
+    let at = pool.len() - moved;
+    let room = match STASHED[capacity - 1].lock() {
+        Ok(mut stashed) => {
+            let room = STASHED_MAX.saturating_sub(stashed.len()).min(moved);
+            stashed.extend(pool[at..at + room].iter().map(|p| p.as_ptr() as usize));
+            room
+        }
+        Err(_) => 0,
+    };
+    for ptr in pool.drain(at..).skip(room) {
+        // SAFETY: each pointer is of an empty `Vec` of capacity
+        // `capacity` that only this pool held, and was not stashed.
+        drop(unsafe { Vec::from_raw_parts(ptr.as_ptr(), 0, capacity) });
+    }
+}
+
+/// Takes up to half a pool's worth of stashed buffers of capacity
+/// `capacity` into `pool`.
+fn take_stashed(capacity: usize, pool: &mut Vec<NonNull<Value>>) {
+    let Ok(mut stashed) = STASHED[capacity - 1].lock() else {
+        return;
+    };
+    let from = stashed.len().saturating_sub(POOLED_PER_WIDTH / 2);
+    pool.extend(
+        stashed
+            .drain(from..)
+            .filter_map(|a| NonNull::new(a as *mut Value)),
+    );
 }
 
 thread_local! {
