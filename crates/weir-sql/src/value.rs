@@ -968,6 +968,42 @@ mod tests {
     /// Text up to `INLINE_MAX` bytes is held inline, longer text shared;
     /// either way it reads, compares, hashes, clones and serialises as
     /// the same text static or shared does.
+    /// The buffers of rows dropped on one thread, beyond what its pool
+    /// keeps, are the buffers another thread's new rows get.
+    #[test]
+    fn buffers_one_thread_has_too_many_of_go_to_another() {
+        // A width no other test's rows have.
+        const WIDTH: usize = 14;
+        let (given_tx, given_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        // The first thread stays alive until the second is done: a thread
+        // that ended would hand its memory on to the next one anyway.
+        let first = std::thread::spawn(move || {
+            let buffers: Vec<Vec<Value>> = (0..POOLED_PER_WIDTH * 2)
+                .map(|_| Vec::with_capacity(WIDTH))
+                .collect();
+            let addresses: std::collections::HashSet<usize> =
+                buffers.iter().map(|b| b.as_ptr() as usize).collect();
+            buffers.into_iter().for_each(Row::recycle);
+            given_tx.send(addresses).expect("sent");
+            done_rx.recv().expect("the second thread is done");
+        });
+        let given = given_rx.recv().expect("the first thread's buffers");
+        let taken = std::thread::spawn(|| {
+            let buffers: Vec<Vec<Value>> = (0..100).map(|_| Row::buffer(WIDTH)).collect();
+            buffers
+                .iter()
+                .map(|b| b.as_ptr() as usize)
+                .collect::<Vec<_>>()
+        })
+        .join()
+        .expect("the second thread");
+        done_tx.send(()).expect("sent");
+        first.join().expect("the first thread");
+        let reused = taken.iter().filter(|a| given.contains(a)).count();
+        assert_eq!(reused, taken.len());
+    }
+
     #[test]
     fn short_strings_are_held_inline_and_act_as_any_string() {
         use std::collections::hash_map::DefaultHasher;
