@@ -696,7 +696,8 @@ impl Row {
     }
 
     /// An empty buffer for a row of `n` values: one a dropped row of this
-    /// thread gave back, when there is one.
+    /// thread gave back, or another thread had too many of, when there is
+    /// one.
     ///
     /// A row's values live in their own allocation. Rows come and go a
     /// batch (a thousand or so) at a time, which outruns the allocator's
@@ -725,8 +726,9 @@ impl Row {
         Vec::with_capacity(n)
     }
 
-    /// Gives a row's buffer back for [`Row::buffer`] to reuse (or frees
-    /// it, if this thread keeps enough of its width).
+    /// Gives a row's buffer back for [`Row::buffer`] to reuse: this
+    /// thread's, or, when it keeps enough of its width, half of those go
+    /// to the other threads (or are freed, when they have enough too).
     pub fn recycle(mut values: Vec<Value>) {
         let capacity = values.capacity();
         if !(1..=POOLED_WIDTH).contains(&capacity) {
