@@ -276,6 +276,20 @@ impl Expiry {
         Some(values.get(self.time)?.as_i64()?.saturating_add(self.after))
     }
 
+    /// Whether a row of the side with `values` still waits for a row to
+    /// come at `watermark`; if it does, `next` becomes the earliest
+    /// watermark at which one of the rows it was asked about no longer
+    /// does.
+    pub fn waits(&self, values: &[Value], watermark: i64, next: &mut Option<i64>) -> bool {
+        match self.of_row(values) {
+            Some(t) if t > watermark => {
+                *next = Some(next.map_or(t, |n| n.min(t)));
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The sweep that drops a row expiring at `t`: the next whole step.
     pub fn sweep_at(&self, t: i64) -> i64 {
         (t.div_euclid(self.step) + 1).saturating_mul(self.step)
@@ -570,13 +584,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinFunction {
         let watermark = ctx.current_watermark();
         // The key's one timer moves on to its next row to expire.
         let mut next = None::<i64>;
-        sides[expiry.side].retain(|r| match expiry.of_row(&r.values) {
-            Some(t) if t > watermark => {
-                next = Some(next.map_or(t, |n| n.min(t)));
-                true
-            }
-            _ => false,
-        })?;
+        sides[expiry.side].retain(|r| expiry.waits(&r.values, watermark, &mut next))?;
         if let Some(t) = next {
             ctx.timer_service()
                 .register_event_time_timer(expiry.sweep_at(t));

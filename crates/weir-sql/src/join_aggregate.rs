@@ -147,13 +147,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             };
             // The key's one timer moves on to its next row to expire.
             let mut next = None::<i64>;
-            entry.sides[expiry.side].retain(|r| match expiry.of_row(&r.values) {
-                Some(t) if t > watermark => {
-                    next = Some(next.map_or(t, |n| n.min(t)));
-                    true
-                }
-                _ => false,
-            });
+            entry.sides[expiry.side].retain(|r| expiry.waits(&r.values, watermark, &mut next));
             // A key left without rows or groups is gone.
             if entry.sides.iter().all(Vec::is_empty) && entry.groups.is_empty() {
                 return (ValueChange::Remove, None);
