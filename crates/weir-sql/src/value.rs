@@ -795,8 +795,9 @@ static STASHED: [std::sync::Mutex<Vec<usize>>; POOLED_WIDTH] =
     [const { std::sync::Mutex::new(Vec::new()) }; POOLED_WIDTH];
 
 /// The most buffers of a width on their way between threads (beyond them,
-/// buffers are freed): 64 Ki, at most 24 MiB of the widest.
-const STASHED_MAX: usize = 1 << 16;
+/// buffers are freed): 16 Ki, a few handovers' worth; 6 MiB of the
+/// widest, 60 MiB were every width full.
+const STASHED_MAX: usize = 1 << 14;
 
 /// Moves half of `pool` (buffers of capacity `capacity`) to the stash,
 /// freeing those it has no room for.
