@@ -425,8 +425,9 @@ impl Kept {
     /// `values` after the first `skip` kept, as [`Kept::new`] keeps them:
     /// those inline are moved out of the buffer, not shifted in it first.
     pub fn after(mut values: Vec<Value>, skip: usize, matches: u32) -> Kept {
-        let values = if values.len() - skip.min(values.len()) <= INLINE {
-            let inline = values.drain(skip.min(values.len())..).collect();
+        let skip = skip.min(values.len());
+        let values = if values.len() - skip <= INLINE {
+            let inline = values.drain(skip..).collect();
             Row::recycle(values);
             inline
         } else {
@@ -763,6 +764,14 @@ pub(crate) fn key_functions(
     (left_fns, right_fns)
 }
 
+/// The key of a row [`tagged`] with `keys` key columns: held inline when
+/// it is one column, not allocated per row (it keys and hashes as the list
+/// of its values either way).
+pub(crate) fn tagged_key(keys: usize) -> impl Fn(&Row) -> RowKey + Send + Sync + 'static {
+    let key_columns: std::sync::Arc<[usize]> = (1..=keys).collect();
+    move |r: &Row| RowKey::at(&r.values, &key_columns)
+}
+
 /// The rows of side `side` tagged for a join keyed by `fns`:
 /// `[side, keys…, columns…]`, their columns those at `columns` (all, when
 /// `None`). A row whose key has a NULL joins nothing: it is dropped,
@@ -1046,12 +1055,9 @@ pub(crate) struct RegularJoin {
 }
 
 impl RegularJoin {
-    /// The join key of a tagged row (after its side's tag): held inline
-    /// when it is one column, not allocated per row (it keys and hashes
-    /// as the list of its values either way).
+    /// The join key of a tagged row ([`tagged_key`]).
     pub fn key_of(&self) -> impl Fn(&Row) -> RowKey + Send + Sync + 'static {
-        let key_columns: std::sync::Arc<[usize]> = (1..=self.function.keys).collect();
-        move |r: &Row| RowKey::at(&r.values, &key_columns)
+        tagged_key(self.function.keys)
     }
 
     /// The join's operator and its joined rows.
@@ -1234,9 +1240,6 @@ pub(crate) fn plan_join_parts(
     let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>, columns: Option<Vec<usize>>| {
         tagged(stream, side, fns, columns, outer[usize::from(side)])
     };
-    // The window join's key, after the side's tag (as a regular join's).
-    let key_columns: std::sync::Arc<[usize]> = (1..=keys).collect();
-    let key_of = move |r: &Row| RowKey::at(&r.values, &key_columns);
     let widths = match &kept {
         Some([l, r]) => [l.len(), r.len()],
         None => [left.scope.columns.len(), right.scope.columns.len()],
@@ -1326,7 +1329,7 @@ pub(crate) fn plan_join_parts(
             right_fns,
             None,
         )]);
-        let stream = tagged.key_by(key_of).process(WindowJoinFunction {
+        let stream = tagged.key_by(tagged_key(keys)).process(WindowJoinFunction {
             keys,
             residual,
             outer,

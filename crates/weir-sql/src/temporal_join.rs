@@ -192,9 +192,8 @@ pub(crate) fn plan_temporal_join(
         None,
         false,
     )]);
-    let key_columns: std::sync::Arc<[usize]> = (1..=keys).collect();
     let stream = union
-        .key_by(move |r: &Row| RowKey::at(&r.values, &key_columns))
+        .key_by(crate::join::tagged_key(keys))
         .process(TemporalJoinFunction {
             keys,
             left_time: time,

@@ -968,9 +968,6 @@ mod tests {
         assert_eq!(Value::string("é").to_string(), "é");
     }
 
-    /// Text up to `INLINE_MAX` bytes is held inline, longer text shared;
-    /// either way it reads, compares, hashes, clones and serialises as
-    /// the same text static or shared does.
     /// The buffers of rows dropped on one thread, beyond what its pool
     /// keeps, are the buffers another thread's new rows get.
     #[test]
@@ -1007,6 +1004,9 @@ mod tests {
         assert_eq!(reused, taken.len());
     }
 
+    /// Text up to `INLINE_MAX` bytes is held inline, longer text shared;
+    /// either way it reads, compares, hashes, clones and serialises as
+    /// the same text static or shared does.
     #[test]
     fn short_strings_are_held_inline_and_act_as_any_string() {
         use std::collections::hash_map::DefaultHasher;
