@@ -2,13 +2,21 @@
 //!
 //! Timers are `(timestamp, key, namespace)`; registering one twice keeps
 //! one. They fire in timestamp order; among equal timestamps, in
-//! registration order. Deleting is lazy: a deleted timer stays in the heap
-//! and is skipped when it comes up. The set of live timers is what a
+//! registration order. Deleting is lazy: a deleted timer stays queued and
+//! is skipped when it comes up. The set of live timers is what a
 //! checkpoint snapshots.
+//!
+//! Most timers are registered in time order (a window's end, then the
+//! next window's): those join a first-in-first-out run, costing no
+//! reordering to queue or to fire; only a timer earlier than the run's
+//! last goes to a heap. Each queued timer keeps its hash, so firing one
+//! looks it up in the live set without hashing its key again.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
-use std::hash::Hash;
+use std::collections::{BinaryHeap, VecDeque};
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::HashTable;
 
 /// A timer: fire at `timestamp` for `key` in `namespace` (e.g. a window).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -24,18 +32,23 @@ pub struct Timer<K, N> {
 /// Timers of one kind (event or processing time) of one operator.
 #[derive(Debug, Clone)]
 pub struct TimerQueue<K, N> {
-    /// Timers by time (and registration order), deleted ones included
-    /// until they come up.
+    /// Timers each no earlier than the one before, in registration order
+    /// (deleted ones included until they come up).
+    run: VecDeque<Queued<K, N>>,
+    /// The timers registered earlier than the run's last, by time and
+    /// registration.
     heap: BinaryHeap<Reverse<Queued<K, N>>>,
-    /// The timers that will fire.
-    live: HashSet<Timer<K, N>, foldhash::fast::RandomState>,
+    /// The timers that will fire, with their hashes.
+    live: HashTable<(u64, Timer<K, N>)>,
+    hasher: foldhash::fast::RandomState,
     next_seq: u64,
 }
 
-/// A timer in the heap, ordered by time and then registration.
+/// A queued timer, ordered by time and then registration.
 #[derive(Debug, Clone)]
 struct Queued<K, N> {
     seq: u64,
+    hash: u64,
     timer: Timer<K, N>,
 }
 
@@ -68,8 +81,10 @@ impl<K, N> Ord for Queued<K, N> {
 impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> Default for TimerQueue<K, N> {
     fn default() -> Self {
         TimerQueue {
+            run: VecDeque::new(),
             heap: BinaryHeap::new(),
-            live: Default::default(),
+            live: HashTable::new(),
+            hasher: Default::default(),
             next_seq: 0,
         }
     }
@@ -80,44 +95,63 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         Self::default()
     }
 
+    fn hash_of(&self, timestamp: i64, key: &K, namespace: &N) -> u64 {
+        self.hasher.hash_one((timestamp, key, namespace))
+    }
+
+    fn find(&self, hash: u64, timestamp: i64, key: &K, namespace: &N) -> bool {
+        self.live
+            .find(hash, |(h, t)| {
+                *h == hash && t.timestamp == timestamp && t.key == *key && t.namespace == *namespace
+            })
+            .is_some()
+    }
+
     /// Registers a timer; `false` if it was already registered.
     pub fn register(&mut self, timestamp: i64, key: K, namespace: N) -> bool {
+        let hash = self.hash_of(timestamp, &key, &namespace);
+        if self.find(hash, timestamp, &key, &namespace) {
+            return false;
+        }
         let timer = Timer {
             timestamp,
             key,
             namespace,
         };
-        if self.live.contains(&timer) {
-            return false;
-        }
-        let seq = self.next_seq;
+        self.live
+            .insert_unique(hash, (hash, timer.clone()), |(h, _)| *h);
+        let queued = Queued {
+            seq: self.next_seq,
+            hash,
+            timer,
+        };
         self.next_seq += 1;
-        self.heap.push(Reverse(Queued {
-            seq,
-            timer: timer.clone(),
-        }));
-        self.live.insert(timer);
+        match self.run.back() {
+            Some(last) if last.timer.timestamp > timestamp => self.heap.push(Reverse(queued)),
+            _ => self.run.push_back(queued),
+        }
         true
     }
 
-    /// Deletes a timer (it stays in the heap until it comes up, then is
+    /// Deletes a timer (it stays queued until it comes up, then is
     /// skipped).
     pub fn delete(&mut self, timestamp: i64, key: &K, namespace: &N) {
-        let timer = Timer {
-            timestamp,
-            key: key.clone(),
-            namespace: namespace.clone(),
-        };
-        self.live.remove(&timer);
+        let hash = self.hash_of(timestamp, key, namespace);
+        if let Ok(entry) = self.live.find_entry(hash, |(h, t)| {
+            *h == hash && t.timestamp == timestamp && t.key == *key && t.namespace == *namespace
+        }) {
+            entry.remove();
+        }
     }
 
     /// Whether the timer is registered.
     pub fn contains(&self, timestamp: i64, key: &K, namespace: &N) -> bool {
-        self.live.contains(&Timer {
+        self.find(
+            self.hash_of(timestamp, key, namespace),
             timestamp,
-            key: key.clone(),
-            namespace: namespace.clone(),
-        })
+            key,
+            namespace,
+        )
     }
 
     /// The earliest live timer's timestamp.
@@ -126,10 +160,10 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         self.earliest_hint()
     }
 
-    /// The earliest timestamp in the queue, possibly of a deleted timer: a
-    /// lower bound of the next firing, readable without `&mut`.
+    /// The earliest timestamp queued, possibly of a deleted timer: a lower
+    /// bound of the next firing, readable without `&mut`.
     pub fn earliest_hint(&self) -> Option<i64> {
-        self.heap.peek().map(|Reverse(q)| q.timer.timestamp)
+        self.first().map(|q| q.timer.timestamp)
     }
 
     /// How many timers will fire, and a lower bound of the earliest (see
@@ -141,13 +175,15 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
 
     /// Removes and returns the earliest timer with `timestamp <= time`.
     pub fn pop_due(&mut self, time: i64) -> Option<Timer<K, N>> {
-        self.skip_deleted();
-        if self.earliest_hint()? > time {
-            return None;
+        loop {
+            if self.earliest_hint()? > time {
+                return None;
+            }
+            let q = self.pop_first()?;
+            if self.take_live(&q) {
+                return Some(q.timer);
+            }
         }
-        let Reverse(q) = self.heap.pop()?;
-        self.live.remove(&q.timer);
-        Some(q.timer)
     }
 
     /// Number of live timers.
@@ -162,18 +198,54 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
 
     /// The live timers, in no particular order (for snapshots).
     pub fn iter(&self) -> impl Iterator<Item = &Timer<K, N>> {
-        self.live.iter()
+        self.live.iter().map(|(_, t)| t)
     }
 
-    /// Drops deleted timers from the top of the heap. A timer deleted and
-    /// registered again is in the heap twice: the first to come up fires
+    /// The earliest queued timer: the run's first or the heap's top.
+    fn first(&self) -> Option<&Queued<K, N>> {
+        match (self.run.front(), self.heap.peek()) {
+            (Some(r), Some(Reverse(h))) => Some(if h < r { h } else { r }),
+            (r, h) => r.or(h.map(|Reverse(h)| h)),
+        }
+    }
+
+    fn pop_first(&mut self) -> Option<Queued<K, N>> {
+        let from_heap = match (self.run.front(), self.heap.peek()) {
+            (Some(r), Some(Reverse(h))) => h < r,
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if from_heap {
+            self.heap.pop().map(|Reverse(q)| q)
+        } else {
+            self.run.pop_front()
+        }
+    }
+
+    /// Removes `q`'s timer from the live set: `false` if it was deleted.
+    fn take_live(&mut self, q: &Queued<K, N>) -> bool {
+        let t = &q.timer;
+        match self
+            .live
+            .find_entry(q.hash, |(h, live)| *h == q.hash && live == t)
+        {
+            Ok(entry) => {
+                entry.remove();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Drops deleted timers from the front of the queue. A timer deleted
+    /// and registered again is queued twice: the first to come up fires
     /// and leaves the set, so the second is skipped.
     fn skip_deleted(&mut self) {
-        while let Some(Reverse(q)) = self.heap.peek() {
-            if self.live.contains(&q.timer) {
+        while let Some(q) = self.first() {
+            if self.find(q.hash, q.timer.timestamp, &q.timer.key, &q.timer.namespace) {
                 return;
             }
-            self.heap.pop();
+            self.pop_first();
         }
     }
 }
@@ -196,6 +268,46 @@ mod tests {
             .collect();
         assert_eq!(fired, vec![(10, "b", 0), (10, "a", 1), (30, "a", 0)]);
         assert!(q.is_empty());
+    }
+
+    /// Timers registered in time order and out of it (the run and the
+    /// heap) fire as one queue: by time, then registration.
+    #[test]
+    fn timers_in_and_out_of_order_fire_by_time_then_registration() {
+        let mut q = TimerQueue::new();
+        let mut model: Vec<(i64, u64, u32)> = Vec::new();
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let mut fired = Vec::new();
+        let mut expected = Vec::new();
+        let mut watermark = 0i64;
+        for seq in 0..5000u64 {
+            // Mostly the current or next window's end, sometimes an earlier one.
+            let t = watermark + [10, 10, 20, 5, 1][next() as usize % 5];
+            let key = (next() % 40) as u32;
+            let new = !model.iter().any(|&(mt, _, mk)| mt == t && mk == key);
+            assert_eq!(q.register(t, key, ()), new);
+            if new {
+                model.push((t, seq, key));
+            }
+            if next() % 50 == 0 {
+                watermark += 7;
+                while let Some(timer) = q.pop_due(watermark) {
+                    fired.push((timer.timestamp, timer.key));
+                }
+                model.sort();
+                let due = model.partition_point(|&(mt, _, _)| mt <= watermark);
+                expected.extend(model.drain(..due).map(|(t, _, k)| (t, k)));
+                assert_eq!(q.len(), model.len());
+            }
+        }
+        assert_eq!(fired, expected);
+        assert!(fired.len() > 1000, "{} fired", fired.len());
     }
 
     #[test]
