@@ -48,6 +48,15 @@ impl postcard::ser_flavors::Flavor for Append<'_> {
 
     #[inline]
     fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        // Most pieces are varints of a few bytes: copied a byte at a time
+        // they cost less than a call to `memcpy` each.
+        if data.len() <= 10 {
+            self.0.reserve(data.len());
+            for &b in data {
+                self.0.push(b);
+            }
+            return Ok(());
+        }
         self.0.extend_from_slice(data);
         Ok(())
     }

@@ -927,28 +927,26 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
                 now,
             },
         ) = cursor::<V>(b, self.id, self.store.namespaced)?;
-        let (change, result, present) = match table.write(group, key_hash, key, now) {
+        // Each case handled where it arises: a change carried out of the
+        // match is a copy of the whole value, made for every call.
+        match table.write(group, key_hash, key, now) {
             Some(v) => {
                 let (change, result) = f(Some(&mut *v));
                 match change {
-                    ValueChange::Set(new) => {
-                        *v = new;
-                        (ValueChange::Keep, result, true)
-                    }
-                    other => (other, result, true),
+                    ValueChange::Keep => {}
+                    ValueChange::Set(new) => *v = new,
+                    ValueChange::Remove => drop(table.take(group, key_hash, key, now)),
                 }
+                Ok(result)
             }
             None => {
                 let (change, result) = f(None);
-                (change, result, false)
+                if let ValueChange::Set(new) = change {
+                    table.insert(group, key_hash, key.into(), new, now);
+                }
+                Ok(result)
             }
-        };
-        match change {
-            ValueChange::Remove if present => drop(table.take(group, key_hash, key, now)),
-            ValueChange::Set(new) => table.insert(group, key_hash, key.into(), new, now),
-            _ => {}
         }
-        Ok(result)
     }
 
     /// Replaces the current key's value by `f(old)` (the stored key is
