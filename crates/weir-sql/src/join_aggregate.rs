@@ -31,7 +31,7 @@ use crate::aggregate::SqlAggregates;
 use crate::error::{position, SqlError};
 use crate::expr::Shape;
 use crate::group::{grouped_rows, plan_group_aggregate, result_row, Group, GroupSettings};
-use crate::join::{JoinFunction, Kept, RegularJoin};
+use crate::join::{Held, JoinFunction, RegularJoin};
 use crate::key::RowKey;
 use crate::plan::Calc;
 use crate::types::SqlType;
@@ -43,7 +43,7 @@ use crate::window::{aggregation, pre_aggregate_calc, where_filter};
 /// entry, so a row is joined, folded and kept with one look-up.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct JoinedGroups {
-    sides: [Vec<Kept>; 2],
+    sides: [Vec<Held>; 2],
     groups: smallvec::SmallVec<[(RowKey, Group); 1]>,
 }
 
@@ -147,7 +147,8 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             };
             // The key's one timer moves on to its next row to expire.
             let mut next = None::<i64>;
-            entry.sides[expiry.side].retain(|r| expiry.waits(&r.values, watermark, &mut next));
+            entry.sides[expiry.side]
+                .retain(|r| r.with_values(|v| expiry.waits(v, watermark, &mut next)));
             // A key left without rows or groups is gone.
             if entry.sides.iter().all(Vec::is_empty) && entry.groups.is_empty() {
                 return (ValueChange::Remove, None);
@@ -181,7 +182,7 @@ fn join_fold_keep(
     out: &mut Collector<'_, Row>,
 ) -> Result<bool, String> {
     for theirs in &entry.sides[1 - side] {
-        if let Some(row) = join.join_with(side, &values[skip..], &theirs.values)? {
+        if let Some(row) = theirs.with_values(|t| join.join_with(side, &values[skip..], t))? {
             joined.push(row);
         }
     }
@@ -199,7 +200,7 @@ fn join_fold_keep(
     if mine.capacity() == 0 {
         mine.reserve_exact(1);
     }
-    mine.push(Kept::after(values, skip, matched));
+    mine.push(Held::after(values, skip, matched));
     Ok(mine.len() == 1)
 }
 
