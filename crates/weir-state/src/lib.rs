@@ -63,6 +63,6 @@ pub use operator_state::{
 pub use snapshot::{NativeFile, NativeFiles, NativeState, SubtaskSnapshot};
 pub use store::{
     AggregatingState, DeferredSnapshot, KeyedStateStore, ListState, MapState, NativeFormat,
-    NativeRestore, ReducingState, StateBackend, StateEntry, ValueChange, ValueState,
+    NativeRestore, ReducingState, StateBackend, StateEntry, StateHold, ValueChange, ValueState,
 };
 pub use ttl::{StateTtlConfig, StateTtlConfigBuilder, StateVisibility, UpdateType};

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::task_lock::{TaskLock, TaskLockGuard};
+use crate::task_lock::{TaskLock, TaskLockGuard, TaskLockHold};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -33,6 +33,8 @@ enum Backend {
 
 struct Inner {
     backend: TaskLock<Backend>,
+    /// The key-value store's statistics, if it keeps any.
+    statistics: Option<Arc<dyn crate::kv::StoreStatistics>>,
     // Whether any state was registered: operators skip encoding the key of
     // every record for functions without state.
     in_use: AtomicBool,
@@ -42,6 +44,9 @@ struct Inner {
     // States declared through a namespaced view (cleared with a namespace).
     namespaced: Mutex<Vec<usize>>,
 }
+
+/// The store held by one thread: see [`KeyedStateStore::hold`].
+pub struct StateHold<'a>(#[allow(dead_code)] TaskLockHold<'a, Backend>);
 
 /// The keyed state of one operator subtask (Flink's keyed state backend),
 /// shared between the operator, which sets the current key for each record,
@@ -132,16 +137,19 @@ impl KeyedStateStore {
     /// The statistics of the key-value store under this state, if it keeps
     /// any (RocksDB does; the heap does not).
     pub fn statistics(&self) -> Option<Arc<dyn crate::kv::StoreStatistics>> {
-        let backend = self.inner.backend.lock();
-        match &*backend {
-            Backend::Kv(kv) => kv.store.statistics(),
-            Backend::Heap(_) => None,
-        }
+        // Kept apart from the backend: a reporter's thread must not wait
+        // for the subtask's hold on it.
+        self.inner.statistics.clone()
     }
 
     fn with_backend(backend: Backend) -> Self {
+        let statistics = match &backend {
+            Backend::Kv(kv) => kv.store.statistics(),
+            Backend::Heap(_) => None,
+        };
         KeyedStateStore {
             inner: Arc::new(Inner {
+                statistics,
                 backend: TaskLock::new(backend),
                 in_use: AtomicBool::new(false),
                 pending_restore: Mutex::new(Vec::new()),
@@ -228,6 +236,15 @@ impl KeyedStateStore {
     #[inline]
     fn lock(&self) -> Result<TaskLockGuard<'_, Backend>, StateError> {
         Ok(self.inner.backend.lock())
+    }
+
+    /// Holds the store for the calling thread until the hold drops, so
+    /// that the state accesses meanwhile (a batch of records') take no
+    /// atomic instruction each. Another thread reaching the store waits
+    /// until then: hold it while working on state, not across a wait.
+    #[inline]
+    pub fn hold(&self) -> StateHold<'_> {
+        StateHold(self.inner.backend.hold())
     }
 
     /// The time of the store's clock (TTL stamps).

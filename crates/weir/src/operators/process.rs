@@ -230,6 +230,10 @@ where
         out: &mut Output<O>,
     ) -> FunctionResult {
         let now = self.now();
+        // Held for the batch: each record's accesses are then plain loads
+        // and stores (see `KeyedStateStore::hold`). Its results are only
+        // collected meanwhile, never sent on.
+        let _hold = self.state.as_ref().map(KeyedStateStore::hold);
         let mut keys = std::mem::take(&mut self.keys);
         prepare_keys(&self.state, &self.key_of, input, &mut keys)?;
         let (records, sides) = out.split();
