@@ -271,6 +271,11 @@ where
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
         // Timers see the new watermark, as in Flink's timer service.
         self.watermark = self.watermark.max(watermark);
+        // Held while the due timers fire, as for a batch (no other thread
+        // reaches the store, so a full output waited on meanwhile holds
+        // nothing up).
+        let state = self.state.clone();
+        let _hold = state.as_ref().map(KeyedStateStore::hold);
         while let Some(timer) = self.timers.event.pop_due(watermark) {
             self.fire(timer.key, timer.timestamp, TimeDomain::EventTime, out)?;
             out.flush_if_full()?;
