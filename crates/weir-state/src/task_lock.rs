@@ -204,10 +204,9 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    #[test]
-    fn excludes_other_threads() {
-        // Increments that are not atomic (read, then write) lose updates
-        // unless the lock really excludes the other threads.
+    /// Runs `work` on `counter` on four threads at once, then returns
+    /// what the counter holds.
+    fn on_four_threads(work: fn(&TaskLock<u64>)) -> u64 {
         let counter = Arc::new(TaskLock::new(0u64));
         let start = Arc::new(std::sync::Barrier::new(4));
         let threads: Vec<_> = (0..4)
@@ -215,22 +214,36 @@ mod tests {
                 let (counter, start) = (Arc::clone(&counter), Arc::clone(&start));
                 std::thread::spawn(move || {
                     start.wait();
-                    for _ in 0..200_000 {
-                        let mut c = counter.lock();
-                        let read = *c;
-                        // Widen the window between the read and the write.
-                        for _ in 0..10 {
-                            std::hint::spin_loop();
-                        }
-                        *c = std::hint::black_box(read) + 1;
-                    }
+                    work(&counter);
                 })
             })
             .collect();
         for t in threads {
             t.join().expect("thread");
         }
-        assert_eq!(*counter.lock(), 800_000);
+        // Released: no holder is left, and the lock is free.
+        assert_eq!(counter.holder.load(Ordering::Relaxed), 0);
+        assert!(!counter.locked.load(Ordering::Relaxed));
+        let total = *counter.lock();
+        total
+    }
+
+    #[test]
+    fn excludes_other_threads() {
+        // Increments that are not atomic (read, then write) lose updates
+        // unless the lock really excludes the other threads.
+        let total = on_four_threads(|counter| {
+            for _ in 0..200_000 {
+                let mut c = counter.lock();
+                let read = *c;
+                // Widen the window between the read and the write.
+                for _ in 0..10 {
+                    std::hint::spin_loop();
+                }
+                *c = std::hint::black_box(read) + 1;
+            }
+        });
+        assert_eq!(total, 800_000);
     }
 
     /// Within a hold, guards are lent without the atomic instruction,
@@ -238,32 +251,18 @@ mod tests {
     /// under holds on four threads are all kept.
     #[test]
     fn a_hold_excludes_other_threads_and_lends_guards() {
-        let counter = Arc::new(TaskLock::new(0u64));
-        let start = Arc::new(std::sync::Barrier::new(4));
-        let threads: Vec<_> = (0..4)
-            .map(|_| {
-                let (counter, start) = (Arc::clone(&counter), Arc::clone(&start));
-                std::thread::spawn(move || {
-                    start.wait();
-                    for _ in 0..2_000 {
-                        let _hold = counter.hold();
-                        let _inner = counter.hold();
-                        for _ in 0..20 {
-                            let read = *counter.lock();
-                            std::hint::spin_loop();
-                            *counter.lock() = std::hint::black_box(read) + 1;
-                        }
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().expect("thread");
-        }
-        assert_eq!(*counter.lock(), 160_000);
-        // Released: no holder is left, and the lock is free.
-        assert_eq!(counter.holder.load(Ordering::Relaxed), 0);
-        assert!(!counter.locked.load(Ordering::Relaxed));
+        let total = on_four_threads(|counter| {
+            for _ in 0..2_000 {
+                let _hold = counter.hold();
+                let _inner = counter.hold();
+                for _ in 0..20 {
+                    let read = *counter.lock();
+                    std::hint::spin_loop();
+                    *counter.lock() = std::hint::black_box(read) + 1;
+                }
+            }
+        });
+        assert_eq!(total, 160_000);
     }
 
     /// A second guard on the holding thread would alias the first: it
