@@ -241,7 +241,9 @@ impl KeyedStateStore {
     /// Holds the store for the calling thread until the hold drops, so
     /// that the state accesses meanwhile (a batch of records') take no
     /// atomic instruction each. Another thread reaching the store waits
-    /// until then: hold it while working on state, not across a wait.
+    /// for the hold to end; in Weir's runtime only the subtask's own
+    /// thread does (snapshots are taken on it and encoded from a copy,
+    /// and the statistics are kept apart).
     #[inline]
     pub fn hold(&self) -> StateHold<'_> {
         StateHold(self.inner.backend.hold())
