@@ -46,7 +46,9 @@ struct Inner {
 }
 
 /// The store held by one thread: see [`KeyedStateStore::hold`].
-pub struct StateHold<'a>(#[allow(dead_code)] TaskLockHold<'a, Backend>);
+pub struct StateHold<'a> {
+    _hold: TaskLockHold<'a, Backend>,
+}
 
 /// The keyed state of one operator subtask (Flink's keyed state backend),
 /// shared between the operator, which sets the current key for each record,
@@ -246,7 +248,9 @@ impl KeyedStateStore {
     /// and the statistics are kept apart).
     #[inline]
     pub fn hold(&self) -> StateHold<'_> {
-        StateHold(self.inner.backend.hold())
+        StateHold {
+            _hold: self.inner.backend.hold(),
+        }
     }
 
     /// The time of the store's clock (TTL stamps).

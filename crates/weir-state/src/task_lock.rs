@@ -8,7 +8,6 @@
 //! release store to unlock, which is measurable at millions of records per
 //! second. Should another thread ever hold it (nothing does today), a waiter
 //! spins briefly, then yields.
-
 //!
 //! Even that one atomic instruction waits for every store before it to
 //! reach the cache, so a lookup taken right after a record's writes to
@@ -34,15 +33,17 @@ pub(crate) struct TaskLock<T> {
     value: UnsafeCell<T>,
 }
 
-/// A number of the calling thread's own, never 0 (cheaper to read than
-/// the thread's id).
+/// A number of the calling thread's own, never 0: the address of a
+/// thread-local of its own (no initialisation to check on each read, as a
+/// counted id would need). A thread that ends leaves no hold behind (holds
+/// live on its stack), so a later thread given the same address finds no
+/// lock held in its name.
 #[inline]
 fn thread_token() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
     thread_local! {
-        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+        static TOKEN: u8 = const { 0 };
     }
-    TOKEN.with(|t| *t)
+    TOKEN.with(|t| t as *const u8 as u64)
 }
 
 // SAFETY: the value is only reached through a guard, and at most one guard
@@ -269,29 +270,30 @@ mod tests {
     /// panics (without a hold it would wait for ever).
     #[test]
     fn a_second_guard_within_a_hold_panics() {
-        let lock = Arc::new(TaskLock::new(1));
-        let held = Arc::clone(&lock);
-        let result = std::thread::spawn(move || {
+        // Unwinding ends the loan and the hold.
+        let lock = after_a_panic(|held| {
             let _hold = held.hold();
             let _first = held.lock();
             let _second = held.lock();
-        })
-        .join();
-        assert!(result.is_err());
-        // Unwinding ended the loan and the hold.
+        });
         assert_eq!(*lock.lock(), 1);
     }
 
     #[test]
     fn a_panic_while_locked_unlocks() {
-        let lock = Arc::new(TaskLock::new(1));
-        let held = Arc::clone(&lock);
-        let result = std::thread::spawn(move || {
+        let lock = after_a_panic(|held| {
             let _guard = held.lock();
             panic!("while locked");
-        })
-        .join();
-        assert!(result.is_err());
+        });
         assert_eq!(*lock.lock(), 1);
+    }
+
+    /// A lock of 1 after `work` on it panicked on a thread of its own.
+    fn after_a_panic(work: fn(&TaskLock<i32>)) -> Arc<TaskLock<i32>> {
+        let lock = Arc::new(TaskLock::new(1));
+        let held = Arc::clone(&lock);
+        let result = std::thread::spawn(move || work(&held)).join();
+        assert!(result.is_err());
+        lock
     }
 }

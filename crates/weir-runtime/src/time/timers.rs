@@ -101,10 +101,22 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
 
     fn find(&self, hash: u64, timestamp: i64, key: &K, namespace: &N) -> bool {
         self.live
-            .find(hash, |(h, t)| {
-                *h == hash && t.timestamp == timestamp && t.key == *key && t.namespace == *namespace
-            })
+            .find(hash, is(hash, timestamp, key, namespace))
             .is_some()
+    }
+
+    /// Removes the timer from the live set: `false` if it was not there.
+    fn remove_live(&mut self, hash: u64, timestamp: i64, key: &K, namespace: &N) -> bool {
+        match self
+            .live
+            .find_entry(hash, is(hash, timestamp, key, namespace))
+        {
+            Ok(entry) => {
+                entry.remove();
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// Registers a timer; `false` if it was already registered.
@@ -137,11 +149,7 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
     /// skipped).
     pub fn delete(&mut self, timestamp: i64, key: &K, namespace: &N) {
         let hash = self.hash_of(timestamp, key, namespace);
-        if let Ok(entry) = self.live.find_entry(hash, |(h, t)| {
-            *h == hash && t.timestamp == timestamp && t.key == *key && t.namespace == *namespace
-        }) {
-            entry.remove();
-        }
+        self.remove_live(hash, timestamp, key, namespace);
     }
 
     /// Whether the timer is registered.
@@ -180,7 +188,8 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
                 return None;
             }
             let q = self.pop_first()?;
-            if self.take_live(&q) {
+            let t = &q.timer;
+            if self.remove_live(q.hash, t.timestamp, &t.key, &t.namespace) {
                 return Some(q.timer);
             }
         }
@@ -201,39 +210,29 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         self.live.iter().map(|(_, t)| t)
     }
 
-    /// The earliest queued timer: the run's first or the heap's top.
-    fn first(&self) -> Option<&Queued<K, N>> {
+    /// Whether the earliest queued timer is the heap's top (else the
+    /// run's first, if any).
+    fn first_in_heap(&self) -> bool {
         match (self.run.front(), self.heap.peek()) {
-            (Some(r), Some(Reverse(h))) => Some(if h < r { h } else { r }),
-            (r, h) => r.or(h.map(|Reverse(h)| h)),
+            (Some(r), Some(Reverse(h))) => h < r,
+            (r, _) => r.is_none(),
+        }
+    }
+
+    /// The earliest queued timer.
+    fn first(&self) -> Option<&Queued<K, N>> {
+        if self.first_in_heap() {
+            self.heap.peek().map(|Reverse(q)| q)
+        } else {
+            self.run.front()
         }
     }
 
     fn pop_first(&mut self) -> Option<Queued<K, N>> {
-        let from_heap = match (self.run.front(), self.heap.peek()) {
-            (Some(r), Some(Reverse(h))) => h < r,
-            (None, _) => true,
-            (Some(_), None) => false,
-        };
-        if from_heap {
+        if self.first_in_heap() {
             self.heap.pop().map(|Reverse(q)| q)
         } else {
             self.run.pop_front()
-        }
-    }
-
-    /// Removes `q`'s timer from the live set: `false` if it was deleted.
-    fn take_live(&mut self, q: &Queued<K, N>) -> bool {
-        let t = &q.timer;
-        match self
-            .live
-            .find_entry(q.hash, |(h, live)| *h == q.hash && live == t)
-        {
-            Ok(entry) => {
-                entry.remove();
-                true
-            }
-            Err(_) => false,
         }
     }
 
@@ -247,6 +246,19 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
             }
             self.pop_first();
         }
+    }
+}
+
+/// Whether a live entry is the timer `(timestamp, key, namespace)`,
+/// hashed to `hash`.
+fn is<'a, K: Eq, N: Eq>(
+    hash: u64,
+    timestamp: i64,
+    key: &'a K,
+    namespace: &'a N,
+) -> impl Fn(&(u64, Timer<K, N>)) -> bool + 'a {
+    move |(h, t)| {
+        *h == hash && t.timestamp == timestamp && t.key == *key && t.namespace == *namespace
     }
 }
 
