@@ -16,6 +16,7 @@ use sqlparser::ast::BinaryOperator;
 use weir::window::AggregateFunction;
 
 use crate::expr::apply;
+use crate::int_masks::IntMasks;
 use crate::types::SqlType;
 use crate::value::{Row, Value};
 
@@ -142,7 +143,7 @@ pub(crate) enum Acc {
 pub(crate) struct SharedDistinct {
     /// Each value, and a bit for each sharing call (in call order) that
     /// has taken it.
-    values: HashMap<i64, u64, IntHash>,
+    values: IntMasks,
     /// How many values the first call has taken.
     count: i64,
 }
@@ -445,11 +446,16 @@ impl SqlAggregates {
             .enumerate()
             .map(|(i, c)| match c.kind {
                 AggKind::CountStar | AggKind::Count => Acc::Count(0),
-                AggKind::CountDistinct if self.shares[i].is_some() => {
-                    Acc::SharedDistinct(Box::default())
-                }
-                AggKind::CountDistinct if self.follows(i) => Acc::Count(0),
-                AggKind::CountDistinct if self.retracting => Acc::Counted(Box::default()),
+                AggKind::CountDistinct => match &self.shares[i] {
+                    Some(members) => Acc::SharedDistinct(Box::new(SharedDistinct {
+                        values: IntMasks::with_bits(members.len()),
+                        count: 0,
+                    })),
+                    None if self.follows(i) => Acc::Count(0),
+                    None if self.retracting => Acc::Counted(Box::default()),
+                    None if c.arg_type.is_integral() => Acc::DistinctInts(Box::default()),
+                    None => Acc::Distinct(Box::default()),
+                },
                 AggKind::Min | AggKind::Max if self.retracting => Acc::Sorted(BTreeMap::new()),
                 AggKind::ListAgg | AggKind::FirstValue | AggKind::LastValue if self.retracting => {
                     Acc::List(Vec::new())
@@ -458,10 +464,6 @@ impl SqlAggregates {
                     sum: Value::Null,
                     count: 0,
                 },
-                AggKind::CountDistinct if c.arg_type.is_integral() => {
-                    Acc::DistinctInts(Box::default())
-                }
-                AggKind::CountDistinct => Acc::Distinct(Box::default()),
                 AggKind::Sum
                 | AggKind::Min
                 | AggKind::Max
@@ -760,9 +762,14 @@ impl SqlAggregates {
             if matches!(acc[leader], Acc::SharedDistinct(_)) {
                 continue;
             }
-            let mut shared = SharedDistinct::default();
+            let mut shared = SharedDistinct {
+                values: IntMasks::with_bits(members.len()),
+                count: 0,
+            };
             for (bit, &m) in members.iter().enumerate() {
-                let mut take = |v: i64| *shared.values.entry(v).or_insert(0) |= 1 << bit;
+                let mut take = |v: i64| {
+                    shared.values.insert(v, 1 << bit);
+                };
                 match &acc[m] {
                     Acc::DistinctInts(set) => set.iter().copied().for_each(&mut take),
                     Acc::Distinct(set) => set.iter().filter_map(Value::as_i64).for_each(&mut take),
@@ -786,8 +793,8 @@ impl SqlAggregates {
                 continue;
             };
             let mut counts = [0i64; SHARED_MAX];
-            for mask in shared.values.values() {
-                let mut bits = *mask;
+            for (_, mask) in shared.values.iter() {
+                let mut bits = mask;
                 while bits != 0 {
                     counts[bits.trailing_zeros() as usize] += 1;
                     bits &= bits - 1;
@@ -850,9 +857,7 @@ fn add_shared(calls: &[AggCall], members: &[usize], row: &Row, acc: &mut Accumul
     let Acc::SharedDistinct(shared) = &mut acc[members[0]] else {
         return;
     };
-    let held = shared.values.entry(v).or_insert(0);
-    let mut new = taken & !*held;
-    *held |= taken;
+    let mut new = shared.values.insert(v, taken);
     if new & 1 != 0 {
         shared.count += 1;
         new &= !1;
@@ -881,9 +886,7 @@ fn merged(call: &AggCall, mut x: Acc, y: Acc) -> Acc {
         }
         // The counts are set from the merged set afterwards.
         (Acc::SharedDistinct(mut x), Acc::SharedDistinct(y)) => {
-            for (v, mask) in y.values {
-                *x.values.entry(v).or_insert(0) |= mask;
-            }
+            x.values.merge(&y.values);
             Acc::SharedDistinct(x)
         }
         (Acc::Sorted(mut x), Acc::Sorted(y)) => {

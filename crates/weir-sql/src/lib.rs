@@ -34,6 +34,7 @@ mod format;
 mod function;
 mod group;
 mod grouping_sets;
+mod int_masks;
 #[cfg(feature = "postgres")]
 mod jdbc;
 mod join;
