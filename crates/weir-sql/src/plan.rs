@@ -11,7 +11,7 @@ use weir::prelude::*;
 use crate::catalog::{Catalog, Relation};
 use crate::connector;
 use crate::error::{position, Position, SqlError};
-use crate::expr::{compile, Condition, Eval, Scope};
+use crate::expr::{compile, Condition, Eval, Scope, Truth};
 use crate::value::{Row, Value};
 
 /// A planned query: its rows and their columns, with what it does, step by
@@ -1167,6 +1167,10 @@ pub(crate) struct Output {
     width: usize,
     /// Output slot and expression.
     computed: Vec<(usize, Eval)>,
+    /// For each computed item that is a condition, its test: a narrow
+    /// build writes its BOOLEAN from the truth, never copying a value
+    /// returned through memory (see [`crate::expr::SlotEval`]).
+    tests: Vec<Option<crate::expr::Test>>,
     /// Output slot, input column, and whether this is the column's last
     /// copy (so it can be moved).
     copied: Vec<(usize, usize, bool)>,
@@ -1218,6 +1222,7 @@ impl Output {
         input_width: usize,
     ) -> Output {
         let mut computed = Vec::new();
+        let mut tests = Vec::new();
         let mut copied = Vec::new();
         let mut writers = Vec::new();
         let mut constants = Vec::new();
@@ -1228,6 +1233,10 @@ impl Output {
                     copied.push((slot, *i, last));
                 }
                 None => {
+                    tests.push(match &item.shape {
+                        crate::expr::Shape::Tests(t) => Some(t.0.clone()),
+                        _ => None,
+                    });
                     if let Some(w) = item.shape.writer() {
                         writers.push((slot, w.clone()));
                     } else if let crate::expr::Shape::Constant(v) = item.shape {
@@ -1279,6 +1288,7 @@ impl Output {
         Output {
             width: sources.len(),
             computed,
+            tests,
             copied,
             swaps,
             permuted,
@@ -1329,8 +1339,17 @@ impl Output {
         let mut input = std::mem::take(&mut row.values);
         let mut values = Row::buffer(self.width);
         values.resize(self.width, Value::Null);
-        for (slot, eval) in &self.computed {
-            values[*slot] = eval(&input)?;
+        for ((slot, eval), test) in self.computed.iter().zip(&self.tests) {
+            // Each BOOLEAN written in its slot by an arm of its own: one
+            // value made by every arm is made on the stack and copied.
+            match test.as_ref().map(|test| test(&input)) {
+                Some(Truth::True) => crate::value::put(&mut values[*slot], || Value::Boolean(true)),
+                Some(Truth::False) => {
+                    crate::value::put(&mut values[*slot], || Value::Boolean(false))
+                }
+                Some(Truth::Null) => {}
+                Some(Truth::Failed) | None => values[*slot] = eval(&input)?,
+            }
         }
         for &(slot, i, last) in &self.copied {
             values[slot] = if last {
@@ -1350,8 +1369,15 @@ impl Output {
     fn apply_aside(&self, row: &mut Row) -> Result<(), String> {
         const NULL: Value = Value::Null;
         let mut aside = [NULL; ASIDE];
-        for (slot, eval) in &self.computed {
-            aside[*slot] = eval(&row.values)?;
+        // A condition's truth, `Failed` where its value is held aside.
+        let mut truths = [Truth::Failed; ASIDE];
+        for ((slot, eval), test) in self.computed.iter().zip(&self.tests) {
+            if let Some(test) = test {
+                truths[*slot] = test(&row.values);
+            }
+            if truths[*slot] == Truth::Failed {
+                aside[*slot] = eval(&row.values)?;
+            }
         }
         for &(slot, i, last) in &self.copied {
             aside[slot] = if last {
@@ -1361,8 +1387,13 @@ impl Output {
             };
         }
         row.values.truncate(self.width);
-        for (value, held) in row.values.iter_mut().zip(&mut aside) {
-            *value = std::mem::replace(held, NULL);
+        for ((value, held), truth) in row.values.iter_mut().zip(&mut aside).zip(truths) {
+            match truth {
+                Truth::True => crate::value::put(value, || Value::Boolean(true)),
+                Truth::False => crate::value::put(value, || Value::Boolean(false)),
+                Truth::Null => crate::value::put(value, || NULL),
+                Truth::Failed => *value = std::mem::replace(held, NULL),
+            }
         }
         Ok(())
     }
@@ -1794,6 +1825,53 @@ mod tests {
         }
         // `c0, c1, 0.908 * cj` and the like: the one write is all there is.
         assert!(in_place > 0);
+    }
+
+    /// Conditions in a `SELECT` list (q15's `FILTER` columns) are written
+    /// from their truth: TRUE, FALSE and NULL, and a failing one fails the
+    /// row, in an output built in the input's buffer (as narrow as it,
+    /// columns out of order) and in a new one (wider).
+    #[test]
+    fn an_output_of_conditions_holds_their_values() {
+        let scope = Scope::of(
+            ["a", "b", "c"]
+                .map(|c| (c.to_string(), SqlType::BigInt))
+                .to_vec(),
+        );
+        let compiled = |text: &str| {
+            let e = sqlparser::parser::Parser::new(&sqlparser::dialect::GenericDialect {})
+                .try_with_sql(text)
+                .and_then(|mut p| p.parse_expr())
+                .expect("an expression");
+            crate::expr::compile(&e, &scope).expect("a condition")
+        };
+        // Each output: its items, and how many of them are conditions (the
+        // rest copy `b` and `a`, out of order: built aside).
+        let outputs: [&[&str]; 3] = [
+            &["a < 10", "a >= 10", "b > 0", "a / b > 1"],
+            &["b", "a", "a / b > 1"],
+            &["b", "a", "a >= 10"],
+        ];
+        for items in outputs {
+            let output = Output::of(items.iter().map(|c| compiled(c)).collect(), 3);
+            assert_eq!(output.width <= 3, items.len() == 3, "{items:?}");
+            for input in [[5, 2, 0], [50, 100, 0], [7, -1, 0]].map(|r| r.map(Value::BigInt)) {
+                let expected: Vec<Value> = items
+                    .iter()
+                    .map(|c| (compiled(c).eval)(&input).expect("a value"))
+                    .collect();
+                let mut row = Row::insert(input.to_vec());
+                output.apply(&mut row).expect("conditions");
+                assert_eq!(row.values, expected, "{items:?} of {input:?}");
+            }
+            // NULL operands make NULL; a division by zero fails the row.
+            let mut row = Row::insert(vec![Value::Null; 3]);
+            output.apply(&mut row).expect("conditions");
+            assert_eq!(row.values, vec![Value::Null; items.len()], "{items:?}");
+            let mut row = Row::insert([1, 0, 0].map(Value::BigInt).to_vec());
+            let divides = items.iter().any(|c| c.contains('/'));
+            assert_eq!(output.apply(&mut row).is_err(), divides, "{items:?}");
+        }
     }
 
     /// Every choice of input columns, in every order, each copied once,
