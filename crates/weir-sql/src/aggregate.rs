@@ -403,6 +403,8 @@ pub(crate) struct SqlAggregates {
     /// (see [`Acc::SharedDistinct`]), all of them, it first; `None` for
     /// every other call.
     shares: Vec<Option<Box<[usize]>>>,
+    /// Whether each call counts its distinct values in another's set.
+    followers: Vec<bool>,
 }
 
 impl SqlAggregates {
@@ -413,11 +415,20 @@ impl SqlAggregates {
         } else {
             shared_distincts(&calls)
         };
+        let followers = (0..calls.len())
+            .map(|i| {
+                shares
+                    .iter()
+                    .flatten()
+                    .any(|members| members[1..].contains(&i))
+            })
+            .collect();
         let mut aggregates = SqlAggregates {
             calls,
             retracting,
             plain: None,
             shares,
+            followers,
         };
         let fresh = aggregates.fresh();
         let owns_nothing = !fresh.spilled()
@@ -428,15 +439,6 @@ impl SqlAggregates {
             });
         aggregates.plain = owns_nothing.then_some(fresh);
         aggregates
-    }
-
-    /// Whether call `i` counts its distinct values in the set of another
-    /// call.
-    fn follows(&self, i: usize) -> bool {
-        self.shares
-            .iter()
-            .flatten()
-            .any(|members| members[1..].contains(&i))
     }
 
     /// One new accumulator per call.
@@ -451,7 +453,7 @@ impl SqlAggregates {
                         values: IntMasks::with_bits(members.len()),
                         count: 0,
                     })),
-                    None if self.follows(i) => Acc::Count(0),
+                    None if self.followers[i] => Acc::Count(0),
                     None if self.retracting => Acc::Counted(Box::default()),
                     None if c.arg_type.is_integral() => Acc::DistinctInts(Box::default()),
                     None => Acc::Distinct(Box::default()),
@@ -631,9 +633,14 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
             // The calls sharing a set are fed together, by the first, even
             // where its own filter leaves the row out. (State from before
             // the sharing holds a set per call, fed one by one below.)
-            if let (Some(members), Acc::SharedDistinct(_)) = (&self.shares[i], &acc[i]) {
-                add_shared(&self.calls, members, &row, acc);
-                continue;
+            match (&self.shares[i], &acc[i]) {
+                (Some(members), Acc::SharedDistinct(_)) => {
+                    add_shared(&self.calls, members, &row, acc);
+                    continue;
+                }
+                // A call sharing another's set is counted by the first.
+                (None, Acc::Count(_)) if self.followers[i] => continue,
+                _ => {}
             }
             if !call.takes(&row) {
                 continue;
