@@ -217,4 +217,23 @@ mod tests {
         // The widest mask read decides the width: 4 bits, not 1.
         assert_eq!(read.width, 2);
     }
+
+    /// In the state codec, the set and the map it was saved as before are
+    /// the same bytes, either way.
+    #[test]
+    fn state_saved_as_a_map_restores_as_a_set_and_back() {
+        let map: HashMap<i64, u64, IntHash> = (0..1000)
+            .map(|i| (1000 + i * 3, 1 + (i as u64 % 15)))
+            .chain([(-7, 8), (i64::MAX, 1)])
+            .collect();
+        let saved = weir_state::encode_value(&map).unwrap();
+        let masks: IntMasks = weir_state::decode_value(&saved).unwrap();
+        assert_eq!(
+            masks.iter().collect::<HashMap<_, _>>(),
+            map.iter().map(|(&v, &m)| (v, m)).collect()
+        );
+        let saved = weir_state::encode_value(&masks).unwrap();
+        let back: HashMap<i64, u64, IntHash> = weir_state::decode_value(&saved).unwrap();
+        assert_eq!(back, map);
+    }
 }
