@@ -1336,19 +1336,25 @@ impl Output {
                 return self.apply_aside(row);
             }
         }
-        let mut input = std::mem::take(&mut row.values);
         let mut values = Row::buffer(self.width);
         values.resize(self.width, Value::Null);
+        // The input is read where it is, and taken out of the row last:
+        // moved out first, its buffer's pointer and lengths were read back
+        // whole right after the row was written, and waited for it.
+        let input = &mut row.values;
         for ((slot, eval), test) in self.computed.iter().zip(&self.tests) {
             // Each BOOLEAN written in its slot by an arm of its own: one
             // value made by every arm is made on the stack and copied.
-            match test.as_ref().map(|test| test(&input)) {
+            match test.as_ref().map(|test| test(input)) {
                 Some(Truth::True) => crate::value::put(&mut values[*slot], || Value::Boolean(true)),
                 Some(Truth::False) => {
                     crate::value::put(&mut values[*slot], || Value::Boolean(false))
                 }
                 Some(Truth::Null) => {}
-                Some(Truth::Failed) | None => values[*slot] = eval(&input)?,
+                Some(Truth::Failed) | None => match &mut eval(input) {
+                    Ok(v) => crate::value::move_into(v, &mut values[*slot]),
+                    Err(e) => return Err(std::mem::take(e)),
+                },
             }
         }
         for &(slot, i, last) in &self.copied {
@@ -1358,8 +1364,7 @@ impl Output {
                 input[i].clone()
             };
         }
-        Row::recycle(input);
-        row.values = values;
+        Row::recycle(std::mem::replace(&mut row.values, values));
         Ok(())
     }
 

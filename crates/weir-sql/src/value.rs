@@ -323,6 +323,23 @@ pub(crate) fn put(slot: &mut Value, make: impl FnOnce() -> Value) {
     }
 }
 
+/// Moves `v`, a value just returned through memory, into `slot` (leaving
+/// NULL or a copy of a number behind), reading its tag and payload in the
+/// widths they were written in: a value read whole right after it was
+/// written a piece at a time waits for the pieces to reach the cache.
+#[inline(always)]
+pub(crate) fn move_into(v: &mut Value, slot: &mut Value) {
+    match *v {
+        Value::BigInt(x) => put(slot, || Value::BigInt(x)),
+        Value::Int(x) => put(slot, || Value::Int(x)),
+        Value::Boolean(x) => put(slot, || Value::Boolean(x)),
+        Value::Timestamp(x) => put(slot, || Value::Timestamp(x)),
+        Value::Decimal(x, s) => put(slot, || Value::Decimal(x, s)),
+        Value::Null => put(slot, || Value::Null),
+        _ => *slot = std::mem::replace(v, Value::Null),
+    }
+}
+
 impl Value {
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
@@ -879,6 +896,35 @@ impl PrintFormat for Row {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value of every kind moved into a slot that held a shared string
+    /// (dropped) or a number is the same value there.
+    #[test]
+    fn a_value_moved_into_a_slot_is_that_value() {
+        let values = [
+            Value::Null,
+            Value::Boolean(true),
+            Value::Int(-7),
+            Value::BigInt(1 << 40),
+            Value::Double(2.5),
+            Value::decimal(-12345, 2),
+            Value::string("short"),
+            Value::string(&"long".repeat(10)),
+            Value::Bytes(Arc::from(&b"ab"[..])),
+            Value::Date(19000),
+            Value::Timestamp(1_700_000_000_123),
+            Value::TimestampLtz(-5),
+            Value::Interval(3_600_000),
+        ];
+        for v in &values {
+            for old in [Value::string(&"old".repeat(10)), Value::BigInt(1)] {
+                let mut moved = v.clone();
+                let mut slot = old;
+                move_into(&mut moved, &mut slot);
+                assert_eq!(format!("{slot:?}"), format!("{v:?}"));
+            }
+        }
+    }
 
     /// A decimal against an integer compares exactly, either way round:
     /// through a double, 2^53 + 1 and 2^53 were equal.
