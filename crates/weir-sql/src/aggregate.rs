@@ -405,6 +405,23 @@ pub(crate) struct SqlAggregates {
     shares: Vec<Option<Box<[usize]>>>,
     /// Whether each call counts its distinct values in another's set.
     followers: Vec<bool>,
+    /// What `add` does, call by call (none for a call counted in
+    /// another's set).
+    steps: Vec<Step>,
+}
+
+/// What [`SqlAggregates`]' `add` does for a call, decided once: a row
+/// went through every call's checks of its kind, its sharing and its
+/// accumulator's form (q15: twelve calls, half of them counted in another
+/// call's set).
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// `COUNT(*)`, of the rows its `FILTER` column (if any) takes.
+    CountRows { call: usize, filter: Option<usize> },
+    /// The `COUNT(DISTINCT)`s sharing the set of this call, the first.
+    Shared(usize),
+    /// Any other call.
+    Each(usize),
 }
 
 impl SqlAggregates {
@@ -415,12 +432,23 @@ impl SqlAggregates {
         } else {
             shared_distincts(&calls)
         };
-        let followers = (0..calls.len())
+        let followers: Vec<bool> = (0..calls.len())
             .map(|i| {
                 shares
                     .iter()
                     .flatten()
                     .any(|members| members[1..].contains(&i))
+            })
+            .collect();
+        let steps = (0..calls.len())
+            .filter(|&i| !followers[i])
+            .map(|i| match (&shares[i], calls[i].kind) {
+                (Some(_), _) => Step::Shared(i),
+                (None, AggKind::CountStar) => Step::CountRows {
+                    call: i,
+                    filter: calls[i].filter,
+                },
+                (None, _) => Step::Each(i),
             })
             .collect();
         let mut aggregates = SqlAggregates {
@@ -429,6 +457,7 @@ impl SqlAggregates {
             plain: None,
             shares,
             followers,
+            steps,
         };
         let fresh = aggregates.fresh();
         let owns_nothing = !fresh.spilled()
@@ -629,79 +658,32 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
     }
 
     fn add(&mut self, row: Row, acc: &mut Accumulators) {
-        for (i, call) in self.calls.iter().enumerate() {
-            // The calls sharing a set are fed together, by the first, even
-            // where its own filter leaves the row out. (State from before
-            // the sharing holds a set per call, fed one by one below.)
-            match (&self.shares[i], &acc[i]) {
-                (Some(members), Acc::SharedDistinct(_)) => {
-                    add_shared(&self.calls, members, &row, acc);
-                    continue;
-                }
-                // A call sharing another's set is counted by the first.
-                (None, Acc::Count(_)) if self.followers[i] => continue,
-                _ => {}
-            }
-            if !call.takes(&row) {
-                continue;
-            }
-            let a = &mut acc[i];
-            // `COUNT(*)` reads no column (the row may have none).
-            if call.kind == AggKind::CountStar {
-                if let Acc::Count(n) = a {
-                    *n += 1;
-                }
-                continue;
-            }
-            let v = &row.values[call.arg];
-            // LAG keeps NULLs too.
-            if let (AggKind::Lag(offset), Acc::Lag(lag)) = (call.kind, &mut *a) {
-                lag.0.push_back(v.clone());
-                if lag.0.len() > offset as usize + 1 {
-                    lag.0.pop_front();
-                }
-                lag.1 = row.values.get(call.arg + 1).cloned().unwrap_or(Value::Null);
-                continue;
-            }
-            if v.is_null() {
-                continue;
-            }
-            match (call.kind, a) {
-                (AggKind::CountStar | AggKind::Count, Acc::Count(n)) => *n += 1,
-                (AggKind::CountDistinct, Acc::Distinct(set)) => {
-                    set.insert(v.clone());
-                }
-                (AggKind::CountDistinct, Acc::DistinctInts(set)) => {
-                    // An integral column's values are all integers.
-                    if let Some(i) = v.as_i64() {
-                        set.insert(i);
+        for step in &self.steps {
+            match *step {
+                Step::CountRows { call, filter } => {
+                    let taken =
+                        filter.is_none_or(|f| matches!(row.values[f], Value::Boolean(true)));
+                    if let (true, Acc::Count(n)) = (taken, &mut acc[call]) {
+                        *n += 1;
                     }
                 }
-                (AggKind::Sum, Acc::Value(sum)) => *sum = add_values(sum, v, call.result_type()),
-                (AggKind::Min, Acc::Value(m))
-                    if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Less) =>
-                {
-                    *m = v.clone();
+                Step::Shared(leader) => {
+                    let Some(members) = &self.shares[leader] else {
+                        continue;
+                    };
+                    // The calls sharing a set are fed together, by the
+                    // first, even where its own filter leaves the row out.
+                    // State from before the sharing holds a set per call,
+                    // fed one by one.
+                    if matches!(acc[leader], Acc::SharedDistinct(_)) {
+                        add_shared(&self.calls, members, &row, acc);
+                    } else {
+                        for &m in members.iter() {
+                            self.add_one(m, &row, acc);
+                        }
+                    }
                 }
-                (AggKind::Max, Acc::Value(m))
-                    if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Greater) =>
-                {
-                    *m = v.clone();
-                }
-                (AggKind::ListAgg, Acc::Value(list)) => {
-                    *list = join(list, v, &call.separator);
-                }
-                (AggKind::FirstValue, Acc::Value(first)) if first.is_null() => *first = v.clone(),
-                (AggKind::LastValue, Acc::Value(last)) => *last = v.clone(),
-                (AggKind::Avg | AggKind::Sum, Acc::Avg { sum, count }) => {
-                    *sum = add_values(sum, v, sum_type(call.arg_type));
-                    *count += 1;
-                }
-                (_, Acc::Sorted(values)) => *values.entry(Ordered(v.clone())).or_insert(0) += 1,
-                (_, Acc::Counted(values)) => *values.entry(v.clone()).or_insert(0) += 1,
-                (_, Acc::List(list)) => list.push(v.clone()),
-                (_, Acc::Moments(m)) => m.add(v, call.arg_type, 1),
-                _ => {}
+                Step::Each(i) => self.add_one(i, &row, acc),
             }
         }
     }
@@ -750,6 +732,72 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
 }
 
 impl SqlAggregates {
+    /// Feeds `row` to call `i` alone.
+    fn add_one(&self, i: usize, row: &Row, acc: &mut Accumulators) {
+        let call = &self.calls[i];
+        if !call.takes(row) {
+            return;
+        }
+        let a = &mut acc[i];
+        // `COUNT(*)` reads no column (the row may have none).
+        if call.kind == AggKind::CountStar {
+            if let Acc::Count(n) = a {
+                *n += 1;
+            }
+            return;
+        }
+        let v = &row.values[call.arg];
+        // LAG keeps NULLs too.
+        if let (AggKind::Lag(offset), Acc::Lag(lag)) = (call.kind, &mut *a) {
+            lag.0.push_back(v.clone());
+            if lag.0.len() > offset as usize + 1 {
+                lag.0.pop_front();
+            }
+            lag.1 = row.values.get(call.arg + 1).cloned().unwrap_or(Value::Null);
+            return;
+        }
+        if v.is_null() {
+            return;
+        }
+        match (call.kind, a) {
+            (AggKind::CountStar | AggKind::Count, Acc::Count(n)) => *n += 1,
+            (AggKind::CountDistinct, Acc::Distinct(set)) => {
+                set.insert(v.clone());
+            }
+            (AggKind::CountDistinct, Acc::DistinctInts(set)) => {
+                // An integral column's values are all integers.
+                if let Some(i) = v.as_i64() {
+                    set.insert(i);
+                }
+            }
+            (AggKind::Sum, Acc::Value(sum)) => *sum = add_values(sum, v, call.result_type()),
+            (AggKind::Min, Acc::Value(m))
+                if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Less) =>
+            {
+                *m = v.clone();
+            }
+            (AggKind::Max, Acc::Value(m))
+                if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Greater) =>
+            {
+                *m = v.clone();
+            }
+            (AggKind::ListAgg, Acc::Value(list)) => {
+                *list = join(list, v, &call.separator);
+            }
+            (AggKind::FirstValue, Acc::Value(first)) if first.is_null() => *first = v.clone(),
+            (AggKind::LastValue, Acc::Value(last)) => *last = v.clone(),
+            (AggKind::Avg | AggKind::Sum, Acc::Avg { sum, count }) => {
+                *sum = add_values(sum, v, sum_type(call.arg_type));
+                *count += 1;
+            }
+            (_, Acc::Sorted(values)) => *values.entry(Ordered(v.clone())).or_insert(0) += 1,
+            (_, Acc::Counted(values)) => *values.entry(v.clone()).or_insert(0) += 1,
+            (_, Acc::List(list)) => list.push(v.clone()),
+            (_, Acc::Moments(m)) => m.add(v, call.arg_type, 1),
+            _ => {}
+        }
+    }
+
     /// Whether `acc` holds a set per call where calls share one: state
     /// saved before the sets were shared.
     fn sets_apart(&self, acc: &Accumulators) -> bool {
