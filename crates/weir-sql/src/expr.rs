@@ -2238,10 +2238,21 @@ fn function(
                 // shared while the rows stay in it.
                 let span = parsed.granularity();
                 let id = crate::time::new_format_id();
+                // Of a column (q15's day of a bid's time), the time is read
+                // where it is: returned by a call, it was copied out of
+                // memory it had just been written to, and waited for it.
+                let column = match ts.shape {
+                    Shape::Column(i) => Some(i),
+                    _ => None,
+                };
                 return Ok(Compiled {
                     shape: Shape::Computed,
                     eval: Arc::new(move |r| {
-                        let Some(ms) = (ts.eval)(r)?.as_i64() else {
+                        let ms = match column {
+                            Some(i) => r[i].as_i64(),
+                            None => (ts.eval)(r)?.as_i64(),
+                        };
+                        let Some(ms) = ms else {
                             return Ok(Value::Null);
                         };
                         Ok(crate::time::formatted(id, ms.div_euclid(span), || {
