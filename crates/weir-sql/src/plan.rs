@@ -1167,9 +1167,9 @@ pub(crate) struct Output {
     width: usize,
     /// Output slot and expression.
     computed: Vec<(usize, Eval)>,
-    /// For each computed item that is a condition, its test: a narrow
-    /// build writes its BOOLEAN from the truth, never copying a value
-    /// returned through memory (see [`crate::expr::SlotEval`]).
+    /// For each computed item that is a condition, its test: the builds
+    /// write its BOOLEAN from the truth, never copying a value returned
+    /// through memory (see [`crate::expr::SlotEval`]).
     tests: Vec<Option<crate::expr::Test>>,
     /// Output slot, input column, and whether this is the column's last
     /// copy (so it can be moved).
