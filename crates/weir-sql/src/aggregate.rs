@@ -75,9 +75,15 @@ impl AggCall {
     /// Whether `row` passes the call's `FILTER`, if it has one.
     #[inline]
     fn takes(&self, row: &Row) -> bool {
-        self.filter
-            .is_none_or(|f| matches!(row.values[f], Value::Boolean(true)))
+        passes(self.filter, row)
     }
+}
+
+/// Whether `row` passes a `FILTER` whose condition is column `filter`
+/// (every row passes none).
+#[inline]
+fn passes(filter: Option<usize>, row: &Row) -> bool {
+    filter.is_none_or(|f| matches!(row.values[f], Value::Boolean(true)))
 }
 
 impl AggCall {
@@ -661,9 +667,7 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
         for step in &self.steps {
             match *step {
                 Step::CountRows { call, filter } => {
-                    let taken =
-                        filter.is_none_or(|f| matches!(row.values[f], Value::Boolean(true)));
-                    if let (true, Acc::Count(n)) = (taken, &mut acc[call]) {
+                    if let (true, Acc::Count(n)) = (passes(filter, &row), &mut acc[call]) {
                         *n += 1;
                     }
                 }
@@ -732,20 +736,15 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
 }
 
 impl SqlAggregates {
-    /// Feeds `row` to call `i` alone.
+    /// Feeds `row` to call `i` alone: any call but a `COUNT(*)`, which is
+    /// a [`Step::CountRows`] (it reads no column, and the row may have
+    /// none).
     fn add_one(&self, i: usize, row: &Row, acc: &mut Accumulators) {
         let call = &self.calls[i];
         if !call.takes(row) {
             return;
         }
         let a = &mut acc[i];
-        // `COUNT(*)` reads no column (the row may have none).
-        if call.kind == AggKind::CountStar {
-            if let Acc::Count(n) = a {
-                *n += 1;
-            }
-            return;
-        }
         let v = &row.values[call.arg];
         // LAG keeps NULLs too.
         if let (AggKind::Lag(offset), Acc::Lag(lag)) = (call.kind, &mut *a) {
@@ -760,7 +759,7 @@ impl SqlAggregates {
             return;
         }
         match (call.kind, a) {
-            (AggKind::CountStar | AggKind::Count, Acc::Count(n)) => *n += 1,
+            (AggKind::Count, Acc::Count(n)) => *n += 1,
             (AggKind::CountDistinct, Acc::Distinct(set)) => {
                 set.insert(v.clone());
             }
