@@ -12,7 +12,10 @@
 # identical: the engines read the same events.
 #
 # Printed per query: events per second, events per CPU second and peak RSS
-# of each engine, and Weir's multiple of Flink's. Flink's rate is over its
+# of each engine, and Weir's multiple of Flink's; then Weir's rate and
+# multiple with `pipeline.operator-chaining.chain-keyed-exchanges` off
+# ("split": a task on each side of every keyed exchange, Flink's own
+# topology, where Weir's default chains them at parallelism 1). Flink's rate is over its
 # job's own run time (Flink's net runtime: planning and JVM start
 # excluded), its CPU seconds the JVM's from submission to end (JIT and
 # garbage collection included); Weir's are its whole process's.
@@ -106,18 +109,21 @@ fi
 echo "same events on both engines: $(wc -l <"$work/check.flink") window rows identical"
 
 echo "events: $events, pool: $pool_size events, parallelism 1, blackhole sinks"
-printf '%-5s %14s %16s %10s %14s %16s %10s %8s %8s\n' query "Flink ev/s" "Flink ev/CPU-s" \
-  "Flink MiB" "Weir ev/s" "Weir ev/CPU-s" "Weir MiB" "rate ×" "CPU ×"
+printf '%-5s %14s %16s %10s %14s %16s %10s %8s %8s %14s %8s\n' query "Flink ev/s" \
+  "Flink ev/CPU-s" "Flink MiB" "Weir ev/s" "Weir ev/CPU-s" "Weir MiB" "rate ×" "CPU ×" \
+  "split ev/s" "split ×"
 for q in "${queries[@]}"; do
   line="$(flink "$work/$q.sql" | grep '^RESULT')"
   job="$(sed -E 's/.*job_seconds=([0-9.]+).*/\1/' <<<"$line")"
   cpu="$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$line")"
   rss="$(sed -E 's/.*peak_rss_kib=([0-9]+).*/\1/' <<<"$line")"
   read -r w_rate w_cpu w_rss < <("$bench" sql --run sql --query "$q" --events "$events" --pool "$pool_size")
+  read -r s_rate _ < <("$bench" sql --run sql --query "$q" --events "$events" --pool "$pool_size" \
+    --chain-keyed-exchanges false)
   awk -v q="$q" -v n="$events" -v job="$job" -v cpu="$cpu" -v rss="$rss" \
-    -v wr="$w_rate" -v wc="$w_cpu" -v wm="$w_rss" 'BEGIN {
+    -v wr="$w_rate" -v wc="$w_cpu" -v wm="$w_rss" -v sr="$s_rate" 'BEGIN {
       fr = n / job; fc = n / cpu
-      printf "%-5s %14.0f %16.0f %10.0f %14.0f %16.0f %10.0f %8.1f %8.1f\n",
-        q, fr, fc, rss / 1024, wr, wc, wm / 1024, wr / fr, wc / fc
+      printf "%-5s %14.0f %16.0f %10.0f %14.0f %16.0f %10.0f %8.1f %8.1f %14.0f %8.1f\n",
+        q, fr, fc, rss / 1024, wr, wc, wm / 1024, wr / fr, wc / fc, sr, sr / fr
     }'
 done

@@ -3,6 +3,10 @@
 //! over the same events (replayed from a pre-generated pool, so that the
 //! generator is not what is measured), each into a discarding sink, each
 //! run in its own process (for its peak RSS).
+//!
+//! `--chain-keyed-exchanges false` runs both with
+//! `pipeline.operator-chaining.chain-keyed-exchanges` off: a task on each
+//! side of every keyed exchange, as Flink runs them, instead of one chain.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -60,15 +64,22 @@ pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
         print!("{}", blackhole_script(query, events, pool)?);
         return Ok(());
     }
+    let chain_keyed = params.get("chain-keyed-exchanges").unwrap_or("true");
+    if !matches!(chain_keyed, "true" | "false") {
+        bail!("--chain-keyed-exchanges is true or false, not {chain_keyed}");
+    }
     if let Some(kind) = params.get("run") {
         let query = params.required("query")?;
-        return run_one(kind, query, events, pool);
+        return run_one(kind, query, events, pool, chain_keyed);
     }
     let wanted: Vec<&str> = match params.get("query") {
         Some(list) => list.split(',').collect(),
         None => QUERIES.iter().map(|(q, _)| *q).collect(),
     };
-    println!("events: {events}, pool: {pool} events, parallelism 1, discarding sinks");
+    println!(
+        "events: {events}, pool: {pool} events, parallelism 1, discarding sinks, \
+         keyed exchanges chained: {chain_keyed}"
+    );
     println!(
         "{:<5} {:>16} {:>14} {:>8} {:>18} {:>16} {:>12} {:>10}",
         "query",
@@ -86,6 +97,7 @@ pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
             let out = Command::new(&exe)
                 .args(["sql", "--run", kind, "--query", q])
                 .args(["--events", &events.to_string(), "--pool", &pool.to_string()])
+                .args(["--chain-keyed-exchanges", chain_keyed])
                 .output()
                 .with_context(|| format!("running {kind} {q}"))?;
             if !out.status.success() {
@@ -118,7 +130,14 @@ pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
 }
 
 /// Runs one query one way and prints `events/s events-per-CPU-s rss-KiB`.
-fn run_one(kind: &str, query: &str, events: u64, pool_size: u64) -> anyhow::Result<()> {
+fn run_one(
+    kind: &str,
+    query: &str,
+    events: u64,
+    pool_size: u64,
+    chain_keyed: &str,
+) -> anyhow::Result<()> {
+    const CHAIN_KEYED: &str = weir::config::keys::CHAIN_KEYED_EXCHANGES;
     let cpu0 = crate::cpu_seconds();
     let start = Instant::now();
     match kind {
@@ -126,6 +145,9 @@ fn run_one(kind: &str, query: &str, events: u64, pool_size: u64) -> anyhow::Resu
             let generator = NexmarkGenerator::new(GeneratorConfig::default());
             let pool = Arc::new(EventPool::new(&generator, pool_size));
             let env = StreamExecutionEnvironment::new();
+            let mut config = Configuration::new();
+            config.set(CHAIN_KEYED, chain_keyed);
+            env.configure(&config)?;
             let stream = queries::events_from(&env, move |n| pool.event(n), events, 1);
             match query {
                 "q0" => queries::q0(&stream).add_sink(DiscardingSink),
@@ -146,6 +168,7 @@ fn run_one(kind: &str, query: &str, events: u64, pool_size: u64) -> anyhow::Resu
         "sql" => {
             let script = blackhole_script(query, events, pool_size)?;
             let mut session = weir_sql::Session::with_output(Box::new(std::io::sink()));
+            session.set(CHAIN_KEYED, chain_keyed);
             session.execute_script(&script)?;
         }
         other => bail!("--run datastream or sql, not {other}"),

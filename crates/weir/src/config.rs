@@ -27,6 +27,11 @@ pub mod keys {
     pub const OPERATOR_CHAINING: &str = "pipeline.operator-chaining.enabled";
     /// Flink 1.x name of [`OPERATOR_CHAINING`], still accepted.
     pub const OPERATOR_CHAINING_LEGACY: &str = "pipeline.operator-chaining";
+    /// Whether a keyed exchange between two operators of parallelism 1 is
+    /// chained (the default: one thread, no record crosses threads) or, as
+    /// Flink always does, splits the job into a task on each side of it
+    /// (two threads, a pipeline over two cores).
+    pub const CHAIN_KEYED_EXCHANGES: &str = "pipeline.operator-chaining.chain-keyed-exchanges";
     /// Interval of periodic watermarks.
     pub const AUTO_WATERMARK_INTERVAL: &str = "pipeline.auto-watermark-interval";
     /// Port of the REST API (`0`: any free port). A job serves its REST API
@@ -96,6 +101,7 @@ pub fn known_keys() -> impl Iterator<Item = &'static str> {
         keys::BUFFER_TIMEOUT_LEGACY,
         keys::OPERATOR_CHAINING,
         keys::OPERATOR_CHAINING_LEGACY,
+        keys::CHAIN_KEYED_EXCHANGES,
         keys::AUTO_WATERMARK_INTERVAL,
         keys::REST_PORT,
         keys::REST_BIND_PORT,
@@ -279,6 +285,10 @@ impl Configuration {
     /// Whether operator chaining is enabled, if set.
     pub(crate) fn chaining(&self) -> Result<Option<bool>> {
         self.get_bool_any(&[keys::OPERATOR_CHAINING, keys::OPERATOR_CHAINING_LEGACY])
+    }
+
+    pub(crate) fn chain_keyed_exchanges(&self) -> Result<Option<bool>> {
+        self.get_bool_any(&[keys::CHAIN_KEYED_EXCHANGES])
     }
 
     /// One warning per key Weir does not read, naming the closest known

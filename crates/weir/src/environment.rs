@@ -148,6 +148,9 @@ impl StreamExecutionEnvironment {
         if let Some(chaining) = config.chaining()? {
             job.chaining = chaining;
         }
+        if let Some(chain) = config.chain_keyed_exchanges()? {
+            job.chain_keyed_exchanges = chain;
+        }
         if let Some(size) = config.get_u32(keys::BATCH_SIZE)? {
             job.batch_size = positive(keys::BATCH_SIZE, size)? as usize;
         }

@@ -52,6 +52,11 @@ pub struct JobConfig {
     pub buffer_timeout: Option<Duration>,
     /// Whether operators may be chained at all.
     pub chaining: bool,
+    /// Whether a keyed exchange between two operators of parallelism 1 is
+    /// chained (one thread) or runs as Flink runs it, a task on each side
+    /// (two threads: more throughput where a core is free, more CPU per
+    /// record for the crossing).
+    pub chain_keyed_exchanges: bool,
     /// The processing-time clock (the system clock unless a test sets one).
     pub clock: SharedClock,
     /// Interval of periodic watermarks (Flink's default 200 ms); zero disables.
@@ -100,6 +105,7 @@ impl Default for JobConfig {
             channel_capacity: 8,
             buffer_timeout: Some(Duration::from_millis(100)),
             chaining: true,
+            chain_keyed_exchanges: true,
             clock: system_clock(),
             auto_watermark_interval: Duration::from_millis(200),
             state_backend: weir_state::StateBackend::heap(),
@@ -531,7 +537,8 @@ impl<'g> Plan<'g> {
                 let forward = match &partitioning[e] {
                     Partitioning::Forward => true,
                     Partitioning::Custom(w) => {
-                        w.chains_at_parallelism_one()
+                        config.chain_keyed_exchanges
+                            && w.chains_at_parallelism_one()
                             && parallelism[edge.from.0] == 1
                             && parallelism[node.id.0] == 1
                     }

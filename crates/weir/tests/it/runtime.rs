@@ -330,3 +330,42 @@ fn start_new_chain_begins_a_task_at_its_operator() -> anyhow::Result<()> {
     assert_eq!(split[1], split[2]);
     Ok(())
 }
+
+/// The task (thread) of the source's map and of the map after a `key_by`,
+/// both at parallelism 1, with keyed exchanges chained or not.
+fn tasks_around_key_by(chain_keyed: Option<&str>) -> anyhow::Result<(String, String)> {
+    let env = StreamExecutionEnvironment::new();
+    if let Some(value) = chain_keyed {
+        let mut config = Configuration::new();
+        config.set(weir::config::keys::CHAIN_KEYED_EXCHANGES, value);
+        env.configure(&config)?;
+    }
+    let task = || std::thread::current().name().unwrap_or("").to_string();
+    let out = env
+        .from_sequence(1, 3)
+        .map(move |x: i64| (x, task()))
+        .key_by(|t: &(i64, String)| t.0 % 2)
+        .map(move |t: (i64, String)| (t.1, task()))
+        .execute_and_collect()?;
+    out.into_iter().next().ok_or(anyhow::anyhow!("no output"))
+}
+
+#[test]
+fn a_keyed_exchange_at_parallelism_one_is_chained_unless_configured_not_to_be() -> anyhow::Result<()>
+{
+    for chained in [None, Some("true")] {
+        let (before, after) = tasks_around_key_by(chained)?;
+        assert!(before.starts_with("Source: "), "{before}");
+        assert_eq!(before, after);
+    }
+    // Flink's topology: a task on each side of the exchange.
+    let (before, after) = tasks_around_key_by(Some("false"))?;
+    assert!(before.starts_with("Source: "), "{before}");
+    assert!(after.starts_with("Map -> Collect Sink"), "{after}");
+    // A misspelt value is an error, not the default.
+    let env = StreamExecutionEnvironment::new();
+    let mut config = Configuration::new();
+    config.set(weir::config::keys::CHAIN_KEYED_EXCHANGES, "flase");
+    assert!(env.configure(&config).is_err());
+    Ok(())
+}
