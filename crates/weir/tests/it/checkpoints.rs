@@ -1644,6 +1644,41 @@ fn a_savepoint_moves_and_resumes_at_another_parallelism() {
     }
 }
 
+/// Chaining is not state: a savepoint of a job whose keyed exchange was
+/// chained (one task) resumes with it split into a task on each side.
+#[test]
+fn a_savepoint_of_a_chained_keyed_exchange_resumes_split() {
+    let dir = temp_dir("split-resume");
+    let records = 30_000;
+    let env = checkpointing(1, CheckpointingMode::ExactlyOnce);
+    let counted = counting_job(&env, records, 10_000.0, None);
+    let client = env.execute_async("chained").expect("starts");
+    // Every key counted before the savepoint.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while counted.lock().expect("lock").len() < 1_000 {
+        assert!(Instant::now() < deadline, "no records counted");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let location = client
+        .stop_with_savepoint(dir.join("savepoints"), false)
+        .expect("savepoint");
+    client.wait().expect("stopped");
+    let env = checkpointing(1, CheckpointingMode::ExactlyOnce);
+    let mut c = Configuration::new();
+    c.set(weir::config::keys::CHAIN_KEYED_EXCHANGES, "false");
+    env.configure(&c).expect("config");
+    env.set_from_savepoint(location.trim_start_matches("file://"));
+    let out = counting_job(&env, records, 1e9, None);
+    env.execute("split").expect("resumes");
+    let counts = out.lock().expect("lock");
+    let max = max_per_key(counts.iter());
+    assert_eq!(max.len() as u64, KEYS);
+    assert!(max.values().all(|m| *m == records / KEYS), "{max:?}");
+    // Resumed, not started over: no key counted from 1 again.
+    assert!(counts.iter().all(|(_, n)| *n > 1), "a key started over");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Key groups are fixed by the max parallelism: a savepoint restores at
 /// another parallelism, never at another max parallelism.
 #[test]
