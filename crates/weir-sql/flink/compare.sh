@@ -12,7 +12,8 @@
 # Needs Java 17 and Flink's jars from PyPI:
 #   pip install --no-deps apache-flink-libraries==2.3.0
 # Env: FLINK_LIB (a directory with flink-dist-*.jar; found from the pyflink
-# package otherwise).
+# package otherwise); WEIR_SQL_ARGS, more arguments for `weir sql` (e.g.
+# "-D pipeline.operator-chaining.chain-keyed-exchanges=false").
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -46,7 +47,8 @@ for case in "${cases[@]}"; do
   sed "s|\${DIR}|$dir|g" "$case" > "$work/$name.sql"
   java "${jvm[@]}" -cp "$build:$cp" weirpeer.SqlPeer "$work/$name.sql" 2> "$work/$name.flink.err" \
     | sort > "$work/$name.flink" || { echo "FAIL $name: Flink failed:"; grep -m3 -E "Exception|Error" "$work/$name.flink.err"; failed=$((failed + 1)); continue; }
-  "$weir" sql -D sql-client.execution.result-mode=changelog -f "$work/$name.sql" 2> "$work/$name.weir.err" \
+  # shellcheck disable=SC2086 # WEIR_SQL_ARGS is split into arguments.
+  "$weir" sql -D sql-client.execution.result-mode=changelog ${WEIR_SQL_ARGS:-} -f "$work/$name.sql" 2> "$work/$name.weir.err" \
     | grep -E '^[+-][IUD]\[' | sort > "$work/$name.weir" || true
   # A case whose changelog depends on which source's rows arrive first
   # (joins of two tables) says so; its final rows are compared instead.
