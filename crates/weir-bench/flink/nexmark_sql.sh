@@ -15,10 +15,10 @@
 # of each engine, and Weir's multiple of Flink's; then Weir's rate and
 # multiple with `pipeline.operator-chaining.chain-keyed-exchanges` off
 # ("split": a task on each side of every keyed exchange, Flink's own
-# topology, where Weir's default chains them at parallelism 1). Flink's rate is over its
-# job's own run time (Flink's net runtime: planning and JVM start
-# excluded), its CPU seconds the JVM's from submission to end (JIT and
-# garbage collection included); Weir's are its whole process's.
+# topology, where Weir's default chains them at parallelism 1). Flink's
+# rate is over its job's own run time (Flink's net runtime: planning and
+# JVM start excluded), its CPU seconds the JVM's from submission to end
+# (JIT and garbage collection included); Weir's are its whole process's.
 #
 # Needs Java 17 and Flink's jars (pip install --no-deps
 # apache-flink-libraries==2.3.0).
