@@ -165,6 +165,10 @@ pub enum Message<T> {
     Records(Vec<StreamRecord<T>>),
     /// A control element.
     Control(Control),
+    /// The producer's wake, its first message: the consumer wakes it
+    /// through this when the channel has drained to half (see
+    /// [`DrainWake`](crate::exchange::DrainWake)).
+    Wake(std::sync::Arc<crate::exchange::DrainWake>),
 }
 
 /// Pushes `value` onto `items` copied a word at a time (see

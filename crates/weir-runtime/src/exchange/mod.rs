@@ -6,12 +6,14 @@
 //! blocks its producers — back-pressure — instead of letting memory grow.
 
 mod partitioner;
+mod wake;
 mod writer;
 
 pub use partitioner::{
     BroadcastPartitioner, CustomPartitioner, ForwardPartitioner, KeyGroupPartitioner, Partitioner,
     RebalancePartitioner, ShufflePartitioner,
 };
+pub use wake::DrainWake;
 pub use writer::ChannelWriter;
 
 pub use crossbeam_channel::{Receiver, Sender};

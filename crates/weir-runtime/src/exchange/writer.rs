@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::{select, Sender, TrySendError};
 
-use super::Partitioner;
+use super::{DrainWake, Partitioner};
 use crate::cancel::CancelToken;
 use crate::element::{Control, Message, StreamRecord};
 use crate::error::TaskError;
@@ -26,6 +26,9 @@ pub struct ChannelWriter<T, P> {
     cancel: CancelToken,
     metrics: Arc<OperatorMetrics>,
     times: Arc<TaskTimes>,
+    /// Per channel, the wake its consumer was handed (`None` where the
+    /// channel had no room for it: blocking as before).
+    wakes: Vec<Option<Arc<DrainWake>>>,
 }
 
 impl<T: Clone + Send + 'static, P: Partitioner<T>> ChannelWriter<T, P> {
@@ -43,6 +46,17 @@ impl<T: Clone + Send + 'static, P: Partitioner<T>> ChannelWriter<T, P> {
             .iter()
             .map(|_| Vec::with_capacity(batch_size))
             .collect();
+        // Each channel's first message: this producer's wake.
+        let wakes = targets
+            .iter()
+            .map(|target| {
+                let wake = Arc::new(DrainWake::default());
+                target
+                    .try_send(Message::Wake(Arc::clone(&wake)))
+                    .is_ok()
+                    .then_some(wake)
+            })
+            .collect();
         ChannelWriter {
             targets,
             buffers,
@@ -51,6 +65,7 @@ impl<T: Clone + Send + 'static, P: Partitioner<T>> ChannelWriter<T, P> {
             cancel,
             metrics,
             times,
+            wakes,
         }
     }
 
@@ -66,6 +81,20 @@ impl<T: Clone + Send + 'static, P: Partitioner<T>> ChannelWriter<T, P> {
             Err(TrySendError::Full(message)) => {
                 self.metrics.add_blocked_send();
                 let waited = std::time::Instant::now();
+                // Half a channel drained, then one send; blocking on it at
+                // once would be woken for every batch taken.
+                let mut message = message;
+                if let Some(wake) = &self.wakes[idx] {
+                    wake.wait(target, || self.cancel.is_cancelled());
+                    message = match target.try_send(message) {
+                        Ok(()) => {
+                            self.times.add_backpressured(waited.elapsed());
+                            return Ok(());
+                        }
+                        Err(TrySendError::Disconnected(_)) => return Err(TaskError::Cancelled),
+                        Err(TrySendError::Full(message)) => message,
+                    };
+                }
                 let sent = select! {
                     send(target, message) -> sent => sent.map_err(|_| TaskError::Cancelled),
                     recv(self.cancel.receiver()) -> _ => Err(TaskError::Cancelled),

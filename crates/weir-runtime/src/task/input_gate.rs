@@ -8,6 +8,7 @@ use crossbeam_channel::{Receiver, Select, TryRecvError};
 use super::valve::{ValveOutput, WatermarkValve};
 use crate::element::{Barrier, Control, Message, StreamRecord, WatermarkStatus};
 use crate::error::TaskError;
+use crate::exchange::DrainWake;
 use crate::provenance::{ChannelProbe, SubtaskProbe};
 
 /// What an input gate delivers to the task.
@@ -28,6 +29,8 @@ pub enum GateEvent<T> {
 /// All channels of one logical input of a task.
 pub struct InputGate<T> {
     receivers: Vec<Receiver<Message<T>>>,
+    // Per channel, its producer's wake, once the channel delivered it.
+    wakes: Vec<Option<Arc<DrainWake>>>,
     ended: Vec<bool>,
     live: usize,
     next_poll: usize,
@@ -62,6 +65,7 @@ impl<T> InputGate<T> {
         let n = receivers.len();
         InputGate {
             receivers,
+            wakes: vec![None; n],
             ended: vec![false; n],
             live: n,
             next_poll: 0,
@@ -138,6 +142,9 @@ impl<T> InputGate<T> {
             }
             match self.receivers[ch].try_recv() {
                 Ok(message) => {
+                    if let Some(wake) = &self.wakes[ch] {
+                        wake.taken(&self.receivers[ch]);
+                    }
                     self.next_poll = (ch + 1) % n;
                     if let Some(event) = self.on_message(ch, message) {
                         return Ok(Some(event));
@@ -178,6 +185,10 @@ impl<T> InputGate<T> {
     fn on_message(&mut self, ch: usize, message: Message<T>) -> Option<GateEvent<T>> {
         match message {
             Message::Records(batch) => Some(GateEvent::Records(batch)),
+            Message::Wake(wake) => {
+                self.wakes[ch] = Some(wake);
+                None
+            }
             Message::Control(Control::Watermark(wm)) => {
                 if let Some(c) = self.probe_channel(ch) {
                     c.on_watermark(wm);
@@ -288,5 +299,45 @@ mod tests {
             _ => panic!("the barrier is released once both channels delivered it"),
         }
         assert!(matches!(gate.poll(), Ok(Some(GateEvent::Records(_)))));
+    }
+
+    /// The producer's wake, its channel's first message, is not a record
+    /// or event; the gate keeps it and wakes the producer through it once
+    /// the channel is half drained.
+    #[test]
+    fn a_gate_wakes_its_waiting_producer_through_the_wake_it_was_handed() {
+        let (tx, rx) = crossbeam_channel::bounded(4);
+        let wake = Arc::new(DrainWake::default());
+        tx.try_send(Message::Wake(Arc::clone(&wake))).expect("room");
+        for i in 0..3 {
+            tx.try_send(Message::Records(vec![StreamRecord::new(i)]))
+                .expect("room");
+        }
+        let producer = {
+            let wake = Arc::clone(&wake);
+            std::thread::spawn(move || {
+                wake.wait(&tx, || false);
+                tx.len()
+            })
+        };
+        while !wake.is_waiting() {
+            std::thread::yield_now();
+        }
+        let mut gate = InputGate::new(vec![rx]);
+        let mut taken = Vec::new();
+        while taken.len() < 3 {
+            match gate.poll() {
+                Ok(Some(GateEvent::Records(batch))) => {
+                    taken.extend(batch.into_iter().map(|r| r.value))
+                }
+                Ok(Some(other)) => panic!("{other:?}"),
+                Ok(None) => {}
+                Err(e) => panic!("{e}"),
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(taken, [0, 1, 2]);
+        assert!(producer.join().expect("the producer") <= 2);
+        assert_eq!(wake.woken.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }
