@@ -47,7 +47,7 @@ pub struct DrainWake {
 impl DrainWake {
     /// Called by the producer (on its own thread) with `sender`'s channel
     /// full: returns once the consumer has drained it to half (or it has
-    /// waited [`WAIT_AT_MOST`], or `cancelled` says so).
+    /// waited 10 ms, or `cancelled` says so).
     pub fn wait<T>(&self, sender: &Sender<T>, cancelled: impl Fn() -> bool) {
         let half = sender.capacity().unwrap_or(1) / 2;
         let producer = self.producer.get_or_init(std::thread::current);
