@@ -2,6 +2,9 @@
 -- counted per distinct row by an updating aggregation, each of its rows
 -- emitted (with its kind) as often as the row is in the result: the
 -- lesser count, or the left count less the right one; NULLs equal.
+-- Each side scans the file on its own, and which side's rows come first
+-- decides the intermediate rows, so the rows left are compared.
+-- compare: final rows
 CREATE TABLE orders (
   id BIGINT, buyer STRING, amount DECIMAL(10, 2), ts TIMESTAMP(3)
 ) WITH ('connector' = 'filesystem', 'path' = '${DIR}/orders.csv', 'format' = 'csv',
