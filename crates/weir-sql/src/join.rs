@@ -297,68 +297,68 @@ impl Expiry {
 }
 
 /// A row waiting for its window, and whether its key has a NULL.
-type WindowRow = (Vec<Value>, bool);
-
 /// A window join: each window's rows of both sides kept until the
 /// watermark passes the window's end, then joined (outer sides' unmatched
 /// rows padded with NULLs); rows of a window already joined are late and
 /// dropped.
+///
+/// It runs as a window function over rows stamped with their window's
+/// last millisecond and cut into windows of one millisecond: one window
+/// per `window_end`, whatever windows the TVF made (tumbling, hopping,
+/// cumulating), so the rows are held by window end in the window
+/// operator's slices. A watermark then joins a whole window's keys at
+/// once, instead of a timer per key and window, each looked up again in
+/// a table larger than the caches when it fires.
 #[derive(Clone)]
 struct WindowJoinFunction {
     keys: usize,
     residual: Option<Condition>,
     outer: [bool; 2],
     widths: [usize; 2],
-    /// Each side's `window_end` column.
-    ends: [usize; 2],
-    /// Each side's rows, with whether their key has a NULL (then they
-    /// join nothing; only an outer side's come this far).
-    sides: Option<[ListState<WindowRow>; 2]>,
 }
 
-impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
-    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        self.sides = Some([
-            ctx.get_list_state(&ListStateDescriptor::new("window-left"))?,
-            ctx.get_list_state(&ListStateDescriptor::new("window-right"))?,
-        ]);
-        Ok(())
-    }
-
-    fn process_element(
-        &mut self,
-        mut row: Row,
-        ctx: &mut ProcessContext<'_, RowKey>,
-        _out: &mut Collector<'_, Row>,
-    ) -> FunctionResult {
-        let side = usize::from(matches!(row.values[0], Value::Boolean(true)));
+impl WindowJoinFunction {
+    /// A tagged row's side (`true` for the right) and whether its key has
+    /// a NULL (then it joins nothing; only an outer side's come this far).
+    fn side_of(&self, row: &Row) -> (bool, bool) {
+        let right = matches!(row.values[0], Value::Boolean(true));
         let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
-        // The side's columns, kept in the row's own buffer.
-        let mut values = std::mem::take(&mut row.values);
-        values.drain(..1 + self.keys);
-        let Some(end) = values.get(self.ends[side]).and_then(Value::as_i64) else {
-            return Ok(());
-        };
-        if !crate::window::hold_until_end(ctx, end) {
-            return Ok(());
-        }
-        let sides = self.sides.as_ref().ok_or("the window join is not open")?;
-        sides[side].add((values, null_key))?;
-        Ok(())
+        (right, null_key)
     }
+}
 
-    fn on_timer(
+impl ProcessWindowFunction<Row, Row, RowKey, TimeWindow> for WindowJoinFunction {
+    fn process(
         &mut self,
-        _timestamp: i64,
-        _ctx: &mut ProcessContext<'_, RowKey>,
+        _key: &RowKey,
+        _ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+        elements: Elements<'_, Row>,
         out: &mut Collector<'_, Row>,
     ) -> FunctionResult {
-        let sides = self.sides.as_ref().ok_or("the window join is not open")?;
-        let (left, right) = (sides[0].take()?, sides[1].take()?);
-        let mut right_matched = vec![false; right.len()];
+        // Most keys of a window have rows of one side only: an inner
+        // join's are done after one look at each row's side.
+        let mut counts = [0usize; 2];
+        for row in elements.clone() {
+            counts[usize::from(matches!(row.values[0], Value::Boolean(true)))] += 1;
+        }
+        let has = |side: usize| counts[side] > 0;
+        let joins = has(0) && has(1);
+        let padded = (self.outer[0] && has(0)) || (self.outer[1] && has(1));
+        if !joins && !padded {
+            return Ok(());
+        }
+        let skip = 1 + self.keys;
+        let mut sides: [Vec<(&[Value], bool)>; 2] =
+            [Vec::with_capacity(counts[0]), Vec::with_capacity(counts[1])];
+        for row in elements {
+            let (right, null_key) = self.side_of(row);
+            sides[usize::from(right)].push((&row.values[skip..], null_key));
+        }
+        let [left, right] = sides;
+        let mut right_matched = vec![false; if self.outer[1] { right.len() } else { 0 }];
         for (l, l_null) in &left {
             let mut matched = false;
-            for ((r, r_null), seen) in right.iter().zip(&mut right_matched) {
+            for (i, (r, r_null)) in right.iter().enumerate() {
                 if *l_null || *r_null {
                     continue;
                 }
@@ -372,7 +372,10 @@ impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
                         continue;
                     }
                 }
-                (matched, *seen) = (true, true);
+                matched = true;
+                if let Some(seen) = right_matched.get_mut(i) {
+                    *seen = true;
+                }
                 out.collect(Row::insert(joined));
             }
             if !matched && self.outer[0] {
@@ -387,13 +390,29 @@ impl KeyedProcessFunction<RowKey, Row, Row> for WindowJoinFunction {
                 if !seen {
                     let nulls = vec![Value::Null; self.widths[0]];
                     out.collect(Row::insert(
-                        nulls.iter().chain(r).cloned().collect::<Vec<_>>(),
+                        nulls.iter().chain(r.iter()).cloned().collect::<Vec<_>>(),
                     ));
                 }
             }
         }
         Ok(())
     }
+}
+
+/// Tagged rows (`[side, keys…, columns…]`) stamped with the last
+/// millisecond of their window, whose end is the side's column `end`: the
+/// time the window join holds them until (a row without a window end
+/// joins nothing).
+fn stamped_with_window_end(stream: DataStream<Row>, keys: usize, end: usize) -> DataStream<Row> {
+    let at = 1 + keys + end;
+    stream.process(
+        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            if let Some(end) = row.values.get(at).and_then(Value::as_i64) {
+                out.collect_with_timestamp(row, end.saturating_sub(1));
+            }
+            Ok(())
+        },
+    )
 }
 
 /// A row kept by the join: its values and, on a side whose unmatched
@@ -1467,20 +1486,20 @@ pub(crate) fn plan_join_parts(
         }));
     }
     if let Some(ends) = window_join {
-        let tagged = tag(left.stream, false, left_fns, None).union(&[tag(
-            right.stream,
-            true,
-            right_fns,
-            None,
-        )]);
-        let stream = tagged.key_by(tagged_key(keys)).process(WindowJoinFunction {
-            keys,
-            residual,
-            outer,
-            widths,
-            ends,
-            sides: None,
-        });
+        let stamped = |stream, side: bool, fns| {
+            let end = ends[usize::from(side)];
+            stamped_with_window_end(tag(stream, side, fns, None), keys, end)
+        };
+        let stream = stamped(left.stream, false, left_fns)
+            .union(&[stamped(right.stream, true, right_fns)])
+            .key_by(tagged_key(keys))
+            .window(TumblingEventTimeWindows::of(Duration::from_millis(1)))
+            .process(WindowJoinFunction {
+                keys,
+                residual,
+                outer,
+                widths,
+            });
         let stream = crate::plan::stateful(stream, &format!("WindowJoin[{name}; {on}]"));
         let mut steps = left.steps;
         steps.extend(right.steps);
