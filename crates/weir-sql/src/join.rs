@@ -312,6 +312,9 @@ impl Expiry {
 #[derive(Clone)]
 struct WindowJoinFunction {
     keys: usize,
+    /// Each side's `window_start` column: a pair joins only if their
+    /// windows start together too (their ends are one window's).
+    starts: [usize; 2],
     residual: Option<Condition>,
     outer: [bool; 2],
     widths: [usize; 2],
@@ -359,7 +362,7 @@ impl ProcessWindowFunction<Row, Row, RowKey, TimeWindow> for WindowJoinFunction 
         for (l, l_null) in &left {
             let mut matched = false;
             for (i, (r, r_null)) in right.iter().enumerate() {
-                if *l_null || *r_null {
+                if *l_null || *r_null || l.get(self.starts[0]) != r.get(self.starts[1]) {
                     continue;
                 }
                 let mut joined = Row::buffer(l.len() + r.len());
@@ -1340,7 +1343,7 @@ pub(crate) fn plan_join_parts(
                 && equal_columns.contains(&(ls, rs))
                 && equal_columns.contains(&(le, re)) =>
         {
-            Some([le, re])
+            Some([[ls, le], [rs, re]])
         }
         _ => None,
     };
@@ -1398,6 +1401,17 @@ pub(crate) fn plan_join_parts(
         None => joined,
     };
     let residual = residual_condition(residual, &joined)?;
+    if let Some([[ls, le], [rs, re]]) = window_join {
+        // A window join holds its rows by window end, and checks the
+        // starts of each pair: the windows' equalities are not part of
+        // the key (a key of one column is held inline, not allocated per
+        // row), as in Flink, whose window join is keyed by the others.
+        let window_pair = |pair: &Option<(usize, usize)>| matches!(pair, Some(p) if *p == (ls, rs) || *p == (le, re));
+        let mut pairs = key_pairs.iter();
+        left_keys.retain(|_| !window_pair(pairs.next().unwrap_or(&None)));
+        let mut pairs = key_pairs.iter();
+        right_keys.retain(|_| !window_pair(pairs.next().unwrap_or(&None)));
+    }
     let keys = left_keys.len();
     let (left_fns, right_fns) = key_functions(left_keys, right_keys);
     let tag = |stream: DataStream<Row>, side: bool, fns: Vec<Eval>, columns: Option<Vec<usize>>| {
@@ -1485,7 +1499,8 @@ pub(crate) fn plan_join_parts(
             steps,
         }));
     }
-    if let Some(ends) = window_join {
+    if let Some([[ls, le], [rs, re]]) = window_join {
+        let (starts, ends) = ([ls, rs], [le, re]);
         let stamped = |stream, side: bool, fns| {
             let end = ends[usize::from(side)];
             stamped_with_window_end(tag(stream, side, fns, None), keys, end)
@@ -1496,6 +1511,7 @@ pub(crate) fn plan_join_parts(
             .window(TumblingEventTimeWindows::of(Duration::from_millis(1)))
             .process(WindowJoinFunction {
                 keys,
+                starts,
                 residual,
                 outer,
                 widths,

@@ -1281,6 +1281,32 @@ fn a_full_window_join_pads_both_sides_once_per_window() -> Result<(), SqlError> 
     Ok(())
 }
 
+/// Window joins hold rows by window end: rows of two windows that end
+/// together but start apart (a hopping and a cumulating window) do not
+/// join.
+#[test]
+fn a_window_join_joins_windows_that_start_and_end_together() -> Result<(), SqlError> {
+    let orders = csv(
+        "window-join-starts",
+        "1,alice,1.00,2020-04-15 08:00:07\n2,bob,2.00,2020-04-15 08:00:12\n",
+    );
+    let query = "SELECT L.id, L.window_start, L.window_end
+         FROM (SELECT * FROM TABLE(HOP(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))) L
+         JOIN (SELECT * FROM TABLE(CUMULATE(TABLE orders, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND))) R
+         ON L.id = R.id AND L.window_start = R.window_start AND L.window_end = R.window_end;";
+    let script = format!("{}\n{query}", orders_ddl(&orders));
+    // Order 2's windows ending at :15 start at :05 (hopping) and :10
+    // (cumulating).
+    assert_eq!(
+        support::changelog(&script)?,
+        [
+            "+I[1, 2020-04-15 08:00:00.000, 2020-04-15 08:00:10.000]",
+            "+I[2, 2020-04-15 08:00:10.000, 2020-04-15 08:00:20.000]"
+        ]
+    );
+    Ok(())
+}
+
 #[test]
 fn datagen_makes_rows_within_the_options() -> Result<(), SqlError> {
     let ddl = "CREATE TABLE t (id BIGINT, k INT, name STRING, amount DECIMAL(6, 2), maybe INT,
