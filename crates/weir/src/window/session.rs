@@ -108,6 +108,35 @@ struct Scheduled<K> {
     cleanup: bool,
 }
 
+/// A queue entry at `time`, ordered by time and then scheduling (`seq`).
+/// The entry travels in the queue itself: kept in a map by `seq` beside
+/// the queue, it cost a map insert and remove per session.
+struct Queued<K> {
+    time: i64,
+    seq: u64,
+    entry: Scheduled<K>,
+}
+
+impl<K> PartialEq for Queued<K> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+
+impl<K> Eq for Queued<K> {}
+
+impl<K> PartialOrd for Queued<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K> Ord for Queued<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.time, self.seq).cmp(&(other.time, other.seq))
+    }
+}
+
 pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
     key_of: KeySelector<T, K>,
     assigner: Arc<dyn WindowAssigner<T, W = W>>,
@@ -116,8 +145,7 @@ pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     late_tag: Option<String>,
     sessions: Map<K, Vec<Session<L::Acc>>>,
     state: Option<KeyedStateStore>,
-    queue: BinaryHeap<Reverse<(i64, u64)>>,
-    scheduled: Map<u64, Scheduled<K>>,
+    queue: BinaryHeap<Reverse<Queued<K>>>,
     next_seq: u64,
     next_id: u64,
     watermark: i64,
@@ -153,7 +181,6 @@ where
             sessions: Map::default(),
             state: None,
             queue: BinaryHeap::new(),
-            scheduled: Map::default(),
             next_seq: 0,
             next_id: 0,
             watermark: i64::MIN,
@@ -169,15 +196,15 @@ where
     fn schedule(&mut self, time: i64, key: &K, id: u64, cleanup: bool) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.push(Reverse((time, seq)));
-        self.scheduled.insert(
+        self.queue.push(Reverse(Queued {
+            time,
             seq,
-            Scheduled {
+            entry: Scheduled {
                 key: key.clone(),
                 id,
                 cleanup,
             },
-        );
+        }));
     }
 
     /// Makes sure session `index` of `key` has the queue entries it needs.
@@ -515,20 +542,20 @@ where
     fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
         // The heap may still hold entries of sessions that merged; its
         // head is a lower bound of the next firing.
-        let count = self.scheduled.len() as u64;
-        let earliest = self.queue.peek().map(|Reverse((time, _))| *time);
+        let count = self.queue.len() as u64;
+        let earliest = self.queue.peek().map(|Reverse(q)| q.time);
         Some((count, earliest.filter(|_| count > 0)))
     }
 
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
         self.watermark = self.watermark.max(watermark);
-        while let Some(Reverse((time, seq))) = self.queue.peek().copied() {
-            if time > watermark {
-                break;
-            }
-            self.queue.pop();
-            if let Some(entry) = self.scheduled.remove(&seq) {
-                self.on_scheduled(entry, out)?;
+        while self
+            .queue
+            .peek()
+            .is_some_and(|Reverse(q)| q.time <= watermark)
+        {
+            if let Some(Reverse(q)) = self.queue.pop() {
+                self.on_scheduled(q.entry, out)?;
                 out.flush_if_full()?;
             }
         }
