@@ -13,7 +13,7 @@
 //! it with the general operator.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -145,7 +145,14 @@ pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     late_tag: Option<String>,
     sessions: Map<K, Vec<Session<L::Acc>>>,
     state: Option<KeyedStateStore>,
+    /// Queue entries each no earlier than the one before, in scheduling
+    /// order: most are (a record's session ends a gap after it, and
+    /// records mostly come in time order), and these cost no reordering.
+    run: VecDeque<Queued<K>>,
+    /// The entries earlier than the run's last when scheduled.
     queue: BinaryHeap<Reverse<Queued<K>>>,
+    /// Processing time as read once for a watermark's firings.
+    now: Option<i64>,
     next_seq: u64,
     next_id: u64,
     watermark: i64,
@@ -180,7 +187,9 @@ where
             late_tag,
             sessions: Map::default(),
             state: None,
+            run: VecDeque::new(),
             queue: BinaryHeap::new(),
+            now: None,
             next_seq: 0,
             next_id: 0,
             watermark: i64::MIN,
@@ -196,7 +205,7 @@ where
     fn schedule(&mut self, time: i64, key: &K, id: u64, cleanup: bool) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.push(Reverse(Queued {
+        let queued = Queued {
             time,
             seq,
             entry: Scheduled {
@@ -204,7 +213,47 @@ where
                 id,
                 cleanup,
             },
-        }));
+        };
+        match self.run.back() {
+            Some(last) if last.time > time => self.queue.push(Reverse(queued)),
+            _ => self.run.push_back(queued),
+        }
+    }
+
+    /// Whether the earliest queue entry is the heap's (else the run's).
+    fn earliest_in_heap(&self) -> bool {
+        match (self.run.front(), self.queue.peek()) {
+            (Some(r), Some(Reverse(h))) => h < r,
+            (None, Some(_)) => true,
+            _ => false,
+        }
+    }
+
+    /// The earliest queue entry's time.
+    fn earliest(&self) -> Option<i64> {
+        if self.earliest_in_heap() {
+            self.queue.peek().map(|Reverse(q)| q.time)
+        } else {
+            self.run.front().map(|q| q.time)
+        }
+    }
+
+    /// Takes the earliest queue entry if it is due at `watermark`.
+    fn pop_due(&mut self, watermark: i64) -> Option<Queued<K>> {
+        if self.earliest()? > watermark {
+            return None;
+        }
+        if self.earliest_in_heap() {
+            self.queue.pop().map(|Reverse(q)| q)
+        } else {
+            self.run.pop_front()
+        }
+    }
+
+    /// Processing time for a firing: read once per watermark.
+    fn now(&self) -> i64 {
+        self.now
+            .unwrap_or_else(|| self.clock.as_ref().map_or(0, |c| c.now_ms()))
     }
 
     /// Makes sure session `index` of `key` has the queue entries it needs.
@@ -231,7 +280,7 @@ where
     }
 
     fn emit(&mut self, key: &K, index: usize, out: &mut Output<O>) -> FunctionResult {
-        let now = self.clock.as_ref().map_or(0, |c| c.now_ms());
+        let now = self.now();
         let Some(list) = self.sessions.get_mut(key) else {
             return Ok(());
         };
@@ -441,7 +490,7 @@ where
         let firing = Firing {
             merging: true,
             watermark: self.watermark,
-            now: self.clock.as_ref().map_or(0, |c| c.now_ms()),
+            now: self.now(),
         };
         let logic = &mut self.logic;
         with_context(self.state.as_ref(), firing, key, &window, sides, |ctx| {
@@ -542,23 +591,24 @@ where
     fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
         // The heap may still hold entries of sessions that merged; its
         // head is a lower bound of the next firing.
-        let count = self.queue.len() as u64;
-        let earliest = self.queue.peek().map(|Reverse(q)| q.time);
+        let count = (self.run.len() + self.queue.len()) as u64;
+        let earliest = self.earliest();
         Some((count, earliest.filter(|_| count > 0)))
     }
 
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
         self.watermark = self.watermark.max(watermark);
-        while self
-            .queue
-            .peek()
-            .is_some_and(|Reverse(q)| q.time <= watermark)
-        {
-            if let Some(Reverse(q)) = self.queue.pop() {
+        self.now = None;
+        self.now = Some(self.now());
+        let fired = (|| {
+            while let Some(q) = self.pop_due(watermark) {
                 self.on_scheduled(q.entry, out)?;
                 out.flush_if_full()?;
             }
-        }
+            FunctionResult::Ok(())
+        })();
+        self.now = None;
+        fired?;
         out.emit_watermark(watermark)?;
         Ok(())
     }
