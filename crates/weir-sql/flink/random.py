@@ -11,7 +11,8 @@ RANGE, bounded or not), ORDER BY … LIMIT, a sort by event time, a
 condition over NULLs (AND, OR, NOT, CASE, IF, BETWEEN, IN, in WHERE and
 as columns), built-in functions (math, text, time, JSON) nested at random
 as columns, a deduplication, a self-join (regular inner or outer, maybe
-grouped, interval, window, or an event-time temporal join with a
+grouped, interval, window (of TUMBLE, HOP or CUMULATE windows, their
+rows as they are or aggregated), or an event-time temporal join with a
 versioned view of the table), a join with a window's own MAX or MIN, or
 a subquery (IN, NOT IN, [NOT] EXISTS, INTERSECT [ALL], EXCEPT [ALL], a CTE); watermarks per row with a random delay, so late rows
 matter. A join reads the file twice, as two sources whose rows interleave
@@ -173,17 +174,33 @@ def join(rng):
         )
     size = rng.choice([3, 5, 10])
     how = rng.choice(["JOIN", "LEFT JOIN", "FULL JOIN"])
+    # Both sides' windows are the same TVF's, as Flink requires.
+    tvf = rng.choice([
+        f"TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '{size}' SECOND)",
+        f"HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '{size}' SECOND)",
+        f"CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '{size}' SECOND)",
+    ])
+    on = "l.window_start = r.window_start AND l.window_end = r.window_end"
+    if rng.random() < 0.4:
+        # The TVFs' rows joined as they are, not aggregated first.
+        key = rng.choice(["l.k = r.k AND ", "l.id = r.id + 1 AND ", ""])
+        return (
+            "SELECT l.id, r.id AS rid, l.window_start, l.window_end\n"
+            f"FROM (SELECT * FROM TABLE({tvf})) l\n"
+            f"{how} (SELECT * FROM TABLE({tvf}) WHERE amount > 20) r\n"
+            f"ON {key}{on};"
+        )
     return (
         "SELECT l.k, l.window_start, l.n, r.total FROM (\n"
         "  SELECT k, window_start, window_end, COUNT(*) AS n\n"
-        f"  FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '{size}' SECOND))\n"
+        f"  FROM TABLE({tvf})\n"
         "  GROUP BY k, window_start, window_end\n"
         f") l {how} (\n"
         "  SELECT k, window_start, window_end, SUM(amount) AS total\n"
-        f"  FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '{size}' SECOND))\n"
+        f"  FROM TABLE({tvf})\n"
         "  WHERE amount > 20\n"
         "  GROUP BY k, window_start, window_end\n"
-        ") r ON l.k = r.k AND l.window_start = r.window_start AND l.window_end = r.window_end;"
+        f") r ON l.k = r.k AND {on};"
     )
 
 
