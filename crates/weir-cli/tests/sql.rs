@@ -423,16 +423,7 @@ JOIN evens FOR SYSTEM_TIME AS OF o.ts AS v ON o.k = v.k;
         .collect();
     let mut expected = expected;
     expected.sort();
-    let both: Vec<String> = before.into_iter().chain(after).collect();
-    let got = materialize(&both);
-    let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
-    let extra: Vec<&String> = got.iter().filter(|r| !expected.contains(r)).collect();
-    assert!(
-        missing.is_empty() && extra.is_empty() && got.len() == expected.len(),
-        "missing {missing:?}, unexpected {extra:?}, {} rows for {}",
-        got.len(),
-        expected.len()
-    );
+    assert_leaves(&before, &after, &expected);
 }
 
 /// With `table.exec.source.idle-timeout`, a source that reads nothing for
@@ -512,7 +503,14 @@ ON e.id = h.id AND e.window_start = h.window_start AND e.window_end = h.window_e
         .map(|m| format!("[{}, {}]", 6 * m, window_start(6 * m)))
         .collect();
     expected.sort();
-    let both: Vec<String> = before.into_iter().chain(after).collect();
+    assert_leaves(&before, &after, &expected);
+}
+
+/// Checks that the changelogs of a run stopped with a savepoint (`before`)
+/// and of its resumed run (`after`) together leave the rows `expected`
+/// (sorted), naming the rows missing and unexpected.
+fn assert_leaves(before: &[String], after: &[String], expected: &[String]) {
+    let both: Vec<String> = before.iter().chain(after).cloned().collect();
     let got = materialize(&both);
     let missing: Vec<&String> = expected.iter().filter(|r| !got.contains(r)).collect();
     let extra: Vec<&String> = got.iter().filter(|r| !expected.contains(r)).collect();
