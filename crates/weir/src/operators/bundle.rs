@@ -105,15 +105,28 @@ where
         out: &mut Output<O>,
     ) -> FunctionResult {
         let mut in_bundle = 0;
+        // The place of the record before's key in `gathered`.
+        let mut before: Option<usize> = None;
         for r in input.drain(..) {
             if in_bundle == self.max_records {
                 self.finish_bundle(out)?;
                 in_bundle = 0;
+                before = None;
             }
             in_bundle += 1;
             let key = (self.key_of)(&r.value);
-            let gathered = match self.places.get(&key) {
-                Some(&place) => &mut self.gathered[place],
+            // Runs of records of one key (a day's, an hour's) are common:
+            // the key before is compared first, and such a record's key
+            // is not hashed.
+            let place = match before.filter(|&p| self.gathered[p].key == key) {
+                Some(p) => Some(p),
+                None => self.places.get(&key).copied(),
+            };
+            let gathered = match place {
+                Some(place) => {
+                    before = Some(place);
+                    &mut self.gathered[place]
+                }
                 None => {
                     self.places.insert(key.clone(), self.gathered.len());
                     let records = self.spare.pop().unwrap_or_default();
@@ -123,6 +136,7 @@ where
                         records,
                     });
                     let last = self.gathered.len() - 1;
+                    before = Some(last);
                     &mut self.gathered[last]
                 }
             };
