@@ -296,7 +296,6 @@ impl Expiry {
     }
 }
 
-/// A row waiting for its window, and whether its key has a NULL.
 /// A window join: each window's rows of both sides kept until the
 /// watermark passes the window's end, then joined (outer sides' unmatched
 /// rows padded with NULLs); rows of a window already joined are late and
@@ -1406,7 +1405,8 @@ pub(crate) fn plan_join_parts(
         // starts of each pair: the windows' equalities are not part of
         // the key (a key of one column is held inline, not allocated per
         // row), as in Flink, whose window join is keyed by the others.
-        let window_pair = |pair: &Option<(usize, usize)>| matches!(pair, Some(p) if *p == (ls, rs) || *p == (le, re));
+        let window_pair =
+            |pair: &Option<(usize, usize)>| pair.is_some_and(|p| p == (ls, rs) || p == (le, re));
         let mut pairs = key_pairs.iter();
         left_keys.retain(|_| !window_pair(pairs.next().unwrap_or(&None)));
         let mut pairs = key_pairs.iter();
