@@ -6,8 +6,10 @@
 //! processing-time windows, timers, periodic watermarks and idleness are
 //! deterministic.
 
+mod queue;
 mod timers;
 
+pub use queue::TimeQueue;
 pub use timers::{Timer, TimerQueue};
 
 pub use weir_state::{system_clock, Clock, ManualClock, SharedClock, SystemClock};

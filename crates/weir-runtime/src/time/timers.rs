@@ -6,17 +6,15 @@
 //! is skipped when it comes up. The set of live timers is what a
 //! checkpoint snapshots.
 //!
-//! Most timers are registered in time order (a window's end, then the
-//! next window's): those join a first-in-first-out run, costing no
-//! reordering to queue or to fire; only a timer earlier than the run's
-//! last goes to a heap. Each queued timer keeps its hash, so firing one
+//! Timers wait in a [`TimeQueue`] (most are registered in time order and
+//! cost no reordering). Each queued timer keeps its hash, so firing one
 //! looks it up in the live set without hashing its key again.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
 use std::hash::{BuildHasher, Hash};
 
 use hashbrown::HashTable;
+
+use super::queue::TimeQueue;
 
 /// A timer: fire at `timestamp` for `key` in `namespace` (e.g. a window).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -32,60 +30,28 @@ pub struct Timer<K, N> {
 /// Timers of one kind (event or processing time) of one operator.
 #[derive(Debug, Clone)]
 pub struct TimerQueue<K, N> {
-    /// Timers each no earlier than the one before, in registration order
-    /// (deleted ones included until they come up).
-    run: VecDeque<Queued<K, N>>,
-    /// The timers registered earlier than the run's last, by time and
-    /// registration.
-    heap: BinaryHeap<Reverse<Queued<K, N>>>,
+    /// The timers by time and registration (deleted ones included until
+    /// they come up).
+    queue: TimeQueue<Queued<K, N>>,
     /// The timers that will fire, with their hashes.
     live: HashTable<(u64, Timer<K, N>)>,
     hasher: foldhash::fast::RandomState,
-    next_seq: u64,
 }
 
-/// A queued timer, ordered by time and then registration.
+/// A queued timer (its time is the queue's) and its hash.
 #[derive(Debug, Clone)]
 struct Queued<K, N> {
-    seq: u64,
     hash: u64,
-    timer: Timer<K, N>,
-}
-
-impl<K, N> Queued<K, N> {
-    fn order(&self) -> (i64, u64) {
-        (self.timer.timestamp, self.seq)
-    }
-}
-
-impl<K, N> PartialEq for Queued<K, N> {
-    fn eq(&self, other: &Self) -> bool {
-        self.order() == other.order()
-    }
-}
-
-impl<K, N> Eq for Queued<K, N> {}
-
-impl<K, N> PartialOrd for Queued<K, N> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<K, N> Ord for Queued<K, N> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.order().cmp(&other.order())
-    }
+    key: K,
+    namespace: N,
 }
 
 impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> Default for TimerQueue<K, N> {
     fn default() -> Self {
         TimerQueue {
-            run: VecDeque::new(),
-            heap: BinaryHeap::new(),
+            queue: TimeQueue::new(),
             live: HashTable::new(),
             hasher: Default::default(),
-            next_seq: 0,
         }
     }
 }
@@ -127,21 +93,18 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         }
         let timer = Timer {
             timestamp,
-            key,
-            namespace,
+            key: key.clone(),
+            namespace: namespace.clone(),
         };
-        self.live
-            .insert_unique(hash, (hash, timer.clone()), |(h, _)| *h);
-        let queued = Queued {
-            seq: self.next_seq,
-            hash,
-            timer,
-        };
-        self.next_seq += 1;
-        match self.run.back() {
-            Some(last) if last.timer.timestamp > timestamp => self.heap.push(Reverse(queued)),
-            _ => self.run.push_back(queued),
-        }
+        self.live.insert_unique(hash, (hash, timer), |(h, _)| *h);
+        self.queue.push(
+            timestamp,
+            Queued {
+                hash,
+                key,
+                namespace,
+            },
+        );
         true
     }
 
@@ -171,7 +134,7 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
     /// The earliest timestamp queued, possibly of a deleted timer: a lower
     /// bound of the next firing, readable without `&mut`.
     pub fn earliest_hint(&self) -> Option<i64> {
-        self.first().map(|q| q.timer.timestamp)
+        self.queue.peek().map(|(t, _)| t)
     }
 
     /// How many timers will fire, and a lower bound of the earliest (see
@@ -184,13 +147,13 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
     /// Removes and returns the earliest timer with `timestamp <= time`.
     pub fn pop_due(&mut self, time: i64) -> Option<Timer<K, N>> {
         loop {
-            if self.earliest_hint()? > time {
-                return None;
-            }
-            let q = self.pop_first()?;
-            let t = &q.timer;
-            if self.remove_live(q.hash, t.timestamp, &t.key, &t.namespace) {
-                return Some(q.timer);
+            let (timestamp, q) = self.queue.pop_due(time)?;
+            if self.remove_live(q.hash, timestamp, &q.key, &q.namespace) {
+                return Some(Timer {
+                    timestamp,
+                    key: q.key,
+                    namespace: q.namespace,
+                });
             }
         }
     }
@@ -210,41 +173,15 @@ impl<K: Clone + Eq + Hash, N: Clone + Eq + Hash> TimerQueue<K, N> {
         self.live.iter().map(|(_, t)| t)
     }
 
-    /// Whether the earliest queued timer is the heap's top (else the
-    /// run's first, if any).
-    fn first_in_heap(&self) -> bool {
-        match (self.run.front(), self.heap.peek()) {
-            (Some(r), Some(Reverse(h))) => h < r,
-            (r, _) => r.is_none(),
-        }
-    }
-
-    /// The earliest queued timer.
-    fn first(&self) -> Option<&Queued<K, N>> {
-        if self.first_in_heap() {
-            self.heap.peek().map(|Reverse(q)| q)
-        } else {
-            self.run.front()
-        }
-    }
-
-    fn pop_first(&mut self) -> Option<Queued<K, N>> {
-        if self.first_in_heap() {
-            self.heap.pop().map(|Reverse(q)| q)
-        } else {
-            self.run.pop_front()
-        }
-    }
-
     /// Drops deleted timers from the front of the queue. A timer deleted
     /// and registered again is queued twice: the first to come up fires
     /// and leaves the set, so the second is skipped.
     fn skip_deleted(&mut self) {
-        while let Some(q) = self.first() {
-            if self.find(q.hash, q.timer.timestamp, &q.timer.key, &q.timer.namespace) {
+        while let Some((timestamp, q)) = self.queue.peek() {
+            if self.find(q.hash, timestamp, &q.key, &q.namespace) {
                 return;
             }
-            self.pop_first();
+            self.queue.pop();
         }
     }
 }

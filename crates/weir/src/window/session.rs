@@ -12,8 +12,6 @@
 //! merged away are skipped when they come up). The property tests compare
 //! it with the general operator.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -24,7 +22,7 @@ use weir_state::{KeyedStateStore, StableHash};
 use weir_runtime::element::{StreamRecord, NO_TIMESTAMP};
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
-use weir_runtime::time::SharedClock;
+use weir_runtime::time::{SharedClock, TimeQueue};
 use weir_runtime::FunctionResult;
 
 use super::assigner::{AssignerContext, WindowAssigner};
@@ -108,35 +106,6 @@ struct Scheduled<K> {
     cleanup: bool,
 }
 
-/// A queue entry at `time`, ordered by time and then scheduling (`seq`).
-/// The entry travels in the queue itself: kept in a map by `seq` beside
-/// the queue, it cost a map insert and remove per session.
-struct Queued<K> {
-    time: i64,
-    seq: u64,
-    entry: Scheduled<K>,
-}
-
-impl<K> PartialEq for Queued<K> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
-    }
-}
-
-impl<K> Eq for Queued<K> {}
-
-impl<K> PartialOrd for Queued<K> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<K> Ord for Queued<K> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.time, self.seq).cmp(&(other.time, other.seq))
-    }
-}
-
 pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> {
     key_of: KeySelector<T, K>,
     assigner: Arc<dyn WindowAssigner<T, W = W>>,
@@ -145,15 +114,11 @@ pub(crate) struct SessionWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     late_tag: Option<String>,
     sessions: Map<K, Vec<Session<L::Acc>>>,
     state: Option<KeyedStateStore>,
-    /// Queue entries each no earlier than the one before, in scheduling
-    /// order: most are (a record's session ends a gap after it, and
-    /// records mostly come in time order), and these cost no reordering.
-    run: VecDeque<Queued<K>>,
-    /// The entries earlier than the run's last when scheduled.
-    queue: BinaryHeap<Reverse<Queued<K>>>,
+    /// The entries, each carrying its key and session (kept in a map
+    /// beside the queue, they cost a map insert and remove per session).
+    queue: TimeQueue<Scheduled<K>>,
     /// Processing time as read once for a watermark's firings.
     now: Option<i64>,
-    next_seq: u64,
     next_id: u64,
     watermark: i64,
     scratch: Vec<W>,
@@ -187,10 +152,8 @@ where
             late_tag,
             sessions: Map::default(),
             state: None,
-            run: VecDeque::new(),
-            queue: BinaryHeap::new(),
+            queue: TimeQueue::new(),
             now: None,
-            next_seq: 0,
             next_id: 0,
             watermark: i64::MIN,
             scratch: Vec::new(),
@@ -203,57 +166,33 @@ where
     }
 
     fn schedule(&mut self, time: i64, key: &K, id: u64, cleanup: bool) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let queued = Queued {
+        self.queue.push(
             time,
-            seq,
-            entry: Scheduled {
+            Scheduled {
                 key: key.clone(),
                 id,
                 cleanup,
             },
-        };
-        match self.run.back() {
-            Some(last) if last.time > time => self.queue.push(Reverse(queued)),
-            _ => self.run.push_back(queued),
-        }
-    }
-
-    /// Whether the earliest queue entry is the heap's (else the run's).
-    fn earliest_in_heap(&self) -> bool {
-        match (self.run.front(), self.queue.peek()) {
-            (Some(r), Some(Reverse(h))) => h < r,
-            (None, Some(_)) => true,
-            _ => false,
-        }
-    }
-
-    /// The earliest queue entry's time.
-    fn earliest(&self) -> Option<i64> {
-        if self.earliest_in_heap() {
-            self.queue.peek().map(|Reverse(q)| q.time)
-        } else {
-            self.run.front().map(|q| q.time)
-        }
-    }
-
-    /// Takes the earliest queue entry if it is due at `watermark`.
-    fn pop_due(&mut self, watermark: i64) -> Option<Queued<K>> {
-        if self.earliest()? > watermark {
-            return None;
-        }
-        if self.earliest_in_heap() {
-            self.queue.pop().map(|Reverse(q)| q)
-        } else {
-            self.run.pop_front()
-        }
+        );
     }
 
     /// Processing time for a firing: read once per watermark.
     fn now(&self) -> i64 {
-        self.now
-            .unwrap_or_else(|| self.clock.as_ref().map_or(0, |c| c.now_ms()))
+        self.now.unwrap_or_else(|| self.clock_now())
+    }
+
+    fn clock_now(&self) -> i64 {
+        self.clock.as_ref().map_or(0, |c| c.now_ms())
+    }
+
+    /// Fires or cleans up every session whose queue entry is due at
+    /// `watermark`.
+    fn fire_due(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
+        while let Some((_, entry)) = self.queue.pop_due(watermark) {
+            self.on_scheduled(entry, out)?;
+            out.flush_if_full()?;
+        }
+        Ok(())
     }
 
     /// Makes sure session `index` of `key` has the queue entries it needs.
@@ -589,26 +528,21 @@ where
     }
 
     fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
-        // The heap may still hold entries of sessions that merged; its
+        // The queue may still hold entries of sessions that merged; its
         // head is a lower bound of the next firing.
-        let count = (self.run.len() + self.queue.len()) as u64;
-        let earliest = self.earliest();
+        let count = self.queue.len() as u64;
+        let earliest = self.queue.peek().map(|(time, _)| time);
         Some((count, earliest.filter(|_| count > 0)))
     }
 
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
         self.watermark = self.watermark.max(watermark);
-        self.now = None;
-        self.now = Some(self.now());
-        let fired = (|| {
-            while let Some(q) = self.pop_due(watermark) {
-                self.on_scheduled(q.entry, out)?;
-                out.flush_if_full()?;
-            }
-            FunctionResult::Ok(())
-        })();
-        self.now = None;
-        fired?;
+        if self.queue.peek().is_some_and(|(time, _)| time <= watermark) {
+            self.now = Some(self.clock_now());
+            let fired = self.fire_due(watermark, out);
+            self.now = None;
+            fired?;
+        }
         out.emit_watermark(watermark)?;
         Ok(())
     }
