@@ -319,14 +319,9 @@ struct WindowJoinFunction {
     widths: [usize; 2],
 }
 
-impl WindowJoinFunction {
-    /// A tagged row's side (`true` for the right) and whether its key has
-    /// a NULL (then it joins nothing; only an outer side's come this far).
-    fn side_of(&self, row: &Row) -> (bool, bool) {
-        let right = matches!(row.values[0], Value::Boolean(true));
-        let null_key = row.values[1..=self.keys].iter().any(Value::is_null);
-        (right, null_key)
-    }
+/// A tagged row's side: 1 for the right, 0 for the left.
+fn side_of(row: &Row) -> usize {
+    usize::from(matches!(row.values[0], Value::Boolean(true)))
 }
 
 impl ProcessWindowFunction<Row, Row, RowKey, TimeWindow> for WindowJoinFunction {
@@ -341,7 +336,7 @@ impl ProcessWindowFunction<Row, Row, RowKey, TimeWindow> for WindowJoinFunction 
         // join's are done after one look at each row's side.
         let mut counts = [0usize; 2];
         for row in elements.clone() {
-            counts[usize::from(matches!(row.values[0], Value::Boolean(true)))] += 1;
+            counts[side_of(row)] += 1;
         }
         let has = |side: usize| counts[side] > 0;
         let joins = has(0) && has(1);
@@ -353,8 +348,10 @@ impl ProcessWindowFunction<Row, Row, RowKey, TimeWindow> for WindowJoinFunction 
         let mut sides: [Vec<(&[Value], bool)>; 2] =
             [Vec::with_capacity(counts[0]), Vec::with_capacity(counts[1])];
         for row in elements {
-            let (right, null_key) = self.side_of(row);
-            sides[usize::from(right)].push((&row.values[skip..], null_key));
+            // A row whose key has a NULL joins nothing (only an outer
+            // side's come this far).
+            let null_key = row.values[1..skip].iter().any(Value::is_null);
+            sides[side_of(row)].push((&row.values[skip..], null_key));
         }
         let [left, right] = sides;
         let mut right_matched = vec![false; if self.outer[1] { right.len() } else { 0 }];
@@ -399,22 +396,6 @@ impl ProcessWindowFunction<Row, Row, RowKey, TimeWindow> for WindowJoinFunction 
         }
         Ok(())
     }
-}
-
-/// Tagged rows (`[side, keys…, columns…]`) stamped with the last
-/// millisecond of their window, whose end is the side's column `end`: the
-/// time the window join holds them until (a row without a window end
-/// joins nothing).
-fn stamped_with_window_end(stream: DataStream<Row>, keys: usize, end: usize) -> DataStream<Row> {
-    let at = 1 + keys + end;
-    stream.process(
-        move |row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
-            if let Some(end) = row.values.get(at).and_then(Value::as_i64) {
-                out.collect_with_timestamp(row, end.saturating_sub(1));
-            }
-            Ok(())
-        },
-    )
 }
 
 /// A row kept by the join: its values and, on a side whose unmatched
@@ -948,8 +929,30 @@ pub(crate) fn tagged(
     columns: Option<Vec<usize>>,
     keeps_unmatched: bool,
 ) -> DataStream<Row> {
+    tagged_at(stream, side, fns, columns, keeps_unmatched, None)
+}
+
+/// [`tagged`], each row stamped, when `window_end` names one of its
+/// columns, with the last millisecond of the window that column ends:
+/// the time a window join holds it until (a row without a window end
+/// joins nothing).
+fn tagged_at(
+    stream: DataStream<Row>,
+    side: bool,
+    fns: Vec<Eval>,
+    columns: Option<Vec<usize>>,
+    keeps_unmatched: bool,
+    window_end: Option<usize>,
+) -> DataStream<Row> {
     stream.process(
         move |mut row: Row, _ctx: &mut ProcessContext<'_>, out: &mut Collector<'_, Row>| {
+            let stamp = match window_end {
+                Some(end) => match row.values.get(end).and_then(Value::as_i64) {
+                    Some(end) => Some(end.saturating_sub(1)),
+                    None => return Ok(()),
+                },
+                None => None,
+            };
             let width = columns.as_ref().map_or(row.values.len(), Vec::len);
             let mut values = Row::buffer(1 + fns.len() + width);
             values.push(Value::Boolean(side));
@@ -969,10 +972,14 @@ pub(crate) fn tagged(
                         .map(|i| std::mem::replace(&mut row.values[*i], Value::Null)),
                 ),
             }
-            out.collect(Row {
+            let row = Row {
                 kind: row.kind,
                 values,
-            });
+            };
+            match stamp {
+                Some(t) => out.collect_with_timestamp(row, t),
+                None => out.collect(row),
+            }
             Ok(())
         },
     )
@@ -1502,8 +1509,8 @@ pub(crate) fn plan_join_parts(
     if let Some([[ls, le], [rs, re]]) = window_join {
         let (starts, ends) = ([ls, rs], [le, re]);
         let stamped = |stream, side: bool, fns| {
-            let end = ends[usize::from(side)];
-            stamped_with_window_end(tag(stream, side, fns, None), keys, end)
+            let end = Some(ends[usize::from(side)]);
+            tagged_at(stream, side, fns, None, outer[usize::from(side)], end)
         };
         let stream = stamped(left.stream, false, left_fns)
             .union(&[stamped(right.stream, true, right_fns)])
