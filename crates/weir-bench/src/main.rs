@@ -76,7 +76,7 @@ usage: weir-bench stateless|windows|state|checkpoints|exchange [--events N]
        weir-bench job --name JOB [--parallelism P] [--events N] [--checkpoint-interval D] [--checkpoint-dir DIR|s3://…]
        weir-bench nexmark (--query qN | --all) [--events N] [--parallelism P] [--pool N] [--input FILE]
        weir-bench nexmark --write-events FILE [--events N]
-       weir-bench sql [--query q0,q1,q2] [--events N] [--pool N] [--chain-keyed-exchanges false]
+       weir-bench sql [--query q0,q1,q2] [--events N] [--pool N] [--chain-keyed-exchanges true|false|auto]
                                   (Nexmark in SQL against the DataStream queries)
        weir-bench sql --write-pool DIR [--pool N]   (the replayed events as TSV files, for another engine)
        weir-bench sql --script qN [--events N] [--pool N]   (the SQL script that --query runs)

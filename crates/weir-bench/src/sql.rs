@@ -4,9 +4,11 @@
 //! generator is not what is measured), each into a discarding sink, each
 //! run in its own process (for its peak RSS).
 //!
-//! `--chain-keyed-exchanges false` runs both with
-//! `pipeline.operator-chaining.chain-keyed-exchanges` off: a task on each
-//! side of every keyed exchange, as Flink runs them, instead of one chain.
+//! `--chain-keyed-exchanges true|false|auto` runs both with
+//! `pipeline.operator-chaining.chain-keyed-exchanges` set so: `false`, a
+//! task on each side of every keyed exchange, as Flink runs them; `true`,
+//! one chain; `auto` (the default, as for any job), chained unless the
+//! job would leave cores idle.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -64,9 +66,9 @@ pub fn main(params: &ParameterTool, events: u64) -> anyhow::Result<()> {
         print!("{}", blackhole_script(query, events, pool)?);
         return Ok(());
     }
-    let chain_keyed = params.get("chain-keyed-exchanges").unwrap_or("true");
-    if !matches!(chain_keyed, "true" | "false") {
-        bail!("--chain-keyed-exchanges is true or false, not {chain_keyed}");
+    let chain_keyed = params.get("chain-keyed-exchanges").unwrap_or("auto");
+    if !matches!(chain_keyed, "true" | "false" | "auto") {
+        bail!("--chain-keyed-exchanges is true, false or auto, not {chain_keyed}");
     }
     if let Some(kind) = params.get("run") {
         let query = params.required("query")?;

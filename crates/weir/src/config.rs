@@ -28,9 +28,12 @@ pub mod keys {
     /// Flink 1.x name of [`OPERATOR_CHAINING`], still accepted.
     pub const OPERATOR_CHAINING_LEGACY: &str = "pipeline.operator-chaining";
     /// Whether a keyed exchange between two operators of parallelism 1 is
-    /// chained (the default: one thread, no record crosses threads) or, as
+    /// chained (`true`: one thread, no record crosses threads) or, as
     /// Flink always does, splits the job into a task on each side of it
-    /// (two threads, a pipeline over two cores).
+    /// (`false`: two threads, a pipeline over two cores). `auto` (the
+    /// default): chained, except in a job with fewer tasks than the
+    /// process has cores, where exchanges are split (the first from the
+    /// sources first) until it has a task per core.
     pub const CHAIN_KEYED_EXCHANGES: &str = "pipeline.operator-chaining.chain-keyed-exchanges";
     /// Interval of periodic watermarks.
     pub const AUTO_WATERMARK_INTERVAL: &str = "pipeline.auto-watermark-interval";
@@ -287,8 +290,20 @@ impl Configuration {
         self.get_bool_any(&[keys::OPERATOR_CHAINING, keys::OPERATOR_CHAINING_LEGACY])
     }
 
-    pub(crate) fn chain_keyed_exchanges(&self) -> Result<Option<bool>> {
-        self.get_bool_any(&[keys::CHAIN_KEYED_EXCHANGES])
+    /// Whether keyed exchanges at parallelism 1 are chained, if set:
+    /// `Some(None)` for `auto`, chained unless cores would be left idle.
+    pub(crate) fn chain_keyed_exchanges(&self) -> Result<Option<Option<bool>>> {
+        let key = keys::CHAIN_KEYED_EXCHANGES;
+        self.get(key)
+            .map(|v| match v.trim().to_ascii_lowercase().as_str() {
+                "true" => Ok(Some(true)),
+                "false" => Ok(Some(false)),
+                "auto" => Ok(None),
+                _ => Err(Error::Config(format!(
+                    "{key}: '{v}' is not true, false or auto"
+                ))),
+            })
+            .transpose()
     }
 
     /// One warning per key Weir does not read, naming the closest known

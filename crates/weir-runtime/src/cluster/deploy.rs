@@ -55,8 +55,14 @@ pub struct JobConfig {
     /// Whether a keyed exchange between two operators of parallelism 1 is
     /// chained (one thread) or runs as Flink runs it, a task on each side
     /// (two threads: more throughput where a core is free, more CPU per
-    /// record for the crossing).
-    pub chain_keyed_exchanges: bool,
+    /// record for the crossing). `None` (the default): chained, except
+    /// where the job's tasks would leave some of [`JobConfig::cores`]
+    /// idle; then such exchanges are split, the first from the sources
+    /// first, until the job has a task per core.
+    pub chain_keyed_exchanges: Option<bool>,
+    /// The cores the job may use (the process's available parallelism),
+    /// for [`JobConfig::chain_keyed_exchanges`].
+    pub cores: usize,
     /// The processing-time clock (the system clock unless a test sets one).
     pub clock: SharedClock,
     /// Interval of periodic watermarks (Flink's default 200 ms); zero disables.
@@ -105,7 +111,8 @@ impl Default for JobConfig {
             channel_capacity: 8,
             buffer_timeout: Some(Duration::from_millis(100)),
             chaining: true,
-            chain_keyed_exchanges: true,
+            chain_keyed_exchanges: None,
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
             clock: system_clock(),
             auto_watermark_interval: Duration::from_millis(200),
             state_backend: weir_state::StateBackend::heap(),
@@ -450,6 +457,36 @@ pub(crate) fn deploy(
     })
 }
 
+/// Splits the chains of `chained_behind` at keyed exchanges of parallelism
+/// 1 (`keyed_at_one`), the first from the sources first, while the job has
+/// fewer tasks than `cores`: a job that is one chain on one thread then
+/// runs as a pipeline over the cores it would leave idle, as Flink runs
+/// it. A job with a task per core already keeps its chains, which spend
+/// the least CPU per record.
+fn split_for_cores(
+    chained_behind: &mut [Option<usize>],
+    parallelism: &[u32],
+    cores: usize,
+    keyed_at_one: impl Fn(usize) -> bool,
+) {
+    let mut tasks: usize = chained_behind
+        .iter()
+        .zip(parallelism)
+        .filter(|(behind, _)| behind.is_none())
+        .map(|(_, &p)| p as usize)
+        .sum();
+    // Nodes are numbered as the program made them, each after its inputs.
+    for behind in chained_behind.iter_mut() {
+        if tasks >= cores {
+            break;
+        }
+        if behind.is_some_and(&keyed_at_one) {
+            *behind = None;
+            tasks += 1;
+        }
+    }
+}
+
 impl<'g> Plan<'g> {
     fn new(
         graph: &'g StreamGraph,
@@ -525,7 +562,14 @@ impl<'g> Plan<'g> {
             partitioning.push(resolved);
             in_edges[edge.to.0].push(e);
         }
-        let chained_behind = graph
+        // A keyed exchange whose sides both have parallelism 1.
+        let keyed_at_one = |e: usize| {
+            let edge = &graph.edges[e];
+            matches!(&partitioning[e], Partitioning::Custom(w) if w.chains_at_parallelism_one())
+                && parallelism[edge.from.0] == 1
+                && parallelism[edge.to.0] == 1
+        };
+        let mut chained_behind: Vec<Option<usize>> = graph
             .nodes
             .iter()
             .map(|node| {
@@ -536,11 +580,8 @@ impl<'g> Plan<'g> {
                 let from = graph.node(edge.from);
                 let forward = match &partitioning[e] {
                     Partitioning::Forward => true,
-                    Partitioning::Custom(w) => {
-                        config.chain_keyed_exchanges
-                            && w.chains_at_parallelism_one()
-                            && parallelism[edge.from.0] == 1
-                            && parallelism[node.id.0] == 1
+                    Partitioning::Custom(_) => {
+                        config.chain_keyed_exchanges != Some(false) && keyed_at_one(e)
                     }
                     _ => false,
                 };
@@ -553,6 +594,14 @@ impl<'g> Plan<'g> {
                 chainable.then_some(e)
             })
             .collect();
+        if config.chain_keyed_exchanges.is_none() {
+            split_for_cores(
+                &mut chained_behind,
+                &parallelism,
+                config.cores,
+                keyed_at_one,
+            );
+        }
         let mut plan = Plan {
             graph,
             config,
@@ -918,5 +967,44 @@ impl<'g> Plan<'g> {
             1 => Ok(targets.pop().unwrap_or_else(|| ty.discard())),
             _ => ty.fan_out(targets),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_for_cores;
+
+    /// `chained_behind` after splitting for `cores`, where edges 1 and 2
+    /// are keyed exchanges (edge `e` leads into node `e + 1`).
+    fn split(chained_behind: &[Option<usize>], cores: usize) -> Vec<Option<usize>> {
+        let mut behind = chained_behind.to_vec();
+        let parallelism = vec![1; behind.len()];
+        split_for_cores(&mut behind, &parallelism, cores, |e| e == 1 || e == 2);
+        behind
+    }
+
+    #[test]
+    fn a_job_of_one_chain_is_split_at_its_first_keyed_exchanges_until_each_core_has_a_task() {
+        // Source -(forward 0)-> calc -(keyed 1)-> aggregate -(keyed 2)-> join.
+        let one_chain = [None, Some(0), Some(1), Some(2)];
+        assert_eq!(split(&one_chain, 1), one_chain);
+        assert_eq!(split(&one_chain, 2), [None, Some(0), None, Some(2)]);
+        // The forward edge is never split.
+        assert_eq!(split(&one_chain, 3), [None, Some(0), None, None]);
+        assert_eq!(split(&one_chain, 8), [None, Some(0), None, None]);
+    }
+
+    #[test]
+    fn a_job_with_a_task_per_core_keeps_its_chains() {
+        // Two sources (nodes 0 and 1) and a join (2, of two inputs)
+        // chained with its keyed aggregation (3): three tasks.
+        let join = [None, None, None, Some(2)];
+        assert_eq!(split(&join, 2), join);
+        assert_eq!(split(&join, 3), join);
+        assert_eq!(split(&join, 4), [None; 4]);
+        // A source of parallelism 2 is two tasks.
+        let mut behind = [None, Some(1)];
+        split_for_cores(&mut behind, &[2, 1], 2, |_| true);
+        assert_eq!(behind, [None, Some(1)]);
     }
 }

@@ -492,8 +492,7 @@ fn ttl_reducing_and_aggregating_state_in_a_running_job() -> anyhow::Result<()> {
     };
     for backend in backends {
         let clock = ManualClock::new(0);
-        let env = StreamExecutionEnvironment::new();
-        env.set_clock(std::sync::Arc::new(clock.clone()));
+        let env = crate::in_step_with(&clock)?;
         let mut c = Configuration::new();
         c.set("state.backend.type", *backend);
         env.configure(&c)?;

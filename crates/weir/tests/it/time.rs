@@ -9,7 +9,7 @@ use weir::prelude::*;
 use weir::window::ProcessingTimeSessionWindows;
 use weir_runtime::time::ManualClock;
 
-use crate::sorted;
+use crate::{in_step_with, sorted};
 
 /// Emits `after every event`: max_ts - bound - 1.
 struct Punctuated {
@@ -255,8 +255,7 @@ fn bounded_out_of_orderness_emits_periodically_on_the_clock() -> anyhow::Result<
     // processing time: 1099 at 1200 ms, which fires [0, 1000) while the
     // source is still running, long before the end of input.
     let clock = ManualClock::new(0);
-    let env = StreamExecutionEnvironment::new();
-    env.set_clock(Arc::new(clock.clone()));
+    let env = in_step_with(&clock)?;
     env.set_auto_watermark_interval(Duration::from_millis(200));
     let emitted = Arc::new(std::sync::atomic::AtomicI64::new(0));
     let source = TickingNumbers {
@@ -309,18 +308,17 @@ impl SourceFunction<String> for ClockedSource {
 
 /// Records of `script` from a [`ClockedSource`] on a job whose clock it
 /// moves.
-fn clocked(script: Vec<(i64, &'static str)>) -> DataStream<String> {
+fn clocked(script: Vec<(i64, &'static str)>) -> anyhow::Result<DataStream<String>> {
     let clock = ManualClock::new(0);
-    let env = StreamExecutionEnvironment::new();
-    env.set_clock(Arc::new(clock.clone()));
-    env.add_source(
+    let env = in_step_with(&clock)?;
+    Ok(env.add_source(
         ClockedSource {
             clock,
             script,
             next: 0,
         },
         "clocked",
-    )
+    ))
 }
 
 #[test]
@@ -331,7 +329,7 @@ fn processing_time_windows_follow_the_manual_clock() -> anyhow::Result<()> {
         (4_000, "a"),
         (6_000, "a"),
         (12_000, "b"),
-    ]);
+    ])?;
     let out = records
         .map(|k: String| (k, 1i64))
         .key_by(|(k, _)| k.clone())
@@ -367,7 +365,7 @@ fn processing_time_windows_follow_the_manual_clock() -> anyhow::Result<()> {
 
 #[test]
 fn processing_time_sessions_close_after_the_gap() -> anyhow::Result<()> {
-    let records = clocked(vec![(1_000, "x"), (2_000, "y"), (9_000, "z"), (9_500, "w")]);
+    let records = clocked(vec![(1_000, "x"), (2_000, "y"), (9_000, "z"), (9_500, "w")])?;
     let out = records
         .window_all(ProcessingTimeSessionWindows::with_gap(Duration::from_secs(
             5,
@@ -424,7 +422,7 @@ impl KeyedProcessFunction<String, String, String> for Ticker {
 
 #[test]
 fn processing_time_timers_fire_from_the_clock() -> anyhow::Result<()> {
-    let records = clocked(vec![(100, "a"), (200, "b"), (700, "a")]);
+    let records = clocked(vec![(100, "a"), (200, "b"), (700, "a")])?;
     let ticker = Ticker::default();
     let seen = Arc::clone(&ticker.seen);
     let out = records
@@ -703,7 +701,7 @@ fn ingestion_time_stamps_records_with_the_sources_clock() -> anyhow::Result<()> 
         (3_000, "b"),
         (6_000, "c"),
         (12_000, "d"),
-    ]);
+    ])?;
     let out = records
         .assign_timestamps_and_watermarks(WatermarkStrategy::for_ingestion_time())
         .window_all(TumblingEventTimeWindows::of(Duration::from_secs(5)))
@@ -726,7 +724,7 @@ fn a_continuous_processing_time_trigger_fires_on_the_clock() -> anyhow::Result<(
         (3_000, "b"),
         (6_000, "c"),
         (12_000, "d"),
-    ]);
+    ])?;
     let out = records
         .window_all(GlobalWindows::create())
         .trigger(ContinuousProcessingTimeTrigger::of(Duration::from_secs(5)))
@@ -753,7 +751,7 @@ fn a_processing_time_trigger_fires_event_time_windows_by_the_clock() -> anyhow::
         (3_000, "b"),
         (6_000, "c"),
         (11_000, "d"),
-    ]);
+    ])?;
     // Records stamped 0 ms of event time, no watermark before the end: only
     // the clock can fire their window (at its end, 10 s, in processing
     // time), which it does once it passed 10 s.
