@@ -22,6 +22,17 @@ fn weir_prints_what_flink_printed_for_every_golden_case() {
     every_case_prints_what_flink_printed("", false);
 }
 
+/// Every keyed exchange chained into one thread (the default on a
+/// machine of one core; elsewhere a job of one chain is split where a
+/// core would be idle) prints the same changelogs.
+#[test]
+fn every_golden_case_prints_the_same_with_keyed_exchanges_chained() {
+    every_case_prints_what_flink_printed(
+        "SET 'pipeline.operator-chaining.chain-keyed-exchanges' = 'true';\n",
+        false,
+    );
+}
+
 /// Flink's own topology, a task on each side of every keyed exchange,
 /// changes no case's rows. What the changelogs leave is compared: with
 /// more threads, the rows of two sources (two scans of one table in
