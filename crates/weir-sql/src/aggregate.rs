@@ -517,6 +517,37 @@ impl SqlAggregates {
             .collect()
     }
 
+    /// Adds `row` to the accumulators `acc` (as [`AggregateFunction::add`],
+    /// for a caller that reads the row afterwards).
+    pub fn add_row(&self, row: &Row, acc: &mut Accumulators) {
+        for step in &self.steps {
+            match *step {
+                Step::CountRows { call, filter } => {
+                    if let (true, Acc::Count(n)) = (passes(filter, row), &mut acc[call]) {
+                        *n += 1;
+                    }
+                }
+                Step::Shared(leader) => {
+                    let Some(members) = &self.shares[leader] else {
+                        continue;
+                    };
+                    // The calls sharing a set are fed together, by the
+                    // first, even where its own filter leaves the row out.
+                    // State from before the sharing holds a set per call,
+                    // fed one by one.
+                    if matches!(acc[leader], Acc::SharedDistinct(_)) {
+                        add_shared(&self.calls, members, row, acc);
+                    } else {
+                        for &m in members.iter() {
+                            self.add_one(m, row, acc);
+                        }
+                    }
+                }
+                Step::Each(i) => self.add_one(i, row, acc),
+            }
+        }
+    }
+
     /// Appends the results of `acc` to `out` (a result row being built,
     /// its key columns already in it).
     pub fn results_into(&self, acc: &[Acc], out: &mut impl Extend<Value>) {
@@ -664,32 +695,7 @@ impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
     }
 
     fn add(&mut self, row: Row, acc: &mut Accumulators) {
-        for step in &self.steps {
-            match *step {
-                Step::CountRows { call, filter } => {
-                    if let (true, Acc::Count(n)) = (passes(filter, &row), &mut acc[call]) {
-                        *n += 1;
-                    }
-                }
-                Step::Shared(leader) => {
-                    let Some(members) = &self.shares[leader] else {
-                        continue;
-                    };
-                    // The calls sharing a set are fed together, by the
-                    // first, even where its own filter leaves the row out.
-                    // State from before the sharing holds a set per call,
-                    // fed one by one.
-                    if matches!(acc[leader], Acc::SharedDistinct(_)) {
-                        add_shared(&self.calls, members, &row, acc);
-                    } else {
-                        for &m in members.iter() {
-                            self.add_one(m, &row, acc);
-                        }
-                    }
-                }
-                Step::Each(i) => self.add_one(i, &row, acc),
-            }
-        }
+        self.add_row(&row, acc);
     }
 
     fn get_result(&mut self, acc: &Accumulators) -> Results {

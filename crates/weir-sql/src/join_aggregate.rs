@@ -27,10 +27,10 @@ use serde::{Deserialize, Serialize};
 use sqlparser::ast::{Expr, GroupByExpr, Select, Spanned};
 use weir::prelude::*;
 
-use crate::aggregate::SqlAggregates;
+use crate::aggregate::{Results, SqlAggregates};
 use crate::error::{position, SqlError};
 use crate::expr::Shape;
-use crate::group::{grouped_rows, plan_group_aggregate, result_row, Group, GroupSettings};
+use crate::group::{grouped_rows, plan_group_aggregate, Group, GroupSettings};
 use crate::join::{Held, JoinFunction, RegularJoin};
 use crate::key::RowKey;
 use crate::plan::Calc;
@@ -41,9 +41,17 @@ use crate::window::{aggregation, pre_aggregate_calc, where_filter};
 /// One join key's state: both sides' rows, as the join keeps them, and
 /// the groups (most keys have one, held inline) with their keys. One
 /// entry, so a row is joined, folded and kept with one look-up.
+///
+/// A row is joined with the other side's rows and folded into one of the
+/// groups, so all three are read for nearly every row: each side's first
+/// row and a group's key are held in the entry itself, which its look-up
+/// has loaded (each in an allocation of its own, all three were misses
+/// waiting on the entry's). A group's key leaves out its columns that
+/// are join key columns: the same in every group of a join key, they are
+/// read from the joined row.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct JoinedGroups {
-    sides: [Vec<Held>; 2],
+    sides: [smallvec::SmallVec<[Held; 1]>; 2],
     groups: smallvec::SmallVec<[(RowKey, Group); 1]>,
 }
 
@@ -57,6 +65,9 @@ struct JoinAggregate {
     calc: Option<Calc>,
     /// The group's key columns in the aggregation's input.
     keys: std::sync::Arc<[usize]>,
+    /// Those of `keys` a group's stored key holds: the ones not equal to
+    /// a join key (see [`JoinedGroups`]).
+    stored: std::sync::Arc<[usize]>,
     aggregates: SqlAggregates,
     state: Option<ValueState<JoinedGroups>>,
     /// The joined rows of the row being joined (kept for its allocation).
@@ -99,7 +110,11 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             None => Some(None),
         };
         let state = self.state.as_ref().ok_or("the join is not open")?;
-        let (join, calc, keys) = (&self.join, self.calc.as_ref(), &self.keys);
+        let (join, calc) = (&self.join, self.calc.as_ref());
+        let keys = GroupKeys {
+            all: &self.keys,
+            stored: &self.stored,
+        };
         let (aggregates, joined) = (&mut self.aggregates, &mut self.joined);
         let first_kept = state.update_in_place(|previous| {
             let mut created = None;
@@ -112,7 +127,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             );
             match created {
                 Some(entry)
-                    if !entry.sides.iter().all(Vec::is_empty) || !entry.groups.is_empty() =>
+                    if !entry.sides.iter().all(|s| s.is_empty()) || !entry.groups.is_empty() =>
                 {
                     (ValueChange::Set(entry), done)
                 }
@@ -150,7 +165,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             entry.sides[expiry.side]
                 .retain(|r| r.with_values(|v| expiry.waits(v, watermark, &mut next)));
             // A key left without rows or groups is gone.
-            if entry.sides.iter().all(Vec::is_empty) && entry.groups.is_empty() {
+            if entry.sides.iter().all(|s| s.is_empty()) && entry.groups.is_empty() {
                 return (ValueChange::Remove, None);
             }
             (ValueChange::Keep, next)
@@ -161,6 +176,14 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
         }
         Ok(())
     }
+}
+
+/// A group's key columns in the aggregation's input: `all` of them, in
+/// the order of the `GROUP BY`, and those its stored key holds.
+#[derive(Clone, Copy)]
+struct GroupKeys<'a> {
+    all: &'a [usize],
+    stored: &'a [usize],
 }
 
 /// `values` after the first `skip` (a row of side `side`) joined with the
@@ -176,7 +199,7 @@ fn join_fold_keep(
     kept_until: Option<Option<i64>>,
     join: &JoinFunction,
     calc: Option<&Calc>,
-    keys: &[usize],
+    keys: GroupKeys<'_>,
     aggregates: &mut SqlAggregates,
     joined: &mut Vec<Vec<Value>>,
     out: &mut Collector<'_, Row>,
@@ -195,10 +218,10 @@ fn join_fold_keep(
         return Ok(false);
     }
     let mine = &mut entry.sides[side];
-    // Room for one row first: most keys have one row on a side (an
-    // auction's id, a person's), where the first push would make four.
-    if mine.capacity() == 0 {
-        mine.reserve_exact(1);
+    // A side that has more than one row for a key (a bid's auction) has
+    // many: its list starts at four, not two.
+    if mine.len() == 1 && mine.capacity() == 1 {
+        mine.reserve_exact(3);
     }
     mine.push(Held::after(values, skip, matched));
     Ok(mine.len() == 1)
@@ -211,7 +234,7 @@ fn fold_into(
     groups: &mut smallvec::SmallVec<[(RowKey, Group); 1]>,
     joined: &mut Vec<Vec<Value>>,
     calc: Option<&Calc>,
-    keys: &[usize],
+    keys: GroupKeys<'_>,
     aggregates: &mut SqlAggregates,
     out: &mut Collector<'_, Row>,
 ) -> Result<(), String> {
@@ -225,38 +248,31 @@ fn fold_into(
         // Found by its columns: a key is made only for a new group.
         let found = groups
             .iter_mut()
-            .find(|(k, _)| k.iter().eq(keys.iter().map(|&i| &row.values[i])));
+            .find(|(k, _)| k.iter().eq(keys.stored.iter().map(|&i| &row.values[i])));
         match found {
             None => {
-                let key = RowKey::at(&row.values, keys);
                 let mut group = Group {
                     rows: 1,
                     accumulators: aggregates.create_accumulator(),
                 };
-                aggregates.add(row, &mut group.accumulators);
-                out.collect(result_row(
-                    &key,
-                    RowKind::Insert,
-                    aggregates,
-                    &group.accumulators,
-                ));
-                groups.push((key, group));
+                aggregates.add_row(&row, &mut group.accumulators);
+                let mut results = Results::new();
+                aggregates.results_into(&group.accumulators, &mut results);
+                out.collect(keyed(&row, keys.all, RowKind::Insert, &results));
+                groups.push((RowKey::at(&row.values, keys.stored), group));
             }
-            Some((key, group)) => {
+            Some((_, group)) => {
                 // The results before and after, compared before any row
                 // is made of them: most rows change no result.
-                let mut before = Row::buffer(group.accumulators.len());
+                let mut before = Results::new();
                 aggregates.results_into(&group.accumulators, &mut before);
                 group.rows += 1;
-                aggregates.add(row, &mut group.accumulators);
-                let mut after = Row::buffer(group.accumulators.len());
+                aggregates.add_row(&row, &mut group.accumulators);
+                let mut after = Results::new();
                 aggregates.results_into(&group.accumulators, &mut after);
-                if before == after {
-                    Row::recycle(before);
-                    Row::recycle(after);
-                } else {
-                    out.collect(keyed(key, RowKind::UpdateBefore, before));
-                    out.collect(keyed(key, RowKind::UpdateAfter, after));
+                if before != after {
+                    out.collect(keyed(&row, keys.all, RowKind::UpdateBefore, &before));
+                    out.collect(keyed(&row, keys.all, RowKind::UpdateAfter, &after));
                 }
             }
         }
@@ -264,13 +280,12 @@ fn fold_into(
     Ok(())
 }
 
-/// A result row of the group `key` whose aggregates' results are
-/// `results`: the key's columns, then those.
-fn keyed(key: &RowKey, kind: RowKind, mut results: Vec<Value>) -> Row {
-    let mut values = Row::buffer(key.len() + results.len());
-    values.extend_from_slice(key);
-    values.append(&mut results);
-    Row::recycle(results);
+/// A result row of the group of `row` (its key columns `keys`) whose
+/// aggregates' results are `results`: the key's columns, then those.
+fn keyed(row: &Row, keys: &[usize], kind: RowKind, results: &[Value]) -> Row {
+    let mut values = Row::buffer(keys.len() + results.len());
+    values.extend(keys.iter().map(|&i| row.values[i].clone()));
+    values.extend_from_slice(results);
     Row { kind, values }
 }
 
@@ -289,12 +304,10 @@ pub(crate) fn plan(
     };
     let filter = where_filter(select, &join.scope)?;
     let aggregation = aggregation(&join.scope, &group_by, select, &[])?;
-    let grouped_column = |column: usize| {
-        aggregation
-            .key_evals
-            .iter()
-            .any(|k| matches!(k.shape, Shape::Column(i) if i == column) && k.ty != SqlType::Double)
+    let is_column = |k: &crate::expr::Compiled, column: usize| {
+        matches!(k.shape, Shape::Column(i) if i == column) && k.ty != SqlType::Double
     };
+    let grouped_column = |column: usize| aggregation.key_evals.iter().any(|k| is_column(k, column));
     let within_keys = !join.key_columns.is_empty()
         && join
             .key_columns
@@ -309,6 +322,27 @@ pub(crate) fn plan(
         return plan_group_aggregate(join.finish(), select, settings);
     }
     let (calc, keys, calls) = pre_aggregate_calc(filter, &aggregation, join.scope.columns.len());
+    // A key column that is one of the join's key columns holds the join
+    // key's value in every joined row of it: not stored with each group.
+    let is_stored: Vec<bool> = aggregation
+        .key_evals
+        .iter()
+        .map(|k| !join.key_columns.iter().flatten().any(|&c| is_column(k, c)))
+        .collect();
+    let stored: std::sync::Arc<[usize]> = keys
+        .iter()
+        .zip(&is_stored)
+        .filter_map(|(&i, &s)| s.then_some(i))
+        .collect();
+    // Which columns a group's stored key holds is part of what the state
+    // means, so it is part of the operator's uid.
+    let stored_names = group_by
+        .iter()
+        .zip(&is_stored)
+        .filter(|(_, &s)| s)
+        .map(|(e, _)| e.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let scope = aggregation.output_scope(&[]);
     let grouped = group_by
         .iter()
@@ -317,7 +351,7 @@ pub(crate) fn plan(
         .join(", ");
     let described = crate::aggregate::describe(&aggregation.calls);
     let what = format!(
-        "JoinAggregate[{}; group by {grouped}; {described}]",
+        "JoinAggregate[{}; group by {grouped}; {described}; groups held by [{stored_names}]]",
         join.what
     );
     let key_of = join.key_of();
@@ -325,6 +359,7 @@ pub(crate) fn plan(
         join: join.function,
         calc,
         keys,
+        stored,
         aggregates: SqlAggregates::new(calls, false),
         state: None,
         joined: Vec::new(),
@@ -383,11 +418,15 @@ mod tests {
         ];
         let (mut groups, mut records) = (smallvec::SmallVec::new(), Vec::new());
         let mut out = Collector::new(&mut records, 0);
+        let keys = GroupKeys {
+            all: &[0, 1],
+            stored: &[1],
+        };
         fold_into(
             &mut groups,
             &mut joined,
             None,
-            &[0, 1],
+            keys,
             &mut aggregates,
             &mut out,
         )
