@@ -609,17 +609,24 @@ const SWEEP_MS: i64 = 1000;
 impl JoinFunction {
     /// `mine` (of side `side`) next to `theirs`, in left-right order.
     fn joined(side: usize, mine: &[Value], theirs: &[Value]) -> Vec<Value> {
+        // From the pool: a joined row goes on downstream and its buffer
+        // comes back there.
+        let mut joined = Row::buffer(mine.len() + theirs.len());
+        Self::joined_into(side, mine, theirs, &mut joined);
+        joined
+    }
+
+    /// `mine` (of side `side`) next to `theirs`, in left-right order,
+    /// appended to `out`.
+    #[inline]
+    fn joined_into(side: usize, mine: &[Value], theirs: &[Value], out: &mut Vec<Value>) {
         let (first, second) = if side == 1 {
             (theirs, mine)
         } else {
             (mine, theirs)
         };
-        // From the pool: a joined row goes on downstream and its buffer
-        // comes back there.
-        let mut joined = Row::buffer(first.len() + second.len());
-        joined.extend_from_slice(first);
-        joined.extend_from_slice(second);
-        joined
+        out.extend_from_slice(first);
+        out.extend_from_slice(second);
     }
 
     /// `values` of side `side` with the other side's columns NULL.
@@ -792,6 +799,23 @@ impl JoinFunction {
                 Ok(None)
             }
             _ => Ok(Some(joined)),
+        }
+    }
+
+    /// `mine` (of side `side`) joined with `theirs` into `out` (empty), and
+    /// whether the residual condition holds for them (else `out` holds
+    /// them anyway, to be cleared).
+    pub fn join_into(
+        &self,
+        side: usize,
+        mine: &[Value],
+        theirs: &[Value],
+        out: &mut Vec<Value>,
+    ) -> Result<bool, String> {
+        Self::joined_into(side, mine, theirs, out);
+        match &self.residual {
+            Some(f) => f.passes(out),
+            None => Ok(true),
         }
     }
 

@@ -70,8 +70,8 @@ struct JoinAggregate {
     stored: std::sync::Arc<[usize]>,
     aggregates: SqlAggregates,
     state: Option<ValueState<JoinedGroups>>,
-    /// The joined rows of the row being joined (kept for its allocation).
-    joined: Vec<Vec<Value>>,
+    /// The joined row being folded (kept for its allocation).
+    joined: Vec<Value>,
 }
 
 impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
@@ -134,8 +134,8 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
                 _ => (ValueChange::Keep, done),
             }
         })??;
-        // Rows left by a failed fold go back to the pool.
-        self.joined.drain(..).for_each(Row::recycle);
+        // A row left by a failed fold is dropped.
+        self.joined.clear();
         // One timer per key: set by its first row, moved on by each sweep
         // while rows are left.
         if let (Some(e), Some(Some(until)), true) = (expiry, kept_until, first_kept) {
@@ -187,9 +187,10 @@ struct GroupKeys<'a> {
 }
 
 /// `values` after the first `skip` (a row of side `side`) joined with the
-/// other side's rows in `entry`, the joined rows folded into `entry`'s
-/// groups (through `joined`, left empty), then kept in its side's rows
-/// unless `kept_until` is `None`. Whether it is its side's first row.
+/// other side's rows in `entry`, each joined row folded into `entry`'s
+/// groups as it is made (in `joined`, left empty), then kept in its
+/// side's rows unless `kept_until` is `None`. Whether it is its side's
+/// first row.
 #[allow(clippy::too_many_arguments)]
 fn join_fold_keep(
     entry: &mut JoinedGroups,
@@ -201,23 +202,28 @@ fn join_fold_keep(
     calc: Option<&Calc>,
     keys: GroupKeys<'_>,
     aggregates: &mut SqlAggregates,
-    joined: &mut Vec<Vec<Value>>,
+    joined: &mut Vec<Value>,
     out: &mut Collector<'_, Row>,
 ) -> Result<bool, String> {
-    for theirs in &entry.sides[1 - side] {
-        if let Some(row) = theirs.with_values(|t| join.join_with(side, &values[skip..], t))? {
-            joined.push(row);
+    let JoinedGroups { sides, groups } = entry;
+    let mut matched = 0u32;
+    for theirs in &sides[1 - side] {
+        // One buffer for every joined row: each is folded, and done
+        // with, before the next is made.
+        if theirs.with_values(|t| join.join_into(side, &values[skip..], t, joined))? {
+            matched += 1;
+            let mut row = Row::insert(std::mem::take(joined));
+            let folded = fold(groups, &mut row, calc, keys, aggregates, out);
+            *joined = std::mem::take(&mut row.values);
+            folded?;
         }
-    }
-    let matched = joined.len() as u32;
-    if !joined.is_empty() {
-        fold_into(&mut entry.groups, joined, calc, keys, aggregates, out)?;
+        joined.clear();
     }
     if kept_until.is_none() {
         Row::recycle(values);
         return Ok(false);
     }
-    let mine = &mut entry.sides[side];
+    let mine = &mut sides[side];
     // A side that has more than one row for a key (a bid's auction) has
     // many: its list starts at four, not two.
     if mine.len() == 1 && mine.capacity() == 1 {
@@ -227,53 +233,49 @@ fn join_fold_keep(
     Ok(mine.len() == 1)
 }
 
-/// Folds `joined` (rows of one join key, in the order the join made them)
-/// into their `groups`, emitting each group's changes as the aggregation
-/// would, row by row.
-fn fold_into(
+/// Folds a joined `row` (of a join key whose groups are `groups`) into
+/// its group, emitting the group's changes as the aggregation would.
+fn fold(
     groups: &mut smallvec::SmallVec<[(RowKey, Group); 1]>,
-    joined: &mut Vec<Vec<Value>>,
+    row: &mut Row,
     calc: Option<&Calc>,
     keys: GroupKeys<'_>,
     aggregates: &mut SqlAggregates,
     out: &mut Collector<'_, Row>,
 ) -> Result<(), String> {
-    for values in joined.drain(..) {
-        let mut row = Row::insert(values);
-        if let Some(calc) = calc {
-            if !calc.apply(&mut row)? {
-                continue;
-            }
+    if let Some(calc) = calc {
+        if !calc.apply(row)? {
+            return Ok(());
         }
-        // Found by its columns: a key is made only for a new group.
-        let found = groups
-            .iter_mut()
-            .find(|(k, _)| k.iter().eq(keys.stored.iter().map(|&i| &row.values[i])));
-        match found {
-            None => {
-                let mut group = Group {
-                    rows: 1,
-                    accumulators: aggregates.create_accumulator(),
-                };
-                aggregates.add_row(&row, &mut group.accumulators);
-                let mut results = Results::new();
-                aggregates.results_into(&group.accumulators, &mut results);
-                out.collect(keyed(&row, keys.all, RowKind::Insert, &results));
-                groups.push((RowKey::at(&row.values, keys.stored), group));
-            }
-            Some((_, group)) => {
-                // The results before and after, compared before any row
-                // is made of them: most rows change no result.
-                let mut before = Results::new();
-                aggregates.results_into(&group.accumulators, &mut before);
-                group.rows += 1;
-                aggregates.add_row(&row, &mut group.accumulators);
-                let mut after = Results::new();
-                aggregates.results_into(&group.accumulators, &mut after);
-                if before != after {
-                    out.collect(keyed(&row, keys.all, RowKind::UpdateBefore, &before));
-                    out.collect(keyed(&row, keys.all, RowKind::UpdateAfter, &after));
-                }
+    }
+    // Found by its columns: a key is made only for a new group.
+    let found = groups
+        .iter_mut()
+        .find(|(k, _)| k.iter().eq(keys.stored.iter().map(|&i| &row.values[i])));
+    match found {
+        None => {
+            let mut group = Group {
+                rows: 1,
+                accumulators: aggregates.create_accumulator(),
+            };
+            aggregates.add_row(row, &mut group.accumulators);
+            let mut results = Results::new();
+            aggregates.results_into(&group.accumulators, &mut results);
+            out.collect(keyed(row, keys.all, RowKind::Insert, &results));
+            groups.push((RowKey::at(&row.values, keys.stored), group));
+        }
+        Some((_, group)) => {
+            // The results before and after, compared before any row
+            // is made of them: most rows change no result.
+            let mut before = Results::new();
+            aggregates.results_into(&group.accumulators, &mut before);
+            group.rows += 1;
+            aggregates.add_row(row, &mut group.accumulators);
+            let mut after = Results::new();
+            aggregates.results_into(&group.accumulators, &mut after);
+            if before != after {
+                out.collect(keyed(row, keys.all, RowKind::UpdateBefore, &before));
+                out.collect(keyed(row, keys.all, RowKind::UpdateAfter, &after));
             }
         }
     }
@@ -409,7 +411,7 @@ mod tests {
                 price.map_or(Value::Null, Value::BigInt),
             ]
         };
-        let mut joined = vec![
+        let joined = vec![
             row(10, Some(100)),
             row(20, Some(50)),
             row(10, Some(80)),
@@ -422,15 +424,17 @@ mod tests {
             all: &[0, 1],
             stored: &[1],
         };
-        fold_into(
-            &mut groups,
-            &mut joined,
-            None,
-            keys,
-            &mut aggregates,
-            &mut out,
-        )
-        .expect("folded");
+        for values in joined {
+            fold(
+                &mut groups,
+                &mut Row::insert(values),
+                None,
+                keys,
+                &mut aggregates,
+                &mut out,
+            )
+            .expect("folded");
+        }
         let printed: Vec<String> = records.iter().map(|r| r.value.to_string()).collect();
         assert_eq!(
             printed,
@@ -441,7 +445,6 @@ mod tests {
                 "+U[1, 10, 150]"
             ]
         );
-        assert!(joined.is_empty());
         let rows: Vec<i64> = groups.iter().map(|(_, g)| g.rows).collect();
         assert_eq!(rows, [4, 1]);
     }
