@@ -443,8 +443,10 @@ impl Kept {
 /// A kept row in 24 bytes when it is at most two values, each a number, a
 /// time or NULL (as the rows a join keeps of Nexmark's bids, a price and
 /// a time): a third of a [`Kept`]'s size, so a side with millions of rows
-/// takes that much less memory to write and to read. Any other row is a
-/// boxed [`Kept`]. It serialises as a [`Kept`] does.
+/// takes that much less memory to write and to read. Any other row is its
+/// values in one allocation (read with one load past the row, where a
+/// boxed [`Kept`] of more than two values took two). It serialises as a
+/// [`Kept`] does.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Held {
     Words {
@@ -453,7 +455,10 @@ pub(crate) enum Held {
         kinds: [Word; 2],
         len: u8,
     },
-    Boxed(Box<Kept>),
+    Boxed {
+        values: Box<[Value]>,
+        matches: u32,
+    },
 }
 
 /// Which value a word of a [`Held`] row is.
@@ -516,7 +521,16 @@ impl Held {
                 Row::recycle(values);
                 held
             }
-            None => Held::Boxed(Box::new(Kept::after(values, skip, matches))),
+            None => {
+                // Exactly as many as it holds, the buffer back to the pool
+                // (kept, its spare room would be kept as long as the row).
+                let held = Held::Boxed {
+                    values: values[skip..].iter().cloned().collect(),
+                    matches,
+                };
+                Row::recycle(values);
+                held
+            }
         }
     }
 
@@ -546,30 +560,29 @@ impl Held {
                 let values = [kinds[0].value(words[0]), kinds[1].value(words[1])];
                 f(&values[..usize::from(*len)])
             }
-            Held::Boxed(kept) => f(&kept.values),
+            Held::Boxed { values, .. } => f(values),
         }
     }
 }
 
 impl From<Kept> for Held {
     fn from(kept: Kept) -> Held {
-        Held::words(&kept.values, kept.matches).unwrap_or_else(|| Held::Boxed(Box::new(kept)))
+        Held::words(&kept.values, kept.matches).unwrap_or_else(|| Held::Boxed {
+            values: kept.values.into_vec().into_boxed_slice(),
+            matches: kept.matches,
+        })
     }
 }
 
 impl Serialize for Held {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Held::Boxed(kept) => kept.serialize(serializer),
-            Held::Words { matches, .. } => {
-                let values = self.with_values(|v| v.iter().cloned().collect());
-                Kept {
-                    values,
-                    matches: *matches,
-                }
-                .serialize(serializer)
-            }
+        let (Held::Boxed { matches, .. } | Held::Words { matches, .. }) = self;
+        let values = self.with_values(|v| v.iter().cloned().collect());
+        Kept {
+            values,
+            matches: *matches,
         }
+        .serialize(serializer)
     }
 }
 
