@@ -805,13 +805,12 @@ impl JoinFunction {
         mine: &[Value],
         theirs: &[Value],
     ) -> Result<Option<Vec<Value>>, String> {
-        let joined = Self::joined(side, mine, theirs);
-        match &self.residual {
-            Some(f) if !f.passes(&joined)? => {
-                Row::recycle(joined);
-                Ok(None)
-            }
-            _ => Ok(Some(joined)),
+        let mut joined = Row::buffer(mine.len() + theirs.len());
+        if self.join_into(side, mine, theirs, &mut joined)? {
+            Ok(Some(joined))
+        } else {
+            Row::recycle(joined);
+            Ok(None)
         }
     }
 
