@@ -548,6 +548,40 @@ impl SqlAggregates {
         }
     }
 
+    /// Whether adding `row` to `acc` may change it: `false` only where
+    /// [`add_row`](Self::add_row) would leave every accumulator as it is
+    /// (a `FILTER` that drops the row, a NULL argument, a value that is no
+    /// new minimum or maximum, a `FIRST_VALUE` already set). Then no
+    /// result changes, and a caller comparing results before and after
+    /// need make neither (q4: most bids raise no auction's maximum).
+    pub fn changes(&self, row: &Row, acc: &Accumulators) -> bool {
+        self.steps.iter().any(|step| match *step {
+            Step::CountRows { filter, .. } => passes(filter, row),
+            Step::Shared(_) => true,
+            Step::Each(i) => self.changes_one(i, row, &acc[i]),
+        })
+    }
+
+    /// [`Self::changes`] for call `i` alone; in step with [`Self::add_one`].
+    fn changes_one(&self, i: usize, row: &Row, a: &Acc) -> bool {
+        let call = &self.calls[i];
+        if !call.takes(row) {
+            return false;
+        }
+        if matches!(call.kind, AggKind::Lag(_)) {
+            return true;
+        }
+        let v = &row.values[call.arg];
+        if v.is_null() {
+            return false;
+        }
+        match (call.kind, a) {
+            (AggKind::Min | AggKind::Max, Acc::Value(m)) => is_new_extreme(call.kind, v, m),
+            (AggKind::FirstValue, Acc::Value(first)) => first.is_null(),
+            _ => true,
+        }
+    }
+
     /// Appends the results of `acc` to `out` (a result row being built,
     /// its key columns already in it).
     pub fn results_into(&self, acc: &[Acc], out: &mut impl Extend<Value>) {
@@ -679,6 +713,18 @@ fn add_values(a: &Value, b: &Value, t: SqlType) -> Value {
     }
 }
 
+/// Whether `v` replaces `m` as the running value of a non-retracting
+/// `MIN` or `MAX` (`kind`): the first value, or a lower (higher) one.
+#[inline]
+fn is_new_extreme(kind: AggKind, v: &Value, m: &Value) -> bool {
+    let better = if kind == AggKind::Min {
+        std::cmp::Ordering::Less
+    } else {
+        std::cmp::Ordering::Greater
+    };
+    m.is_null() || v.compare(m) == Some(better)
+}
+
 impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
     fn create_accumulator(&mut self) -> Accumulators {
         match &self.plain {
@@ -776,14 +822,7 @@ impl SqlAggregates {
                 }
             }
             (AggKind::Sum, Acc::Value(sum)) => *sum = add_values(sum, v, call.result_type()),
-            (AggKind::Min, Acc::Value(m))
-                if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Less) =>
-            {
-                *m = v.clone();
-            }
-            (AggKind::Max, Acc::Value(m))
-                if m.is_null() || v.compare(m) == Some(std::cmp::Ordering::Greater) =>
-            {
+            (AggKind::Min | AggKind::Max, Acc::Value(m)) if is_new_extreme(call.kind, v, m) => {
                 *m = v.clone();
             }
             (AggKind::ListAgg, Acc::Value(list)) => {
@@ -1504,6 +1543,75 @@ mod tests {
         let mut acc: Accumulators = [Acc::Count(2)].into_iter().collect();
         agg.retract(&Row::insert(vec![]), &mut acc);
         assert!(matches!(acc[..], [Acc::Count(1)]));
+    }
+
+    /// `changes` says a row leaves the accumulators as they are only where
+    /// adding it does: below the maximum, above the minimum, NULL, dropped
+    /// by the `FILTER`, after the first value.
+    #[test]
+    fn a_row_said_to_change_nothing_changes_no_accumulator() {
+        let (t, f) = (Value::Boolean(true), Value::Boolean(false));
+        // [argument, filter]
+        let rows = [
+            (Value::BigInt(5), t.clone()),
+            (Value::BigInt(3), t.clone()),
+            (Value::Null, t.clone()),
+            (Value::BigInt(9), f.clone()),
+            (Value::BigInt(7), Value::Null),
+            (Value::BigInt(7), t.clone()),
+            (Value::BigInt(7), t.clone()),
+            (Value::BigInt(2), t.clone()),
+        ];
+        let kinds = [
+            AggKind::CountStar,
+            AggKind::Count,
+            AggKind::CountDistinct,
+            AggKind::Sum,
+            AggKind::Min,
+            AggKind::Max,
+            AggKind::Avg,
+            AggKind::FirstValue,
+            AggKind::LastValue,
+            AggKind::ListAgg,
+        ];
+        for kind in kinds {
+            for filter in [None, Some(1)] {
+                let call = AggCall {
+                    kind,
+                    arg: 0,
+                    arg_type: SqlType::BigInt,
+                    separator: ",".into(),
+                    filter,
+                };
+                let mut agg = SqlAggregates::new(vec![call], false);
+                let mut acc = agg.create_accumulator();
+                let mut unchanged = 0;
+                for (value, passes) in &rows {
+                    let row = Row::insert(vec![value.clone(), passes.clone()]);
+                    let changes = agg.changes(&row, &acc);
+                    let before = format!("{acc:?}");
+                    agg.add_row(&row, &mut acc);
+                    if !changes {
+                        unchanged += 1;
+                        assert_eq!(format!("{acc:?}"), before, "{kind:?} {filter:?} {row}");
+                    }
+                }
+                // Unchanged: by the NULL, all but COUNT(*); by 9 and the
+                // 7 whose filter is NULL, all filtered calls; MIN by 9
+                // and 7s, MAX by 3, 7s and 2 (filtered, its first 7 is a
+                // new maximum); FIRST_VALUE by all after 5.
+                let expected = match (kind, filter) {
+                    (AggKind::CountStar, None) => 0,
+                    (AggKind::CountStar, Some(_)) => 2,
+                    (AggKind::Min, _) => 5,
+                    (AggKind::Max, _) => 6,
+                    (AggKind::FirstValue, _) => 7,
+                    (_, None) => 1,
+                    (_, Some(_)) => 3,
+                };
+                assert_eq!(unchanged, expected, "{kind:?} {filter:?}");
+            }
+        }
     }
 
     /// New accumulators are copied as bytes only when they own no memory:

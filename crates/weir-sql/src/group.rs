@@ -81,6 +81,16 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                 out.collect(result(RowKind::Insert, aggregates, &group.accumulators));
                 (ValueChange::Set(group), ())
             }
+            // A row that changes no accumulator changes no result, which
+            // is then not emitted again: no rows to make.
+            Some(group)
+                if skip_unchanged
+                    && !retraction
+                    && !aggregates.changes(&row, &group.accumulators) =>
+            {
+                group.rows += 1;
+                (ValueChange::Keep, ())
+            }
             Some(group) => {
                 let mut before = result(RowKind::UpdateBefore, aggregates, &group.accumulators);
                 if retraction {

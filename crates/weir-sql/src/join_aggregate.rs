@@ -265,11 +265,17 @@ fn fold(
             groups.push((RowKey::at(&row.values, keys.stored), group));
         }
         Some((_, group)) => {
+            group.rows += 1;
+            // Most rows change no accumulator (a bid below its auction's
+            // highest): nothing to add, and no result to compare.
+            if !aggregates.changes(row, &group.accumulators) {
+                return Ok(());
+            }
             // The results before and after, compared before any row
-            // is made of them: most rows change no result.
+            // is made of them: a changed accumulator may still give the
+            // same result.
             let mut before = Results::new();
             aggregates.results_into(&group.accumulators, &mut before);
-            group.rows += 1;
             aggregates.add_row(row, &mut group.accumulators);
             let mut after = Results::new();
             aggregates.results_into(&group.accumulators, &mut after);

@@ -745,6 +745,41 @@ fn settings_are_checked() -> Result<(), SqlError> {
     Ok(())
 }
 
+/// A row that leaves its group's result as it was (a lower amount under
+/// `MAX`) emits nothing, unless a state time-to-live is set: then the
+/// result is emitted again (`-U`/`+U`), as Flink's `GroupAggFunction` does
+/// so that the operators after it see the key touched.
+#[test]
+fn an_unchanged_group_result_is_emitted_again_only_with_a_state_ttl() -> Result<(), SqlError> {
+    let path = csv(
+        "unchanged-results",
+        "1,alice,12.50,2020-04-15 08:00:01\n\
+         2,alice,5.00,2020-04-15 08:00:02\n\
+         3,alice,40.25,2020-04-15 08:00:03\n",
+    );
+    let ddl = orders_ddl(&path);
+    let query = "SELECT buyer, MAX(amount) AS top FROM orders GROUP BY buyer;";
+    // The changelog's lines come sorted.
+    let lines = support::changelog(&format!("{ddl}\n{query}"))?;
+    assert_eq!(
+        lines,
+        ["+I[alice, 12.50]", "+U[alice, 40.25]", "-U[alice, 12.50]"]
+    );
+    let ttl = "SET 'table.exec.state.ttl' = '1 h';";
+    let lines = support::changelog(&format!("{ttl}\n{ddl}\n{query}"))?;
+    assert_eq!(
+        lines,
+        [
+            "+I[alice, 12.50]",
+            "+U[alice, 12.50]",
+            "+U[alice, 40.25]",
+            "-U[alice, 12.50]",
+            "-U[alice, 12.50]"
+        ]
+    );
+    Ok(())
+}
+
 /// Mini-batch needs a latency and a size, as in Flink; on, a `GROUP BY`
 /// folds the rows that arrive together into one change per group.
 #[test]
