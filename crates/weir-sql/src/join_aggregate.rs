@@ -70,8 +70,10 @@ struct JoinAggregate {
     stored: std::sync::Arc<[usize]>,
     aggregates: SqlAggregates,
     state: Option<ValueState<JoinedGroups>>,
-    /// The joined row being folded (kept for its allocation).
-    joined: Vec<Value>,
+    /// The joined row being folded (kept for its allocation; a row, not a
+    /// buffer moved into one for each fold, whose copy waited on the
+    /// writes just made to it).
+    joined: Row,
 }
 
 impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
@@ -135,7 +137,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             }
         })??;
         // A row left by a failed fold is dropped.
-        self.joined.clear();
+        self.joined.values.clear();
         // One timer per key: set by its first row, moved on by each sweep
         // while rows are left.
         if let (Some(e), Some(Some(until)), true) = (expiry, kept_until, first_kept) {
@@ -202,7 +204,7 @@ fn join_fold_keep(
     calc: Option<&Calc>,
     keys: GroupKeys<'_>,
     aggregates: &mut SqlAggregates,
-    joined: &mut Vec<Value>,
+    joined: &mut Row,
     out: &mut Collector<'_, Row>,
 ) -> Result<bool, String> {
     let JoinedGroups { sides, groups } = entry;
@@ -210,14 +212,12 @@ fn join_fold_keep(
     for theirs in &sides[1 - side] {
         // One buffer for every joined row: each is folded, and done
         // with, before the next is made.
-        if theirs.with_values(|t| join.join_into(side, &values[skip..], t, joined))? {
+        if theirs.with_values(|t| join.join_into(side, &values[skip..], t, &mut joined.values))? {
             matched += 1;
-            let mut row = Row::insert(std::mem::take(joined));
-            let folded = fold(groups, &mut row, calc, keys, aggregates, out);
-            *joined = std::mem::take(&mut row.values);
-            folded?;
+            joined.kind = RowKind::Insert;
+            fold(groups, joined, calc, keys, aggregates, out)?;
         }
-        joined.clear();
+        joined.values.clear();
     }
     if kept_until.is_none() {
         Row::recycle(values);
@@ -370,7 +370,7 @@ pub(crate) fn plan(
         stored,
         aggregates: SqlAggregates::new(calls, false),
         state: None,
-        joined: Vec::new(),
+        joined: Row::insert(Vec::new()),
     };
     let stream = join.tagged.key_by(key_of).process(function);
     let stream = crate::plan::stateful(stream, &what);
