@@ -414,6 +414,9 @@ pub(crate) struct SqlAggregates {
     /// What `add` does, call by call (none for a call counted in
     /// another's set).
     steps: Vec<Step>,
+    /// Whether a call is a `VAR_*` or `STDDEV_*` (see
+    /// [`SqlAggregates::spread_sums`]).
+    spreads: bool,
 }
 
 /// What [`SqlAggregates`]' `add` does for a call, decided once: a row
@@ -457,6 +460,7 @@ impl SqlAggregates {
                 (None, _) => Step::Each(i),
             })
             .collect();
+        let calls_spread = calls.iter().any(|c| matches!(c.kind, AggKind::Spread(_)));
         let mut aggregates = SqlAggregates {
             calls,
             retracting,
@@ -464,6 +468,7 @@ impl SqlAggregates {
             shares,
             followers,
             steps,
+            spreads: calls_spread,
         };
         let fresh = aggregates.fresh();
         let owns_nothing = !fresh.spilled()
@@ -580,6 +585,24 @@ impl SqlAggregates {
             (AggKind::FirstValue, Acc::Value(first)) => first.is_null(),
             _ => true,
         }
+    }
+
+    /// The sums each `VAR_*` or `STDDEV_*` call of `acc` keeps (none for
+    /// other calls). Flink plans such a call as `SUM`s and a `COUNT`, the
+    /// variance computed after the aggregation, so its aggregation's
+    /// result is the sums: a row that changes them changes the result,
+    /// emitted again even where the variance comes out the same (two equal
+    /// values in a row: `-U`/`+U` of a standard deviation of 0).
+    pub fn spread_sums(&self, acc: &[Acc]) -> SmallVec<[Moments; 1]> {
+        if !self.spreads {
+            return SmallVec::new();
+        }
+        acc.iter()
+            .filter_map(|a| match a {
+                Acc::Moments(m) => Some((**m).clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Appends the results of `acc` to `out` (a result row being built,

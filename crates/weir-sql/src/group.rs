@@ -93,6 +93,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
             }
             Some(group) => {
                 let mut before = result(RowKind::UpdateBefore, aggregates, &group.accumulators);
+                let sums = aggregates.spread_sums(&group.accumulators);
                 if retraction {
                     group.rows -= 1;
                     aggregates.retract(&row, &mut group.accumulators);
@@ -108,7 +109,9 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                 let after = result(RowKind::UpdateAfter, aggregates, &group.accumulators);
                 // An unchanged result is not emitted again (as Flink does
                 // without a state time-to-live).
-                if !(skip_unchanged && before.values == after.values) {
+                let unchanged = before.values == after.values
+                    && sums == aggregates.spread_sums(&group.accumulators);
+                if !(skip_unchanged && unchanged) {
                     out.collect(before);
                     out.collect(after);
                 }
@@ -146,6 +149,9 @@ impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
             let before = previous
                 .as_ref()
                 .map(|g| result_row(key, RowKind::UpdateBefore, aggregates, &g.accumulators));
+            let sums = previous
+                .as_ref()
+                .map(|g| aggregates.spread_sums(&g.accumulators));
             let mut created = None;
             let group = match previous {
                 Some(group) => group,
@@ -188,7 +194,9 @@ impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
                     (ValueChange::Remove, ())
                 }
                 (Some(before), Some(after)) => {
-                    if !(skip_unchanged && before.values == after.values) {
+                    let unchanged = before.values == after.values
+                        && sums.is_some_and(|s| s == aggregates.spread_sums(&group.accumulators));
+                    if !(skip_unchanged && unchanged) {
                         out.collect(before);
                         out.collect(after);
                     }

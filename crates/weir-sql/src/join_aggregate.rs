@@ -276,10 +276,11 @@ fn fold(
             // same result.
             let mut before = Results::new();
             aggregates.results_into(&group.accumulators, &mut before);
+            let sums = aggregates.spread_sums(&group.accumulators);
             aggregates.add_row(row, &mut group.accumulators);
             let mut after = Results::new();
             aggregates.results_into(&group.accumulators, &mut after);
-            if before != after {
+            if before != after || sums != aggregates.spread_sums(&group.accumulators) {
                 out.collect(keyed(row, keys.all, RowKind::UpdateBefore, &before));
                 out.collect(keyed(row, keys.all, RowKind::UpdateAfter, &after));
             }
