@@ -54,7 +54,7 @@ use crate::join::{
 };
 use crate::plan::Planned;
 use crate::types::SqlType;
-use crate::value::{Row, Value};
+use crate::value::{InputRows, Row, Value};
 use crate::window::{WindowKind, WindowTvf};
 
 /// A window's state: its extremum so far (over the rows the window
@@ -94,6 +94,8 @@ struct ExtremumJoin {
     /// removed only when the watermark has passed it, after which every
     /// row for it is late and dropped too.)
     last: Option<(i64, Value)>,
+    /// Where its input rows are made.
+    inputs: InputRows,
 }
 
 /// Where a value of the window side's row comes from.
@@ -279,6 +281,7 @@ enum Then {
 impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.state = Some(crate::plan::value_state(ctx, "window-best", None)?);
+        self.inputs = InputRows::of(ctx);
         Ok(())
     }
 
@@ -296,12 +299,12 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
         values.truncate(self.width);
         if values[self.column].is_null() {
             // Not counted by MAX or MIN, and joins nothing.
-            Row::recycle(values);
+            self.inputs.release(values);
             return Ok(());
         }
         if let Some((window, best)) = &self.last {
             if *window == end && self.beaten(&values[self.column], best) {
-                Row::recycle(values);
+                self.inputs.release(values);
                 return Ok(());
             }
         }
@@ -358,7 +361,7 @@ impl KeyedProcessFunction<i64, Row, Row> for ExtremumJoin {
         self.last = best_now.map(|b| (end, b));
         match then {
             Then::Nothing => {}
-            Then::Drop(values) => Row::recycle(values),
+            Then::Drop(values) => self.inputs.release(values),
             Then::Join(best, values) => self.emit(end, &best, &values, out)?,
             Then::Timer => ctx.timer_service().register_event_time_timer(end - 1),
         }
@@ -695,6 +698,7 @@ fn plan_table_rows(
             residual,
             state: None,
             last: None,
+            inputs: InputRows::Local,
         });
     let stream = crate::plan::stateful(
         stream,
@@ -1046,6 +1050,7 @@ fn plan_window_rows(
             residual,
             state: None,
             last: None,
+            inputs: InputRows::Local,
         });
     let stream = crate::plan::stateful(stream, &format!("WindowExtremumJoin[{what}; {on}]"));
     let mut steps = rows.steps;

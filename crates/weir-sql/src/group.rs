@@ -24,7 +24,7 @@ use crate::aggregate::{Acc, Accumulators, Results, SqlAggregates};
 use crate::error::{position, SqlError};
 use crate::key::RowKey;
 use crate::plan::{calc_step, filter_project, projection, Planned};
-use crate::value::{Row, RowKind, Value};
+use crate::value::{InputRows, Row, RowKind, Value};
 use crate::window::{aggregation, pre_aggregate, where_filter, Aggregation};
 
 /// One group's state: how many rows it holds (inserts less retractions)
@@ -42,11 +42,13 @@ struct GroupAggregate {
     aggregates: SqlAggregates,
     ttl: Option<Duration>,
     state: Option<ValueState<Group>>,
+    inputs: InputRows,
 }
 
 impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.state = Some(crate::plan::value_state(ctx, "group", self.ttl)?);
+        self.inputs = InputRows::of(ctx);
         Ok(())
     }
 
@@ -67,6 +69,11 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
         // access: handed back out of it, each row was moved through memory
         // twice more and read back in other widths than it was written in.
         let skip_unchanged = self.ttl.is_none();
+        // The input row is read in place and given back once the results
+        // are made, so that no result row is built in its buffer (see
+        // `InputRows`).
+        let input = row;
+        let row = &input;
         state.update_in_place(|previous| match previous {
             // A retraction of a group never seen (its state expired, or
             // the input retracts what it never inserted) changes nothing,
@@ -77,7 +84,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                     rows: 1,
                     accumulators: aggregates.create_accumulator(),
                 };
-                aggregates.add(row, &mut group.accumulators);
+                aggregates.add_row(row, &mut group.accumulators);
                 out.collect(result(RowKind::Insert, aggregates, &group.accumulators));
                 (ValueChange::Set(group), ())
             }
@@ -86,7 +93,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
             Some(group)
                 if skip_unchanged
                     && !retraction
-                    && !aggregates.changes(&row, &group.accumulators) =>
+                    && !aggregates.changes(row, &group.accumulators) =>
             {
                 group.rows += 1;
                 (ValueChange::Keep, ())
@@ -96,10 +103,10 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                 let sums = aggregates.spread_sums(&group.accumulators);
                 if retraction {
                     group.rows -= 1;
-                    aggregates.retract(&row, &mut group.accumulators);
+                    aggregates.retract(row, &mut group.accumulators);
                 } else {
                     group.rows += 1;
-                    aggregates.add(row, &mut group.accumulators);
+                    aggregates.add_row(row, &mut group.accumulators);
                 }
                 if group.rows <= 0 {
                     before.kind = RowKind::Delete;
@@ -118,6 +125,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                 (ValueChange::Keep, ())
             }
         })?;
+        self.inputs.release(input.into_values());
         Ok(())
     }
 }
@@ -457,6 +465,7 @@ pub(crate) fn plan_group_aggregate(
                 aggregates: SqlAggregates::new(pre.calls, input.updating),
                 ttl,
                 state: None,
+                inputs: InputRows::Local,
             };
             let what = format!(
                 "GroupAggregate[{grouped}; {}]",

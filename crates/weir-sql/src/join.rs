@@ -21,7 +21,7 @@ use crate::error::{position, SqlError};
 use crate::expr::{compile, Condition, Eval, Scope};
 use crate::key::RowKey;
 use crate::plan::Planned;
-use crate::value::{Row, RowKind, Value};
+use crate::value::{InputRows, Row, RowKind, Value};
 
 /// The name a relation's columns are qualified with: its alias, else its
 /// table name.
@@ -421,16 +421,21 @@ impl Kept {
     /// `values` kept, inline when there are few of them (their buffer
     /// then goes back to the pool for the next row).
     pub fn new(values: Vec<Value>, matches: u32) -> Kept {
-        Kept::after(values, 0, matches)
+        Kept::after(values, 0, matches, InputRows::Local)
+    }
+
+    /// [`Kept::new`] for an input row's `values`, made where `inputs` says.
+    pub fn of_input(values: Vec<Value>, matches: u32, inputs: InputRows) -> Kept {
+        Kept::after(values, 0, matches, inputs)
     }
 
     /// `values` after the first `skip` kept, as [`Kept::new`] keeps them:
     /// those inline are moved out of the buffer, not shifted in it first.
-    pub fn after(mut values: Vec<Value>, skip: usize, matches: u32) -> Kept {
+    pub fn after(mut values: Vec<Value>, skip: usize, matches: u32, inputs: InputRows) -> Kept {
         let skip = skip.min(values.len());
         let values = if values.len() - skip <= INLINE {
             let inline = values.drain(skip..).collect();
-            Row::recycle(values);
+            inputs.release(values);
             inline
         } else {
             values.drain(..skip);
@@ -512,13 +517,14 @@ impl Word {
 }
 
 impl Held {
-    /// `values` after the first `skip` kept, as [`Kept::after`] keeps
-    /// them; their buffer goes back to the pool when they fit in words.
-    pub fn after(values: Vec<Value>, skip: usize, matches: u32) -> Held {
+    /// `values` (of an input row made where `inputs` says) after the first
+    /// `skip` kept, as [`Kept::after`] keeps them; their buffer is given
+    /// back when they fit in words.
+    pub fn after(values: Vec<Value>, skip: usize, matches: u32, inputs: InputRows) -> Held {
         let skip = skip.min(values.len());
         match Held::words(&values[skip..], matches) {
             Some(held) => {
-                Row::recycle(values);
+                inputs.release(values);
                 held
             }
             None => {
@@ -528,7 +534,7 @@ impl Held {
                     values: values[skip..].iter().cloned().collect(),
                     matches,
                 };
-                Row::recycle(values);
+                inputs.release(values);
                 held
             }
         }
@@ -613,6 +619,8 @@ pub(crate) struct JoinFunction {
     joined: Vec<Vec<Value>>,
     /// Which side's rows are dropped once no row to come can join them.
     expiry: Option<Expiry>,
+    /// Where its input rows are made.
+    pub inputs: InputRows,
 }
 
 /// Expired rows are swept by timers at whole seconds at least: the rows of
@@ -655,6 +663,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinFunction {
             crate::plan::list_state(ctx, "left", self.ttl)?,
             crate::plan::list_state(ctx, "right", self.ttl)?,
         ]);
+        self.inputs = InputRows::of(ctx);
         Ok(())
     }
 
@@ -870,14 +879,14 @@ impl JoinFunction {
                 };
                 // One timer per key: set by its first row, moved on by
                 // each sweep while rows are left.
-                let kept = Kept::new(values, matched);
+                let kept = Kept::of_input(values, matched, self.inputs);
                 if mine.add_is_first(kept)? {
                     ctx.timer_service()
                         .register_event_time_timer(expiry.sweep_at(until));
                 }
                 return Ok(());
             }
-            mine.add(Kept::new(values, matched))?;
+            mine.add(Kept::of_input(values, matched, self.inputs))?;
         }
         Ok(())
     }
@@ -1603,6 +1612,7 @@ pub(crate) fn plan_join_parts(
         sides: None,
         joined: Vec::new(),
         expiry,
+        inputs: InputRows::Local,
     };
     // The kept columns (the join's, or its scans', fewer than its tables
     // have) are part of the state's layout: a savepoint of a join that
@@ -1704,7 +1714,7 @@ mod tests {
             // Two leading columns (a side and a key) skipped, as a join's.
             let mut row = vec![Value::Boolean(false), Value::BigInt(42)];
             row.extend(values.iter().cloned());
-            let held = Held::after(row, 2, 3);
+            let held = Held::after(row, 2, 3, InputRows::Local);
             assert_eq!(matches!(held, Held::Words { .. }), in_words, "{values:?}");
             held.with_values(|v| assert_eq!(v, &values[..]));
             let kept = Kept::new(values.clone(), 3);

@@ -35,7 +35,7 @@ use crate::join::{Held, JoinFunction, RegularJoin};
 use crate::key::RowKey;
 use crate::plan::Calc;
 use crate::types::SqlType;
-use crate::value::{Row, RowKind, Value};
+use crate::value::{InputRows, Row, RowKind, Value};
 use crate::window::{aggregation, pre_aggregate_calc, where_filter};
 
 /// One join key's state: both sides' rows, as the join keeps them, and
@@ -79,6 +79,7 @@ struct JoinAggregate {
 impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.state = Some(ctx.get_state(&ValueStateDescriptor::new("joined-groups"))?);
+        self.join.inputs = InputRows::of(ctx);
         Ok(())
     }
 
@@ -220,7 +221,7 @@ fn join_fold_keep(
         joined.values.clear();
     }
     if kept_until.is_none() {
-        Row::recycle(values);
+        join.inputs.release(values);
         return Ok(false);
     }
     let mine = &mut sides[side];
@@ -229,7 +230,7 @@ fn join_fold_keep(
     if mine.len() == 1 && mine.capacity() == 1 {
         mine.reserve_exact(3);
     }
-    mine.push(Held::after(values, skip, matched));
+    mine.push(Held::after(values, skip, matched, join.inputs));
     Ok(mine.len() == 1)
 }
 

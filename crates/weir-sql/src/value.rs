@@ -773,6 +773,80 @@ impl Row {
             unsafe { std::mem::ManuallyDrop::drop(&mut values) };
         }
     }
+
+    /// Gives back the buffer of a row made on another thread (one that
+    /// came through an exchange) to the rows' makers, through the stash.
+    ///
+    /// Reading a row leaves its buffer's lines shared with the thread that
+    /// wrote them. Kept here, the next row made on this thread would take
+    /// it from the top of the pool, and its first store would wait for the
+    /// other core to give the line up: a result row of a `GROUP BY` built
+    /// that way spent most of its time on that store. The thread that
+    /// made the row waits for that instead, when it takes the buffer from
+    /// the stash for a new row; a source's thread has time to spare.
+    pub fn hand_back(mut values: Vec<Value>) {
+        let capacity = values.capacity();
+        if !(1..=POOLED_WIDTH).contains(&capacity) {
+            return;
+        }
+        values.clear();
+        let mut values = std::mem::ManuallyDrop::new(values);
+        let ptr = NonNull::new(values.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        let kept = HANDED_BACK
+            .try_with(|handed| match handed.try_borrow_mut() {
+                Ok(mut handed) => {
+                    let list = &mut handed.0[capacity - 1];
+                    list.push(ptr);
+                    if list.len() >= HANDED_BACK_AT_ONCE {
+                        stash_part(capacity, list, list.len());
+                    }
+                    true
+                }
+                _ => false,
+            })
+            .unwrap_or(false);
+        if !kept {
+            // SAFETY: `values` was not kept, so it is freed here once.
+            unsafe { std::mem::ManuallyDrop::drop(&mut values) };
+        }
+    }
+}
+
+/// How many buffers [`Row::hand_back`] gathers before it moves them to the
+/// stash, under one lock.
+const HANDED_BACK_AT_ONCE: usize = 512;
+
+/// Where an operator's input rows were made, which decides where their
+/// buffers go once it has read them: to this thread's pool, or handed
+/// back ([`Row::hand_back`]) when they came from another thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum InputRows {
+    /// Made on the operator's thread, by an operator before it in its
+    /// chain.
+    #[default]
+    Local,
+    /// Made by other tasks: the operator heads its own.
+    FromOtherThreads,
+}
+
+impl InputRows {
+    /// Where the input rows of the operator opened with `ctx` are made.
+    pub fn of(ctx: &weir::prelude::RuntimeContext) -> InputRows {
+        if ctx.heads_task {
+            InputRows::FromOtherThreads
+        } else {
+            InputRows::Local
+        }
+    }
+
+    /// Gives back the buffer of an input row the operator is done with.
+    #[inline]
+    pub fn release(self, values: Vec<Value>) {
+        match self {
+            InputRows::Local => Row::recycle(values),
+            InputRows::FromOtherThreads => Row::hand_back(values),
+        }
+    }
 }
 
 /// The widest rows whose buffers are kept for reuse.
@@ -819,7 +893,12 @@ const STASHED_MAX: usize = 1 << 14;
 /// Moves half of `pool` (buffers of capacity `capacity`) to the stash,
 /// freeing those it has no room for.
 fn stash(capacity: usize, pool: &mut Vec<NonNull<Value>>) {
-    let moved = pool.len() / 2;
+    stash_part(capacity, pool, pool.len() / 2);
+}
+
+/// Moves the last `moved` buffers of `pool` (of capacity `capacity`) to
+/// the stash, freeing those it has no room for.
+fn stash_part(capacity: usize, pool: &mut Vec<NonNull<Value>>, moved: usize) {
     let at = pool.len() - moved;
     let room = match STASHED[capacity - 1].lock() {
         Ok(mut stashed) => {
@@ -852,6 +931,9 @@ fn take_stashed(capacity: usize, pool: &mut Vec<NonNull<Value>>) {
 
 thread_local! {
     static FREE_BUFFERS: std::cell::RefCell<FreeBuffers> =
+        const { std::cell::RefCell::new(FreeBuffers([const { Vec::new() }; POOLED_WIDTH])) };
+    /// Buffers [`Row::hand_back`] gathers for the stash.
+    static HANDED_BACK: std::cell::RefCell<FreeBuffers> =
         const { std::cell::RefCell::new(FreeBuffers([const { Vec::new() }; POOLED_WIDTH])) };
 }
 
@@ -1035,6 +1117,51 @@ mod tests {
             done_rx.recv().expect("the second thread is done");
         });
         let given = given_rx.recv().expect("the first thread's buffers");
+        let taken = std::thread::spawn(|| {
+            let buffers: Vec<Vec<Value>> = (0..100).map(|_| Row::buffer(WIDTH)).collect();
+            buffers
+                .iter()
+                .map(|b| b.as_ptr() as usize)
+                .collect::<Vec<_>>()
+        })
+        .join()
+        .expect("the second thread");
+        done_tx.send(()).expect("sent");
+        first.join().expect("the first thread");
+        let reused = taken.iter().filter(|a| given.contains(a)).count();
+        assert_eq!(reused, taken.len());
+    }
+
+    /// A buffer handed back is not the next one its thread takes (as a
+    /// recycled one is); gathered, such buffers go to another thread.
+    #[test]
+    fn buffers_handed_back_go_to_another_thread() {
+        // A width no other test's rows have.
+        const WIDTH: usize = 15;
+        let (given_tx, given_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let first = std::thread::spawn(move || {
+            let one = Vec::<Value>::with_capacity(WIDTH);
+            let at = one.as_ptr() as usize;
+            Row::hand_back(one);
+            let next = Row::buffer(WIDTH);
+            let kept_here = next.as_ptr() as usize == at;
+            let buffers: Vec<Vec<Value>> = (0..HANDED_BACK_AT_ONCE)
+                .map(|_| Vec::with_capacity(WIDTH))
+                .collect();
+            let mut addresses: std::collections::HashSet<usize> =
+                buffers.iter().map(|b| b.as_ptr() as usize).collect();
+            addresses.insert(at);
+            buffers.into_iter().for_each(Row::hand_back);
+            given_tx.send((kept_here, addresses)).expect("sent");
+            done_rx.recv().expect("the second thread is done");
+            drop(next);
+        });
+        let (kept_here, given) = given_rx.recv().expect("the first thread's buffers");
+        assert!(
+            !kept_here,
+            "a handed-back buffer was taken again by its thread"
+        );
         let taken = std::thread::spawn(|| {
             let buffers: Vec<Vec<Value>> = (0..100).map(|_| Row::buffer(WIDTH)).collect();
             buffers

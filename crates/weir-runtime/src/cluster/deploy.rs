@@ -812,6 +812,7 @@ impl<'g> Plan<'g> {
             restored_checkpoint: self.restored_checkpoint,
             operator_name: self.graph.node(id).name.clone(),
             task_name: self.task_names[self.task_head(id).0].clone(),
+            heads_task: self.task_head(id) == id,
             subtask_index: subtask,
             parallelism: self.parallelism[id.0],
             max_parallelism: self.config.max_parallelism,

@@ -28,6 +28,10 @@ pub struct RuntimeContext {
     pub operator_name: String,
     /// Name of the task (the chain) the operator runs in.
     pub task_name: String,
+    /// Whether the operator is the first of its task: its input records
+    /// were made by other tasks, on other threads (a source has none).
+    /// Further down a chain, an operator's input was made on its thread.
+    pub heads_task: bool,
     /// 0-based index of this subtask.
     pub subtask_index: u32,
     /// Number of parallel subtasks of the operator.

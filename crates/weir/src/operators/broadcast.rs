@@ -308,6 +308,7 @@ mod tests {
             restored_checkpoint: None,
             operator_name: "rules".into(),
             task_name: "rules".into(),
+            heads_task: true,
             subtask_index: 0,
             parallelism: 1,
             max_parallelism: 128,

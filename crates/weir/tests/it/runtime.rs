@@ -350,6 +350,57 @@ fn tasks_around_key_by(chain_keyed: Option<&str>) -> anyhow::Result<(String, Str
     out.into_iter().next().ok_or(anyhow::anyhow!("no output"))
 }
 
+/// Tags each record with whether its operator heads its task, as its
+/// context said when it was opened.
+#[derive(Clone, Default)]
+struct HeadsTask(bool);
+
+impl KeyedProcessFunction<i64, (i64, Vec<bool>), (i64, Vec<bool>)> for HeadsTask {
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.0 = ctx.heads_task;
+        Ok(())
+    }
+
+    fn process_element(
+        &mut self,
+        (x, mut heads): (i64, Vec<bool>),
+        _ctx: &mut ProcessContext<'_, i64>,
+        out: &mut Collector<'_, (i64, Vec<bool>)>,
+    ) -> FunctionResult {
+        heads.push(self.0);
+        out.collect((x, heads));
+        Ok(())
+    }
+}
+
+/// Whether each of two keyed operators in a row heads its task, with keyed
+/// exchanges chained (`"true"`) or not.
+fn heads_of_keyed_operators(chain_keyed: &str) -> anyhow::Result<Vec<bool>> {
+    let env = StreamExecutionEnvironment::new();
+    let mut config = Configuration::new();
+    config.set(weir::config::keys::CHAIN_KEYED_EXCHANGES, chain_keyed);
+    env.configure(&config)?;
+    let out = env
+        .from_sequence(1, 3)
+        .map(|x: i64| (x, Vec::new()))
+        .key_by(|t: &(i64, Vec<bool>)| t.0 % 2)
+        .process(HeadsTask::default())
+        .key_by(|t: &(i64, Vec<bool>)| t.0 % 3)
+        .process(HeadsTask::default())
+        .execute_and_collect()?;
+    let (_, heads) = out.into_iter().next().ok_or(anyhow::anyhow!("no output"))?;
+    Ok(heads)
+}
+
+/// An operator's context says whether its input was made on other threads
+/// (it heads its task) or by the operator before it in its chain.
+#[test]
+fn an_operators_context_says_whether_it_heads_its_task() -> anyhow::Result<()> {
+    assert_eq!(heads_of_keyed_operators("false")?, [true, true]);
+    assert_eq!(heads_of_keyed_operators("true")?, [false, false]);
+    Ok(())
+}
+
 #[test]
 fn a_keyed_exchange_at_parallelism_one_is_chained_unless_configured_not_to_be() -> anyhow::Result<()>
 {
