@@ -18,7 +18,7 @@ use weir::window::AggregateFunction;
 use crate::expr::apply;
 use crate::int_masks::IntMasks;
 use crate::types::SqlType;
-use crate::value::{Row, Value};
+use crate::value::{push_clone, push_made, Row, Value};
 
 /// Which aggregate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -608,51 +608,30 @@ impl SqlAggregates {
     /// Appends the results of `acc` to `out` (a result row being built,
     /// its key columns already in it).
     pub fn results_into(&self, acc: &[Acc], out: &mut impl Extend<Value>) {
-        out.extend(self.calls.iter().zip(acc).map(|(call, a)| {
+        out.extend(
+            self.calls
+                .iter()
+                .zip(acc)
+                .map(|(call, a)| result_of(call, a)),
+        );
+    }
+
+    /// [`results_into`](SqlAggregates::results_into) a row's buffer, the
+    /// common results written straight into their slots: a result made on
+    /// the stack a piece at a time and copied whole waited for the pieces
+    /// (most of a `GROUP BY`'s result row's time).
+    pub fn results_onto(&self, acc: &[Acc], out: &mut Vec<Value>) {
+        out.reserve(acc.len());
+        for (call, a) in self.calls.iter().zip(acc) {
             match a {
-                Acc::Count(n) => Value::BigInt(*n),
-                Acc::Distinct(set) => Value::BigInt(set.len() as i64),
-                Acc::DistinctInts(set) => Value::BigInt(set.len() as i64),
-                Acc::SharedDistinct(shared) => Value::BigInt(shared.count),
-                Acc::Counted(values) => Value::BigInt(values.len() as i64),
-                Acc::Value(v) => v.clone(),
-                Acc::Avg { sum, count } if call.kind == AggKind::Sum => {
-                    if *count > 0 {
-                        sum.clone()
-                    } else {
-                        Value::Null
-                    }
+                Acc::Count(n) => push_made(out, || Value::BigInt(*n)),
+                Acc::Value(v) => push_clone(out, v),
+                Acc::Avg { sum, count } if call.kind == AggKind::Sum && *count > 0 => {
+                    push_clone(out, sum)
                 }
-                Acc::Avg { sum, count } => average(sum, *count, call.result_type()),
-                Acc::Lag(lag) => match call.kind {
-                    AggKind::Lag(offset) if lag.0.len() > offset as usize => {
-                        lag.0.front().cloned().unwrap_or(Value::Null)
-                    }
-                    _ => lag.1.clone(),
-                },
-                Acc::Moments(m) => match call.kind {
-                    AggKind::Spread(spread) => m.result(spread, call.arg_type, call.result_type()),
-                    _ => Value::Null,
-                },
-                Acc::Sorted(values) => {
-                    let extreme = if call.kind == AggKind::Min {
-                        values.keys().next()
-                    } else {
-                        values.keys().next_back()
-                    };
-                    extreme.map_or(Value::Null, |v| v.0.clone())
-                }
-                // The values held, in arrival order (a retraction takes
-                // out the earliest equal one, as Flink's does).
-                Acc::List(list) => match call.kind {
-                    AggKind::FirstValue => list.first().cloned().unwrap_or(Value::Null),
-                    AggKind::LastValue => list.last().cloned().unwrap_or(Value::Null),
-                    _ => list
-                        .iter()
-                        .fold(Value::Null, |joined, v| join(&joined, v, &call.separator)),
-                },
+                _ => out.push(result_of(call, a)),
             }
-        }));
+        }
     }
 
     /// Takes `row`'s arguments out of `acc` again (a `-U` or `-D` row of
@@ -746,6 +725,54 @@ fn is_new_extreme(kind: AggKind, v: &Value, m: &Value) -> bool {
         std::cmp::Ordering::Greater
     };
     m.is_null() || v.compare(m) == Some(better)
+}
+
+/// The result of `call` whose accumulator is `a`.
+#[inline(always)]
+fn result_of(call: &AggCall, a: &Acc) -> Value {
+    match a {
+        Acc::Count(n) => Value::BigInt(*n),
+        Acc::Distinct(set) => Value::BigInt(set.len() as i64),
+        Acc::DistinctInts(set) => Value::BigInt(set.len() as i64),
+        Acc::SharedDistinct(shared) => Value::BigInt(shared.count),
+        Acc::Counted(values) => Value::BigInt(values.len() as i64),
+        Acc::Value(v) => v.clone(),
+        Acc::Avg { sum, count } if call.kind == AggKind::Sum => {
+            if *count > 0 {
+                sum.clone()
+            } else {
+                Value::Null
+            }
+        }
+        Acc::Avg { sum, count } => average(sum, *count, call.result_type()),
+        Acc::Lag(lag) => match call.kind {
+            AggKind::Lag(offset) if lag.0.len() > offset as usize => {
+                lag.0.front().cloned().unwrap_or(Value::Null)
+            }
+            _ => lag.1.clone(),
+        },
+        Acc::Moments(m) => match call.kind {
+            AggKind::Spread(spread) => m.result(spread, call.arg_type, call.result_type()),
+            _ => Value::Null,
+        },
+        Acc::Sorted(values) => {
+            let extreme = if call.kind == AggKind::Min {
+                values.keys().next()
+            } else {
+                values.keys().next_back()
+            };
+            extreme.map_or(Value::Null, |v| v.0.clone())
+        }
+        // The values held, in arrival order (a retraction takes
+        // out the earliest equal one, as Flink's does).
+        Acc::List(list) => match call.kind {
+            AggKind::FirstValue => list.first().cloned().unwrap_or(Value::Null),
+            AggKind::LastValue => list.last().cloned().unwrap_or(Value::Null),
+            _ => list
+                .iter()
+                .fold(Value::Null, |joined, v| join(&joined, v, &call.separator)),
+        },
+    }
 }
 
 impl AggregateFunction<Row, Accumulators, Results> for SqlAggregates {
@@ -1634,6 +1661,62 @@ mod tests {
                 };
                 assert_eq!(unchanged, expected, "{kind:?} {filter:?}");
             }
+        }
+    }
+
+    /// A row's buffer gets the same results, written into its slots, as
+    /// any other list: for every kind, empty or not, over numbers and over
+    /// shared strings (whose clones must each own a count).
+    #[test]
+    fn results_onto_a_row_are_the_results() {
+        let long = |i: i64| Value::string(&format!("a string too long to be held inline {i}"));
+        let kinds = [
+            AggKind::CountStar,
+            AggKind::Count,
+            AggKind::CountDistinct,
+            AggKind::Sum,
+            AggKind::Min,
+            AggKind::Max,
+            AggKind::Avg,
+            AggKind::FirstValue,
+            AggKind::LastValue,
+            AggKind::ListAgg,
+        ];
+        for (arg_type, value) in [
+            (
+                SqlType::BigInt,
+                &(|i: i64| Value::BigInt(i)) as &dyn Fn(i64) -> Value,
+            ),
+            (SqlType::String, &long),
+        ] {
+            let calls: Vec<AggCall> = kinds
+                .iter()
+                .filter(|k| {
+                    arg_type == SqlType::BigInt || !matches!(k, AggKind::Sum | AggKind::Avg)
+                })
+                .map(|&kind| AggCall {
+                    kind,
+                    arg: 0,
+                    arg_type,
+                    separator: ",".into(),
+                    filter: None,
+                })
+                .collect();
+            let mut agg = SqlAggregates::new(calls, false);
+            let mut acc = agg.create_accumulator();
+            for i in 0..3 {
+                let mut expected = Results::new();
+                agg.results_into(&acc, &mut expected);
+                let mut onto = vec![Value::Null];
+                agg.results_onto(&acc, &mut onto);
+                assert_eq!(onto[0], Value::Null);
+                assert_eq!(&onto[1..], &expected[..], "{arg_type:?} after {i} rows");
+                // Each copy of a shared string is dropped on its own: one
+                // that took no count of its own frees the text twice.
+                agg.add_row(&Row::insert(vec![value(i)]), &mut acc);
+                drop(onto);
+            }
+            drop(acc);
         }
     }
 

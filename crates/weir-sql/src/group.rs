@@ -226,7 +226,7 @@ pub(crate) fn result_row(
 ) -> Row {
     let mut values = Row::buffer(key.len() + acc.len());
     values.extend_from_slice(key);
-    aggregates.results_into(acc, &mut values);
+    aggregates.results_onto(acc, &mut values);
     Row { kind, values }
 }
 

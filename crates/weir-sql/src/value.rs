@@ -323,6 +323,46 @@ pub(crate) fn put(slot: &mut Value, make: impl FnOnce() -> Value) {
     }
 }
 
+/// Pushes `make()`'s value onto `values`, written straight into its slot
+/// (as [`put`] does).
+#[inline(always)]
+pub(crate) fn push_made(values: &mut Vec<Value>, make: impl FnOnce() -> Value) {
+    values.reserve(1);
+    let len = values.len();
+    // SAFETY: `reserve` made room for one more value at `len`; the length
+    // counts it once it is written, and `make` does not unwind (see `put`).
+    unsafe {
+        values.as_mut_ptr().add(len).write(make());
+        values.set_len(len + 1);
+    }
+}
+
+/// Pushes a clone of `v` onto `values`, copied from `v` into its slot a
+/// word at a time (a clone returned whole went through the stack).
+#[inline(always)]
+pub(crate) fn push_clone(values: &mut Vec<Value>, v: &Value) {
+    // A shared string's or bytes' count is taken for the copy, as in
+    // `Value::clone`.
+    match v {
+        Value::String(s) => std::mem::forget(s.clone()),
+        Value::Bytes(b) => std::mem::forget(b.clone()),
+        _ => {}
+    }
+    values.reserve(1);
+    let len = values.len();
+    // SAFETY: a `Value` is three words (asserted above), and a copy of
+    // its bytes is a clone once the count is taken; `reserve` made room
+    // for it at `len`, counted once written.
+    unsafe {
+        let from = (v as *const Value).cast::<u64>();
+        let to = values.as_mut_ptr().add(len).cast::<u64>();
+        for i in 0..3 {
+            to.add(i).write(from.add(i).read());
+        }
+        values.set_len(len + 1);
+    }
+}
+
 /// Moves `v`, a value just returned through memory, into `slot` (leaving
 /// NULL or a copy of a number behind), reading its tag and payload in the
 /// widths they were written in: a value read whole right after it was
