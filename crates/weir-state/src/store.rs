@@ -1017,6 +1017,10 @@ struct Cursor<'a> {
 
 /// The typed table `id` of a heap backend and the current key's position in
 /// it (with the time, if the table has a time-to-live).
+///
+/// Inlined: returned through memory, its words were read back in wider
+/// pieces than they were written in, a stall on every state access.
+#[inline(always)]
 fn cursor<V: 'static>(
     b: &mut HeapBackend,
     id: usize,
