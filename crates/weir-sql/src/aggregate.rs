@@ -1595,6 +1595,20 @@ mod tests {
         assert!(matches!(acc[..], [Acc::Count(1)]));
     }
 
+    /// The aggregates of one argument, one of each kind.
+    const ONE_ARGUMENT_KINDS: [AggKind; 10] = [
+        AggKind::CountStar,
+        AggKind::Count,
+        AggKind::CountDistinct,
+        AggKind::Sum,
+        AggKind::Min,
+        AggKind::Max,
+        AggKind::Avg,
+        AggKind::FirstValue,
+        AggKind::LastValue,
+        AggKind::ListAgg,
+    ];
+
     /// `changes` says a row leaves the accumulators as they are only where
     /// adding it does: below the maximum, above the minimum, NULL, dropped
     /// by the `FILTER`, after the first value.
@@ -1612,18 +1626,7 @@ mod tests {
             (Value::BigInt(7), t.clone()),
             (Value::BigInt(2), t.clone()),
         ];
-        let kinds = [
-            AggKind::CountStar,
-            AggKind::Count,
-            AggKind::CountDistinct,
-            AggKind::Sum,
-            AggKind::Min,
-            AggKind::Max,
-            AggKind::Avg,
-            AggKind::FirstValue,
-            AggKind::LastValue,
-            AggKind::ListAgg,
-        ];
+        let kinds = ONE_ARGUMENT_KINDS;
         for kind in kinds {
             for filter in [None, Some(1)] {
                 let call = AggCall {
@@ -1670,18 +1673,7 @@ mod tests {
     #[test]
     fn results_onto_a_row_are_the_results() {
         let long = |i: i64| Value::string(&format!("a string too long to be held inline {i}"));
-        let kinds = [
-            AggKind::CountStar,
-            AggKind::Count,
-            AggKind::CountDistinct,
-            AggKind::Sum,
-            AggKind::Min,
-            AggKind::Max,
-            AggKind::Avg,
-            AggKind::FirstValue,
-            AggKind::LastValue,
-            AggKind::ListAgg,
-        ];
+        let kinds = ONE_ARGUMENT_KINDS;
         for (arg_type, value) in [
             (
                 SqlType::BigInt,

@@ -786,32 +786,13 @@ impl Row {
     /// Gives a row's buffer back for [`Row::buffer`] to reuse: this
     /// thread's, or, when it keeps enough of its width, half of those go
     /// to the other threads (or are freed, when they have enough too).
-    pub fn recycle(mut values: Vec<Value>) {
-        let capacity = values.capacity();
-        if !(1..=POOLED_WIDTH).contains(&capacity) {
-            return;
-        }
-        values.clear();
-        let mut values = std::mem::ManuallyDrop::new(values);
-        let ptr = NonNull::new(values.as_mut_ptr()).unwrap_or(NonNull::dangling());
-        // A thread being torn down keeps nothing.
-        let kept = FREE_BUFFERS
-            .try_with(|free| match free.try_borrow_mut() {
-                Ok(mut free) => {
-                    let pool = &mut free.0[capacity - 1];
-                    if pool.len() >= POOLED_PER_WIDTH {
-                        stash(capacity, pool);
-                    }
-                    pool.push(ptr);
-                    true
-                }
-                _ => false,
-            })
-            .unwrap_or(false);
-        if !kept {
-            // SAFETY: `values` was not kept, so it is freed here once.
-            unsafe { std::mem::ManuallyDrop::drop(&mut values) };
-        }
+    pub fn recycle(values: Vec<Value>) {
+        keep_buffer(values, &FREE_BUFFERS, |capacity, pool, buffer| {
+            if pool.len() >= POOLED_PER_WIDTH {
+                stash(capacity, pool);
+            }
+            pool.push(buffer);
+        });
     }
 
     /// Gives back the buffer of a row made on another thread (one that
@@ -824,31 +805,45 @@ impl Row {
     /// that way spent most of its time on that store. The thread that
     /// made the row waits for that instead, when it takes the buffer from
     /// the stash for a new row; a source's thread has time to spare.
-    pub fn hand_back(mut values: Vec<Value>) {
-        let capacity = values.capacity();
-        if !(1..=POOLED_WIDTH).contains(&capacity) {
-            return;
-        }
-        values.clear();
-        let mut values = std::mem::ManuallyDrop::new(values);
-        let ptr = NonNull::new(values.as_mut_ptr()).unwrap_or(NonNull::dangling());
-        let kept = HANDED_BACK
-            .try_with(|handed| match handed.try_borrow_mut() {
-                Ok(mut handed) => {
-                    let list = &mut handed.0[capacity - 1];
-                    list.push(ptr);
-                    if list.len() >= HANDED_BACK_AT_ONCE {
-                        stash_part(capacity, list, list.len());
-                    }
-                    true
-                }
-                _ => false,
-            })
-            .unwrap_or(false);
-        if !kept {
-            // SAFETY: `values` was not kept, so it is freed here once.
-            unsafe { std::mem::ManuallyDrop::drop(&mut values) };
-        }
+    pub fn hand_back(values: Vec<Value>) {
+        keep_buffer(values, &HANDED_BACK, |capacity, list, buffer| {
+            list.push(buffer);
+            if list.len() >= HANDED_BACK_AT_ONCE {
+                stash_part(capacity, list, list.len());
+            }
+        });
+    }
+}
+
+/// Empties `values` and gives its buffer to `keep` with its capacity and
+/// this thread's list of that capacity in `lists`; frees it instead when
+/// it is of a width not kept, or the thread is being torn down.
+#[inline(always)]
+fn keep_buffer(
+    mut values: Vec<Value>,
+    lists: &'static std::thread::LocalKey<std::cell::RefCell<FreeBuffers>>,
+    keep: impl FnOnce(usize, &mut Vec<NonNull<Value>>, NonNull<Value>),
+) {
+    let capacity = values.capacity();
+    if !(1..=POOLED_WIDTH).contains(&capacity) {
+        return;
+    }
+    values.clear();
+    let mut values = std::mem::ManuallyDrop::new(values);
+    let buffer = NonNull::new(values.as_mut_ptr()).unwrap_or(NonNull::dangling());
+    // A thread being torn down keeps nothing.
+    let kept = lists
+        .try_with(|lists| match lists.try_borrow_mut() {
+            Ok(mut lists) => {
+                keep(capacity, &mut lists.0[capacity - 1], buffer);
+                true
+            }
+            _ => false,
+        })
+        .unwrap_or(false);
+    if !kept {
+        // SAFETY: `values` was not kept, so it is freed here once.
+        unsafe { std::mem::ManuallyDrop::drop(&mut values) };
     }
 }
 
