@@ -1131,6 +1131,20 @@ mod tests {
         assert_eq!(Value::string("é").to_string(), "é");
     }
 
+    /// The addresses of the buffers for 100 rows of `width` values that a
+    /// thread of its own takes.
+    fn buffers_a_new_thread_takes(width: usize) -> Vec<usize> {
+        std::thread::spawn(move || {
+            let buffers: Vec<Vec<Value>> = (0..100).map(|_| Row::buffer(width)).collect();
+            buffers
+                .iter()
+                .map(|b| b.as_ptr() as usize)
+                .collect::<Vec<_>>()
+        })
+        .join()
+        .expect("the second thread")
+    }
+
     /// The buffers of rows dropped on one thread, beyond what its pool
     /// keeps, are the buffers another thread's new rows get.
     #[test]
@@ -1152,15 +1166,7 @@ mod tests {
             done_rx.recv().expect("the second thread is done");
         });
         let given = given_rx.recv().expect("the first thread's buffers");
-        let taken = std::thread::spawn(|| {
-            let buffers: Vec<Vec<Value>> = (0..100).map(|_| Row::buffer(WIDTH)).collect();
-            buffers
-                .iter()
-                .map(|b| b.as_ptr() as usize)
-                .collect::<Vec<_>>()
-        })
-        .join()
-        .expect("the second thread");
+        let taken = buffers_a_new_thread_takes(WIDTH);
         done_tx.send(()).expect("sent");
         first.join().expect("the first thread");
         let reused = taken.iter().filter(|a| given.contains(a)).count();
@@ -1197,15 +1203,7 @@ mod tests {
             !kept_here,
             "a handed-back buffer was taken again by its thread"
         );
-        let taken = std::thread::spawn(|| {
-            let buffers: Vec<Vec<Value>> = (0..100).map(|_| Row::buffer(WIDTH)).collect();
-            buffers
-                .iter()
-                .map(|b| b.as_ptr() as usize)
-                .collect::<Vec<_>>()
-        })
-        .join()
-        .expect("the second thread");
+        let taken = buffers_a_new_thread_takes(WIDTH);
         done_tx.send(()).expect("sent");
         first.join().expect("the first thread");
         let reused = taken.iter().filter(|a| given.contains(a)).count();
