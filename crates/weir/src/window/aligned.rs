@@ -11,7 +11,6 @@
 //! are exactly those of [`WindowOperator`](super::operator::WindowOperator)
 //! with an `EventTimeTrigger`, which the golden and property tests check.
 
-use std::collections::hash_map::Entry;
 use std::collections::BTreeSet;
 
 use serde::de::DeserializeOwned;
@@ -40,8 +39,14 @@ fn gcd(a: i64, b: i64) -> i64 {
 
 struct Slice<K, A> {
     start: i64,
-    entries: Map<K, A>,
+    entries: SliceMap<K, A>,
 }
+
+/// A slice's accumulators by key, in the order the keys came: new keys
+/// are appended to one array, not written at random slots of a table
+/// (each slot a cache miss, once a firing leaves scores of slices larger
+/// than the caches), and a firing reads them in order.
+type SliceMap<K, A> = indexmap::IndexMap<K, A, foldhash::fast::RandomState>;
 
 /// One key's slices, and the starts of its windows with per-window state
 /// (which is in the keyed-state backend), as a checkpoint writes them ...
@@ -70,7 +75,7 @@ pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     /// Slices in ascending start order.
     slices: Vec<Slice<K, L::Acc>>,
     /// The emptied tables of dropped slices, for the next new ones.
-    spares: Vec<Map<K, L::Acc>>,
+    spares: Vec<SliceMap<K, L::Acc>>,
     /// Slices made since the last watermark: how many spare tables the
     /// next watermark keeps.
     made: usize,
@@ -159,7 +164,7 @@ where
                         spare.reserve(keys);
                         spare
                     }
-                    None => Map::with_capacity_and_hasher(keys, Default::default()),
+                    None => SliceMap::with_capacity_and_hasher(keys, Default::default()),
                 };
                 self.slices.insert(i, Slice { start, entries });
                 i
@@ -176,11 +181,13 @@ where
             };
             // Take the accumulator out while emitting, so the logic can be
             // borrowed mutably; it goes back right after.
-            let Some(acc) = self.slices[i].entries.remove(key) else {
+            let Some(at) = self.slices[i].entries.get_index_of(key) else {
                 return Ok(());
             };
+            let fresh = self.logic.create();
+            let acc = std::mem::replace(&mut self.slices[i].entries[at], fresh);
             let result = self.emit_acc(key, start, &acc, self.now(), out);
-            self.slices[i].entries.insert(key.clone(), acc);
+            self.slices[i].entries[at] = acc;
             return result;
         }
         let mut merged: Option<L::Acc> = None;
@@ -300,7 +307,7 @@ where
                 // over a table larger than the caches, every entry was
                 // fetched from memory again.
                 entries
-                    .drain()
+                    .drain(..)
                     .try_for_each(|(key, acc)| emit(self, &key, &acc))
             } else {
                 entries
@@ -494,12 +501,13 @@ where
             // One hash and one probe, found or not: a key new to the slice
             // (every key, in a window each key has one record in) was
             // hashed and looked for twice, by a look-up and an insert.
-            match self.slices[i].entries.entry(key) {
-                Entry::Occupied(mut found) => self.logic.add(found.get_mut(), record),
-                Entry::Vacant(room) => {
+            let entries = &mut self.slices[i].entries;
+            match entries.get_mut(&key) {
+                Some(found) => self.logic.add(found, record),
+                None => {
                     let mut acc = self.logic.create();
                     self.logic.add(&mut acc, record);
-                    room.insert(acc);
+                    entries.insert(key, acc);
                 }
             }
         }
