@@ -501,13 +501,14 @@ where
             // One hash and one probe, found or not: a key new to the slice
             // (every key, in a window each key has one record in) was
             // hashed and looked for twice, by a look-up and an insert.
-            let entries = &mut self.slices[i].entries;
-            match entries.get_mut(&key) {
-                Some(found) => self.logic.add(found, record),
-                None => {
+            match self.slices[i].entries.entry(key) {
+                indexmap::map::Entry::Occupied(mut found) => {
+                    self.logic.add(found.get_mut(), record)
+                }
+                indexmap::map::Entry::Vacant(room) => {
                     let mut acc = self.logic.create();
                     self.logic.add(&mut acc, record);
-                    entries.insert(key, acc);
+                    room.insert(acc);
                 }
             }
         }
