@@ -656,6 +656,26 @@ mod tests {
         Ok(())
     }
 
+    /// A firing emits a window's keys in the order they first came (a
+    /// slice appends new keys; it does not scatter them over a table).
+    #[test]
+    fn a_firing_emits_keys_in_their_arrival_order() -> FunctionResult {
+        let mut op = counting(1000);
+        let mut h = HarnessOutput::new();
+        // Key k has k + 1 records, so each count names its key; the keys
+        // first come in a scrambled order.
+        let order: Vec<u32> = (0..64u32).map(|i| (i * 37) % 64).collect();
+        let mut records: Vec<_> = order
+            .iter()
+            .flat_map(|&k| (0..=k).map(move |_| StreamRecord::with_timestamp(k, 5)))
+            .collect();
+        op.process_batch(&mut records, &mut h.output)?;
+        op.process_watermark(999, &mut h.output)?;
+        let counts: Vec<u64> = order.iter().map(|&k| u64::from(k) + 1).collect();
+        assert_eq!(h.take_values(), counts);
+        Ok(())
+    }
+
     /// A watermark that fires many windows keeps their emptied tables for
     /// as many new slices as were made before it, and the next watermark,
     /// after fewer new slices, lets the extra ones go.
