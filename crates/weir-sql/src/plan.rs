@@ -1322,7 +1322,7 @@ impl Output {
                     row.values.swap(slot, i);
                 }
                 for (slot, v) in constants {
-                    crate::value::put(&mut row.values[*slot], || v.clone());
+                    crate::value::put_clone(&mut row.values[*slot], v);
                 }
                 row.values.truncate(self.width);
                 return Ok(());

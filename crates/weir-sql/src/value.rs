@@ -323,6 +323,21 @@ pub(crate) fn put(slot: &mut Value, make: impl FnOnce() -> Value) {
     }
 }
 
+/// Replaces `slot` with a clone of `from`, copied from where it is a word
+/// at a time: [`put`] with `from.clone()` moved the clone through the
+/// stack, its bytes after the tag in two overlapping pieces that were
+/// read back at once, a stall on every value of a window's result rows.
+#[inline(always)]
+pub(crate) fn put_clone(slot: &mut Value, from: &Value) {
+    let slot: *mut Value = slot;
+    // SAFETY: `slot` is a live value, dropped once (dropping does not
+    // unwind) and overwritten at once.
+    unsafe {
+        std::ptr::drop_in_place(slot);
+        write_clone(slot, from);
+    }
+}
+
 /// Pushes `make()`'s value onto `values`, written straight into its slot
 /// (as [`put`] does).
 #[inline(always)]
@@ -341,6 +356,22 @@ pub(crate) fn push_made(values: &mut Vec<Value>, make: impl FnOnce() -> Value) {
 /// word at a time (a clone returned whole went through the stack).
 #[inline(always)]
 pub(crate) fn push_clone(values: &mut Vec<Value>, v: &Value) {
+    values.reserve(1);
+    let len = values.len();
+    // SAFETY: `reserve` made room at `len`, counted once written.
+    unsafe {
+        write_clone(values.as_mut_ptr().add(len), v);
+        values.set_len(len + 1);
+    }
+}
+
+/// Writes a clone of `v` at `to`, copied from `v` a word at a time.
+///
+/// # Safety
+///
+/// `to` is valid for writes of a `Value`; what it held is not dropped.
+#[inline(always)]
+unsafe fn write_clone(to: *mut Value, v: &Value) {
     // A shared string's or bytes' count is taken for the copy, as in
     // `Value::clone`.
     match v {
@@ -348,18 +379,16 @@ pub(crate) fn push_clone(values: &mut Vec<Value>, v: &Value) {
         Value::Bytes(b) => std::mem::forget(b.clone()),
         _ => {}
     }
-    values.reserve(1);
-    let len = values.len();
-    // SAFETY: a `Value` is three words (asserted above), and a copy of
-    // its bytes is a clone once the count is taken; `reserve` made room
-    // for it at `len`, counted once written.
+    // SAFETY: a `Value` is three words (asserted above), and every
+    // variant but the two whose count was just taken holds plain numbers:
+    // a copy of its bytes is a clone. The words are copied as possibly
+    // uninitialised (the bytes between a tag and its payload are padding).
     unsafe {
-        let from = (v as *const Value).cast::<u64>();
-        let to = values.as_mut_ptr().add(len).cast::<u64>();
+        let from = (v as *const Value).cast::<std::mem::MaybeUninit<u64>>();
+        let to = to.cast::<std::mem::MaybeUninit<u64>>();
         for i in 0..3 {
             to.add(i).write(from.add(i).read());
         }
-        values.set_len(len + 1);
     }
 }
 
@@ -1075,6 +1104,44 @@ mod tests {
             );
         }
         assert_eq!(Value::decimal(1, 0).compare(&Value::Null), None);
+    }
+
+    /// `put_clone` drops what the slot held and leaves an equal value
+    /// that holds its own count of a shared string or bytes.
+    #[test]
+    fn a_value_put_as_a_clone_is_equal_and_owns_its_share() {
+        let old: Arc<str> = Arc::from("replaced");
+        let text: Arc<str> = Arc::from("shared text");
+        let bytes: Arc<[u8]> = Arc::from(&b"\x00\xff"[..]);
+        let values = [
+            Value::Null,
+            Value::Boolean(true),
+            Value::Int(-7),
+            Value::BigInt(i64::MIN),
+            Value::decimal(i128::MAX, 3),
+            Value::String(Str::shared(Arc::clone(&text))),
+            Value::Bytes(Arc::clone(&bytes)),
+            Value::Timestamp(1_700_000_000_000),
+        ];
+        let mut slots: Vec<Value> = values
+            .iter()
+            .map(|_| Value::String(Str::shared(Arc::clone(&old))))
+            .collect();
+        for (slot, v) in slots.iter_mut().zip(&values) {
+            put_clone(slot, v);
+        }
+        assert_eq!(Arc::strong_count(&old), 1, "each slot's value was dropped");
+        assert_eq!(format!("{slots:?}"), format!("{values:?}"));
+        assert_eq!(Arc::strong_count(&text), 3);
+        assert_eq!(Arc::strong_count(&bytes), 3);
+        drop(values);
+        assert_eq!(
+            format!("{:?}", slots[5]),
+            format!("{:?}", Value::string("shared text"))
+        );
+        drop(slots);
+        assert_eq!(Arc::strong_count(&text), 1);
+        assert_eq!(Arc::strong_count(&bytes), 1);
     }
 
     #[test]

@@ -1041,13 +1041,14 @@ pub(crate) fn plan_window_aggregate(
             let mut values = Row::buffer(picks.len());
             values.resize(picks.len(), Value::Null);
             for (slot, &c) in values.iter_mut().zip(picks.iter()) {
-                crate::value::put(slot, || match c.checked_sub(at) {
-                    None => key[c].clone(),
-                    Some(0) => Value::Timestamp(w.start),
-                    Some(1) => Value::Timestamp(w.end),
-                    Some(2) => time_value(time_type, w.end - 1),
-                    Some(agg) => aggs[agg - 3].clone(),
-                });
+                use crate::value::{put, put_clone};
+                match c.checked_sub(at) {
+                    None => put_clone(slot, &key[c]),
+                    Some(0) => put(slot, || Value::Timestamp(w.start)),
+                    Some(1) => put(slot, || Value::Timestamp(w.end)),
+                    Some(2) => put(slot, || time_value(time_type, w.end - 1)),
+                    Some(agg) => put_clone(slot, &aggs[agg - 3]),
+                }
             }
             out.collect(Row::insert(values));
         }
