@@ -1106,6 +1106,26 @@ mod tests {
         assert_eq!(Value::decimal(1, 0).compare(&Value::Null), None);
     }
 
+    /// A value of each kind, the string (seventh) and bytes (ninth) sharing
+    /// `text` and `bytes`.
+    fn one_of_each_kind(text: &Arc<str>, bytes: &Arc<[u8]>) -> Vec<Value> {
+        vec![
+            Value::Null,
+            Value::Boolean(true),
+            Value::Int(-7),
+            Value::BigInt(i64::MIN),
+            Value::Double(2.5),
+            Value::decimal(i128::MAX, 3),
+            Value::String(Str::shared(Arc::clone(text))),
+            Value::static_str("static"),
+            Value::Bytes(Arc::clone(bytes)),
+            Value::Date(19_000),
+            Value::Timestamp(1_700_000_000_000),
+            Value::TimestampLtz(-1),
+            Value::Interval(86_400_000),
+        ]
+    }
+
     /// `put_clone` drops what the slot held and leaves an equal value
     /// that holds its own count of a shared string or bytes.
     #[test]
@@ -1113,16 +1133,7 @@ mod tests {
         let old: Arc<str> = Arc::from("replaced");
         let text: Arc<str> = Arc::from("shared text");
         let bytes: Arc<[u8]> = Arc::from(&b"\x00\xff"[..]);
-        let values = [
-            Value::Null,
-            Value::Boolean(true),
-            Value::Int(-7),
-            Value::BigInt(i64::MIN),
-            Value::decimal(i128::MAX, 3),
-            Value::String(Str::shared(Arc::clone(&text))),
-            Value::Bytes(Arc::clone(&bytes)),
-            Value::Timestamp(1_700_000_000_000),
-        ];
+        let values = one_of_each_kind(&text, &bytes);
         let mut slots: Vec<Value> = values
             .iter()
             .map(|_| Value::String(Str::shared(Arc::clone(&old))))
@@ -1136,7 +1147,7 @@ mod tests {
         assert_eq!(Arc::strong_count(&bytes), 3);
         drop(values);
         assert_eq!(
-            format!("{:?}", slots[5]),
+            format!("{:?}", slots[6]),
             format!("{:?}", Value::string("shared text"))
         );
         drop(slots);
@@ -1148,21 +1159,7 @@ mod tests {
     fn a_clone_of_each_kind_of_value_is_equal_and_owns_its_share() {
         let text: Arc<str> = Arc::from("shared text");
         let bytes: Arc<[u8]> = Arc::from(&b"\x00\xff"[..]);
-        let values = [
-            Value::Null,
-            Value::Boolean(true),
-            Value::Int(-7),
-            Value::BigInt(i64::MIN),
-            Value::Double(2.5),
-            Value::decimal(i128::MAX, 3),
-            Value::String(Str::shared(Arc::clone(&text))),
-            Value::static_str("static"),
-            Value::Bytes(Arc::clone(&bytes)),
-            Value::Date(19_000),
-            Value::Timestamp(1_700_000_000_000),
-            Value::TimestampLtz(-1),
-            Value::Interval(86_400_000),
-        ];
+        let values = one_of_each_kind(&text, &bytes);
         let clones: Vec<Value> = values.iter().map(Value::clone).collect();
         for (v, c) in values.iter().zip(&clones) {
             assert_eq!(std::mem::discriminant(v), std::mem::discriminant(c));
