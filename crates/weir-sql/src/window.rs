@@ -1035,19 +1035,18 @@ pub(crate) fn plan_window_aggregate(
         let at = key.len();
         for aggs in results {
             // A reused buffer, each column written straight into its slot:
-            // pushed, the window's times were built on the stack a piece
-            // at a time and read back in wider pieces, which stalled every
-            // row.
+            // pushed whole, the window's times were built on the stack a
+            // piece at a time and read back in wider pieces, which stalled
+            // every row.
             let mut values = Row::buffer(picks.len());
-            values.resize(picks.len(), Value::Null);
-            for (slot, &c) in values.iter_mut().zip(picks.iter()) {
-                use crate::value::{put, put_clone};
+            for &c in picks.iter() {
+                use crate::value::{push_clone, push_made};
                 match c.checked_sub(at) {
-                    None => put_clone(slot, &key[c]),
-                    Some(0) => put(slot, || Value::Timestamp(w.start)),
-                    Some(1) => put(slot, || Value::Timestamp(w.end)),
-                    Some(2) => put(slot, || time_value(time_type, w.end - 1)),
-                    Some(agg) => put_clone(slot, &aggs[agg - 3]),
+                    None => push_clone(&mut values, &key[c]),
+                    Some(0) => push_made(&mut values, || Value::Timestamp(w.start)),
+                    Some(1) => push_made(&mut values, || Value::Timestamp(w.end)),
+                    Some(2) => push_made(&mut values, || time_value(time_type, w.end - 1)),
+                    Some(agg) => push_clone(&mut values, &aggs[agg - 3]),
                 }
             }
             out.collect(Row::insert(values));
