@@ -326,7 +326,8 @@ pub(crate) fn put(slot: &mut Value, make: impl FnOnce() -> Value) {
 /// Replaces `slot` with a clone of `from`, copied from where it is a word
 /// at a time: [`put`] with `from.clone()` moved the clone through the
 /// stack, its bytes after the tag in two overlapping pieces that were
-/// read back at once, a stall on every value of a window's result rows.
+/// read back at once (a stall per value; [`push_clone`] avoids the same
+/// for a value pushed).
 #[inline(always)]
 pub(crate) fn put_clone(slot: &mut Value, from: &Value) {
     let slot: *mut Value = slot;
