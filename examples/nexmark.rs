@@ -70,6 +70,7 @@ fn main() -> anyhow::Result<()> {
         "q12" => print(queries::q12(&stream)),
         "q14" => print(queries::q14(&stream)),
         "q15" => print(queries::q15(&stream)),
+        "q16" => print(queries::q16(&stream)),
         other => anyhow::bail!(
             "unknown query {other}; one of {}",
             queries::QUERIES.join(", ")

@@ -489,6 +489,7 @@ fn run_query(
         "q12" => measure(queries::q12(&stream), &sink),
         "q14" => measure(queries::q14(&stream), &sink),
         "q15" => measure(queries::q15(&stream), &sink),
+        "q16" => measure(queries::q16(&stream), &sink),
         other => bail!("unknown query {other} (known: {})", QUERIES.join(", ")),
     }
     let cpu0 = cpu_seconds();

@@ -42,6 +42,10 @@ const QUERIES: &[(&str, &str)] = &[
         "bidder BIGINT, bid_count BIGINT, starttime TIMESTAMP(3), endtime TIMESTAMP(3)",
     ),
     (
+        "q12",
+        "bidder BIGINT, bid_count BIGINT, starttime TIMESTAMP(3), endtime TIMESTAMP(3)",
+    ),
+    (
         "q14",
         "auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), bidTimeType STRING, \
          dateTime TIMESTAMP(3), extra STRING, c_counts BIGINT",
@@ -52,6 +56,13 @@ const QUERIES: &[(&str, &str)] = &[
          rank3_bids BIGINT, total_bidders BIGINT, rank1_bidders BIGINT, rank2_bidders BIGINT, \
          rank3_bidders BIGINT, total_auctions BIGINT, rank1_auctions BIGINT, \
          rank2_auctions BIGINT, rank3_auctions BIGINT",
+    ),
+    (
+        "q16",
+        "channel STRING, `day` STRING, `minute` STRING, total_bids BIGINT, rank1_bids BIGINT, \
+         rank2_bids BIGINT, rank3_bids BIGINT, total_bidders BIGINT, rank1_bidders BIGINT, \
+         rank2_bidders BIGINT, rank3_bidders BIGINT, total_auctions BIGINT, \
+         rank1_auctions BIGINT, rank2_auctions BIGINT, rank3_auctions BIGINT",
     ),
 ];
 
@@ -162,7 +173,9 @@ fn run_one(
                 "q8" => queries::q8(&stream).add_sink(DiscardingSink),
                 "q11" => queries::q11(&stream).add_sink(DiscardingSink),
                 "q14" => queries::q14(&stream).add_sink(DiscardingSink),
+                "q12" => queries::q12(&stream).add_sink(DiscardingSink),
                 "q15" => queries::q15(&stream).add_sink(DiscardingSink),
+                "q16" => queries::q16(&stream).add_sink(DiscardingSink),
                 other => bail!("no DataStream query {other} here"),
             };
             env.execute(query)?;

@@ -14,8 +14,8 @@ use crate::generator::NexmarkGenerator;
 use crate::model::{Auction, Bid, Event, Person, Text};
 
 /// The queries, by name.
-pub const QUERIES: [&str; 12] = [
-    "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q11", "q12", "q14", "q15",
+pub const QUERIES: [&str; 13] = [
+    "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q11", "q12", "q14", "q15", "q16",
 ];
 
 /// Events `0..count` of `generator`, from `parallelism` source subtasks
@@ -656,6 +656,71 @@ pub fn q15(events: &DataStream<Event>) -> DataStream<DayStats> {
                         bids: s.bids,
                         bidders: s.bidders.each_ref().map(|b| b.len() as u64),
                         auctions: s.auctions.each_ref().map(|a| a.len() as u64),
+                    });
+                }
+                Ok(())
+            },
+        )
+}
+
+/// A channel's bidding statistics of a day (q16): q15's, and the last
+/// minute of the day a bid came in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChannelDayStats {
+    pub channel: Text,
+    /// The day's last minute (UTC) with a bid of the channel, in minutes
+    /// since midnight (SQL's `MAX(DATE_FORMAT(dateTime, 'HH:mm'))`).
+    pub minute: i64,
+    pub stats: DayStats,
+}
+
+#[derive(Clone, Copy)]
+struct ChannelStatistics;
+
+/// A channel's day so far: q15's sets, and the latest bid time.
+type ChannelDay = (DaySets, i64);
+
+impl AggregateFunction<Bid, ChannelDay, ChannelDay> for ChannelStatistics {
+    fn create_accumulator(&mut self) -> ChannelDay {
+        (DaySets::default(), i64::MIN)
+    }
+    fn add(&mut self, b: Bid, acc: &mut ChannelDay) {
+        acc.1 = acc.1.max(b.date_time);
+        BidStatistics.add(b, &mut acc.0);
+    }
+    fn get_result(&mut self, acc: &ChannelDay) -> ChannelDay {
+        acc.clone()
+    }
+    fn merge(&mut self, a: ChannelDay, b: ChannelDay) -> ChannelDay {
+        (BidStatistics.merge(a.0, b.0), a.1.max(b.1))
+    }
+}
+
+/// q16, channel statistics: q15's statistics per channel and day, with
+/// the last minute of the day a bid came in; one row per channel when the
+/// day ends (Flink's query emits a changelog of updates; this its final
+/// rows).
+pub fn q16(events: &DataStream<Event>) -> DataStream<ChannelDayStats> {
+    bids(events)
+        .key_by(|b: &Bid| (b.channel.clone(), b.date_time.div_euclid(86_400_000)))
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(86_400)))
+        .aggregate_with(
+            ChannelStatistics,
+            |(channel, _day): &(Text, i64),
+             ctx: &mut ProcessWindowContext<'_, TimeWindow>,
+             days: Elements<'_, ChannelDay>,
+             out: &mut Collector<'_, ChannelDayStats>| {
+                let day = ctx.window().start;
+                for (s, last) in days {
+                    out.collect(ChannelDayStats {
+                        channel: channel.clone(),
+                        minute: (last - day) / 60_000,
+                        stats: DayStats {
+                            day,
+                            bids: s.bids,
+                            bidders: s.bidders.each_ref().map(|b| b.len() as u64),
+                            auctions: s.auctions.each_ref().map(|a| a.len() as u64),
+                        },
                     });
                 }
                 Ok(())

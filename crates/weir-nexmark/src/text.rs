@@ -64,6 +64,14 @@ impl Hash for Text {
     }
 }
 
+/// A text's stable hash is its string's: a key of a text routes and
+/// restores as the same `String` key would.
+impl weir::prelude::StableHash for Text {
+    fn stable_hash(&self) -> u64 {
+        (**self).stable_hash()
+    }
+}
+
 impl PartialOrd for Text {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))

@@ -290,6 +290,65 @@ fn events_round_trip_through_json_lines() {
 }
 
 #[test]
+fn q16_reports_each_channels_statistics_per_day() {
+    // As q15's test: the stream crosses midnight after a minute.
+    let midnight = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 86_400_000;
+    let g = NexmarkGenerator::new(GeneratorConfig {
+        rate: 1_000,
+        base_time: midnight - 60_000,
+        ..GeneratorConfig::default()
+    });
+    let n = 200_000u64;
+    /// Per channel and day: the last bid's time, then bids, bidders and
+    /// auctions, in total and per price rank.
+    type Day = (i64, [u64; 4], [HashSet<u64>; 4], [HashSet<u64>; 4]);
+    let mut days: BTreeMap<(String, i64), Day> = BTreeMap::new();
+    for i in 0..n {
+        if let Event::Bid(b) = g.event(i) {
+            let day = b.date_time.div_euclid(86_400_000) * 86_400_000;
+            let d = days.entry((b.channel.to_string(), day)).or_default();
+            d.0 = d.0.max(b.date_time);
+            for r in [0, queries::price_rank(b.price)] {
+                d.1[r] += 1;
+                d.2[r].insert(b.bidder);
+                d.3[r].insert(b.auction);
+            }
+        }
+    }
+    let expected: Vec<(String, i64, queries::DayStats)> = days
+        .into_iter()
+        .map(|((channel, day), (last, bids, bidders, auctions))| {
+            let stats = queries::DayStats {
+                day,
+                bids,
+                bidders: bidders.each_ref().map(|s| s.len() as u64),
+                auctions: auctions.each_ref().map(|s| s.len() as u64),
+            };
+            (channel, (last - day) / 60_000, stats)
+        })
+        .collect();
+    // Both days, and more channels than the four hot ones.
+    assert_eq!(
+        expected.iter().map(|e| e.2.day).collect::<HashSet<_>>().len(),
+        2
+    );
+    assert!(expected.len() > 8, "{} channel days", expected.len());
+    // The first day's last minute is 23:59; the second's is past it.
+    assert!(expected.iter().any(|e| e.1 == 23 * 60 + 59));
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(2);
+    let events = queries::events(&env, g, n, 2);
+    let mut got: Vec<(String, i64, queries::DayStats)> = queries::q16(&events)
+        .execute_and_collect()
+        .expect("the query runs")
+        .into_iter()
+        .map(|c| (c.channel.to_string(), c.minute, c.stats))
+        .collect();
+    got.sort_by(|a, b| (&a.0, a.2.day).cmp(&(&b.0, b.2.day)));
+    assert_eq!(got, expected);
+}
+
+#[test]
 fn q15_reports_bidding_statistics_per_day() {
     // 1 000 events a second from 23:59 UTC: the stream crosses midnight
     // after a minute.

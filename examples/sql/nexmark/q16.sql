@@ -1,5 +1,9 @@
 -- Nexmark q16, channel statistics: q15's statistics per channel and day,
--- with the last minute of the day a bid came in.
+-- with the last minute of the day a bid came in. An unbounded
+-- aggregation, with mini-batch on as for q15.
+SET 'table.exec.mini-batch.enabled' = 'true';
+SET 'table.exec.mini-batch.allow-latency' = '2 s';
+SET 'table.exec.mini-batch.size' = '50000';
 CREATE TABLE bid (
   auction BIGINT, bidder BIGINT, price BIGINT, channel STRING, url STRING,
   dateTime TIMESTAMP(3), extra STRING,
