@@ -66,9 +66,9 @@ where
     /// order of their first record.
     fn finish_bundle(&mut self, out: &mut Output<O>) -> FunctionResult {
         self.places.clear();
-        let (collected, sides) = out.split();
         for mut gathered in self.gathered.drain(..) {
             set_current_key(&self.state, &gathered.key)?;
+            let (collected, sides) = out.split();
             let mut ctx =
                 ProcessContext::new(gathered.timestamp, self.watermark, &gathered.key, sides);
             self.f.process_bundle(
@@ -78,6 +78,10 @@ where
             )?;
             gathered.records.clear();
             self.spare.push(gathered.records);
+            // A bundle of many keys makes results for each: handed on a
+            // batch at a time, their rows are dropped, and their memory
+            // reused, while still in the caches.
+            out.flush_if_full()?;
         }
         Ok(())
     }
