@@ -414,14 +414,15 @@ where
         }
     }
 
-    /// Runs a trigger callback for `key`'s `window` and applies its timers.
+    /// Runs a trigger callback for `key`'s `window`, at processing time
+    /// `now`, and applies its timers.
     fn call_trigger(
         &mut self,
         key: &K,
         window: &W,
+        now: i64,
         call: impl FnOnce(&mut dyn Trigger<T, W>, &mut TriggerContext<'_>) -> TriggerResult,
     ) -> TriggerResult {
-        let now = self.now();
         let watermark = self.watermark;
         let ks = self.keys.entry(key.clone()).or_default();
         let entry = ks.windows.entry_or_default(window.clone());
@@ -604,7 +605,7 @@ where
         state_window: &W,
         out: &mut Output<O>,
     ) -> FunctionResult {
-        self.call_trigger(key, window, |t, ctx| {
+        self.call_trigger(key, window, self.now(), |t, ctx| {
             t.clear(window, ctx);
             TriggerResult::Continue
         });
@@ -675,12 +676,12 @@ where
                 })
                 .collect()
         };
-        self.call_trigger(key, &result, |t, ctx| {
+        self.call_trigger(key, &result, self.now(), |t, ctx| {
             t.on_merge(&result, ctx, merged_states);
             TriggerResult::Continue
         });
         for m in &merged {
-            self.call_trigger(key, m, |t, ctx| {
+            self.call_trigger(key, m, self.now(), |t, ctx| {
                 t.clear(m, ctx);
                 TriggerResult::Continue
             });
@@ -814,7 +815,7 @@ where
             skipped = false;
             // The trigger sees the element before it is added, which saves
             // a copy; it fires after, so the firing includes the element.
-            let result = self.call_trigger(&key, &actual, |t, ctx| {
+            let result = self.call_trigger(&key, &actual, now, |t, ctx| {
                 t.on_element(&element.value, timestamp, &actual, ctx)
             });
             self.add_to(&key, &state_window, element)?;
@@ -870,7 +871,7 @@ where
         } else {
             window.clone()
         };
-        let result = self.call_trigger(&key, &window, |t, ctx| {
+        let result = self.call_trigger(&key, &window, self.now(), |t, ctx| {
             if event {
                 t.on_event_time(time, &window, ctx)
             } else {
@@ -956,7 +957,10 @@ where
         input: &mut Vec<StreamRecord<T>>,
         out: &mut Output<O>,
     ) -> FunctionResult {
-        let now = if self.event_time { 0 } else { self.now() };
+        // One clock reading for the batch: assigners and triggers see the
+        // same processing time for all its records (a reading per record
+        // was a tenth of a processing-time window's time).
+        let now = self.now();
         for record in input.drain(..) {
             if self.event_time && record.timestamp == NO_TIMESTAMP {
                 return Err(no_timestamp());
