@@ -329,7 +329,11 @@ fn q16_reports_each_channels_statistics_per_day() {
         .collect();
     // Both days, and more channels than the four hot ones.
     assert_eq!(
-        expected.iter().map(|e| e.2.day).collect::<HashSet<_>>().len(),
+        expected
+            .iter()
+            .map(|e| e.2.day)
+            .collect::<HashSet<_>>()
+            .len(),
         2
     );
     assert!(expected.len() > 8, "{} channel days", expected.len());

@@ -1,5 +1,6 @@
-//! The window operator for event-time tumbling and sliding windows with the
-//! default trigger: state kept by time slice, not by key and window.
+//! The window operator for event-time tumbling and sliding windows, and
+//! processing-time tumbling windows, with the default trigger: state kept
+//! by time slice, not by key and window.
 //!
 //! Every key shares the same window ends, so instead of Flink's one state
 //! entry and one timer per key and window, the state is a short list of
@@ -10,6 +11,11 @@
 //! which windows fire when, with what contents, and which records are late —
 //! are exactly those of [`WindowOperator`](super::operator::WindowOperator)
 //! with an `EventTimeTrigger`, which the golden and property tests check.
+//!
+//! Processing-time tumbling windows are kept the same way: a batch's
+//! records go to the slice of the processing time read once for the
+//! batch, and a window fires when processing time reaches its last
+//! millisecond, as the `ProcessingTimeTrigger`'s timer would fire it.
 
 use std::collections::BTreeSet;
 
@@ -91,6 +97,11 @@ pub(crate) struct AlignedWindowOperator<T, K, W, O, L: WindowLogic<K, W, T, O>> 
     clock: Option<weir_runtime::time::SharedClock>,
     own: Option<OwnState>,
     saved_watermark: Option<SavedWatermark>,
+    /// Windows by processing time (tumbling only) rather than event time.
+    processing: bool,
+    /// Processing time up to which windows have fired: every window whose
+    /// last millisecond is at or before it has.
+    fired_to: i64,
     _out: std::marker::PhantomData<fn() -> (W, O)>,
 }
 
@@ -131,7 +142,30 @@ where
             clock: None,
             own: None,
             saved_watermark: None,
+            processing: false,
+            fired_to: i64::MIN,
             _out: std::marker::PhantomData,
+        }
+    }
+
+    /// The same operator over processing-time tumbling windows (`size`
+    /// equal to `slide`; no lateness, as in Flink, whose processing-time
+    /// windows are cleaned up when they fire).
+    pub fn in_processing_time(mut self) -> Self {
+        debug_assert_eq!(self.size, self.slide, "processing-time windows here tumble");
+        self.processing = true;
+        self.allowed_lateness = 0;
+        self.late_tag = None;
+        self
+    }
+
+    /// The time windows fire by: the watermark, or the processing time
+    /// windows have fired up to.
+    fn time(&self) -> i64 {
+        if self.processing {
+            self.fired_to
+        } else {
+            self.watermark
         }
     }
 
@@ -247,9 +281,9 @@ where
     }
 
     /// Runs the function's `clear` for, and drops the per-window state of,
-    /// every window with per-window state whose cleanup time `watermark`
-    /// passed.
-    fn drop_window_states(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
+    /// every window with per-window state whose cleanup time `time` (the
+    /// watermark, or processing time) passed.
+    fn drop_window_states(&mut self, time: i64, out: &mut Output<O>) -> FunctionResult {
         if self.window_states.is_empty() {
             return Ok(());
         }
@@ -257,9 +291,7 @@ where
         let done: Vec<(K, i64)> = self
             .window_states
             .keys()
-            .filter(|(_, start)| {
-                (start.saturating_add(size) - 1).saturating_add(lateness) <= watermark
-            })
+            .filter(|(_, start)| (start.saturating_add(size) - 1).saturating_add(lateness) <= time)
             .cloned()
             .collect();
         let Some(state) = self.state.as_ref() else {
@@ -267,7 +299,7 @@ where
         };
         let firing = Firing {
             merging: false,
-            watermark,
+            watermark: self.watermark,
             now: self.now(),
         };
         for (key, start) in done {
@@ -300,7 +332,7 @@ where
                 this.emit_acc(key, start, acc, now, out)?;
                 Ok(out.flush_if_full()?)
             };
-            let result = if self.cleanup_time(start) <= self.watermark {
+            let result = if self.cleanup_time(start) <= self.time() {
                 // The slice goes once the window fires (no lateness is
                 // allowed): each entry is dropped right after its result,
                 // while it is in cache. Dropped later, in a second pass
@@ -477,9 +509,23 @@ where
         out: &mut Output<O>,
     ) -> FunctionResult {
         let mut cached: Option<(i64, usize)> = None;
+        // Processing time, read once for the batch.
+        let now = if self.processing { self.now() } else { 0 };
+        if self.processing && now <= self.fired_to {
+            // The window of `now` fired already (processing time reached
+            // its last millisecond just before this batch): its new
+            // records make it fire again, as a timer registered in the
+            // past fires at once.
+            let start = TimeWindow::window_start(now, self.offset, self.slice);
+            self.fired_to = self.fired_to.min(start - 1);
+        }
         for record in input.drain(..) {
-            let ts = record.timestamp;
-            if ts <= self.watermark {
+            let ts = if self.processing {
+                now
+            } else {
+                record.timestamp
+            };
+            if ts <= self.watermark && !self.processing {
                 // The aligned operator is for event-time windows only.
                 if ts == NO_TIMESTAMP {
                     return Err(no_timestamp());
@@ -520,6 +566,9 @@ where
     /// sliding ones, the window starts between the first and the last
     /// slice, gaps included, over all keys.
     fn pending_event_timers(&self) -> Option<(u64, Option<i64>)> {
+        if self.processing {
+            return Some((0, None));
+        }
         let (size, wm) = (self.size, self.watermark);
         if self.slide == size {
             let mut pending = self
@@ -566,12 +615,53 @@ where
         if watermark <= self.watermark {
             return Ok(());
         }
+        if self.processing {
+            // Fires nothing: processing time does.
+            self.watermark = watermark;
+            return Ok(out.emit_watermark(watermark)?);
+        }
         let previous = self.watermark;
         self.watermark = watermark;
         for start in self.windows_due(previous, watermark) {
             self.fire_window(start, out)?;
         }
-        // Drop slices whose last window is past its cleanup time.
+        self.drop_slices(watermark);
+        self.drop_window_states(watermark, out)?;
+        out.emit_watermark(watermark)?;
+        Ok(())
+    }
+
+    fn processing_deadline(&self) -> Option<i64> {
+        // Slices are in start order; each is one window (tumbling).
+        let first = self.slices.first().filter(|_| self.processing)?;
+        Some(first.start.saturating_add(self.size) - 1)
+    }
+
+    fn on_processing_time(&mut self, now: i64, out: &mut Output<O>) -> FunctionResult {
+        if !self.processing || now <= self.fired_to {
+            return Ok(());
+        }
+        let previous = self.fired_to;
+        self.fired_to = now;
+        for start in self.windows_due(previous, now) {
+            self.fire_window(start, out)?;
+        }
+        self.drop_slices(now);
+        self.drop_window_states(now, out)
+    }
+}
+
+impl<T, K, W, O, L> AlignedWindowOperator<T, K, W, O, L>
+where
+    T: Send + 'static,
+    K: Hash + Eq + Clone + Send + Serialize + StableHash + 'static,
+    W: Window,
+    O: Send + 'static,
+    L: WindowLogic<K, W, T, O>,
+{
+    /// Drops the slices whose last window is past its cleanup time at
+    /// `time` (the watermark, or processing time).
+    fn drop_slices(&mut self, time: i64) {
         let (size, lateness, offset, slide) =
             (self.size, self.allowed_lateness, self.offset, self.slide);
         // Their tables are kept, emptied, for the next new slices: one the
@@ -583,7 +673,7 @@ where
         let spares = &mut self.spares;
         self.slices.retain_mut(|s| {
             let last = TimeWindow::window_start(s.start, offset, slide);
-            let keep = (last.saturating_add(size) - 1).saturating_add(lateness) > watermark;
+            let keep = (last.saturating_add(size) - 1).saturating_add(lateness) > time;
             if !keep {
                 let mut entries = std::mem::take(&mut s.entries);
                 entries.clear();
@@ -593,9 +683,6 @@ where
         });
         spares.truncate(self.made.max(1));
         self.made = 0;
-        self.drop_window_states(watermark, out)?;
-        out.emit_watermark(watermark)?;
-        Ok(())
     }
 }
 
@@ -653,6 +740,61 @@ mod tests {
         let results = h.take_values();
         assert_eq!(results.len(), keys as usize);
         assert!(results.iter().all(|n| *n == 1));
+        Ok(())
+    }
+
+    /// Processing-time tumbling windows: a batch's records go to the
+    /// window of the processing time read for the batch, whatever their
+    /// timestamps; a window fires when processing time reaches its last
+    /// millisecond (not with the watermark), its results stamped with that
+    /// millisecond; records that come in the very millisecond their window
+    /// fired make it fire again, as a timer registered in the past would.
+    #[test]
+    fn processing_time_windows_fire_when_the_clock_reaches_their_end() -> FunctionResult {
+        let clock = crate::ManualClock::new(10);
+        let mut op = counting(1000).in_processing_time();
+        op.clock = Some(Arc::new(clock.clone()));
+        let mut h = HarnessOutput::new();
+        let batch = |keys: &[u32]| -> Vec<StreamRecord<u32>> {
+            // Event timestamps far from the clock: they place nothing.
+            keys.iter()
+                .map(|&k| StreamRecord::with_timestamp(k, 123_456))
+                .collect()
+        };
+        op.process_batch(&mut batch(&[1, 1, 2]), &mut h.output)?;
+        assert_eq!(op.processing_deadline(), Some(999));
+        op.process_watermark(1_000_000, &mut h.output)?;
+        assert!(h.take_values().is_empty(), "a watermark fires nothing");
+        clock.set(1500);
+        op.process_batch(&mut batch(&[1]), &mut h.output)?;
+        op.on_processing_time(998, &mut h.output)?;
+        assert!(h.take_values().is_empty(), "before the window's end");
+        op.on_processing_time(999, &mut h.output)?;
+        let fired: Vec<(u64, i64)> = h
+            .take()
+            .into_iter()
+            .filter_map(|e| match e {
+                weir_runtime::testing::Emitted::Record(r) => Some((r.value, r.timestamp)),
+                weir_runtime::testing::Emitted::Control(_) => None,
+            })
+            .collect();
+        assert_eq!(fired, vec![(2, 999), (1, 999)]);
+        assert_eq!(op.processing_deadline(), Some(1999));
+        op.on_processing_time(1999, &mut h.output)?;
+        assert_eq!(h.take_values(), vec![1]);
+        assert_eq!(op.processing_deadline(), None);
+        // In the millisecond the window fired: it fires again.
+        clock.set(1999);
+        op.process_batch(&mut batch(&[3, 3, 3]), &mut h.output)?;
+        assert_eq!(op.processing_deadline(), Some(1999));
+        op.on_processing_time(1999, &mut h.output)?;
+        assert_eq!(h.take_values(), vec![3]);
+        // The end of input fires what is left.
+        clock.set(2500);
+        op.process_batch(&mut batch(&[4]), &mut h.output)?;
+        op.on_processing_time(i64::MAX, &mut h.output)?;
+        assert_eq!(h.take_values(), vec![1]);
+        assert!(op.slices.is_empty());
         Ok(())
     }
 

@@ -51,8 +51,8 @@ pub trait WindowAssigner<T>: Send + Sync + 'static {
         false
     }
 
-    /// For event-time tumbling and sliding windows: `(size, slide, offset)`
-    /// in ms, which lets the operator keep state by window end.
+    /// For tumbling windows and event-time sliding windows: `(size, slide,
+    /// offset)` in ms, which lets the operator keep state by window end.
     fn aligned(&self) -> Option<(i64, i64, i64)> {
         None
     }
@@ -153,7 +153,7 @@ macro_rules! tumbling {
             }
 
             fn aligned(&self) -> Option<(i64, i64, i64)> {
-                $event_time.then_some((self.size, self.size, self.offset))
+                Some((self.size, self.size, self.offset))
             }
         }
     };

@@ -145,7 +145,7 @@ where
         if self.evictor.is_some() && !L::KEEPS_ELEMENTS {
             return self.build_operator(move || BufferedLogic { inner: make() });
         }
-        // Event-time tumbling and sliding windows with the default trigger
+        // Tumbling and event-time sliding windows with the default trigger
         // keep state by time slice (see `aligned`), which needs merging by
         // reference unless a slice is a whole window.
         if let (Some(grid), true, true) = (
@@ -221,13 +221,18 @@ where
                 default_spec(&key_of, &assigner, allowed_lateness, &late_tag),
                 &make,
                 |logic| {
-                    AlignedWindowOperator::new(
+                    let op = AlignedWindowOperator::new(
                         Arc::clone(&key_of),
                         logic,
                         grid,
                         allowed_lateness,
                         late_tag.clone(),
-                    )
+                    );
+                    if assigner.is_event_time() {
+                        op
+                    } else {
+                        op.in_processing_time()
+                    }
                 },
             )
         });
