@@ -24,7 +24,7 @@
 # Needs Java 17 and Flink's jars (pip install --no-deps
 # apache-flink-libraries==2.3.0).
 # Usage: crates/weir-bench/flink/nexmark_sql.sh [EVENTS [QUERY ...]]
-#        (default 4000000 events; q0 q1 q2 q3 q4 q5 q7 q8 q11 q14 q15)
+#        (default 4000000 events; q0 q1 q2 q3 q4 q5 q7 q8 q11 q12 q14 q15 q16)
 # Env:   FLINK_HEAP (the JVM's largest heap, default 4g)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -40,7 +40,7 @@ events="${1:-4000000}"
 }
 shift || true
 queries=("$@")
-[[ ${#queries[@]} -gt 0 ]] || queries=(q0 q1 q2 q3 q4 q5 q7 q8 q11 q14 q15)
+[[ ${#queries[@]} -gt 0 ]] || queries=(q0 q1 q2 q3 q4 q5 q7 q8 q11 q12 q14 q15 q16)
 pool_size=100000
 source "$root/scripts/flink-env.sh"
 cp="$(flink_classpath flink-dist flink-table flink-cep)"
