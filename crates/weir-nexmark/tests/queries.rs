@@ -289,16 +289,21 @@ fn events_round_trip_through_json_lines() {
         .is_some_and(|l| l.contains(r#""type":"person""#)));
 }
 
-#[test]
-fn q16_reports_each_channels_statistics_per_day() {
-    // As q15's test: the stream crosses midnight after a minute.
+/// 1 000 events a second from 23:59 UTC, and how many to read: the
+/// stream crosses midnight after a minute.
+fn across_midnight() -> (NexmarkGenerator, u64) {
     let midnight = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 86_400_000;
     let g = NexmarkGenerator::new(GeneratorConfig {
         rate: 1_000,
         base_time: midnight - 60_000,
         ..GeneratorConfig::default()
     });
-    let n = 200_000u64;
+    (g, 200_000)
+}
+
+#[test]
+fn q16_reports_each_channels_statistics_per_day() {
+    let (g, n) = across_midnight();
     /// Per channel and day: the last bid's time, then bids, bidders and
     /// auctions, in total and per price rank.
     type Day = (i64, [u64; 4], [HashSet<u64>; 4], [HashSet<u64>; 4]);
@@ -354,15 +359,7 @@ fn q16_reports_each_channels_statistics_per_day() {
 
 #[test]
 fn q15_reports_bidding_statistics_per_day() {
-    // 1 000 events a second from 23:59 UTC: the stream crosses midnight
-    // after a minute.
-    let midnight = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 86_400_000;
-    let g = NexmarkGenerator::new(GeneratorConfig {
-        rate: 1_000,
-        base_time: midnight - 60_000,
-        ..GeneratorConfig::default()
-    });
-    let n = 200_000u64;
+    let (g, n) = across_midnight();
     /// Per day: bids, bidders and auctions, in total and per price rank.
     type Day = ([u64; 4], [HashSet<u64>; 4], [HashSet<u64>; 4]);
     let mut days: BTreeMap<i64, Day> = BTreeMap::new();

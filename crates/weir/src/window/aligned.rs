@@ -423,6 +423,32 @@ where
         Ok(())
     }
 
+    /// Drops the slices whose last window is past its cleanup time at
+    /// `time` (the watermark, or processing time).
+    fn drop_slices(&mut self, time: i64) {
+        let (size, lateness, offset, slide) =
+            (self.size, self.allowed_lateness, self.offset, self.slide);
+        // Their tables are kept, emptied, for the next new slices: one the
+        // size of a slice's keys, allocated anew, came back as fresh pages
+        // to fault in and zero. A watermark fires as many windows as the
+        // source's time advanced since the last one (scores of them when
+        // it runs ahead of the watermark interval), so as many tables are
+        // kept as slices were made since the last watermark, and no more.
+        let spares = &mut self.spares;
+        self.slices.retain_mut(|s| {
+            let last = TimeWindow::window_start(s.start, offset, slide);
+            let keep = (last.saturating_add(size) - 1).saturating_add(lateness) > time;
+            if !keep {
+                let mut entries = std::mem::take(&mut s.entries);
+                entries.clear();
+                spares.push(entries);
+            }
+            keep
+        });
+        spares.truncate(self.made.max(1));
+        self.made = 0;
+    }
+
     /// Windows holding any slice, with `max_timestamp` in `(from, to]`, in
     /// ascending order.
     fn windows_due(&self, from: i64, to: i64) -> BTreeSet<i64> {
@@ -648,41 +674,6 @@ where
         }
         self.drop_slices(now);
         self.drop_window_states(now, out)
-    }
-}
-
-impl<T, K, W, O, L> AlignedWindowOperator<T, K, W, O, L>
-where
-    T: Send + 'static,
-    K: Hash + Eq + Clone + Send + Serialize + StableHash + 'static,
-    W: Window,
-    O: Send + 'static,
-    L: WindowLogic<K, W, T, O>,
-{
-    /// Drops the slices whose last window is past its cleanup time at
-    /// `time` (the watermark, or processing time).
-    fn drop_slices(&mut self, time: i64) {
-        let (size, lateness, offset, slide) =
-            (self.size, self.allowed_lateness, self.offset, self.slide);
-        // Their tables are kept, emptied, for the next new slices: one the
-        // size of a slice's keys, allocated anew, came back as fresh pages
-        // to fault in and zero. A watermark fires as many windows as the
-        // source's time advanced since the last one (scores of them when
-        // it runs ahead of the watermark interval), so as many tables are
-        // kept as slices were made since the last watermark, and no more.
-        let spares = &mut self.spares;
-        self.slices.retain_mut(|s| {
-            let last = TimeWindow::window_start(s.start, offset, slide);
-            let keep = (last.saturating_add(size) - 1).saturating_add(lateness) > time;
-            if !keep {
-                let mut entries = std::mem::take(&mut s.entries);
-                entries.clear();
-                spares.push(entries);
-            }
-            keep
-        });
-        spares.truncate(self.made.max(1));
-        self.made = 0;
     }
 }
 
