@@ -1167,6 +1167,32 @@ fn create_function_mistakes_are_named() {
     assert!(e.contains("not supported: the function COUNT_CHAR"), "{e}");
 }
 
+/// A window aggregation over a view of one table builds only the view's
+/// columns the aggregation names (as a table's scan is cut to them), and
+/// its rows are the ones the whole view gives.
+#[test]
+fn a_window_aggregation_over_a_view_builds_only_the_columns_it_names() -> Result<(), SqlError> {
+    let ddl = orders_ddl(&csv("view-cut", ORDERS));
+    let view = "CREATE VIEW v AS SELECT *, amount * 2 AS twice, UPPER(buyer) AS shout FROM orders;";
+    let query = "SELECT buyer, SUM(twice) AS s, window_start
+                 FROM TABLE(TUMBLE(TABLE v, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+                 GROUP BY buyer, window_start, window_end;";
+    let plan = run(&format!("{ddl}\n{view}\nEXPLAIN {query}"))?;
+    assert!(plan.contains("Calc: select buyer, ts, twice\n"), "{plan}");
+    let mut rows = support::changelog(&format!("{ddl}\n{view}\n{query}"))?;
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            "+I[alice, 25.00, 2020-04-15 08:00:00.000]",
+            "+I[alice, 80.50, 2020-04-15 08:00:05.000]",
+            "+I[bob, 6.00, 2020-04-15 08:00:00.000]",
+            "+I[carol, NULL, 2020-04-15 08:00:05.000]",
+        ]
+    );
+    Ok(())
+}
+
 #[test]
 fn deduplication_by_arrival_keeps_the_first_or_last_row() -> Result<(), SqlError> {
     let path = csv("dedup-proctime", ORDERS);
