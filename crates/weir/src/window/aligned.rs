@@ -535,9 +535,10 @@ where
         out: &mut Output<O>,
     ) -> FunctionResult {
         let mut cached: Option<(i64, usize)> = None;
-        // Processing time, read once for the batch.
-        let now = if self.processing { self.now() } else { 0 };
-        if self.processing && now <= self.fired_to {
+        // Processing-time windows place the whole batch by one reading of
+        // the clock; event-time ones place each record by its timestamp.
+        let batch_time = self.processing.then(|| self.now());
+        if let Some(now) = batch_time.filter(|&now| now <= self.fired_to) {
             // The window of `now` fired already (processing time reached
             // its last millisecond just before this batch): its new
             // records make it fire again, as a timer registered in the
@@ -546,13 +547,9 @@ where
             self.fired_to = self.fired_to.min(start - 1);
         }
         for record in input.drain(..) {
-            let ts = if self.processing {
-                now
-            } else {
-                record.timestamp
-            };
-            if ts <= self.watermark && !self.processing {
-                // The aligned operator is for event-time windows only.
+            let ts = batch_time.unwrap_or(record.timestamp);
+            if batch_time.is_none() && ts <= self.watermark {
+                // An event-time record needs a timestamp.
                 if ts == NO_TIMESTAMP {
                     return Err(no_timestamp());
                 }
