@@ -79,6 +79,9 @@ pub(crate) trait StateTable: Send {
     /// Starts loading into cache the entry a key hashed to `hash` in key
     /// group offset `group` most likely has (a hint: nothing changes).
     fn prefetch(&self, group: usize, hash: u64);
+    /// Starts loading into cache the bytes of that entry's key, if they
+    /// are kept apart from it; pays once the entry itself is in cache.
+    fn prefetch_key(&self, group: usize, hash: u64);
     /// Whether the table is past the caches, so that prefetching pays (for
     /// one that fits, finding the address costs more than it saves).
     fn prefetch_pays(&self) -> bool;
@@ -345,6 +348,12 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
             table.prefetch(hash);
         }
     }
+    #[inline]
+    fn prefetch_key(&self, group: usize, hash: u64) {
+        if let Some(table) = self.groups.get(group) {
+            table.prefetch_key_bytes(hash);
+        }
+    }
     fn prefetch_pays(&self) -> bool {
         self.slots * KeyTable::<V>::SLOT_BYTES >= PREFETCH_MIN_BYTES
     }
@@ -541,6 +550,19 @@ impl HeapBackend {
     /// Starts loading prepared key `index`'s entries into cache.
     #[inline]
     fn prefetch(&self, index: usize) {
+        self.prefetch_with(index, |table, group, hash| table.prefetch(group, hash));
+    }
+
+    /// Starts loading the key bytes of prepared key `index`'s entries, kept
+    /// apart from them (long keys), into cache: half the distance of
+    /// [`HeapBackend::prefetch`] ahead, when the entries have arrived.
+    #[inline]
+    fn prefetch_keys(&self, index: usize) {
+        self.prefetch_with(index, |table, group, hash| table.prefetch_key(group, hash));
+    }
+
+    #[inline(always)]
+    fn prefetch_with(&self, index: usize, f: impl Fn(&dyn StateTable, usize, u64)) {
         let Some(p) = self.prepared.keys.get(index) else {
             return;
         };
@@ -550,7 +572,7 @@ impl HeapBackend {
         let group = (p.key_group.0 - self.range.start) as usize;
         for &id in &self.keyed_tables {
             if let Some(table) = self.tables.get(id) {
-                table.prefetch(group, p.hash);
+                f(table.as_ref(), group, p.hash);
             }
         }
     }
@@ -576,6 +598,7 @@ impl HeapBackend {
     pub fn set_prepared(&mut self, index: usize) -> Result<bool, StateError> {
         if self.prefetching {
             self.prefetch(index + PREFETCH_DISTANCE);
+            self.prefetch_keys(index + PREFETCH_DISTANCE / 2);
         }
         let Some(p) = self.prepared.keys.get(index) else {
             return Ok(false);

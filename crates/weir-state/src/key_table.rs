@@ -198,6 +198,27 @@ impl<V> KeyTable<V> {
     }
 }
 
+impl<V> KeyTable<V> {
+    /// Asks the CPU to start loading the bytes of the key in the slot
+    /// where `hash`'s probe starts, when they are not inline: the second
+    /// step after [`KeyTable::prefetch`], once the slot is in cache (a
+    /// key's lookup compares its bytes, a miss of its own when they sit
+    /// apart). A hint; nothing changes.
+    #[inline(always)]
+    pub fn prefetch_key_bytes(&self, hash: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        if let Some(e) = &self.slots[self.home(hash)] {
+            if e.hash == hash {
+                if let KeyBytes::Heap(bytes) = &e.key {
+                    prefetch_line(bytes.as_ptr() as usize);
+                }
+            }
+        }
+    }
+}
+
 #[inline(always)]
 fn prefetch_line(address: usize) {
     #[cfg(target_arch = "x86_64")]

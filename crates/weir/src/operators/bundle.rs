@@ -11,7 +11,7 @@ use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::FunctionResult;
 use weir_state::{KeyedStateStore, StableHash};
 
-use super::process::{keyed_context, set_current_key};
+use super::process::{keyed_context, set_current_key, set_prepared_key};
 use super::KeySelector;
 use crate::functions::{Collector, KeyedBundleFunction, ProcessContext};
 
@@ -66,8 +66,23 @@ where
     /// order of their first record.
     fn finish_bundle(&mut self, out: &mut Output<O>) -> FunctionResult {
         self.places.clear();
-        for mut gathered in self.gathered.drain(..) {
-            set_current_key(&self.state, &gathered.key)?;
+        // With big state, the bundle's keys are prepared at once, so that
+        // each key's state is loaded while the keys before it are
+        // processed (a bundle of thousands of keys otherwise waits for
+        // memory at each).
+        let prepared = match self.state.as_ref().filter(|s| s.in_use()) {
+            Some(store) if self.gathered.len() > 1 && store.prefetch_pays()? => {
+                store.prepare_keys(self.gathered.iter().map(|g| &g.key))?;
+                true
+            }
+            _ => false,
+        };
+        for (i, mut gathered) in self.gathered.drain(..).enumerate() {
+            if prepared {
+                set_prepared_key(&self.state, i, &gathered.key)?;
+            } else {
+                set_current_key(&self.state, &gathered.key)?;
+            }
             let (collected, sides) = out.split();
             let mut ctx =
                 ProcessContext::new(gathered.timestamp, self.watermark, &gathered.key, sides);

@@ -593,3 +593,34 @@ fn bundles_group_a_batch_by_key_in_order_with_the_keys_state() -> anyhow::Result
     assert!(out.len() < input.len() / 4, "{} bundles", out.len());
     Ok(())
 }
+
+/// With more keys than the caches hold (the state past a megabyte), a
+/// batch's bundles find their keys' state prepared ahead of them: each
+/// bundle still reads and writes its own key's.
+#[test]
+fn bundles_of_many_keys_each_find_their_own_keys_state() -> anyhow::Result<()> {
+    let env = StreamExecutionEnvironment::new();
+    env.set_parallelism(1);
+    let keys = 40_000u32;
+    let input: Vec<(u32, u64)> = (0..3 * u64::from(keys))
+        .map(|i| ((i.wrapping_mul(0x9E37_79B9) % u64::from(keys)) as u32, i))
+        .collect();
+    let out = env
+        .from_collection(input.clone())
+        .key_by(|r: &(u32, u64)| r.0)
+        .process_bundles(100, BundleCounter::default())
+        .execute_and_collect()?;
+    let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
+    for (key, seqs, count) in &out {
+        let so_far = seen.entry(*key).or_default();
+        so_far.extend(seqs);
+        assert_eq!(*count, so_far.len() as u64, "key {key}'s state");
+    }
+    let mut expected: std::collections::HashMap<u32, Vec<u64>> = Default::default();
+    for (key, seq) in &input {
+        expected.entry(*key).or_default().push(*seq);
+    }
+    assert_eq!(seen.len(), keys as usize);
+    assert!(seen == expected, "records lost, repeated or out of order");
+    Ok(())
+}
