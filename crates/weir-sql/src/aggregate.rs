@@ -522,6 +522,30 @@ impl SqlAggregates {
             .collect()
     }
 
+    /// Starts loading into cache where the shared `COUNT(DISTINCT)` sets
+    /// of `acc` will look up the values of the first rows of `rows`, so
+    /// that a group's lookups, each likely a miss with many groups, wait
+    /// together rather than one after another. A hint: nothing changes.
+    pub fn prefetch_distinct(&self, rows: &[Row], acc: &Accumulators) {
+        // A group with many rows in a bundle has its sets in cache after
+        // the first few rows.
+        const AHEAD: usize = 8;
+        for (leader, members) in self.shares.iter().enumerate() {
+            if members.is_none() {
+                continue;
+            }
+            let Acc::SharedDistinct(shared) = &acc[leader] else {
+                continue;
+            };
+            let arg = self.calls[leader].arg;
+            for row in rows.iter().take(AHEAD) {
+                if let Some(v) = row.values.get(arg).and_then(Value::as_i64) {
+                    shared.values.prefetch(v);
+                }
+            }
+        }
+    }
+
     /// Adds `row` to the accumulators `acc` (as [`AggregateFunction::add`],
     /// for a caller that reads the row afterwards).
     pub fn add_row(&self, row: &Row, acc: &mut Accumulators) {

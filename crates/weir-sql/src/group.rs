@@ -168,6 +168,7 @@ impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
                     accumulators: aggregates.create_accumulator(),
                 }),
             };
+            aggregates.prefetch_distinct(rows, &group.accumulators);
             for row in rows.drain(..) {
                 if !row.kind.is_retraction() {
                     group.rows += 1;

@@ -6,38 +6,48 @@
 //! bidder's, an auction's), so the values of a run share one 64-bit word:
 //! with four calls, sixteen values to a word, and a set of a million ids
 //! is a table of 62 500 words that stays in the caches where one entry per
-//! value would not. Values far apart take a word each, 16 bytes, what an
-//! entry per value took before.
+//! value would not. Values far apart take a word each.
+//!
+//! The words sit in one array, each beside its run, found by linear
+//! probing from a slot known from the run alone: a set of values far
+//! apart (a group's among thousands of others) is out of the caches, and
+//! a lookup then waits for one line, not for a control byte and then its
+//! entry as in a general-purpose table; and [`IntMasks::prefetch`] can
+//! start loading that line before the value is inserted.
 //!
 //! Saved as a map from each value to its mask, so state saved by either
 //! form restores into the other.
 
-use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::aggregate::IntHash;
-
 /// Integers and their masks (a value with an empty mask is not held).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct IntMasks {
-    /// The words by the run they hold (a value's run is the value shifted
-    /// right by [`IntMasks::run_shift`], its place in the word the bits
-    /// shifted out).
-    words: HashMap<i64, u64, IntHash>,
+    /// Each run and its word (a value's run is the value shifted right by
+    /// [`IntMasks::run_shift`], its place in the word the bits shifted
+    /// out); a slot whose word is 0 is empty, since a run is held only
+    /// once a value of it has bits. A power of two long, or empty.
+    slots: Vec<(i64, u64)>,
+    /// Slots in use.
+    used: usize,
     /// The bits of each value's mask, as a power of two: 0 for one bit (64
     /// values to a word) up to 6 for 64 bits (one value to a word).
     width: u32,
 }
 
+/// Slots of a set's first table: four to a cache line.
+const MIN_SLOTS: usize = 4;
+
 impl IntMasks {
     /// An empty set whose masks have `bits` bits.
     pub fn with_bits(bits: usize) -> IntMasks {
         IntMasks {
-            words: HashMap::default(),
+            slots: Vec::new(),
+            used: 0,
             width: width_for(bits),
         }
     }
@@ -52,20 +62,83 @@ impl IntMasks {
         u64::MAX >> (64 - (1u32 << self.width))
     }
 
+    /// The slot a run's probe starts at (`slots` is not empty): the run's
+    /// high product bits, which spread consecutive runs over the table.
+    #[inline(always)]
+    fn home(&self, run: i64) -> usize {
+        let product = (run as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (product >> (64 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    /// Asks the CPU to start loading the slot `value`'s lookup starts at,
+    /// so that an insert a little later finds it in cache. A hint.
+    #[inline(always)]
+    pub fn prefetch(&self, value: i64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let slot: *const (i64, u64) = &self.slots[self.home(value >> self.run_shift())];
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint; it neither faults nor reads into
+        // the program.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                slot as *const i8,
+            );
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
+    }
+
     /// Sets the bits `mask` of `value`'s mask, and returns those of them
     /// that were not set.
     #[inline]
     pub fn insert(&mut self, value: i64, mask: u64) -> u64 {
+        if mask == 0 {
+            return 0;
+        }
         if mask & !self.mask_bits() != 0 {
             self.widen(width_for(64 - mask.leading_zeros() as usize));
         }
+        // At most three quarters full, so that probes stay short.
+        if (self.used + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
         let run_shift = self.run_shift();
-        let mask_bits = self.mask_bits();
+        let run = value >> run_shift;
         let place = ((value & ((1 << run_shift) - 1)) as u32) << self.width;
-        let word = self.words.entry(value >> run_shift).or_insert(0);
-        let held = (*word >> place) & mask_bits;
-        *word |= mask << place;
-        mask & !held
+        let mask_bits = self.mask_bits();
+        let last = self.slots.len() - 1;
+        let mut i = self.home(run);
+        loop {
+            let (held_run, word) = &mut self.slots[i];
+            if *word == 0 {
+                *held_run = run;
+                *word = mask << place;
+                self.used += 1;
+                return mask;
+            }
+            if *held_run == run {
+                let held = (*word >> place) & mask_bits;
+                *word |= mask << place;
+                return mask & !held;
+            }
+            i = (i + 1) & last;
+        }
+    }
+
+    /// Twice the slots (or the first ones), each run placed again.
+    fn grow(&mut self) {
+        let slots = (self.slots.len() * 2).max(MIN_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![(0, 0); slots]);
+        let last = slots - 1;
+        for (run, word) in old.into_iter().filter(|&(_, word)| word != 0) {
+            let mut i = self.home(run);
+            while self.slots[i].1 != 0 {
+                i = (i + 1) & last;
+            }
+            self.slots[i] = (run, word);
+        }
     }
 
     /// Each value and its mask, in no order.
@@ -73,12 +146,14 @@ impl IntMasks {
         let run_shift = self.run_shift();
         let bits = 1u32 << self.width;
         let mask_bits = self.mask_bits();
-        self.words.iter().flat_map(move |(&run, &word)| {
-            (0..(64 / bits))
-                .map(move |place| (place, (word >> (place * bits)) & mask_bits))
-                .filter(|&(_, mask)| mask != 0)
-                .map(move |(place, mask)| ((run << run_shift) | i64::from(place), mask))
-        })
+        (self.slots.iter())
+            .filter(|&&(_, word)| word != 0)
+            .flat_map(move |&(run, word)| {
+                (0..(64 / bits))
+                    .map(move |place| (place, (word >> (place * bits)) & mask_bits))
+                    .filter(|&(_, mask)| mask != 0)
+                    .map(move |(place, mask)| ((run << run_shift) | i64::from(place), mask))
+            })
     }
 
     /// How many values are held.
@@ -95,15 +170,23 @@ impl IntMasks {
 
     /// The same set with masks of `2^width` bits.
     fn widen(&mut self, width: u32) {
-        let mut wider = IntMasks {
-            words: HashMap::default(),
-            width,
-        };
-        wider.words.reserve(self.words.len());
+        let mut wider = IntMasks::with_bits(1 << width);
         for (value, mask) in self.iter() {
             wider.insert(value, mask);
         }
         *self = wider;
+    }
+}
+
+/// Two sets are equal when they hold the same values with the same masks,
+/// whatever their tables' layout.
+impl PartialEq for IntMasks {
+    fn eq(&self, other: &IntMasks) -> bool {
+        let mut mine: Vec<(i64, u64)> = self.iter().collect();
+        let mut theirs: Vec<(i64, u64)> = other.iter().collect();
+        mine.sort_unstable();
+        theirs.sort_unstable();
+        mine == theirs
     }
 }
 
@@ -149,6 +232,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+    use crate::aggregate::IntHash;
 
     /// Random values (runs, negatives, extremes) with random masks against
     /// a map of each value's mask.
@@ -186,6 +270,24 @@ mod tests {
         }
     }
 
+    /// Sets of the same values and masks are equal, whatever the order
+    /// they were inserted in (and so where they sit in the table).
+    #[test]
+    fn sets_are_equal_by_their_values_not_their_layout() {
+        let values: Vec<i64> = (0..500).map(|i| i * 97 - 20_000).collect();
+        let mut forward = IntMasks::with_bits(4);
+        let mut backward = IntMasks::with_bits(4);
+        for &v in &values {
+            forward.insert(v, 1 + (v as u64 & 7));
+        }
+        for &v in values.iter().rev() {
+            backward.insert(v, 1 + (v as u64 & 7));
+        }
+        assert_eq!(forward, backward);
+        backward.insert(values[3], 0b1000);
+        assert_ne!(forward, backward);
+    }
+
     #[test]
     fn consecutive_values_share_words() {
         let mut masks = IntMasks::with_bits(4);
@@ -193,7 +295,7 @@ mod tests {
             masks.insert(v, 0b1010);
         }
         // Sixteen values of four bits to a word.
-        assert!(masks.words.len() <= 1000 / 16 + 1, "{}", masks.words.len());
+        assert!(masks.used <= 1000 / 16 + 1, "{}", masks.used);
         assert_eq!(masks.len(), 1000);
     }
 
