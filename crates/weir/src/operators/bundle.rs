@@ -1,10 +1,10 @@
 //! The operator of a [`KeyedBundleFunction`]: each input batch grouped by
 //! key, at most `max_records` records a bundle.
 
-use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
+use hashbrown::HashTable;
 use serde::Serialize;
 use weir_runtime::element::StreamRecord;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
@@ -29,10 +29,14 @@ pub(crate) struct KeyedBundleOperator<F, K, I, O> {
     max_records: usize,
     watermark: i64,
     state: Option<KeyedStateStore>,
-    /// Each key's place in `gathered`, for the bundle being gathered
-    /// (hashed as the other operators' tables are, not with SipHash: a
-    /// key is hashed here once per record).
-    places: HashMap<K, usize, foldhash::fast::RandomState>,
+    /// Each key's place in `gathered`, for the bundle being gathered,
+    /// found by the key's hash and compared with the key there: the key
+    /// is held once, in `gathered`, not cloned into a map (a key of two
+    /// strings is an allocation).
+    places: HashTable<usize>,
+    /// Hashes keys for `places` (as the other operators' tables do, not
+    /// with SipHash: a key is hashed here once per record).
+    hasher: foldhash::fast::RandomState,
     gathered: Vec<KeyRecords<K, I>>,
     /// Emptied record lists of earlier bundles, kept for their allocation.
     spare: Vec<Vec<I>>,
@@ -48,7 +52,8 @@ impl<F, K, I, O> KeyedBundleOperator<F, K, I, O> {
             max_records: max_records.max(1),
             watermark: i64::MIN,
             state: None,
-            places: HashMap::default(),
+            places: HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
             gathered: Vec::new(),
             spare: Vec::new(),
             _types: PhantomData,
@@ -137,17 +142,24 @@ where
             // Runs of records of one key (a day's, an hour's) are common:
             // the key before is compared first, and such a record's key
             // is not hashed.
-            let place = match before.filter(|&p| self.gathered[p].key == key) {
-                Some(p) => Some(p),
-                None => self.places.get(&key).copied(),
+            let (places, hasher, all) = (&mut self.places, &self.hasher, &self.gathered);
+            let place = match before.filter(|&p| all[p].key == key) {
+                Some(p) => Ok(p),
+                None => {
+                    let hash = hasher.hash_one(&key);
+                    match places.find(hash, |&p| all[p].key == key) {
+                        Some(&p) => Ok(p),
+                        None => Err(hash),
+                    }
+                }
             };
             let gathered = match place {
-                Some(place) => {
+                Ok(place) => {
                     before = Some(place);
                     &mut self.gathered[place]
                 }
-                None => {
-                    self.places.insert(key.clone(), self.gathered.len());
+                Err(hash) => {
+                    places.insert_unique(hash, all.len(), |&p| hasher.hash_one(&all[p].key));
                     let records = self.spare.pop().unwrap_or_default();
                     self.gathered.push(KeyRecords {
                         key,
