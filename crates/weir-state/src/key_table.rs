@@ -27,6 +27,10 @@ pub(crate) struct Entry<V> {
 pub(crate) struct KeyTable<V> {
     slots: Vec<Option<Entry<V>>>,
     len: usize,
+    /// Whether a key too long to sit inline was ever inserted: without
+    /// one, [`KeyTable::prefetch_key_bytes`] has nothing to load and does
+    /// not read a slot that may not have arrived yet.
+    long_keys: bool,
 }
 
 impl<V> Default for KeyTable<V> {
@@ -34,6 +38,7 @@ impl<V> Default for KeyTable<V> {
         KeyTable {
             slots: Vec::new(),
             len: 0,
+            long_keys: false,
         }
     }
 }
@@ -106,6 +111,7 @@ impl<V> KeyTable<V> {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
             self.grow();
         }
+        self.long_keys |= matches!(entry.key, KeyBytes::Heap(_));
         self.place(entry);
         self.len += 1;
     }
@@ -206,7 +212,7 @@ impl<V> KeyTable<V> {
     /// apart). A hint; nothing changes.
     #[inline(always)]
     pub fn prefetch_key_bytes(&self, hash: u64) {
-        if self.slots.is_empty() {
+        if !self.long_keys || self.slots.is_empty() {
             return;
         }
         if let Some(e) = &self.slots[self.home(hash)] {
