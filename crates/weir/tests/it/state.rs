@@ -558,20 +558,30 @@ impl KeyedBundleFunction<u32, (u32, u64), (u32, Vec<u64>, u64)> for BundleCounte
     }
 }
 
-/// A bundle is one key's records of a batch, in arrival order, at most the
-/// size asked for; the key's state carries from bundle to bundle.
-#[test]
-fn bundles_group_a_batch_by_key_in_order_with_the_keys_state() -> anyhow::Result<()> {
+/// A bundle as [`BundleCounter`] emits it: key, sequence numbers, count.
+type Bundled = (u32, Vec<u64>, u64);
+
+/// `records` records (key, sequence number) spread over `keys` keys, and
+/// what [`BundleCounter`] makes of them in bundles of at most 100.
+fn counted_in_bundles(records: u64, keys: u32) -> anyhow::Result<(Vec<(u32, u64)>, Vec<Bundled>)> {
     let env = StreamExecutionEnvironment::new();
     env.set_parallelism(1);
-    let input: Vec<(u32, u64)> = (0..3000u64)
-        .map(|i| ((i.wrapping_mul(0x9E37_79B9) % 7) as u32, i))
+    let input: Vec<(u32, u64)> = (0..records)
+        .map(|i| ((i.wrapping_mul(0x9E37_79B9) % u64::from(keys)) as u32, i))
         .collect();
     let out = env
         .from_collection(input.clone())
         .key_by(|r: &(u32, u64)| r.0)
         .process_bundles(100, BundleCounter::default())
         .execute_and_collect()?;
+    Ok((input, out))
+}
+
+/// A bundle is one key's records of a batch, in arrival order, at most the
+/// size asked for; the key's state carries from bundle to bundle.
+#[test]
+fn bundles_group_a_batch_by_key_in_order_with_the_keys_state() -> anyhow::Result<()> {
+    let (input, out) = counted_in_bundles(3000, 7)?;
     let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
     for (key, seqs, count) in &out {
         assert!(
@@ -599,17 +609,8 @@ fn bundles_group_a_batch_by_key_in_order_with_the_keys_state() -> anyhow::Result
 /// bundle still reads and writes its own key's.
 #[test]
 fn bundles_of_many_keys_each_find_their_own_keys_state() -> anyhow::Result<()> {
-    let env = StreamExecutionEnvironment::new();
-    env.set_parallelism(1);
     let keys = 40_000u32;
-    let input: Vec<(u32, u64)> = (0..3 * u64::from(keys))
-        .map(|i| ((i.wrapping_mul(0x9E37_79B9) % u64::from(keys)) as u32, i))
-        .collect();
-    let out = env
-        .from_collection(input.clone())
-        .key_by(|r: &(u32, u64)| r.0)
-        .process_bundles(100, BundleCounter::default())
-        .execute_and_collect()?;
+    let (input, out) = counted_in_bundles(3 * u64::from(keys), keys)?;
     let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
     for (key, seqs, count) in &out {
         let so_far = seen.entry(*key).or_default();
