@@ -558,15 +558,18 @@ impl KeyedBundleFunction<u32, (u32, u64), (u32, Vec<u64>, u64)> for BundleCounte
     }
 }
 
+/// A record as [`BundleCounter`] reads it: key, sequence number.
+type Keyed = (u32, u64);
+
 /// A bundle as [`BundleCounter`] emits it: key, sequence numbers, count.
 type Bundled = (u32, Vec<u64>, u64);
 
 /// `records` records (key, sequence number) spread over `keys` keys, and
 /// what [`BundleCounter`] makes of them in bundles of at most 100.
-fn counted_in_bundles(records: u64, keys: u32) -> anyhow::Result<(Vec<(u32, u64)>, Vec<Bundled>)> {
+fn counted_in_bundles(records: u64, keys: u32) -> anyhow::Result<(Vec<Keyed>, Vec<Bundled>)> {
     let env = StreamExecutionEnvironment::new();
     env.set_parallelism(1);
-    let input: Vec<(u32, u64)> = (0..records)
+    let input: Vec<Keyed> = (0..records)
         .map(|i| ((i.wrapping_mul(0x9E37_79B9) % u64::from(keys)) as u32, i))
         .collect();
     let out = env
