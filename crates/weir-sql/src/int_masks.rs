@@ -78,16 +78,7 @@ impl IntMasks {
             return;
         }
         let slot: *const (i64, u64) = &self.slots[self.home(value >> self.run_shift())];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint; it neither faults nor reads into
-        // the program.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                slot as *const i8,
-            );
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
+        weir_state::prefetch_line(slot as usize);
     }
 
     /// Sets the bits `mask` of `value`'s mask, and returns those of them

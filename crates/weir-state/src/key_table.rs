@@ -202,9 +202,7 @@ impl<V> KeyTable<V> {
             prefetch_line(last);
         }
     }
-}
 
-impl<V> KeyTable<V> {
     /// Asks the CPU to start loading the bytes of the key in the slot
     /// where `hash`'s probe starts, when they are not inline: the second
     /// step after [`KeyTable::prefetch`], once the slot is in cache (a
@@ -225,8 +223,11 @@ impl<V> KeyTable<V> {
     }
 }
 
+/// Asks the CPU to start loading the cache line at `address`, so that a
+/// read of it a little later does not wait for memory. A hint: it neither
+/// faults nor changes anything, whatever the address.
 #[inline(always)]
-fn prefetch_line(address: usize) {
+pub fn prefetch_line(address: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint; it neither faults nor reads into the
     // program, whatever the address.

@@ -11,7 +11,7 @@ use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::FunctionResult;
 use weir_state::{KeyedStateStore, StableHash};
 
-use super::process::{keyed_context, set_current_key, set_prepared_key};
+use super::process::{keyed_context, set_current_key, set_prepared_key, store_to_prepare};
 use super::KeySelector;
 use crate::functions::{Collector, KeyedBundleFunction, ProcessContext};
 
@@ -75,12 +75,12 @@ where
         // each key's state is loaded while the keys before it are
         // processed (a bundle of thousands of keys otherwise waits for
         // memory at each).
-        let prepared = match self.state.as_ref().filter(|s| s.in_use()) {
-            Some(store) if self.gathered.len() > 1 && store.prefetch_pays()? => {
+        let prepared = match store_to_prepare(&self.state, self.gathered.len())? {
+            Some(store) => {
                 store.prepare_keys(self.gathered.iter().map(|g| &g.key))?;
                 true
             }
-            _ => false,
+            None => false,
         };
         for (i, mut gathered) in self.gathered.drain(..).enumerate() {
             if prepared {

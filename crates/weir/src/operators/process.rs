@@ -128,19 +128,30 @@ pub(crate) fn prepare_keys<K: Serialize + StableHash, I>(
     keys: &mut Vec<K>,
 ) -> FunctionResult {
     keys.clear();
-    if let Some(store) = store.as_ref().filter(|s| s.in_use()) {
-        if batch.len() > 1 && store.prefetch_pays()? {
-            // Each key copied a word at a time: pushed whole, as `key_of`
-            // returned it, it was read back in wider pieces than it was
-            // stored in, which stalls the CPU on every record.
-            keys.reserve(batch.len());
-            for r in batch {
-                weir_runtime::element::push_by_words(keys, key_of(&r.value));
-            }
-            store.prepare_keys(keys.iter())?;
+    if let Some(store) = store_to_prepare(store, batch.len())? {
+        // Each key copied a word at a time: pushed whole, as `key_of`
+        // returned it, it was read back in wider pieces than it was
+        // stored in, which stalls the CPU on every record.
+        keys.reserve(batch.len());
+        for r in batch {
+            weir_runtime::element::push_by_words(keys, key_of(&r.value));
         }
+        store.prepare_keys(keys.iter())?;
     }
     Ok(())
+}
+
+/// The store, when `keys` keys about to be processed are worth preparing
+/// in it (see [`prepare_keys`]): more than one, with a state past the
+/// caches.
+pub(crate) fn store_to_prepare(
+    store: &Option<KeyedStateStore>,
+    keys: usize,
+) -> Result<Option<&KeyedStateStore>, weir_state::StateError> {
+    match store.as_ref().filter(|s| s.in_use()) {
+        Some(store) if keys > 1 && store.prefetch_pays()? => Ok(Some(store)),
+        _ => Ok(None),
+    }
 }
 
 /// Makes the `index`-th key of the last [`prepare_keys`] the current key.
