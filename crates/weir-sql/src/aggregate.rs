@@ -546,6 +546,31 @@ impl SqlAggregates {
         }
     }
 
+    /// Starts loading the accumulators `acc` into cache where they are
+    /// held apart from their owner (more than fit inline). A hint.
+    #[inline]
+    pub fn prefetch_accumulators(&self, acc: &Accumulators) {
+        if acc.spilled() {
+            let start = acc.as_ptr() as usize;
+            let end = start + std::mem::size_of_val(acc.as_slice());
+            for line in (start & !63..end).step_by(64) {
+                weir_state::prefetch_line(line);
+            }
+        }
+    }
+
+    /// Starts loading the shared `COUNT(DISTINCT)` sets of `acc` into
+    /// cache (their boxes, not their values: see
+    /// [`SqlAggregates::prefetch_distinct`]). A hint.
+    #[inline]
+    pub fn prefetch_shared(&self, acc: &Accumulators) {
+        for (leader, members) in self.shares.iter().enumerate() {
+            if let (Some(_), Some(Acc::SharedDistinct(shared))) = (members, acc.get(leader)) {
+                weir_state::prefetch_line(&**shared as *const SharedDistinct as usize);
+            }
+        }
+    }
+
     /// Adds `row` to the accumulators `acc` (as [`AggregateFunction::add`],
     /// for a caller that reads the row afterwards).
     pub fn add_row(&self, row: &Row, acc: &mut Accumulators) {

@@ -756,6 +756,17 @@ pub struct Row {
 }
 
 impl Row {
+    /// Starts loading the row's values into cache (a row made on another
+    /// thread is in that core's cache until read). A hint.
+    #[inline]
+    pub fn prefetch(&self) {
+        let start = self.values.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(self.values.as_slice());
+        for line in (start & !63..end).step_by(64) {
+            weir_state::prefetch_line(line);
+        }
+    }
+
     /// An insert-only row.
     pub fn insert(values: impl Into<Vec<Value>>) -> Row {
         Row {

@@ -56,6 +56,7 @@ pub(crate) trait StateTable: Send {
     fn kind(&self) -> StateKind;
     fn type_name(&self) -> &'static str;
     fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn as_any(&self) -> &dyn Any;
     /// `(key bytes, value bytes)` of every key in key group offset `group`
     /// (values with their TTL stamp); expired ones left out if configured.
     fn snapshot_group(
@@ -142,6 +143,13 @@ impl<V> TypedTable<V> {
         self.ttl.is_some_and(|t| {
             t.visibility == StateVisibility::NeverReturnExpired && t.is_expired(stamp, now)
         })
+    }
+
+    /// The value of `key` (hashed to `hash`) in key group offset `group`
+    /// as it is held, expired or not, its time-to-live left alone.
+    #[inline]
+    pub fn peek(&self, group: usize, hash: u64, key: &[u8]) -> Option<&V> {
+        self.groups.get(group)?.find(hash, key).map(|e| &e.value)
     }
 
     /// The value of `key` (hashed to `hash`) in key group offset `group`,
@@ -272,6 +280,9 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
         std::any::type_name::<V>()
     }
     fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn as_any(&self) -> &dyn Any {
         self
     }
     fn snapshot_group(
@@ -577,6 +588,25 @@ impl HeapBackend {
         }
     }
 
+    /// The value prepared key `index` has in state `id` (one declared
+    /// without a namespace), as it is held (see [`TypedTable::peek`]),
+    /// without making the key current: for looking ahead at what a later
+    /// key's processing will read.
+    #[inline]
+    pub fn prepared_value<V: 'static>(&self, id: usize, index: usize) -> Option<&V> {
+        let p = self.prepared.keys.get(index)?;
+        if !self.range.contains(p.key_group) || !self.keyed_tables.contains(&id) {
+            return None;
+        }
+        let group = (p.key_group.0 - self.range.start) as usize;
+        let table = self
+            .tables
+            .get(id)?
+            .as_any()
+            .downcast_ref::<TypedTable<V>>()?;
+        table.peek(group, p.hash, &self.prepared.bytes[p.start..p.end])
+    }
+
     /// Forgets the prepared keys (a new batch begins).
     pub fn clear_prepared(&mut self) {
         self.prepared.bytes.clear();
@@ -663,6 +693,44 @@ mod tests {
             table.insert(0, k, key, value.clone(), 0);
         }
         table
+    }
+
+    /// A prepared key's value is seen without making it the current key;
+    /// a key without one, an index not prepared and a namespaced state
+    /// show nothing.
+    #[test]
+    fn prepared_keys_values_are_peeked_at_without_changing_the_key() -> Result<(), StateError> {
+        use crate::{KeyGroupRange, KeyedStateStore, ValueStateDescriptor};
+        let s = KeyedStateStore::heap(128, KeyGroupRange { start: 0, end: 127 });
+        let v = s.value_state(&ValueStateDescriptor::<String>::new("v"))?;
+        let windows = s.per_namespace();
+        let w = windows.value_state(&ValueStateDescriptor::<u64>::new("w"))?;
+        for key in ["a", "b"] {
+            s.set_current_key(key)?;
+            v.update(key.repeat(3))?;
+            s.set_current_namespace(&1u64)?;
+            w.update(9)?;
+        }
+        s.set_current_key("a")?;
+        s.prepare_keys(["b", "c", "a"].iter())?;
+        let peeked = |index| -> Result<Option<String>, StateError> {
+            let mut seen = None;
+            v.peek_prepared(index, |value| seen = Some(value.clone()))?;
+            Ok(seen)
+        };
+        assert_eq!(peeked(0)?.as_deref(), Some("bbb"));
+        assert_eq!(peeked(1)?, None, "c has no value");
+        assert_eq!(peeked(2)?.as_deref(), Some("aaa"));
+        assert_eq!(peeked(3)?, None, "not prepared");
+        let mut called = false;
+        w.peek_prepared(0, |_| called = true)?;
+        assert!(!called, "a namespaced state is not peeked at");
+        assert_eq!(
+            v.value()?.as_deref(),
+            Some("aaa"),
+            "the current key is still a"
+        );
+        Ok(())
     }
 
     #[test]

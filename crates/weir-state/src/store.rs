@@ -1095,6 +1095,26 @@ impl<T: StateValue> ValueState<T> {
         self.handle.get()
     }
 
+    /// Calls `f` with the value of the key prepared `index`-th by the last
+    /// [`KeyedStateStore::prepare_keys`], as held in memory, without
+    /// making that key current: a function processing keys in order can
+    /// look at a later key's value to start loading what it points to
+    /// into cache. A hint, for reading only: the value may have expired,
+    /// and with a key-value backend, a namespaced state or an unprepared
+    /// index, `f` is not called.
+    #[inline]
+    pub fn peek_prepared(&self, index: usize, f: impl FnOnce(&T)) -> Result<(), StateError> {
+        if self.handle.store.namespaced {
+            return Ok(());
+        }
+        if let Backend::Heap(h) = &*self.handle.lock()? {
+            if let Some(value) = h.prepared_value::<T>(self.handle.id, index) {
+                f(value);
+            }
+        }
+        Ok(())
+    }
+
     /// Sets the current key's value.
     pub fn update(&self, value: T) -> Result<(), StateError> {
         self.handle.put(value)

@@ -94,6 +94,7 @@ pub mod prelude {
         KeyedBundleFunction, KeyedProcessFunction, MapFunction, OutputTag, ProcessContext,
         ProcessFunction, ReadOnlyContext, ReduceFunction, RuntimeContext, SinkContext,
         SinkFunction, SourceContext, SourceFunction, SourceStatus, TimeDomain, TimerService,
+        Upcoming,
     };
     pub use crate::print_with_display;
     pub use crate::sink::{DiscardingSink, PrintFormat};

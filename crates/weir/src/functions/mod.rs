@@ -18,7 +18,7 @@ pub(crate) use broadcast::BroadcastStates;
 pub use broadcast::{
     BroadcastContext, BroadcastProcessFunction, KeyedBroadcastProcessFunction, ReadOnlyContext,
 };
-pub use bundle::KeyedBundleFunction;
+pub use bundle::{KeyedBundleFunction, Upcoming};
 pub use collector::Collector;
 pub(crate) use process::KeyedTimers;
 pub use process::{

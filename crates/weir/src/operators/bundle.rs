@@ -13,7 +13,7 @@ use weir_state::{KeyedStateStore, StableHash};
 
 use super::process::{keyed_context, set_current_key, set_prepared_key, store_to_prepare};
 use super::KeySelector;
-use crate::functions::{Collector, KeyedBundleFunction, ProcessContext};
+use crate::functions::{Collector, KeyedBundleFunction, ProcessContext, Upcoming};
 
 /// One key's records of the bundle being gathered.
 struct KeyRecords<K, I> {
@@ -82,12 +82,22 @@ where
             }
             None => false,
         };
-        for (i, mut gathered) in self.gathered.drain(..).enumerate() {
+        for i in 0..self.gathered.len() {
             if prepared {
-                set_prepared_key(&self.state, i, &gathered.key)?;
+                for distance in (1..=Upcoming::<I>::FARTHEST).rev() {
+                    if let Some(next) = self.gathered.get(i + distance) {
+                        self.f.look_ahead(&Upcoming {
+                            index: i + distance,
+                            distance,
+                            records: &next.records,
+                        })?;
+                    }
+                }
+                set_prepared_key(&self.state, i, &self.gathered[i].key)?;
             } else {
-                set_current_key(&self.state, &gathered.key)?;
+                set_current_key(&self.state, &self.gathered[i].key)?;
             }
+            let gathered = &mut self.gathered[i];
             let (collected, sides) = out.split();
             let mut ctx =
                 ProcessContext::new(gathered.timestamp, self.watermark, &gathered.key, sides);
@@ -96,13 +106,15 @@ where
                 &mut ctx,
                 &mut Collector::new(collected, gathered.timestamp),
             )?;
-            gathered.records.clear();
-            self.spare.push(gathered.records);
+            let mut records = std::mem::take(&mut gathered.records);
+            records.clear();
+            self.spare.push(records);
             // A bundle of many keys makes results for each: handed on a
             // batch at a time, their rows are dropped, and their memory
             // reused, while still in the caches.
             out.flush_if_full()?;
         }
+        self.gathered.clear();
         Ok(())
     }
 }

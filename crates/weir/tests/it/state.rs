@@ -4,6 +4,9 @@
 use weir::prelude::*;
 use weir::ManualClock;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use crate::sorted;
 
 /// Keeps the running maximum per city (the `keyed_state_max` example).
@@ -529,14 +532,38 @@ fn ttl_reducing_and_aggregating_state_in_a_running_job() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Emits each bundle it gets: its key, its records' sequence numbers, and
-/// the key's count of records after it, kept in a `ValueState`.
+/// Emits each bundle it gets: its key, its records' sequence numbers, the
+/// key's count of records after it, kept in a `ValueState`, and the
+/// distances it was looked at from (`look_ahead`), each look checked
+/// against what the bundle then was.
 #[derive(Clone, Default)]
-struct BundleCounter(Option<ValueState<u64>>);
+struct BundleCounter {
+    count: Option<ValueState<u64>>,
+    /// By key: each look's distance, records and the count it saw.
+    looks: Arc<Mutex<HashMap<u32, Vec<Look>>>>,
+}
 
-impl KeyedBundleFunction<u32, (u32, u64), (u32, Vec<u64>, u64)> for BundleCounter {
+/// What `look_ahead` saw of a key: distance, sequence numbers, count.
+type Look = (usize, Vec<u64>, Option<u64>);
+
+impl KeyedBundleFunction<u32, (u32, u64), Bundled> for BundleCounter {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        self.0 = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
+        self.count = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
+        Ok(())
+    }
+
+    fn look_ahead(&self, upcoming: &Upcoming<'_, (u32, u64)>) -> FunctionResult {
+        let count = self.count.as_ref().ok_or("not opened")?;
+        let mut seen = None;
+        upcoming.peek(count, |n| seen = Some(*n))?;
+        let records = upcoming.records();
+        let key = records.first().ok_or("an empty bundle")?.0;
+        let seqs = records.iter().map(|r| r.1).collect();
+        let mut looks = self.looks.lock().map_err(|_| "poisoned")?;
+        looks
+            .entry(key)
+            .or_default()
+            .push((upcoming.distance(), seqs, seen));
         Ok(())
     }
 
@@ -544,16 +571,30 @@ impl KeyedBundleFunction<u32, (u32, u64), (u32, Vec<u64>, u64)> for BundleCounte
         &mut self,
         records: &mut Vec<(u32, u64)>,
         ctx: &mut ProcessContext<'_, u32>,
-        out: &mut Collector<'_, (u32, Vec<u64>, u64)>,
+        out: &mut Collector<'_, Bundled>,
     ) -> FunctionResult {
-        let count = self.0.as_ref().ok_or("not opened")?;
-        let n = count.value()?.unwrap_or(0) + records.len() as u64;
+        let count = self.count.as_ref().ok_or("not opened")?;
+        let before = count.value()?;
+        let n = before.unwrap_or(0) + records.len() as u64;
         count.update(n)?;
         let key = *ctx.get_current_key();
         if records.iter().any(|(k, _)| *k != key) {
             return Err("a bundle mixes keys".into());
         }
-        out.collect((key, records.drain(..).map(|(_, seq)| seq).collect(), n));
+        let seqs: Vec<u64> = records.drain(..).map(|(_, seq)| seq).collect();
+        let looks = self.looks.lock().map_err(|_| "poisoned")?.remove(&key);
+        let mut distances = Vec::new();
+        for (distance, looked, saw) in looks.unwrap_or_default() {
+            if looked != seqs || saw != before {
+                return Err(format!(
+                    "key {key} looked at from {distance} ahead as {looked:?} with {saw:?}, \
+                     then bundled as {seqs:?} with {before:?}"
+                )
+                .into());
+            }
+            distances.push(distance);
+        }
+        out.collect((key, seqs, n, distances));
         Ok(())
     }
 }
@@ -561,8 +602,9 @@ impl KeyedBundleFunction<u32, (u32, u64), (u32, Vec<u64>, u64)> for BundleCounte
 /// A record as [`BundleCounter`] reads it: key, sequence number.
 type Keyed = (u32, u64);
 
-/// A bundle as [`BundleCounter`] emits it: key, sequence numbers, count.
-type Bundled = (u32, Vec<u64>, u64);
+/// A bundle as [`BundleCounter`] emits it: key, sequence numbers, count,
+/// the distances it was looked at from.
+type Bundled = (u32, Vec<u64>, u64, Vec<usize>);
 
 /// `records` records (key, sequence number) spread over `keys` keys, and
 /// what [`BundleCounter`] makes of them in bundles of at most 100.
@@ -586,12 +628,14 @@ fn counted_in_bundles(records: u64, keys: u32) -> anyhow::Result<(Vec<Keyed>, Ve
 fn bundles_group_a_batch_by_key_in_order_with_the_keys_state() -> anyhow::Result<()> {
     let (input, out) = counted_in_bundles(3000, 7)?;
     let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
-    for (key, seqs, count) in &out {
+    for (key, seqs, count, looked) in &out {
         assert!(
             !seqs.is_empty() && seqs.len() <= 100,
             "bundle of {}",
             seqs.len()
         );
+        // Small state: no key is looked at ahead.
+        assert!(looked.is_empty(), "key {key} looked at from {looked:?}");
         let so_far = seen.entry(*key).or_default();
         so_far.extend(seqs);
         assert_eq!(*count, so_far.len() as u64, "key {key}'s state");
@@ -615,11 +659,27 @@ fn bundles_of_many_keys_each_find_their_own_keys_state() -> anyhow::Result<()> {
     let keys = 40_000u32;
     let (input, out) = counted_in_bundles(3 * u64::from(keys), keys)?;
     let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
-    for (key, seqs, count) in &out {
+    let farthest = Upcoming::<Keyed>::FARTHEST;
+    let mut looked_at_each_distance = 0;
+    for (key, seqs, count, looked) in &out {
         let so_far = seen.entry(*key).or_default();
         so_far.extend(seqs);
         assert_eq!(*count, so_far.len() as u64, "key {key}'s state");
+        // Looked at (if at all) once from each distance, farthest first,
+        // down to the key before it.
+        let from = looked.first().copied().unwrap_or(0);
+        assert!(
+            looked.iter().copied().eq((1..=from).rev()) && from <= farthest,
+            "key {key} looked at from {looked:?}"
+        );
+        looked_at_each_distance += usize::from(from == farthest);
     }
+    // Once the state is big, all but a batch's first few keys are.
+    assert!(
+        looked_at_each_distance > out.len() / 2,
+        "{looked_at_each_distance} of {} bundles looked at from each distance",
+        out.len()
+    );
     let mut expected: std::collections::HashMap<u32, Vec<u64>> = Default::default();
     for (key, seq) in &input {
         expected.entry(*key).or_default().push(*seq);
