@@ -551,11 +551,7 @@ impl SqlAggregates {
     #[inline]
     pub fn prefetch_accumulators(&self, acc: &Accumulators) {
         if acc.spilled() {
-            let start = acc.as_ptr() as usize;
-            let end = start + std::mem::size_of_val(acc.as_slice());
-            for line in (start & !63..end).step_by(64) {
-                weir_state::prefetch_line(line);
-            }
+            weir_state::prefetch_slice(acc);
         }
     }
 

@@ -760,11 +760,7 @@ impl Row {
     /// thread is in that core's cache until read). A hint.
     #[inline]
     pub fn prefetch(&self) {
-        let start = self.values.as_ptr() as usize;
-        let end = start + std::mem::size_of_val(self.values.as_slice());
-        for line in (start & !63..end).step_by(64) {
-            weir_state::prefetch_line(line);
-        }
+        weir_state::prefetch_slice(&self.values);
     }
 
     /// An insert-only row.

@@ -238,6 +238,17 @@ pub fn prefetch_line(address: usize) {
     let _ = address;
 }
 
+/// Asks the CPU to start loading every cache line of `values` (see
+/// [`prefetch_line`]).
+#[inline]
+pub fn prefetch_slice<T>(values: &[T]) {
+    let start = values.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(values);
+    for line in (start & !63..end).step_by(64) {
+        prefetch_line(line);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
