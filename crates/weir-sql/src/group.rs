@@ -149,8 +149,9 @@ impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
     /// A group's accumulators, their distinct sets and the sets' slots
     /// are each behind a pointer: with thousands of groups in a bundle,
     /// each a miss in the caches, loaded one after another. Looked at
-    /// ahead, the accumulators start loading four groups ahead, the sets
-    /// two, and the slots of the group's values one.
+    /// ahead, a group's first rows and its accumulators start loading six
+    /// groups ahead, its sets four, and the sets' slots for its first
+    /// rows' values two.
     fn look_ahead(&self, upcoming: &Upcoming<'_, Row>) -> FunctionResult {
         let Some(state) = &self.state else {
             return Ok(());

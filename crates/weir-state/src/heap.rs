@@ -574,18 +574,24 @@ impl HeapBackend {
 
     #[inline(always)]
     fn prefetch_with(&self, index: usize, f: impl Fn(&dyn StateTable, usize, u64)) {
-        let Some(p) = self.prepared.keys.get(index) else {
+        let Some((group, p)) = self.prepared_in_range(index) else {
             return;
         };
-        if !self.range.contains(p.key_group) {
-            return;
-        }
-        let group = (p.key_group.0 - self.range.start) as usize;
         for &id in &self.keyed_tables {
             if let Some(table) = self.tables.get(id) {
                 f(table.as_ref(), group, p.hash);
             }
         }
+    }
+
+    /// Prepared key `index` and its key group's offset in the backend's
+    /// range, if it is prepared and in the range.
+    #[inline(always)]
+    fn prepared_in_range(&self, index: usize) -> Option<(usize, &PreparedKey)> {
+        let p = self.prepared.keys.get(index)?;
+        self.range
+            .contains(p.key_group)
+            .then(|| ((p.key_group.0 - self.range.start) as usize, p))
     }
 
     /// The value prepared key `index` has in state `id` (one declared
@@ -594,11 +600,10 @@ impl HeapBackend {
     /// key's processing will read.
     #[inline]
     pub fn prepared_value<V: 'static>(&self, id: usize, index: usize) -> Option<&V> {
-        let p = self.prepared.keys.get(index)?;
-        if !self.range.contains(p.key_group) || !self.keyed_tables.contains(&id) {
+        if !self.keyed_tables.contains(&id) {
             return None;
         }
-        let group = (p.key_group.0 - self.range.start) as usize;
+        let (group, p) = self.prepared_in_range(index)?;
         let table = self
             .tables
             .get(id)?

@@ -1104,9 +1104,8 @@ impl<T: StateValue> ValueState<T> {
     /// index, `f` is not called.
     #[inline]
     pub fn peek_prepared(&self, index: usize, f: impl FnOnce(&T)) -> Result<(), StateError> {
-        if self.handle.store.namespaced {
-            return Ok(());
-        }
+        // A namespaced state's table is not among those a key alone
+        // finds: the backend shows nothing of it.
         if let Backend::Heap(h) = &*self.handle.lock()? {
             if let Some(value) = h.prepared_value::<T>(self.handle.id, index) {
                 f(value);
