@@ -9,10 +9,6 @@ use crate::element::{Control, StreamRecord};
 use crate::error::TaskError;
 use crate::metrics::{OperatorMetrics, SubtaskCounts};
 
-/// Records an operator buffers before [`Output::flush_if_full`] hands them
-/// on (a source's batch).
-const FULL_BATCH: usize = 1024;
-
 /// An operator's output: a buffer of records for the next hop, plus the
 /// side outputs that downstream operators consume.
 ///
@@ -24,6 +20,17 @@ pub struct Output<O> {
     sides: SideOutputs,
     metrics: Arc<OperatorMetrics>,
     counts: Arc<SubtaskCounts>,
+}
+
+impl<O> Output<O> {
+    /// Records an operator buffers before [`Output::flush_if_full`] hands
+    /// them on: a quarter of a source's batch. The results of one call
+    /// that emits many (a bundle of many keys, a firing of many windows)
+    /// are then handed on, and dropped or sent, while still in the core's
+    /// caches, and their memory is reused from there: a `GROUP BY`'s
+    /// result rows of fifteen columns made a batch of 1024 some 400 KiB,
+    /// and Nexmark q16's SQL query ran 7 % faster with 256.
+    pub const FULL_BATCH: usize = 256;
 }
 
 impl<O: Send + 'static> Output<O> {
@@ -91,7 +98,7 @@ impl<O: Send + 'static> Output<O> {
     /// buffers stays one batch instead of everything the call emits.
     #[inline]
     pub fn flush_if_full(&mut self) -> Result<(), TaskError> {
-        if self.buffer.len() >= FULL_BATCH {
+        if self.buffer.len() >= Self::FULL_BATCH {
             self.flush()?;
         }
         Ok(())

@@ -724,7 +724,7 @@ mod tests {
         op.process_watermark(999, &mut h.output)?;
         // One result per key, handed on a batch at a time: the operator
         // never held the whole firing.
-        assert_eq!(h.largest_batch(), 1024);
+        assert_eq!(h.largest_batch(), Output::<u64>::FULL_BATCH);
         let results = h.take_values();
         assert_eq!(results.len(), keys as usize);
         assert!(results.iter().all(|n| *n == 1));
