@@ -9,14 +9,15 @@ use std::sync::Arc;
 
 use weir_runtime::graph::{NodeFactory, Partitioning};
 
-use super::partitioning::KeyGroupWriter;
+use super::partitioning::{GatheredWriter, KeyGroupWriter};
 use super::{DataStream, Key};
 use crate::functions::{
     Collector, FilterFunction, FlatMapFunction, FunctionResult, KeyedBundleFunction,
     KeyedProcessFunction, MapFunction, ProcessContext, ReduceFunction, RuntimeContext,
 };
 use crate::operators::{
-    KeySelector, KeyedBundleOperator, KeyedProcessOperator, KeyedReduceOperator,
+    BundleGatherOperator, Gathered, KeySelector, KeyedBundleOperator, KeyedProcessOperator,
+    KeyedReduceOperator,
 };
 use crate::window::{
     CountEvictor, CountTrigger, GlobalWindow, GlobalWindows, PurgingTrigger, WindowAssigner,
@@ -26,6 +27,9 @@ use crate::window::{
 /// A stream partitioned by key (Flink's `KeyedStream`).
 pub struct KeyedStream<T, K> {
     stream: DataStream<T>,
+    /// The stream as it was before partitioning by key: what a bundle
+    /// operator's gathering reads, ahead of its own keyed exchange.
+    unkeyed: DataStream<T>,
     key_of: KeySelector<T, K>,
 }
 
@@ -33,6 +37,7 @@ impl<T, K> Clone for KeyedStream<T, K> {
     fn clone(&self) -> Self {
         KeyedStream {
             stream: self.stream.clone(),
+            unkeyed: self.unkeyed.clone(),
             key_of: Arc::clone(&self.key_of),
         }
     }
@@ -45,6 +50,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
         };
         KeyedStream {
             stream: stream.partitioned(Partitioning::Custom(Arc::new(writer))),
+            unkeyed: stream.partitioned(Partitioning::Default),
             key_of,
         }
     }
@@ -177,16 +183,39 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
     /// Processes the records a bundle at a time: the records of each
     /// input batch grouped by key, at most `max_records` records a bundle,
     /// each key's handed over at once (see [`KeyedBundleFunction`]).
+    ///
+    /// Two operators: `Gather`, chained to the operator before (with its
+    /// parallelism, where that was set), and `KeyedBundle` after the keyed
+    /// exchange, which this returns. Each batch goes through the exchange
+    /// whole (split only between subtasks), gathered by key in `Gather`
+    /// while `KeyedBundle` is the slower of the two (its channel was
+    /// found full), in `KeyedBundle` otherwise.
     pub fn process_bundles<O, F>(&self, max_records: usize, f: F) -> DataStream<O>
     where
         O: Clone + Send + 'static,
         F: KeyedBundleFunction<K, T, O> + Clone + Sync,
     {
         let key_of = Arc::clone(&self.key_of);
+        let gather = NodeFactory::one_input(move |_| {
+            BundleGatherOperator::new(Arc::clone(&key_of), max_records)
+        });
+        let key_of = Arc::clone(&self.key_of);
+        let parallelism = self.unkeyed.parallelism_set();
+        let mut gathered = self
+            .unkeyed
+            .add_operator::<Gathered<K, T>>("Gather", gather);
+        if let Some(p) = parallelism {
+            gathered = gathered.set_parallelism(p);
+        }
+        let writer = GatheredWriter {
+            key_of: Arc::clone(&key_of),
+        };
         let factory = NodeFactory::one_input(move |_| {
             KeyedBundleOperator::new(f.clone(), Arc::clone(&key_of), max_records)
         });
-        self.stream.add_operator("KeyedBundle", factory)
+        gathered
+            .partitioned(Partitioning::Custom(Arc::new(writer)))
+            .add_operator("KeyedBundle", factory)
     }
 
     /// Cuts each key's records into windows.

@@ -474,6 +474,21 @@ impl<T: Clone + Send + 'static> DataStream<T> {
         }
     }
 
+    /// The parallelism set on the operators this stream comes from, if
+    /// it was set, and set alike on all of them.
+    pub(crate) fn parallelism_set(&self) -> Option<u32> {
+        let set: Vec<Option<u32>> = self.env.with_graph(|graph| {
+            self.inputs
+                .iter()
+                .map(|i| graph.node(i.node).parallelism)
+                .collect()
+        });
+        match set.split_first() {
+            Some((&first, rest)) if rest.iter().all(|&p| p == first) => first,
+            _ => None,
+        }
+    }
+
     /// The operator whose main output this stream is; records a build error
     /// if it is a union, a side output or a repartitioned stream.
     fn single_node(&self, what: &str) -> Option<NodeId> {

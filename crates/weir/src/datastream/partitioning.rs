@@ -4,14 +4,17 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use weir_runtime::element::Message;
-use weir_runtime::exchange::{ChannelWriter, CustomPartitioner, KeyGroupPartitioner, Sender};
+use weir_runtime::element::{Control, Message, StreamRecord};
+use weir_runtime::exchange::{
+    ChannelWriter, CustomPartitioner, KeyGroupPartitioner, Partitioner, Sender,
+};
 use weir_runtime::graph::{Erased, Partitioning, WriterContext, WriterFactory};
 use weir_runtime::operator::Downstream;
-use weir_runtime::JobError;
+use weir_runtime::{JobError, TaskError};
+use weir_state::StableHash;
 
 use super::{DataStream, Key};
-use crate::operators::KeySelector;
+use crate::operators::{Gathered, KeySelector};
 
 type Senders<T> = Vec<Sender<Message<T>>>;
 
@@ -127,5 +130,96 @@ impl<T: Clone + Send + 'static> DataStream<T> {
             partition: Arc::new(partition),
             _type: PhantomData,
         })))
+    }
+}
+
+/// Writers of a keyed bundle operator's input (`process_bundles`): each
+/// [`Gathered`] batch whole to the one subtask, or, with more, split into
+/// one for each subtask that owns some of its keys. Each is sent as soon
+/// as it is written: it is already a batch of records.
+pub(crate) struct GatheredWriter<K, I> {
+    /// Keys the records of batches not gathered yet.
+    pub key_of: KeySelector<I, K>,
+}
+
+impl<K: Key, I: Clone + Send + 'static> WriterFactory for GatheredWriter<K, I> {
+    fn name(&self) -> &'static str {
+        "HASH"
+    }
+
+    fn chains_at_parallelism_one(&self) -> bool {
+        true
+    }
+
+    fn writer(&self, targets: Erased, ctx: &WriterContext) -> Result<Erased, JobError> {
+        let targets = senders::<Gathered<K, I>>(targets)?;
+        let subtasks = targets.len();
+        Ok(boxed(SplitGathered {
+            channels: ChannelWriter::new(targets, BySubtask, ctx),
+            subtasks,
+            key_of: Arc::clone(&self.key_of),
+            max_parallelism: ctx.max_parallelism,
+            split: Vec::new(),
+        }))
+    }
+}
+
+/// Routes a split bundle to the subtask it was split for.
+struct BySubtask;
+
+impl<K, I> Partitioner<Gathered<K, I>> for BySubtask
+where
+    K: StableHash,
+{
+    #[inline]
+    fn select(&mut self, value: &Gathered<K, I>, _n: usize) -> usize {
+        value.subtask()
+    }
+}
+
+struct SplitGathered<K, I> {
+    channels: ChannelWriter<Gathered<K, I>, BySubtask>,
+    subtasks: usize,
+    key_of: KeySelector<I, K>,
+    max_parallelism: u32,
+    split: Vec<StreamRecord<Gathered<K, I>>>,
+}
+
+impl<K: Key, I: Clone + Send + 'static> Downstream<Gathered<K, I>> for SplitGathered<K, I> {
+    fn open(&mut self) -> Result<(), TaskError> {
+        self.channels.open()
+    }
+
+    fn push_batch(
+        &mut self,
+        batch: &mut Vec<StreamRecord<Gathered<K, I>>>,
+    ) -> Result<(), TaskError> {
+        let n = self.subtasks;
+        if n > 1 {
+            let split = &mut self.split;
+            for record in batch.drain(..) {
+                let timestamp = record.timestamp;
+                record
+                    .value
+                    .split_by_subtask(n, self.max_parallelism, &self.key_of, |part| {
+                        split.push(StreamRecord::with_timestamp(part, timestamp));
+                    });
+            }
+            std::mem::swap(batch, split);
+        }
+        self.channels.push_batch(batch)?;
+        self.channels.flush_buffers()
+    }
+
+    fn push_control(&mut self, control: Control) -> Result<(), TaskError> {
+        self.channels.push_control(control)
+    }
+
+    fn flush_buffers(&mut self) -> Result<(), TaskError> {
+        self.channels.flush_buffers()
+    }
+
+    fn close(&mut self) -> Result<(), TaskError> {
+        self.channels.close()
     }
 }

@@ -1,19 +1,114 @@
-//! The operator of a [`KeyedBundleFunction`]: each input batch grouped by
-//! key, at most `max_records` records a bundle.
+//! The two operators of a [`KeyedBundleFunction`]: [`BundleGatherOperator`]
+//! ahead of the keyed exchange, where the records are made, and
+//! [`KeyedBundleOperator`] after it, which hands each key's records of a
+//! bundle to the function with the key's state. A batch is gathered by
+//! key (at most `max_records` records a bundle) on whichever of the two
+//! threads has time to spare: before the exchange while sends to the
+//! keyed operator find its channel full, after it otherwise.
 
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 use serde::Serialize;
 use weir_runtime::element::StreamRecord;
+use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
-use weir_runtime::FunctionResult;
-use weir_state::{KeyedStateStore, StableHash};
+use weir_runtime::{FunctionResult, TaskError};
+use weir_state::{assign_to_key_group, operator_index_for_key_group, KeyedStateStore, StableHash};
 
 use super::process::{keyed_context, set_current_key, set_prepared_key, store_to_prepare};
 use super::KeySelector;
 use crate::functions::{Collector, KeyedBundleFunction, ProcessContext, Upcoming};
+
+/// One key of a gathered bundle.
+#[derive(Clone)]
+pub(crate) struct GatheredKey<K> {
+    key: K,
+    /// The last record's timestamp.
+    timestamp: i64,
+    /// How many of the bundle's records are this key's.
+    len: usize,
+}
+
+/// What travels from [`BundleGatherOperator`] to [`KeyedBundleOperator`],
+/// one of these a batch: the batch gathered by key, or as it came.
+#[derive(Clone)]
+pub(crate) enum Gathered<K, I> {
+    /// A bundle: each key's records in arrival order, one key's after
+    /// another, keys in the order of their first record.
+    Keyed {
+        keys: Vec<GatheredKey<K>>,
+        records: Vec<I>,
+        /// The keyed operator's subtask these keys belong to, once split.
+        subtask: usize,
+    },
+    /// Records still to be gathered, by the keyed operator.
+    Raw {
+        records: Vec<StreamRecord<I>>,
+        subtask: usize,
+    },
+}
+
+impl<K: StableHash, I> Gathered<K, I> {
+    /// The keyed operator's subtask this was split for.
+    pub(crate) fn subtask(&self) -> usize {
+        match self {
+            Gathered::Keyed { subtask, .. } | Gathered::Raw { subtask, .. } => *subtask,
+        }
+    }
+
+    /// Splits this into one for each subtask (of `parallelism`, key
+    /// groups of `max_parallelism`) that owns some of its keys, each
+    /// key's records still together and in order.
+    pub(crate) fn split_by_subtask(
+        self,
+        parallelism: usize,
+        max_parallelism: u32,
+        key_of: &KeySelector<I, K>,
+        mut each: impl FnMut(Gathered<K, I>),
+    ) {
+        let subtask_of = |key: &K| {
+            let group = assign_to_key_group(key, max_parallelism);
+            operator_index_for_key_group(max_parallelism, parallelism as u32, group) as usize
+        };
+        let mut parts: Vec<Option<Gathered<K, I>>> = (0..parallelism).map(|_| None).collect();
+        match self {
+            Gathered::Keyed { keys, records, .. } => {
+                let mut records = records.into_iter();
+                for key in keys {
+                    let subtask = subtask_of(&key.key);
+                    let part = parts[subtask].get_or_insert_with(|| Gathered::Keyed {
+                        keys: Vec::new(),
+                        records: Vec::new(),
+                        subtask,
+                    });
+                    if let Gathered::Keyed {
+                        keys, records: to, ..
+                    } = part
+                    {
+                        to.extend(records.by_ref().take(key.len));
+                        keys.push(key);
+                    }
+                }
+            }
+            Gathered::Raw { records, .. } => {
+                for record in records {
+                    let subtask = subtask_of(&key_of(&record.value));
+                    let part = parts[subtask].get_or_insert_with(|| Gathered::Raw {
+                        records: Vec::new(),
+                        subtask,
+                    });
+                    if let Gathered::Raw { records, .. } = part {
+                        records.push(record);
+                    }
+                }
+            }
+        }
+        parts.into_iter().flatten().for_each(&mut each);
+    }
+}
 
 /// One key's records of the bundle being gathered.
 struct KeyRecords<K, I> {
@@ -23,12 +118,10 @@ struct KeyRecords<K, I> {
     records: Vec<I>,
 }
 
-pub(crate) struct KeyedBundleOperator<F, K, I, O> {
-    f: F,
+/// Gathers records by key into bundles of at most `max_records` records.
+struct Gatherer<K, I> {
     key_of: KeySelector<I, K>,
     max_records: usize,
-    watermark: i64,
-    state: Option<KeyedStateStore>,
     /// Each key's place in `gathered`, for the bundle being gathered,
     /// found by the key's hash and compared with the key there: the key
     /// is held once, in `gathered`, not cloned into a map (a key of two
@@ -40,112 +133,34 @@ pub(crate) struct KeyedBundleOperator<F, K, I, O> {
     gathered: Vec<KeyRecords<K, I>>,
     /// Emptied record lists of earlier bundles, kept for their allocation.
     spare: Vec<Vec<I>>,
-    _types: PhantomData<fn(I) -> O>,
 }
 
-impl<F, K, I, O> KeyedBundleOperator<F, K, I, O> {
+impl<K: Eq + Hash, I> Gatherer<K, I> {
     /// `max_records` is at least one.
-    pub fn new(f: F, key_of: KeySelector<I, K>, max_records: usize) -> Self {
-        KeyedBundleOperator {
-            f,
+    fn new(key_of: KeySelector<I, K>, max_records: usize) -> Self {
+        Gatherer {
             key_of,
             max_records: max_records.max(1),
-            watermark: i64::MIN,
-            state: None,
             places: HashTable::new(),
             hasher: foldhash::fast::RandomState::default(),
             gathered: Vec::new(),
             spare: Vec::new(),
-            _types: PhantomData,
         }
     }
-}
 
-impl<F, K, I, O> KeyedBundleOperator<F, K, I, O>
-where
-    F: KeyedBundleFunction<K, I, O>,
-    K: Clone + Eq + Hash + Serialize + StableHash,
-    O: Send + 'static,
-{
-    /// Hands each key's gathered records to the function, keys in the
-    /// order of their first record.
-    fn finish_bundle(&mut self, out: &mut Output<O>) -> FunctionResult {
-        self.places.clear();
-        // With big state, the bundle's keys are prepared at once, so that
-        // each key's state is loaded while the keys before it are
-        // processed (a bundle of thousands of keys otherwise waits for
-        // memory at each).
-        let prepared = match store_to_prepare(&self.state, self.gathered.len())? {
-            Some(store) => {
-                store.prepare_keys(self.gathered.iter().map(|g| &g.key))?;
-                true
-            }
-            None => false,
-        };
-        for i in 0..self.gathered.len() {
-            if prepared {
-                for distance in (1..=Upcoming::<I>::FARTHEST).rev() {
-                    if let Some(next) = self.gathered.get(i + distance) {
-                        self.f.look_ahead(&Upcoming {
-                            index: i + distance,
-                            distance,
-                            records: &next.records,
-                        })?;
-                    }
-                }
-                set_prepared_key(&self.state, i, &self.gathered[i].key)?;
-            } else {
-                set_current_key(&self.state, &self.gathered[i].key)?;
-            }
-            let gathered = &mut self.gathered[i];
-            let (collected, sides) = out.split();
-            let mut ctx =
-                ProcessContext::new(gathered.timestamp, self.watermark, &gathered.key, sides);
-            self.f.process_bundle(
-                &mut gathered.records,
-                &mut ctx,
-                &mut Collector::new(collected, gathered.timestamp),
-            )?;
-            let mut records = std::mem::take(&mut gathered.records);
-            records.clear();
-            self.spare.push(records);
-            // A bundle of many keys makes results for each: handed on a
-            // batch at a time, their rows are dropped, and their memory
-            // reused, while still in the caches.
-            out.flush_if_full()?;
-        }
-        self.gathered.clear();
-        Ok(())
-    }
-}
-
-impl<F, K, I, O> Operator for KeyedBundleOperator<F, K, I, O>
-where
-    F: KeyedBundleFunction<K, I, O>,
-    K: Clone + Eq + Hash + Serialize + StableHash + Send + 'static,
-    I: Send + 'static,
-    O: Send + 'static,
-{
-    type In = I;
-    type Out = O;
-
-    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-        let (ctx, store) = keyed_context(ctx)?;
-        self.state = Some(store);
-        self.f.open(&ctx)
-    }
-
-    fn process_batch(
+    /// Gathers `input` into bundles, each handed to `bundle` once full
+    /// and the last one at the end.
+    fn gather<E>(
         &mut self,
-        input: &mut Vec<StreamRecord<I>>,
-        out: &mut Output<O>,
-    ) -> FunctionResult {
+        input: impl Iterator<Item = StreamRecord<I>>,
+        mut bundle: impl FnMut(Gathered<K, I>) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut in_bundle = 0;
         // The place of the record before's key in `gathered`.
         let mut before: Option<usize> = None;
-        for r in input.drain(..) {
+        for r in input {
             if in_bundle == self.max_records {
-                self.finish_bundle(out)?;
+                bundle(self.take())?;
                 in_bundle = 0;
                 before = None;
             }
@@ -186,7 +201,271 @@ where
             gathered.timestamp = r.timestamp;
             gathered.records.push(r.value);
         }
-        self.finish_bundle(out)
+        if self.gathered.is_empty() {
+            return Ok(());
+        }
+        bundle(self.take())
+    }
+
+    /// The bundle gathered so far, its keys' records laid one after
+    /// another.
+    fn take(&mut self) -> Gathered<K, I> {
+        self.places.clear();
+        let len: usize = self.gathered.iter().map(|g| g.records.len()).sum();
+        let mut keys = Vec::with_capacity(self.gathered.len());
+        let mut gathered = self.gathered.drain(..);
+        // The first key's list becomes the bundle's (all of it, when the
+        // batch had one key), with a list of its size left in its place.
+        let mut records = Vec::new();
+        if let Some(mut first) = gathered.next() {
+            records = std::mem::replace(&mut first.records, Vec::with_capacity(len));
+            records.reserve(len - records.len());
+            keys.push(GatheredKey {
+                key: first.key,
+                timestamp: first.timestamp,
+                len: records.len(),
+            });
+            self.spare.push(first.records);
+        }
+        for mut g in gathered {
+            keys.push(GatheredKey {
+                key: g.key,
+                timestamp: g.timestamp,
+                len: g.records.len(),
+            });
+            records.append(&mut g.records);
+            self.spare.push(g.records);
+        }
+        Gathered::Keyed {
+            keys,
+            records,
+            subtask: 0,
+        }
+    }
+}
+
+/// Batches in a row that a send finding the keyed operator's channel full
+/// has them gathered before the exchange.
+const GATHER_AHEAD: u32 = 64;
+
+/// Hands each batch on to the keyed exchange as one [`Gathered`]: gathered
+/// by key here, on the thread that made the records, while the keyed
+/// operator is the one that keeps the other waiting (a send of this
+/// operator's found its channel full in the last [`GATHER_AHEAD`]
+/// batches); as it came otherwise, for the keyed operator to gather.
+/// Keying, hashing and gathering are a good part of what a bundle costs:
+/// done where a core has time to spare, the job runs faster.
+pub(crate) struct BundleGatherOperator<K, I> {
+    gatherer: Gatherer<K, I>,
+    /// Sends of this operator that found a channel full.
+    metrics: Option<Arc<OperatorMetrics>>,
+    /// Their count at the last batch.
+    blocked: u64,
+    /// Batches still to be gathered here.
+    ahead: u32,
+}
+
+impl<K: Eq + Hash, I> BundleGatherOperator<K, I> {
+    /// `max_records` is at least one.
+    pub fn new(key_of: KeySelector<I, K>, max_records: usize) -> Self {
+        BundleGatherOperator {
+            gatherer: Gatherer::new(key_of, max_records),
+            metrics: None,
+            blocked: 0,
+            ahead: 0,
+        }
+    }
+}
+
+impl<K, I> Operator for BundleGatherOperator<K, I>
+where
+    K: Clone + Eq + Hash + Send + 'static,
+    I: Clone + Send + 'static,
+{
+    type In = I;
+    type Out = Gathered<K, I>;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        self.metrics = Some(Arc::clone(&ctx.metrics));
+        Ok(())
+    }
+
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<I>>,
+        out: &mut Output<Gathered<K, I>>,
+    ) -> FunctionResult {
+        let Some(last) = input.last() else {
+            return Ok(());
+        };
+        let timestamp = last.timestamp;
+        let blocked = self.metrics.as_ref().map_or(0, |m| m.blocked_sends());
+        if blocked != self.blocked {
+            self.blocked = blocked;
+            self.ahead = GATHER_AHEAD;
+        }
+        if self.ahead == 0 {
+            // The batch itself goes, a list of its size left in its
+            // place (an empty one would grow a record at a time).
+            let records = std::mem::replace(input, Vec::with_capacity(input.len()));
+            out.collect(StreamRecord::with_timestamp(
+                Gathered::Raw {
+                    records,
+                    subtask: 0,
+                },
+                timestamp,
+            ));
+            return Ok(());
+        }
+        self.ahead -= 1;
+        self.gatherer.gather(input.drain(..), |bundle| {
+            out.collect(StreamRecord::with_timestamp(bundle, timestamp));
+            Ok::<(), TaskError>(())
+        })?;
+        Ok(())
+    }
+}
+
+/// Hands each key's records of each bundle to the function, keys in the
+/// order of their first record, with the key's state; gathers the batches
+/// that come as they were made.
+pub(crate) struct KeyedBundleOperator<F, K, I, O> {
+    f: F,
+    gatherer: Gatherer<K, I>,
+    watermark: i64,
+    state: Option<KeyedStateStore>,
+    /// Bundles gathered here, to be processed.
+    bundles: Vec<Gathered<K, I>>,
+    /// The records of the key being processed (the function takes a
+    /// list it may drain), kept for its allocation.
+    records: Vec<I>,
+    _types: PhantomData<fn(K, I) -> O>,
+}
+
+impl<F, K: Eq + Hash, I, O> KeyedBundleOperator<F, K, I, O> {
+    /// `max_records` is at least one.
+    pub fn new(f: F, key_of: KeySelector<I, K>, max_records: usize) -> Self {
+        KeyedBundleOperator {
+            f,
+            gatherer: Gatherer::new(key_of, max_records),
+            watermark: i64::MIN,
+            state: None,
+            bundles: Vec::new(),
+            records: Vec::new(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<F, K, I, O> KeyedBundleOperator<F, K, I, O>
+where
+    F: KeyedBundleFunction<K, I, O>,
+    K: Clone + Eq + Hash + Serialize + StableHash,
+    O: Send + 'static,
+{
+    /// Hands each key of a gathered bundle its records.
+    fn process_bundle(
+        &mut self,
+        keys: Vec<GatheredKey<K>>,
+        records: Vec<I>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
+        // With big state, the bundle's keys are prepared at once, so that
+        // each key's state is loaded while the keys before it are
+        // processed (a bundle of thousands of keys otherwise waits for
+        // memory at each).
+        let prepared = match store_to_prepare(&self.state, keys.len())? {
+            Some(store) => {
+                store.prepare_keys(keys.iter().map(|k| &k.key))?;
+                true
+            }
+            None => false,
+        };
+        let mut rest = records.into_iter();
+        for (i, key) in keys.iter().enumerate() {
+            if prepared {
+                // Where each of the next keys' records start among those
+                // not yet handed over.
+                let ahead = rest.as_slice();
+                let mut starts = [0; Upcoming::<()>::FARTHEST];
+                let mut start = key.len;
+                for (distance, slot) in starts.iter_mut().enumerate() {
+                    *slot = start;
+                    start += keys.get(i + distance + 1).map_or(0, |k| k.len);
+                }
+                for distance in (1..=Upcoming::<I>::FARTHEST).rev() {
+                    if let Some(next) = keys.get(i + distance) {
+                        let start = starts[distance - 1];
+                        self.f.look_ahead(&Upcoming {
+                            index: i + distance,
+                            distance,
+                            records: &ahead[start..start + next.len],
+                        })?;
+                    }
+                }
+                set_prepared_key(&self.state, i, &key.key)?;
+            } else {
+                set_current_key(&self.state, &key.key)?;
+            }
+            self.records.extend(rest.by_ref().take(key.len));
+            let (collected, sides) = out.split();
+            let mut ctx = ProcessContext::new(key.timestamp, self.watermark, &key.key, sides);
+            self.f.process_bundle(
+                &mut self.records,
+                &mut ctx,
+                &mut Collector::new(collected, key.timestamp),
+            )?;
+            self.records.clear();
+            // A bundle of many keys makes results for each: handed on a
+            // batch at a time, their rows are dropped, and their memory
+            // reused, while still in the caches.
+            out.flush_if_full()?;
+        }
+        Ok(())
+    }
+}
+
+impl<F, K, I, O> Operator for KeyedBundleOperator<F, K, I, O>
+where
+    F: KeyedBundleFunction<K, I, O>,
+    K: Clone + Eq + Hash + Serialize + StableHash + Send + 'static,
+    I: Send + 'static,
+    O: Send + 'static,
+{
+    type In = Gathered<K, I>;
+    type Out = O;
+
+    fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+        let (ctx, store) = keyed_context(ctx)?;
+        self.state = Some(store);
+        self.f.open(&ctx)
+    }
+
+    fn process_batch(
+        &mut self,
+        input: &mut Vec<StreamRecord<Gathered<K, I>>>,
+        out: &mut Output<O>,
+    ) -> FunctionResult {
+        for r in input.drain(..) {
+            match r.value {
+                Gathered::Keyed { keys, records, .. } => self.process_bundle(keys, records, out)?,
+                Gathered::Raw { records, .. } => {
+                    let bundles = &mut self.bundles;
+                    self.gatherer.gather(records.into_iter(), |bundle| {
+                        bundles.push(bundle);
+                        Ok::<(), TaskError>(())
+                    })?;
+                    let mut bundles = std::mem::take(&mut self.bundles);
+                    for bundle in bundles.drain(..) {
+                        if let Gathered::Keyed { keys, records, .. } = bundle {
+                            self.process_bundle(keys, records, out)?;
+                        }
+                    }
+                    self.bundles = bundles;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
@@ -201,5 +480,282 @@ where
 
     fn close(&mut self) -> FunctionResult {
         self.f.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use weir_runtime::testing::HarnessOutput;
+    use weir_state::{ManualClock, StateBackend, ValueState, ValueStateDescriptor};
+
+    /// Records (key, sequence number) stamped with their sequence number.
+    fn records(keys: &[u32]) -> Vec<StreamRecord<(u32, u32)>> {
+        keys.iter()
+            .zip(0..)
+            .map(|(&k, i)| StreamRecord::with_timestamp((k, i), i64::from(i)))
+            .collect()
+    }
+
+    fn gather_op(
+        max_records: usize,
+    ) -> (BundleGatherOperator<u32, (u32, u32)>, Arc<OperatorMetrics>) {
+        let mut op = BundleGatherOperator::new(Arc::new(|r: &(u32, u32)| r.0), max_records);
+        let metrics = Arc::new(OperatorMetrics::default());
+        op.metrics = Some(Arc::clone(&metrics));
+        (op, metrics)
+    }
+
+    /// A bundle's keys, each with its records' sequence numbers and its
+    /// timestamp.
+    fn keyed(g: Gathered<u32, (u32, u32)>) -> Vec<(u32, Vec<u32>, i64)> {
+        let Gathered::Keyed { keys, records, .. } = g else {
+            panic!("not gathered");
+        };
+        let mut records = records.into_iter();
+        keys.into_iter()
+            .map(|k| {
+                let seqs: Vec<u32> = records.by_ref().take(k.len).map(|r| r.1).collect();
+                assert!(seqs.len() == k.len, "key {} short of records", k.key);
+                (k.key, seqs, k.timestamp)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_are_gathered_ahead_only_while_the_keyed_operator_keeps_them_waiting(
+    ) -> FunctionResult {
+        let (mut op, metrics) = gather_op(100);
+        let mut h = HarnessOutput::new();
+        let keys = [7, 3, 7, 5, 3, 7];
+        // No send found the channel full: the batch goes as it came.
+        op.process_batch(&mut records(&keys), &mut h.output)?;
+        match h.take_values().as_slice() {
+            [Gathered::Raw { records, .. }] => {
+                let came: Vec<u32> = records.iter().map(|r| r.value.0).collect();
+                assert_eq!(came, keys);
+            }
+            _ => panic!("one batch, not gathered, expected"),
+        }
+        // One did: the next GATHER_AHEAD batches are gathered here, each
+        // key's records together, keys in the order they first came.
+        metrics.add_blocked_send();
+        for _ in 0..GATHER_AHEAD {
+            op.process_batch(&mut records(&keys), &mut h.output)?;
+            let mut out = h.take_values();
+            assert_eq!(out.len(), 1);
+            assert_eq!(
+                keyed(out.remove(0)),
+                [(7, vec![0, 2, 5], 5), (3, vec![1, 4], 4), (5, vec![3], 3)]
+            );
+        }
+        op.process_batch(&mut records(&keys), &mut h.output)?;
+        assert!(matches!(h.take_values().as_slice(), [Gathered::Raw { .. }]));
+        Ok(())
+    }
+
+    #[test]
+    fn a_gathered_batch_is_cut_into_bundles_of_at_most_max_records() -> FunctionResult {
+        let (mut op, metrics) = gather_op(4);
+        let mut h = HarnessOutput::new();
+        metrics.add_blocked_send();
+        op.process_batch(&mut records(&[1, 1, 2, 1, 1, 2, 2, 2, 3, 1]), &mut h.output)?;
+        let bundles: Vec<_> = h.take_values().into_iter().map(keyed).collect();
+        assert_eq!(
+            bundles,
+            [
+                vec![(1, vec![0, 1, 3], 3), (2, vec![2], 2)],
+                vec![(1, vec![4], 4), (2, vec![5, 6, 7], 7)],
+                vec![(3, vec![8], 8), (1, vec![9], 9)],
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_batch_split_between_subtasks_sends_each_key_to_its_own() {
+        let key_of: KeySelector<(u32, u32), u32> = Arc::new(|r: &(u32, u32)| r.0);
+        let keys: Vec<u32> = (0..200).map(|i| i * 7 % 23).collect();
+        let max_parallelism = 128;
+        let subtask_of = |k: u32| {
+            let group = assign_to_key_group(&k, max_parallelism);
+            operator_index_for_key_group(max_parallelism, 3, group) as usize
+        };
+        let mut gatherer = Gatherer::new(Arc::clone(&key_of), 1000);
+        let mut bundles = Vec::new();
+        gatherer
+            .gather(records(&keys).into_iter(), |b| {
+                bundles.push(b);
+                Ok::<(), ()>(())
+            })
+            .ok();
+        let raw = Gathered::Raw {
+            records: records(&keys),
+            subtask: 0,
+        };
+        for whole in [bundles.remove(0), raw] {
+            let mut seen: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+            let mut subtasks = Vec::new();
+            whole.split_by_subtask(3, max_parallelism, &key_of, |part| {
+                let subtask = part.subtask();
+                subtasks.push(subtask);
+                let records: Vec<(u32, u32)> = match part {
+                    Gathered::Keyed { records, .. } => records,
+                    Gathered::Raw { records, .. } => records.into_iter().map(|r| r.value).collect(),
+                };
+                for (k, seq) in records {
+                    assert_eq!(subtask_of(k), subtask, "key {k}");
+                    seen.entry(k).or_default().push(seq);
+                }
+            });
+            assert_eq!(subtasks, [0, 1, 2], "one part per subtask, in order");
+            for (k, seqs) in seen {
+                let expected: Vec<u32> = (0..)
+                    .zip(&keys)
+                    .filter(|p| *p.1 == k)
+                    .map(|p| p.0)
+                    .collect();
+                assert_eq!(seqs, expected, "key {k}");
+            }
+        }
+    }
+
+    /// Counts each key's records in keyed state and emits each bundle it
+    /// gets: key, sequence numbers, count after it, and the distances it
+    /// was looked at from, each look (its records, and the count it
+    /// peeked) checked against the bundle.
+    #[derive(Clone, Default)]
+    struct Tally {
+        count: Option<ValueState<u64>>,
+        /// By key: each look.
+        looks: Arc<Mutex<HashMap<u32, Vec<Look>>>>,
+    }
+
+    /// What a look ahead saw of a key: distance, sequence numbers, count.
+    type Look = (usize, Vec<u32>, Option<u64>);
+
+    type Tallied = (u32, Vec<u32>, u64, Vec<usize>);
+
+    impl KeyedBundleFunction<u32, (u32, u32), Tallied> for Tally {
+        fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
+            self.count = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
+            Ok(())
+        }
+
+        fn look_ahead(&self, upcoming: &Upcoming<'_, (u32, u32)>) -> FunctionResult {
+            let count = self.count.as_ref().ok_or("not opened")?;
+            let mut seen = None;
+            upcoming.peek(count, |n| seen = Some(*n))?;
+            let records = upcoming.records();
+            let key = records.first().ok_or("an empty bundle")?.0;
+            let seqs = records.iter().map(|r| r.1).collect();
+            let mut looks = self.looks.lock().map_err(|_| "poisoned")?;
+            looks
+                .entry(key)
+                .or_default()
+                .push((upcoming.distance(), seqs, seen));
+            Ok(())
+        }
+
+        fn process_bundle(
+            &mut self,
+            records: &mut Vec<(u32, u32)>,
+            ctx: &mut ProcessContext<'_, u32>,
+            out: &mut Collector<'_, Tallied>,
+        ) -> FunctionResult {
+            let count = self.count.as_ref().ok_or("not opened")?;
+            let before = count.value()?;
+            let n = before.unwrap_or(0) + records.len() as u64;
+            count.update(n)?;
+            let key = *ctx.get_current_key();
+            if records.iter().any(|r| r.0 != key) {
+                return Err("a bundle mixes keys".into());
+            }
+            let seqs: Vec<u32> = records.drain(..).map(|r| r.1).collect();
+            let looks = self.looks.lock().map_err(|_| "poisoned")?.remove(&key);
+            let mut distances = Vec::new();
+            for (distance, looked, saw) in looks.unwrap_or_default() {
+                if looked != seqs || saw != before {
+                    return Err(
+                        format!("key {key} looked at as {looked:?}, bundled as {seqs:?}").into(),
+                    );
+                }
+                distances.push(distance);
+            }
+            out.collect((key, seqs, n, distances));
+            Ok(())
+        }
+    }
+
+    fn context() -> RuntimeContext {
+        RuntimeContext {
+            job_id: "0".repeat(32),
+            restored_checkpoint: None,
+            operator_name: "bundles".into(),
+            task_name: "bundles".into(),
+            heads_task: true,
+            subtask_index: 0,
+            parallelism: 1,
+            max_parallelism: 128,
+            attempt_number: 0,
+            clock: Arc::new(ManualClock::new(0)),
+            auto_watermark_interval: Duration::ZERO,
+            metrics: Arc::new(OperatorMetrics::default()),
+            keyed_state: None,
+            state_backend: StateBackend::heap(),
+            operator_state: weir_state::OperatorStateStore::new(),
+            subtask_state: Default::default(),
+            checkpoint: None,
+            probe: Arc::default(),
+        }
+    }
+
+    /// The same batches, gathered before the exchange or after it, are
+    /// the same bundles with the same state; with state past a megabyte,
+    /// keys gathered before it are looked at ahead with their own
+    /// records.
+    #[test]
+    fn batches_gathered_on_either_side_make_the_same_bundles() -> FunctionResult {
+        let key_of: KeySelector<(u32, u32), u32> = Arc::new(|r: &(u32, u32)| r.0);
+        let keys: Vec<u32> = (0..120_000u32)
+            .map(|i| i.wrapping_mul(0x9E37_79B9) % 40_000)
+            .collect();
+        let mut each_way = Vec::new();
+        for ahead in [false, true] {
+            let mut op = KeyedBundleOperator::new(Tally::default(), Arc::clone(&key_of), 1000);
+            op.open(&context())?;
+            let mut h = HarnessOutput::new();
+            let mut gatherer = Gatherer::new(Arc::clone(&key_of), 1000);
+            for batch in keys.chunks(1024) {
+                let mut records = records(batch);
+                let mut input = Vec::new();
+                if ahead {
+                    gatherer.gather(records.drain(..), |b| {
+                        input.push(StreamRecord::new(b));
+                        Ok::<(), TaskError>(())
+                    })?;
+                } else {
+                    input.push(StreamRecord::new(Gathered::Raw {
+                        records,
+                        subtask: 0,
+                    }));
+                }
+                op.process_batch(&mut input, &mut h.output)?;
+            }
+            each_way.push(h.take_values());
+        }
+        assert_eq!(each_way[0], each_way[1]);
+        let looked = each_way[1].iter().filter(|b| !b.3.is_empty()).count();
+        // Once the state is past a megabyte, as it is for most batches.
+        assert!(
+            looked > each_way[1].len() / 3,
+            "{looked} of {} bundles looked at",
+            each_way[1].len()
+        );
+        Ok(())
     }
 }

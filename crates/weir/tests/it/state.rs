@@ -609,13 +609,24 @@ type Bundled = (u32, Vec<u64>, u64, Vec<usize>);
 /// `records` records (key, sequence number) spread over `keys` keys, and
 /// what [`BundleCounter`] makes of them in bundles of at most 100.
 fn counted_in_bundles(records: u64, keys: u32) -> anyhow::Result<(Vec<Keyed>, Vec<Bundled>)> {
+    counted_in_bundles_at(records, keys, 1)
+}
+
+/// [`counted_in_bundles`] with the bundles processed at `parallelism`.
+fn counted_in_bundles_at(
+    records: u64,
+    keys: u32,
+    parallelism: u32,
+) -> anyhow::Result<(Vec<Keyed>, Vec<Bundled>)> {
     let env = StreamExecutionEnvironment::new();
-    env.set_parallelism(1);
+    env.set_parallelism(parallelism);
     let input: Vec<Keyed> = (0..records)
         .map(|i| ((i.wrapping_mul(0x9E37_79B9) % u64::from(keys)) as u32, i))
         .collect();
+    // One source subtask, so that each key's records have one order.
     let out = env
         .from_collection(input.clone())
+        .set_parallelism(1)
         .key_by(|r: &(u32, u64)| r.0)
         .process_bundles(100, BundleCounter::default())
         .execute_and_collect()?;
@@ -647,6 +658,27 @@ fn bundles_group_a_batch_by_key_in_order_with_the_keys_state() -> anyhow::Result
     }
     // Records that came together were bundled: far fewer bundles than
     // records.
+    assert!(out.len() < input.len() / 4, "{} bundles", out.len());
+    Ok(())
+}
+
+/// At parallelism 3, each batch's bundle is split between the subtasks
+/// that own its keys: every key's records reach its one subtask, once
+/// and in order, still bundled.
+#[test]
+fn bundles_split_between_subtasks_keep_each_keys_records() -> anyhow::Result<()> {
+    let (input, out) = counted_in_bundles_at(5000, 11, 3)?;
+    let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
+    for (key, seqs, count, _) in &out {
+        let so_far = seen.entry(*key).or_default();
+        so_far.extend(seqs);
+        // One subtask holds each key's state: the count carries on.
+        assert_eq!(*count, so_far.len() as u64, "key {key}'s state");
+    }
+    for key in 0..11 {
+        let expected: Vec<u64> = input.iter().filter(|r| r.0 == key).map(|r| r.1).collect();
+        assert_eq!(seen.get(&key), Some(&expected), "key {key}");
+    }
     assert!(out.len() < input.len() / 4, "{} bundles", out.len());
     Ok(())
 }
