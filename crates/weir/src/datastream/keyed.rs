@@ -17,7 +17,7 @@ use crate::functions::{
 };
 use crate::operators::{
     BundleGatherOperator, Gathered, KeySelector, KeyedBundleOperator, KeyedProcessOperator,
-    KeyedReduceOperator,
+    KeyedReduceOperator, Lists,
 };
 use crate::window::{
     CountEvictor, CountTrigger, GlobalWindow, GlobalWindows, PurgingTrigger, WindowAssigner,
@@ -195,9 +195,10 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
         O: Clone + Send + 'static,
         F: KeyedBundleFunction<K, T, O> + Clone + Sync,
     {
-        let key_of = Arc::clone(&self.key_of);
+        let lists = Lists::default();
+        let (key_of, gather_lists) = (Arc::clone(&self.key_of), lists.clone());
         let gather = NodeFactory::one_input(move |_| {
-            BundleGatherOperator::new(Arc::clone(&key_of), max_records)
+            BundleGatherOperator::new(Arc::clone(&key_of), max_records, gather_lists.clone())
         });
         let key_of = Arc::clone(&self.key_of);
         let parallelism = self.unkeyed.parallelism_set();
@@ -211,7 +212,7 @@ impl<T: Clone + Send + 'static, K: Key> KeyedStream<T, K> {
             key_of: Arc::clone(&key_of),
         };
         let factory = NodeFactory::one_input(move |_| {
-            KeyedBundleOperator::new(f.clone(), Arc::clone(&key_of), max_records)
+            KeyedBundleOperator::new(f.clone(), Arc::clone(&key_of), max_records, lists.clone())
         });
         gathered
             .partitioned(Partitioning::Custom(Arc::new(writer)))

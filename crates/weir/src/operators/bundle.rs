@@ -8,7 +8,7 @@
 
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use hashbrown::HashTable;
 use serde::Serialize;
@@ -148,19 +148,21 @@ impl<K: Eq + Hash, I> Gatherer<K, I> {
         }
     }
 
-    /// Gathers `input` into bundles, each handed to `bundle` once full
-    /// and the last one at the end.
+    /// Gathers `input` into bundles: `full` is called with each in
+    /// `gathered` once full, and with the last one at the end, and takes
+    /// it out ([`take`](Self::take) or [`recycle`](Self::recycle)).
     fn gather<E>(
         &mut self,
         input: impl Iterator<Item = StreamRecord<I>>,
-        mut bundle: impl FnMut(Gathered<K, I>) -> Result<(), E>,
+        mut full: impl FnMut(&mut Self) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut in_bundle = 0;
         // The place of the record before's key in `gathered`.
         let mut before: Option<usize> = None;
         for r in input {
             if in_bundle == self.max_records {
-                bundle(self.take())?;
+                self.places.clear();
+                full(self)?;
                 in_bundle = 0;
                 before = None;
             }
@@ -204,30 +206,25 @@ impl<K: Eq + Hash, I> Gatherer<K, I> {
         if self.gathered.is_empty() {
             return Ok(());
         }
-        bundle(self.take())
+        self.places.clear();
+        full(self)
+    }
+
+    /// Empties the bundle's record lists into `spare`.
+    fn recycle(&mut self) {
+        for mut g in self.gathered.drain(..) {
+            g.records.clear();
+            self.spare.push(g.records);
+        }
     }
 
     /// The bundle gathered so far, its keys' records laid one after
-    /// another.
-    fn take(&mut self) -> Gathered<K, I> {
-        self.places.clear();
+    /// another, in lists from `lists`.
+    fn take(&mut self, lists: &Lists<K, I>) -> Gathered<K, I> {
         let len: usize = self.gathered.iter().map(|g| g.records.len()).sum();
-        let mut keys = Vec::with_capacity(self.gathered.len());
-        let mut gathered = self.gathered.drain(..);
-        // The first key's list becomes the bundle's (all of it, when the
-        // batch had one key), with a list of its size left in its place.
-        let mut records = Vec::new();
-        if let Some(mut first) = gathered.next() {
-            records = std::mem::replace(&mut first.records, Vec::with_capacity(len));
-            records.reserve(len - records.len());
-            keys.push(GatheredKey {
-                key: first.key,
-                timestamp: first.timestamp,
-                len: records.len(),
-            });
-            self.spare.push(first.records);
-        }
-        for mut g in gathered {
+        let mut keys = lists.keys.take(self.gathered.len());
+        let mut records = lists.laid.take(len);
+        for mut g in self.gathered.drain(..) {
             keys.push(GatheredKey {
                 key: g.key,
                 timestamp: g.timestamp,
@@ -240,6 +237,81 @@ impl<K: Eq + Hash, I> Gatherer<K, I> {
             keys,
             records,
             subtask: 0,
+        }
+    }
+}
+
+/// Emptied lists, handed back by the operator that emptied them to the
+/// one that fills them.
+///
+/// A list of a batch's size allocated anew each batch costs more than
+/// its size suggests: an allocation that large sets the allocator
+/// sorting all the small blocks freed since the last one.
+pub(crate) struct Pool<T>(Arc<Mutex<Vec<Vec<T>>>>);
+
+impl<T> Clone for Pool<T> {
+    fn clone(&self) -> Self {
+        Pool(Arc::clone(&self.0))
+    }
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Pool(Arc::default())
+    }
+}
+
+impl<T> Pool<T> {
+    /// The most lists kept.
+    const KEPT: usize = 8;
+
+    /// An empty list with room for `capacity`.
+    fn take(&self, capacity: usize) -> Vec<T> {
+        let mut list = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut l| l.pop())
+            .unwrap_or_default();
+        list.reserve(capacity);
+        list
+    }
+
+    /// Empties `list` and keeps it, if fewer than [`Self::KEPT`] are.
+    fn give(&self, mut list: Vec<T>) {
+        list.clear();
+        if let Ok(mut lists) = self.0.lock() {
+            if lists.len() < Self::KEPT {
+                lists.push(list);
+            }
+        }
+    }
+}
+
+/// The lists a [`Gathered`] is made of, going round between the two
+/// operators of one `process_bundles`.
+pub(crate) struct Lists<K, I> {
+    raw: Pool<StreamRecord<I>>,
+    keys: Pool<GatheredKey<K>>,
+    laid: Pool<I>,
+}
+
+impl<K, I> Clone for Lists<K, I> {
+    fn clone(&self) -> Self {
+        Lists {
+            raw: self.raw.clone(),
+            keys: self.keys.clone(),
+            laid: self.laid.clone(),
+        }
+    }
+}
+
+impl<K, I> Default for Lists<K, I> {
+    fn default() -> Self {
+        Lists {
+            raw: Pool::default(),
+            keys: Pool::default(),
+            laid: Pool::default(),
         }
     }
 }
@@ -257,6 +329,7 @@ const GATHER_AHEAD: u32 = 64;
 /// done where a core has time to spare, the job runs faster.
 pub(crate) struct BundleGatherOperator<K, I> {
     gatherer: Gatherer<K, I>,
+    lists: Lists<K, I>,
     /// Sends of this operator that found a channel full.
     metrics: Option<Arc<OperatorMetrics>>,
     /// Their count at the last batch.
@@ -267,9 +340,10 @@ pub(crate) struct BundleGatherOperator<K, I> {
 
 impl<K: Eq + Hash, I> BundleGatherOperator<K, I> {
     /// `max_records` is at least one.
-    pub fn new(key_of: KeySelector<I, K>, max_records: usize) -> Self {
+    pub fn new(key_of: KeySelector<I, K>, max_records: usize, lists: Lists<K, I>) -> Self {
         BundleGatherOperator {
             gatherer: Gatherer::new(key_of, max_records),
+            lists,
             metrics: None,
             blocked: 0,
             ahead: 0,
@@ -307,7 +381,7 @@ where
         if self.ahead == 0 {
             // The batch itself goes, a list of its size left in its
             // place (an empty one would grow a record at a time).
-            let records = std::mem::replace(input, Vec::with_capacity(input.len()));
+            let records = std::mem::replace(input, self.lists.raw.take(input.len()));
             out.collect(StreamRecord::with_timestamp(
                 Gathered::Raw {
                     records,
@@ -318,10 +392,126 @@ where
             return Ok(());
         }
         self.ahead -= 1;
-        self.gatherer.gather(input.drain(..), |bundle| {
-            out.collect(StreamRecord::with_timestamp(bundle, timestamp));
+        let lists = &self.lists;
+        self.gatherer.gather(input.drain(..), |g| {
+            out.collect(StreamRecord::with_timestamp(g.take(lists), timestamp));
             Ok::<(), TaskError>(())
         })?;
+        Ok(())
+    }
+}
+
+/// A bundle's keys and their records, as the keyed operator hands them
+/// to the function: the lists of the keys it gathered itself, or the
+/// records of a [`Gathered::Keyed`] bundle laid one key after another.
+trait KeysRecords<K, I> {
+    fn keys(&self) -> usize;
+    fn key(&self, i: usize) -> &K;
+    /// The records of key `i + distance`, while key `i` is the next to be
+    /// handed over.
+    fn ahead(&self, i: usize, distance: usize) -> Option<&[I]>;
+    /// Key `i`, its last record's timestamp and its records (asked for
+    /// each key in turn).
+    fn next(&mut self, i: usize) -> (&K, i64, &mut Vec<I>);
+}
+
+impl<K, I> KeysRecords<K, I> for Vec<KeyRecords<K, I>> {
+    fn keys(&self) -> usize {
+        self.len()
+    }
+    fn key(&self, i: usize) -> &K {
+        &self[i].key
+    }
+    fn ahead(&self, i: usize, distance: usize) -> Option<&[I]> {
+        self.get(i + distance).map(|g| g.records.as_slice())
+    }
+    fn next(&mut self, i: usize) -> (&K, i64, &mut Vec<I>) {
+        let g = &mut self[i];
+        (&g.key, g.timestamp, &mut g.records)
+    }
+}
+
+/// A [`Gathered::Keyed`] bundle's keys, and its records not yet handed
+/// over, moved a key's at a time into `records`.
+struct Laid<'a, K, I> {
+    keys: &'a [GatheredKey<K>],
+    rest: std::vec::Drain<'a, I>,
+    records: &'a mut Vec<I>,
+}
+
+impl<K, I> KeysRecords<K, I> for Laid<'_, K, I> {
+    fn keys(&self) -> usize {
+        self.keys.len()
+    }
+    fn key(&self, i: usize) -> &K {
+        &self.keys[i].key
+    }
+    fn ahead(&self, i: usize, distance: usize) -> Option<&[I]> {
+        let len = self.keys.get(i + distance)?.len;
+        let start: usize = self.keys[i..i + distance].iter().map(|k| k.len).sum();
+        self.rest.as_slice().get(start..start + len)
+    }
+    fn next(&mut self, i: usize) -> (&K, i64, &mut Vec<I>) {
+        let key = &self.keys[i];
+        self.records.clear();
+        self.records.extend(self.rest.by_ref().take(key.len));
+        (&key.key, key.timestamp, self.records)
+    }
+}
+
+/// The function, and what it needs to be handed a bundle's keys.
+struct Handing<F, I, O> {
+    f: F,
+    watermark: i64,
+    state: Option<KeyedStateStore>,
+    _types: PhantomData<fn(I) -> O>,
+}
+
+impl<F, I, O: Send + 'static> Handing<F, I, O> {
+    /// Hands each key of `bundle` its records, with its state.
+    fn hand<K, B>(&mut self, bundle: &mut B, out: &mut Output<O>) -> FunctionResult
+    where
+        F: KeyedBundleFunction<K, I, O>,
+        K: Serialize + StableHash,
+        B: KeysRecords<K, I>,
+    {
+        // With big state, the bundle's keys are prepared at once, so that
+        // each key's state is loaded while the keys before it are
+        // processed (a bundle of thousands of keys otherwise waits for
+        // memory at each).
+        let prepared = match store_to_prepare(&self.state, bundle.keys())? {
+            Some(store) => {
+                store.prepare_keys((0..bundle.keys()).map(|i| bundle.key(i)))?;
+                true
+            }
+            None => false,
+        };
+        for i in 0..bundle.keys() {
+            if prepared {
+                for distance in (1..=Upcoming::<I>::FARTHEST).rev() {
+                    if let Some(records) = bundle.ahead(i, distance) {
+                        self.f.look_ahead(&Upcoming {
+                            index: i + distance,
+                            distance,
+                            records,
+                        })?;
+                    }
+                }
+                set_prepared_key(&self.state, i, bundle.key(i))?;
+            } else {
+                set_current_key(&self.state, bundle.key(i))?;
+            }
+            let (key, timestamp, records) = bundle.next(i);
+            let (collected, sides) = out.split();
+            let mut ctx = ProcessContext::new(timestamp, self.watermark, key, sides);
+            self.f
+                .process_bundle(records, &mut ctx, &mut Collector::new(collected, timestamp))?;
+            records.clear();
+            // A bundle of many keys makes results for each: handed on a
+            // batch at a time, their rows are dropped, and their memory
+            // reused, while still in the caches.
+            out.flush_if_full()?;
+        }
         Ok(())
     }
 }
@@ -330,98 +520,28 @@ where
 /// order of their first record, with the key's state; gathers the batches
 /// that come as they were made.
 pub(crate) struct KeyedBundleOperator<F, K, I, O> {
-    f: F,
+    handing: Handing<F, I, O>,
     gatherer: Gatherer<K, I>,
-    watermark: i64,
-    state: Option<KeyedStateStore>,
-    /// Bundles gathered here, to be processed.
-    bundles: Vec<Gathered<K, I>>,
-    /// The records of the key being processed (the function takes a
-    /// list it may drain), kept for its allocation.
+    lists: Lists<K, I>,
+    /// The records of a [`Gathered::Keyed`] bundle's key being handed over
+    /// (the function takes a list it may drain), kept for its allocation.
     records: Vec<I>,
-    _types: PhantomData<fn(K, I) -> O>,
 }
 
 impl<F, K: Eq + Hash, I, O> KeyedBundleOperator<F, K, I, O> {
     /// `max_records` is at least one.
-    pub fn new(f: F, key_of: KeySelector<I, K>, max_records: usize) -> Self {
+    pub fn new(f: F, key_of: KeySelector<I, K>, max_records: usize, lists: Lists<K, I>) -> Self {
         KeyedBundleOperator {
-            f,
+            lists,
+            handing: Handing {
+                f,
+                watermark: i64::MIN,
+                state: None,
+                _types: PhantomData,
+            },
             gatherer: Gatherer::new(key_of, max_records),
-            watermark: i64::MIN,
-            state: None,
-            bundles: Vec::new(),
             records: Vec::new(),
-            _types: PhantomData,
         }
-    }
-}
-
-impl<F, K, I, O> KeyedBundleOperator<F, K, I, O>
-where
-    F: KeyedBundleFunction<K, I, O>,
-    K: Clone + Eq + Hash + Serialize + StableHash,
-    O: Send + 'static,
-{
-    /// Hands each key of a gathered bundle its records.
-    fn process_bundle(
-        &mut self,
-        keys: Vec<GatheredKey<K>>,
-        records: Vec<I>,
-        out: &mut Output<O>,
-    ) -> FunctionResult {
-        // With big state, the bundle's keys are prepared at once, so that
-        // each key's state is loaded while the keys before it are
-        // processed (a bundle of thousands of keys otherwise waits for
-        // memory at each).
-        let prepared = match store_to_prepare(&self.state, keys.len())? {
-            Some(store) => {
-                store.prepare_keys(keys.iter().map(|k| &k.key))?;
-                true
-            }
-            None => false,
-        };
-        let mut rest = records.into_iter();
-        for (i, key) in keys.iter().enumerate() {
-            if prepared {
-                // Where each of the next keys' records start among those
-                // not yet handed over.
-                let ahead = rest.as_slice();
-                let mut starts = [0; Upcoming::<()>::FARTHEST];
-                let mut start = key.len;
-                for (distance, slot) in starts.iter_mut().enumerate() {
-                    *slot = start;
-                    start += keys.get(i + distance + 1).map_or(0, |k| k.len);
-                }
-                for distance in (1..=Upcoming::<I>::FARTHEST).rev() {
-                    if let Some(next) = keys.get(i + distance) {
-                        let start = starts[distance - 1];
-                        self.f.look_ahead(&Upcoming {
-                            index: i + distance,
-                            distance,
-                            records: &ahead[start..start + next.len],
-                        })?;
-                    }
-                }
-                set_prepared_key(&self.state, i, &key.key)?;
-            } else {
-                set_current_key(&self.state, &key.key)?;
-            }
-            self.records.extend(rest.by_ref().take(key.len));
-            let (collected, sides) = out.split();
-            let mut ctx = ProcessContext::new(key.timestamp, self.watermark, &key.key, sides);
-            self.f.process_bundle(
-                &mut self.records,
-                &mut ctx,
-                &mut Collector::new(collected, key.timestamp),
-            )?;
-            self.records.clear();
-            // A bundle of many keys makes results for each: handed on a
-            // batch at a time, their rows are dropped, and their memory
-            // reused, while still in the caches.
-            out.flush_if_full()?;
-        }
-        Ok(())
     }
 }
 
@@ -437,8 +557,8 @@ where
 
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         let (ctx, store) = keyed_context(ctx)?;
-        self.state = Some(store);
-        self.f.open(&ctx)
+        self.handing.state = Some(store);
+        self.handing.f.open(&ctx)
     }
 
     fn process_batch(
@@ -446,22 +566,29 @@ where
         input: &mut Vec<StreamRecord<Gathered<K, I>>>,
         out: &mut Output<O>,
     ) -> FunctionResult {
+        let handing = &mut self.handing;
         for r in input.drain(..) {
             match r.value {
-                Gathered::Keyed { keys, records, .. } => self.process_bundle(keys, records, out)?,
-                Gathered::Raw { records, .. } => {
-                    let bundles = &mut self.bundles;
-                    self.gatherer.gather(records.into_iter(), |bundle| {
-                        bundles.push(bundle);
-                        Ok::<(), TaskError>(())
+                Gathered::Keyed {
+                    keys, mut records, ..
+                } => {
+                    let mut laid = Laid {
+                        keys: &keys,
+                        rest: records.drain(..),
+                        records: &mut self.records,
+                    };
+                    handing.hand(&mut laid, out)?;
+                    drop(laid);
+                    self.lists.keys.give(keys);
+                    self.lists.laid.give(records);
+                }
+                Gathered::Raw { mut records, .. } => {
+                    self.gatherer.gather(records.drain(..), |g| {
+                        let handed = handing.hand(&mut g.gathered, out);
+                        g.recycle();
+                        handed
                     })?;
-                    let mut bundles = std::mem::take(&mut self.bundles);
-                    for bundle in bundles.drain(..) {
-                        if let Gathered::Keyed { keys, records, .. } = bundle {
-                            self.process_bundle(keys, records, out)?;
-                        }
-                    }
-                    self.bundles = bundles;
+                    self.lists.raw.give(records);
                 }
             }
         }
@@ -469,17 +596,17 @@ where
     }
 
     fn process_watermark(&mut self, watermark: i64, out: &mut Output<O>) -> FunctionResult {
-        self.watermark = self.watermark.max(watermark);
+        self.handing.watermark = self.handing.watermark.max(watermark);
         out.emit_watermark(watermark)?;
         Ok(())
     }
 
     fn snapshot_state(&mut self, checkpoint_id: u64) -> FunctionResult {
-        self.f.snapshot_state(checkpoint_id)
+        self.handing.f.snapshot_state(checkpoint_id)
     }
 
     fn close(&mut self) -> FunctionResult {
-        self.f.close()
+        self.handing.f.close()
     }
 }
 
@@ -504,7 +631,11 @@ mod tests {
     fn gather_op(
         max_records: usize,
     ) -> (BundleGatherOperator<u32, (u32, u32)>, Arc<OperatorMetrics>) {
-        let mut op = BundleGatherOperator::new(Arc::new(|r: &(u32, u32)| r.0), max_records);
+        let mut op = BundleGatherOperator::new(
+            Arc::new(|r: &(u32, u32)| r.0),
+            max_records,
+            Lists::default(),
+        );
         let metrics = Arc::new(OperatorMetrics::default());
         op.metrics = Some(Arc::clone(&metrics));
         (op, metrics)
@@ -588,8 +719,8 @@ mod tests {
         let mut gatherer = Gatherer::new(Arc::clone(&key_of), 1000);
         let mut bundles = Vec::new();
         gatherer
-            .gather(records(&keys).into_iter(), |b| {
-                bundles.push(b);
+            .gather(records(&keys).into_iter(), |g| {
+                bundles.push(g.take(&Lists::default()));
                 Ok::<(), ()>(())
             })
             .ok();
@@ -726,7 +857,12 @@ mod tests {
             .collect();
         let mut each_way = Vec::new();
         for ahead in [false, true] {
-            let mut op = KeyedBundleOperator::new(Tally::default(), Arc::clone(&key_of), 1000);
+            let mut op = KeyedBundleOperator::new(
+                Tally::default(),
+                Arc::clone(&key_of),
+                1000,
+                Lists::default(),
+            );
             op.open(&context())?;
             let mut h = HarnessOutput::new();
             let mut gatherer = Gatherer::new(Arc::clone(&key_of), 1000);
@@ -734,8 +870,8 @@ mod tests {
                 let mut records = records(batch);
                 let mut input = Vec::new();
                 if ahead {
-                    gatherer.gather(records.drain(..), |b| {
-                        input.push(StreamRecord::new(b));
+                    gatherer.gather(records.drain(..), |g| {
+                        input.push(StreamRecord::new(g.take(&Lists::default())));
                         Ok::<(), TaskError>(())
                     })?;
                 } else {

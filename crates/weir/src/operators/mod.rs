@@ -16,7 +16,7 @@ mod sink;
 
 pub(crate) use basic::{FilterOperator, FlatMapOperator, MapOperator};
 pub(crate) use broadcast::{BroadcastOperator, KeyedBroadcastOperator};
-pub(crate) use bundle::{BundleGatherOperator, Gathered, KeyedBundleOperator};
+pub(crate) use bundle::{BundleGatherOperator, Gathered, KeyedBundleOperator, Lists};
 pub(crate) use co::{CoFlatMapOperator, CoMapOperator, CoProcessOperator};
 pub(crate) use interval_join::IntervalJoinOperator;
 pub(crate) use own_state::{OwnState, SavedWatermark};
