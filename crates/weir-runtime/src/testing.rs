@@ -106,3 +106,28 @@ impl<T: Send + 'static> Default for HarnessOutput<T> {
         Self::new()
     }
 }
+
+/// A runtime context for driving one operator directly: subtask 0 of 1,
+/// 128 key groups, heap state, a manual clock at 0, no checkpoints.
+pub fn runtime_context(operator_name: &str) -> crate::operator::RuntimeContext {
+    crate::operator::RuntimeContext {
+        job_id: "0".repeat(32),
+        restored_checkpoint: None,
+        operator_name: operator_name.into(),
+        task_name: operator_name.into(),
+        heads_task: true,
+        subtask_index: 0,
+        parallelism: 1,
+        max_parallelism: 128,
+        attempt_number: 0,
+        clock: Arc::new(weir_state::ManualClock::new(0)),
+        auto_watermark_interval: std::time::Duration::ZERO,
+        metrics: Arc::new(OperatorMetrics::default()),
+        keyed_state: None,
+        state_backend: weir_state::StateBackend::heap(),
+        operator_state: weir_state::OperatorStateStore::new(),
+        subtask_state: Default::default(),
+        checkpoint: None,
+        probe: Arc::default(),
+    }
+}

@@ -291,39 +291,12 @@ where
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::time::Duration;
 
-    use weir_runtime::metrics::OperatorMetrics;
-    use weir_runtime::testing::HarnessOutput;
-    use weir_state::{
-        ManualClock, MapStateDescriptor, StateBackend, ValueState, ValueStateDescriptor,
-    };
+    use weir_runtime::testing::{runtime_context, HarnessOutput};
+    use weir_state::{MapStateDescriptor, ValueState, ValueStateDescriptor};
 
     use super::*;
     use crate::functions::FunctionResult;
-
-    fn context() -> RuntimeContext {
-        RuntimeContext {
-            job_id: "0".repeat(32),
-            restored_checkpoint: None,
-            operator_name: "rules".into(),
-            task_name: "rules".into(),
-            heads_task: true,
-            subtask_index: 0,
-            parallelism: 1,
-            max_parallelism: 128,
-            attempt_number: 0,
-            clock: Arc::new(ManualClock::new(0)),
-            auto_watermark_interval: Duration::ZERO,
-            metrics: Arc::new(OperatorMetrics::default()),
-            keyed_state: None,
-            state_backend: StateBackend::heap(),
-            operator_state: weir_state::OperatorStateStore::new(),
-            subtask_state: Default::default(),
-            checkpoint: None,
-            probe: Arc::default(),
-        }
-    }
 
     fn thresholds() -> MapStateDescriptor<String, i64> {
         MapStateDescriptor::new("thresholds")
@@ -399,7 +372,7 @@ mod tests {
     fn rules_from_the_broadcast_side_apply_to_keyed_records() -> FunctionResult {
         let mut op = op();
         let mut h = HarnessOutput::new();
-        op.open(&context())?;
+        op.open(&runtime_context("rules"))?;
         op.process_batch1(&mut rec(("a".to_string(), 100)), &mut h.output)?;
         assert!(h.take_values().is_empty(), "no rule yet");
         op.process_batch2(&mut rec(("a".to_string(), 50)), &mut h.output)?;
@@ -426,7 +399,7 @@ mod tests {
         let mut op: KeyedBroadcastOperator<Alerts, String, (String, i64), (String, i64), String> =
             KeyedBroadcastOperator::new(Alerts::default(), key_of, &["other".to_string()]);
         let mut h = HarnessOutput::new();
-        op.open(&context())?;
+        op.open(&runtime_context("rules"))?;
         assert!(op
             .process_batch2(&mut rec(("a".to_string(), 1)), &mut h.output)
             .is_err());

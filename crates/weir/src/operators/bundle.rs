@@ -612,13 +612,9 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    use std::time::Duration;
-
     use super::*;
-    use weir_runtime::testing::HarnessOutput;
-    use weir_state::{ManualClock, StateBackend, ValueState, ValueStateDescriptor};
+    use weir_runtime::testing::{runtime_context, HarnessOutput};
+    use weir_state::{ValueState, ValueStateDescriptor};
 
     /// Records (key, sequence number) stamped with their sequence number.
     fn records(keys: &[u32]) -> Vec<StreamRecord<(u32, u32)>> {
@@ -755,40 +751,14 @@ mod tests {
         }
     }
 
-    /// Counts each key's records in keyed state and emits each bundle it
-    /// gets: key, sequence numbers, count after it, and the distances it
-    /// was looked at from, each look (its records, and the count it
-    /// peeked) checked against the bundle.
+    /// Emits each key's records of a bundle: key, sequence numbers, and
+    /// the key's count of records so far, kept in keyed state.
     #[derive(Clone, Default)]
-    struct Tally {
-        count: Option<ValueState<u64>>,
-        /// By key: each look.
-        looks: Arc<Mutex<HashMap<u32, Vec<Look>>>>,
-    }
+    struct Tally(Option<ValueState<u64>>);
 
-    /// What a look ahead saw of a key: distance, sequence numbers, count.
-    type Look = (usize, Vec<u32>, Option<u64>);
-
-    type Tallied = (u32, Vec<u32>, u64, Vec<usize>);
-
-    impl KeyedBundleFunction<u32, (u32, u32), Tallied> for Tally {
+    impl KeyedBundleFunction<u32, (u32, u32), (u32, Vec<u32>, u64)> for Tally {
         fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
-            self.count = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
-            Ok(())
-        }
-
-        fn look_ahead(&self, upcoming: &Upcoming<'_, (u32, u32)>) -> FunctionResult {
-            let count = self.count.as_ref().ok_or("not opened")?;
-            let mut seen = None;
-            upcoming.peek(count, |n| seen = Some(*n))?;
-            let records = upcoming.records();
-            let key = records.first().ok_or("an empty bundle")?.0;
-            let seqs = records.iter().map(|r| r.1).collect();
-            let mut looks = self.looks.lock().map_err(|_| "poisoned")?;
-            looks
-                .entry(key)
-                .or_default()
-                .push((upcoming.distance(), seqs, seen));
+            self.0 = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
             Ok(())
         }
 
@@ -796,64 +766,26 @@ mod tests {
             &mut self,
             records: &mut Vec<(u32, u32)>,
             ctx: &mut ProcessContext<'_, u32>,
-            out: &mut Collector<'_, Tallied>,
+            out: &mut Collector<'_, (u32, Vec<u32>, u64)>,
         ) -> FunctionResult {
-            let count = self.count.as_ref().ok_or("not opened")?;
-            let before = count.value()?;
-            let n = before.unwrap_or(0) + records.len() as u64;
+            let count = self.0.as_ref().ok_or("not opened")?;
+            let n = count.value()?.unwrap_or(0) + records.len() as u64;
             count.update(n)?;
-            let key = *ctx.get_current_key();
-            if records.iter().any(|r| r.0 != key) {
-                return Err("a bundle mixes keys".into());
-            }
-            let seqs: Vec<u32> = records.drain(..).map(|r| r.1).collect();
-            let looks = self.looks.lock().map_err(|_| "poisoned")?.remove(&key);
-            let mut distances = Vec::new();
-            for (distance, looked, saw) in looks.unwrap_or_default() {
-                if looked != seqs || saw != before {
-                    return Err(
-                        format!("key {key} looked at as {looked:?}, bundled as {seqs:?}").into(),
-                    );
-                }
-                distances.push(distance);
-            }
-            out.collect((key, seqs, n, distances));
+            let seqs = records.drain(..).map(|r| r.1).collect();
+            out.collect((*ctx.get_current_key(), seqs, n));
             Ok(())
         }
     }
 
-    fn context() -> RuntimeContext {
-        RuntimeContext {
-            job_id: "0".repeat(32),
-            restored_checkpoint: None,
-            operator_name: "bundles".into(),
-            task_name: "bundles".into(),
-            heads_task: true,
-            subtask_index: 0,
-            parallelism: 1,
-            max_parallelism: 128,
-            attempt_number: 0,
-            clock: Arc::new(ManualClock::new(0)),
-            auto_watermark_interval: Duration::ZERO,
-            metrics: Arc::new(OperatorMetrics::default()),
-            keyed_state: None,
-            state_backend: StateBackend::heap(),
-            operator_state: weir_state::OperatorStateStore::new(),
-            subtask_state: Default::default(),
-            checkpoint: None,
-            probe: Arc::default(),
-        }
-    }
-
     /// The same batches, gathered before the exchange or after it, are
-    /// the same bundles with the same state; with state past a megabyte,
-    /// keys gathered before it are looked at ahead with their own
-    /// records.
+    /// the same bundles with the same state (with state past a megabyte,
+    /// so that keys are prepared and looked at ahead).
     #[test]
     fn batches_gathered_on_either_side_make_the_same_bundles() -> FunctionResult {
         let key_of: KeySelector<(u32, u32), u32> = Arc::new(|r: &(u32, u32)| r.0);
+        // Each batch of 1024 has 512 keys, twice each, 40 000 keys in all.
         let keys: Vec<u32> = (0..120_000u32)
-            .map(|i| i.wrapping_mul(0x9E37_79B9) % 40_000)
+            .map(|i| (i / 1024 * 512 + i % 512).wrapping_mul(0x9E37_79B9) % 40_000)
             .collect();
         let mut each_way = Vec::new();
         for ahead in [false, true] {
@@ -863,7 +795,7 @@ mod tests {
                 1000,
                 Lists::default(),
             );
-            op.open(&context())?;
+            op.open(&runtime_context("bundles"))?;
             let mut h = HarnessOutput::new();
             let mut gatherer = Gatherer::new(Arc::clone(&key_of), 1000);
             for batch in keys.chunks(1024) {
@@ -884,14 +816,54 @@ mod tests {
             }
             each_way.push(h.take_values());
         }
+        let records: usize = each_way[0].iter().map(|b| b.1.len()).sum();
+        assert_eq!(records, keys.len());
+        assert!(each_way[0].len() < keys.len() * 2 / 3, "bundled");
         assert_eq!(each_way[0], each_way[1]);
-        let looked = each_way[1].iter().filter(|b| !b.3.is_empty()).count();
-        // Once the state is past a megabyte, as it is for most batches.
-        assert!(
-            looked > each_way[1].len() / 3,
-            "{looked} of {} bundles looked at",
-            each_way[1].len()
-        );
         Ok(())
+    }
+
+    /// A key of a bundle laid one key after another is shown each later
+    /// key's records as a key's own list would show them.
+    #[test]
+    fn a_laid_bundle_shows_later_keys_their_own_records() {
+        let key_of: KeySelector<(u32, u32), u32> = Arc::new(|r: &(u32, u32)| r.0);
+        let keys: Vec<u32> = (0..500u32).map(|i| i * i % 37).collect();
+        let mut lists = Gatherer::new(Arc::clone(&key_of), 1000);
+        lists
+            .gather(records(&keys).into_iter(), |_| Ok::<(), ()>(()))
+            .ok();
+        let lists = std::mem::take(&mut lists.gathered);
+        let mut laying = Gatherer::new(Arc::clone(&key_of), 1000);
+        let mut laid = None;
+        laying
+            .gather(records(&keys).into_iter(), |g| {
+                laid = Some(g.take(&Lists::default()));
+                Ok::<(), ()>(())
+            })
+            .ok();
+        let Some(Gathered::Keyed {
+            keys, mut records, ..
+        }) = laid
+        else {
+            panic!("not gathered");
+        };
+        let mut scratch = Vec::new();
+        let mut laid = Laid {
+            keys: &keys,
+            rest: records.drain(..),
+            records: &mut scratch,
+        };
+        assert_eq!(laid.keys(), lists.keys());
+        for i in 0..lists.keys() {
+            for distance in 1..=Upcoming::<()>::FARTHEST + 1 {
+                assert_eq!(
+                    laid.ahead(i, distance),
+                    lists.ahead(i, distance),
+                    "key {i}, {distance} ahead"
+                );
+            }
+            assert_eq!(laid.next(i).2, &lists[i].records, "key {i}");
+        }
     }
 }

@@ -634,52 +634,37 @@ fn counted_in_bundles_at(
 }
 
 /// A bundle is one key's records of a batch, in arrival order, at most the
-/// size asked for; the key's state carries from bundle to bundle.
+/// size asked for; the key's state carries from bundle to bundle, also
+/// with the bundles processed by three subtasks.
 #[test]
 fn bundles_group_a_batch_by_key_in_order_with_the_keys_state() -> anyhow::Result<()> {
-    let (input, out) = counted_in_bundles(3000, 7)?;
-    let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
-    for (key, seqs, count, looked) in &out {
-        assert!(
-            !seqs.is_empty() && seqs.len() <= 100,
-            "bundle of {}",
-            seqs.len()
-        );
-        // Small state: no key is looked at ahead.
-        assert!(looked.is_empty(), "key {key} looked at from {looked:?}");
-        let so_far = seen.entry(*key).or_default();
-        so_far.extend(seqs);
-        assert_eq!(*count, so_far.len() as u64, "key {key}'s state");
+    // At parallelism 3, each batch is split between the subtasks that
+    // own its keys.
+    for parallelism in [1, 3] {
+        let (input, out) = counted_in_bundles_at(3000, 7, parallelism)?;
+        let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
+        for (key, seqs, count, looked) in &out {
+            assert!(
+                !seqs.is_empty() && seqs.len() <= 100,
+                "bundle of {}",
+                seqs.len()
+            );
+            // Small state: no key is looked at ahead.
+            assert!(looked.is_empty(), "key {key} looked at from {looked:?}");
+            let so_far = seen.entry(*key).or_default();
+            so_far.extend(seqs);
+            // One subtask holds each key's state: the count carries on.
+            assert_eq!(*count, so_far.len() as u64, "key {key}'s state");
+        }
+        // Each key's records, each once and in the order they came.
+        for key in 0..7 {
+            let expected: Vec<u64> = input.iter().filter(|r| r.0 == key).map(|r| r.1).collect();
+            assert_eq!(seen.get(&key), Some(&expected), "key {key}");
+        }
+        // Records that came together were bundled: far fewer bundles than
+        // records.
+        assert!(out.len() < input.len() / 4, "{} bundles", out.len());
     }
-    // Each key's records, each once and in the order they came.
-    for key in 0..7 {
-        let expected: Vec<u64> = input.iter().filter(|r| r.0 == key).map(|r| r.1).collect();
-        assert_eq!(seen.get(&key), Some(&expected), "key {key}");
-    }
-    // Records that came together were bundled: far fewer bundles than
-    // records.
-    assert!(out.len() < input.len() / 4, "{} bundles", out.len());
-    Ok(())
-}
-
-/// At parallelism 3, each batch's bundle is split between the subtasks
-/// that own its keys: every key's records reach its one subtask, once
-/// and in order, still bundled.
-#[test]
-fn bundles_split_between_subtasks_keep_each_keys_records() -> anyhow::Result<()> {
-    let (input, out) = counted_in_bundles_at(5000, 11, 3)?;
-    let mut seen: std::collections::HashMap<u32, Vec<u64>> = Default::default();
-    for (key, seqs, count, _) in &out {
-        let so_far = seen.entry(*key).or_default();
-        so_far.extend(seqs);
-        // One subtask holds each key's state: the count carries on.
-        assert_eq!(*count, so_far.len() as u64, "key {key}'s state");
-    }
-    for key in 0..11 {
-        let expected: Vec<u64> = input.iter().filter(|r| r.0 == key).map(|r| r.1).collect();
-        assert_eq!(seen.get(&key), Some(&expected), "key {key}");
-    }
-    assert!(out.len() < input.len() / 4, "{} bundles", out.len());
     Ok(())
 }
 
