@@ -136,7 +136,7 @@ impl<T: Clone + Send + 'static> DataStream<T> {
 /// Writers of a keyed bundle operator's input (`process_bundles`): each
 /// [`Gathered`] batch whole to the one subtask, or, with more, split into
 /// one for each subtask that owns some of its keys. Each is sent as soon
-/// as it is written: it is already a batch of records.
+/// as it is written (batches of one): it is already a batch of records.
 pub(crate) struct GatheredWriter<K, I> {
     /// Keys the records of batches not gathered yet.
     pub key_of: KeySelector<I, K>,
@@ -154,8 +154,15 @@ impl<K: Key, I: Clone + Send + 'static> WriterFactory for GatheredWriter<K, I> {
     fn writer(&self, targets: Erased, ctx: &WriterContext) -> Result<Erased, JobError> {
         let targets = senders::<Gathered<K, I>>(targets)?;
         let subtasks = targets.len();
+        // Batches of one: each record is a batch already, sent at once,
+        // and a writer's list of a whole batch of them would be allocated
+        // for each.
+        let ctx = WriterContext {
+            batch_size: 1,
+            ..ctx.clone()
+        };
         Ok(boxed(SplitGathered {
-            channels: ChannelWriter::new(targets, BySubtask, ctx),
+            channels: ChannelWriter::new(targets, BySubtask, &ctx),
             subtasks,
             key_of: Arc::clone(&self.key_of),
             max_parallelism: ctx.max_parallelism,
@@ -177,6 +184,8 @@ where
     }
 }
 
+/// A [`GatheredWriter`]'s writer: splits each batch where it has more
+/// than one subtask to go to, then sends it.
 struct SplitGathered<K, I> {
     channels: ChannelWriter<Gathered<K, I>, BySubtask>,
     subtasks: usize,
@@ -207,8 +216,7 @@ impl<K: Key, I: Clone + Send + 'static> Downstream<Gathered<K, I>> for SplitGath
             }
             std::mem::swap(batch, split);
         }
-        self.channels.push_batch(batch)?;
-        self.channels.flush_buffers()
+        self.channels.push_batch(batch)
     }
 
     fn push_control(&mut self, control: Control) -> Result<(), TaskError> {
