@@ -73,40 +73,39 @@ impl<K: StableHash, I> Gathered<K, I> {
             let group = assign_to_key_group(key, max_parallelism);
             operator_index_for_key_group(max_parallelism, parallelism as u32, group) as usize
         };
-        let mut parts: Vec<Option<Gathered<K, I>>> = (0..parallelism).map(|_| None).collect();
         match self {
             Gathered::Keyed { keys, records, .. } => {
+                let mut parts: Vec<(Vec<GatheredKey<K>>, Vec<I>)> =
+                    (0..parallelism).map(|_| Default::default()).collect();
                 let mut records = records.into_iter();
                 for key in keys {
-                    let subtask = subtask_of(&key.key);
-                    let part = parts[subtask].get_or_insert_with(|| Gathered::Keyed {
-                        keys: Vec::new(),
-                        records: Vec::new(),
-                        subtask,
-                    });
-                    if let Gathered::Keyed {
-                        keys, records: to, ..
-                    } = part
-                    {
-                        to.extend(records.by_ref().take(key.len));
-                        keys.push(key);
+                    let (keys, to) = &mut parts[subtask_of(&key.key)];
+                    to.extend(records.by_ref().take(key.len));
+                    keys.push(key);
+                }
+                for (subtask, (keys, records)) in parts.into_iter().enumerate() {
+                    if !keys.is_empty() {
+                        each(Gathered::Keyed {
+                            keys,
+                            records,
+                            subtask,
+                        });
                     }
                 }
             }
             Gathered::Raw { records, .. } => {
+                let mut parts: Vec<Vec<StreamRecord<I>>> =
+                    (0..parallelism).map(|_| Vec::new()).collect();
                 for record in records {
-                    let subtask = subtask_of(&key_of(&record.value));
-                    let part = parts[subtask].get_or_insert_with(|| Gathered::Raw {
-                        records: Vec::new(),
-                        subtask,
-                    });
-                    if let Gathered::Raw { records, .. } = part {
-                        records.push(record);
+                    parts[subtask_of(&key_of(&record.value))].push(record);
+                }
+                for (subtask, records) in parts.into_iter().enumerate() {
+                    if !records.is_empty() {
+                        each(Gathered::Raw { records, subtask });
                     }
                 }
             }
         }
-        parts.into_iter().flatten().for_each(&mut each);
     }
 }
 
