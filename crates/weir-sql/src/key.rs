@@ -90,6 +90,15 @@ impl StableHash for RowKey {
     fn stable_hash(&self) -> u64 {
         match self {
             RowKey::One(v) => Value::combine(&[v.stable_hash()]),
+            // Most keys are a few columns: their hashes sit on the stack
+            // (collected into a `Vec`, each key hashed was an allocation).
+            RowKey::Many(values) if values.len() <= 8 => {
+                let mut parts = [0u64; 8];
+                for (part, v) in parts.iter_mut().zip(values.iter()) {
+                    *part = v.stable_hash();
+                }
+                Value::combine(&parts[..values.len()])
+            }
             RowKey::Many(values) => Value::combine(
                 &values
                     .iter()
@@ -116,6 +125,8 @@ mod tests {
             vec![Value::string("a")],
             vec![Value::Null],
             vec![Value::Int(1), Value::string("b")],
+            (0..8).map(Value::BigInt).collect(),
+            (0..9).map(Value::BigInt).collect(),
         ]
     }
 
