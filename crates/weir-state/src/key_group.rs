@@ -219,7 +219,14 @@ stable_hash_tuple!(A: 0, B: 1, C: 2, D: 3, E: 4, F: 5);
 /// The key group of `key` (Flink's `assignToKeyGroup`).
 #[inline]
 pub fn assign_to_key_group<K: StableHash + ?Sized>(key: &K, max_parallelism: u32) -> KeyGroup {
-    let hash = key.stable_hash();
+    key_group_of_hash(key.stable_hash(), max_parallelism)
+}
+
+/// The key group of a key whose [`StableHash::stable_hash`] is `hash`, as
+/// [`assign_to_key_group`] gives it: for a key hashed once where it was
+/// made, and placed in a group where it is used.
+#[inline]
+pub fn key_group_of_hash(hash: u64, max_parallelism: u32) -> KeyGroup {
     // The same value as `%`: a mask for the usual power-of-two maximum
     // parallelism, because a division costs more than the rest of a
     // record's trip through a keyed exchange.

@@ -52,8 +52,9 @@ pub use descriptor::{
 };
 pub use error::StateError;
 pub use key_group::{
-    assign_to_key_group, key_group_range_for_operator, operator_index_for_key_group, KeyGroup,
-    KeyGroupRange, StableHash, DEFAULT_MAX_PARALLELISM, KEY_HASH_SEED, MAX_MAX_PARALLELISM,
+    assign_to_key_group, key_group_of_hash, key_group_range_for_operator,
+    operator_index_for_key_group, KeyGroup, KeyGroupRange, StableHash, DEFAULT_MAX_PARALLELISM,
+    KEY_HASH_SEED, MAX_MAX_PARALLELISM,
 };
 pub use key_table::{prefetch_line, prefetch_slice};
 pub use kv::{stored_state_id, ttl_stamp, KvStore, MultiGetFn, ScanFn, StoreStatistics};

@@ -20,7 +20,9 @@ use crate::descriptor::{
 };
 use crate::error::StateError;
 use crate::heap::{DeferredState, HeapBackend, TypedTable};
-use crate::key_group::{assign_to_key_group, KeyGroup, KeyGroupRange, StableHash};
+use crate::key_group::{
+    assign_to_key_group, key_group_of_hash, KeyGroup, KeyGroupRange, StableHash,
+};
 use crate::kv::{KvBackend, KvStore};
 use crate::snapshot::{KeyedStateSnapshot, NativeFiles};
 use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
@@ -320,11 +322,21 @@ impl KeyedStateStore {
         &self,
         keys: impl IntoIterator<Item = &'k K>,
     ) -> Result<(), StateError> {
+        self.prepare_hashed_keys(keys.into_iter().map(|k| (k, k.stable_hash())))
+    }
+
+    /// [`prepare_keys`](KeyedStateStore::prepare_keys) for keys whose
+    /// [`StableHash::stable_hash`] was already computed (where they were
+    /// made, on another thread): each key with its stable hash.
+    pub fn prepare_hashed_keys<'k, K: Serialize + 'k>(
+        &self,
+        keys: impl IntoIterator<Item = (&'k K, u64)>,
+    ) -> Result<(), StateError> {
         match &mut *self.lock()? {
             Backend::Heap(h) => {
                 h.clear_prepared();
-                for key in keys {
-                    let kg = assign_to_key_group(key, h.max_parallelism);
+                for (key, hash) in keys {
+                    let kg = key_group_of_hash(hash, h.max_parallelism);
                     h.prepare(key, kg)?;
                 }
                 Ok(())
@@ -332,8 +344,8 @@ impl KeyedStateStore {
             Backend::Kv(k) => {
                 k.begin_preload();
                 let mut encoded = Vec::new();
-                for key in keys {
-                    let kg = assign_to_key_group(key, k.max_parallelism);
+                for (key, hash) in keys {
+                    let kg = key_group_of_hash(hash, k.max_parallelism);
                     encode_key(key, &mut encoded)?;
                     k.add_preload(&encoded, kg)?;
                 }

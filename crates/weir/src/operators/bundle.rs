@@ -16,7 +16,7 @@ use weir_runtime::element::StreamRecord;
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::{FunctionResult, TaskError};
-use weir_state::{assign_to_key_group, operator_index_for_key_group, KeyedStateStore, StableHash};
+use weir_state::{key_group_of_hash, operator_index_for_key_group, KeyedStateStore, StableHash};
 
 use super::process::{keyed_context, set_current_key, set_prepared_key, store_to_prepare};
 use super::KeySelector;
@@ -26,6 +26,10 @@ use crate::functions::{Collector, KeyedBundleFunction, ProcessContext, Upcoming}
 #[derive(Clone)]
 pub(crate) struct GatheredKey<K> {
     key: K,
+    /// The key's [`StableHash::stable_hash`], computed where it was
+    /// gathered: the exchange splits a bundle by it, and the keyed
+    /// operator places the key's state by it.
+    hash: u64,
     /// The last record's timestamp.
     timestamp: i64,
     /// How many of the bundle's records are this key's.
@@ -69,8 +73,8 @@ impl<K: StableHash, I> Gathered<K, I> {
         key_of: &KeySelector<I, K>,
         mut each: impl FnMut(Gathered<K, I>),
     ) {
-        let subtask_of = |key: &K| {
-            let group = assign_to_key_group(key, max_parallelism);
+        let subtask_of = |hash: u64| {
+            let group = key_group_of_hash(hash, max_parallelism);
             operator_index_for_key_group(max_parallelism, parallelism as u32, group) as usize
         };
         match self {
@@ -79,7 +83,7 @@ impl<K: StableHash, I> Gathered<K, I> {
                     (0..parallelism).map(|_| Default::default()).collect();
                 let mut records = records.into_iter();
                 for key in keys {
-                    let (keys, to) = &mut parts[subtask_of(&key.key)];
+                    let (keys, to) = &mut parts[subtask_of(key.hash)];
                     to.extend(records.by_ref().take(key.len));
                     keys.push(key);
                 }
@@ -97,7 +101,7 @@ impl<K: StableHash, I> Gathered<K, I> {
                 let mut parts: Vec<Vec<StreamRecord<I>>> =
                     (0..parallelism).map(|_| Vec::new()).collect();
                 for record in records {
-                    parts[subtask_of(&key_of(&record.value))].push(record);
+                    parts[subtask_of(key_of(&record.value).stable_hash())].push(record);
                 }
                 for (subtask, records) in parts.into_iter().enumerate() {
                     if !records.is_empty() {
@@ -112,6 +116,8 @@ impl<K: StableHash, I> Gathered<K, I> {
 /// One key's records of the bundle being gathered.
 struct KeyRecords<K, I> {
     key: K,
+    /// Its [`StableHash::stable_hash`].
+    hash: u64,
     /// The last record's timestamp.
     timestamp: i64,
     records: Vec<I>,
@@ -134,7 +140,7 @@ struct Gatherer<K, I> {
     spare: Vec<Vec<I>>,
 }
 
-impl<K: Eq + Hash, I> Gatherer<K, I> {
+impl<K: Eq + Hash + StableHash, I> Gatherer<K, I> {
     /// `max_records` is at least one.
     fn new(key_of: KeySelector<I, K>, max_records: usize) -> Self {
         Gatherer {
@@ -190,6 +196,7 @@ impl<K: Eq + Hash, I> Gatherer<K, I> {
                     places.insert_unique(hash, all.len(), |&p| hasher.hash_one(&all[p].key));
                     let records = self.spare.pop().unwrap_or_default();
                     self.gathered.push(KeyRecords {
+                        hash: key.stable_hash(),
                         key,
                         timestamp: r.timestamp,
                         records,
@@ -226,6 +233,7 @@ impl<K: Eq + Hash, I> Gatherer<K, I> {
         for mut g in self.gathered.drain(..) {
             keys.push(GatheredKey {
                 key: g.key,
+                hash: g.hash,
                 timestamp: g.timestamp,
                 len: g.records.len(),
             });
@@ -343,7 +351,7 @@ pub(crate) struct BundleGatherOperator<K, I> {
     ahead: u32,
 }
 
-impl<K: Eq + Hash, I> BundleGatherOperator<K, I> {
+impl<K: Eq + Hash + StableHash, I> BundleGatherOperator<K, I> {
     /// `max_records` is at least one.
     pub fn new(key_of: KeySelector<I, K>, max_records: usize, lists: Lists<K, I>) -> Self {
         BundleGatherOperator {
@@ -358,7 +366,7 @@ impl<K: Eq + Hash, I> BundleGatherOperator<K, I> {
 
 impl<K, I> Operator for BundleGatherOperator<K, I>
 where
-    K: Clone + Eq + Hash + Send + 'static,
+    K: Clone + Eq + Hash + StableHash + Send + 'static,
     I: Clone + Send + 'static,
 {
     type In = I;
@@ -412,6 +420,8 @@ where
 trait KeysRecords<K, I> {
     fn keys(&self) -> usize;
     fn key(&self, i: usize) -> &K;
+    /// Key `i`'s [`StableHash::stable_hash`].
+    fn hash(&self, i: usize) -> u64;
     /// The records of key `i + distance`, while key `i` is the next to be
     /// handed over.
     fn ahead(&self, i: usize, distance: usize) -> Option<&[I]>;
@@ -426,6 +436,9 @@ impl<K, I> KeysRecords<K, I> for Vec<KeyRecords<K, I>> {
     }
     fn key(&self, i: usize) -> &K {
         &self[i].key
+    }
+    fn hash(&self, i: usize) -> u64 {
+        self[i].hash
     }
     fn ahead(&self, i: usize, distance: usize) -> Option<&[I]> {
         self.get(i + distance).map(|g| g.records.as_slice())
@@ -450,6 +463,9 @@ impl<K, I> KeysRecords<K, I> for Laid<'_, K, I> {
     }
     fn key(&self, i: usize) -> &K {
         &self.keys[i].key
+    }
+    fn hash(&self, i: usize) -> u64 {
+        self.keys[i].hash
     }
     fn ahead(&self, i: usize, distance: usize) -> Option<&[I]> {
         let len = self.keys.get(i + distance)?.len;
@@ -486,7 +502,9 @@ impl<F, I, O: Send + 'static> Handing<F, I, O> {
         // memory at each).
         let prepared = match store_to_prepare(&self.state, bundle.keys())? {
             Some(store) => {
-                store.prepare_keys((0..bundle.keys()).map(|i| bundle.key(i)))?;
+                store.prepare_hashed_keys(
+                    (0..bundle.keys()).map(|i| (bundle.key(i), bundle.hash(i))),
+                )?;
                 true
             }
             None => false,
@@ -533,7 +551,7 @@ pub(crate) struct KeyedBundleOperator<F, K, I, O> {
     records: Vec<I>,
 }
 
-impl<F, K: Eq + Hash, I, O> KeyedBundleOperator<F, K, I, O> {
+impl<F, K: Eq + Hash + StableHash, I, O> KeyedBundleOperator<F, K, I, O> {
     /// `max_records` is at least one.
     pub fn new(f: F, key_of: KeySelector<I, K>, max_records: usize, lists: Lists<K, I>) -> Self {
         KeyedBundleOperator {
@@ -619,7 +637,7 @@ where
 mod tests {
     use super::*;
     use weir_runtime::testing::{runtime_context, HarnessOutput};
-    use weir_state::{ValueState, ValueStateDescriptor};
+    use weir_state::{assign_to_key_group, ValueState, ValueStateDescriptor};
 
     /// Records (key, sequence number) stamped with their sequence number.
     fn records(keys: &[u32]) -> Vec<StreamRecord<(u32, u32)>> {
@@ -653,6 +671,8 @@ mod tests {
             .map(|k| {
                 let seqs: Vec<u32> = records.by_ref().take(k.len).map(|r| r.1).collect();
                 assert!(seqs.len() == k.len, "key {} short of records", k.key);
+                // Its state is placed by this hash where it is processed.
+                assert_eq!(k.hash, k.key.stable_hash(), "key {}'s hash", k.key);
                 (k.key, seqs, k.timestamp)
             })
             .collect()
