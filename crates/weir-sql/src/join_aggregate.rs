@@ -119,24 +119,33 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             stored: &self.stored,
         };
         let (aggregates, joined) = (&mut self.aggregates, &mut self.joined);
-        let first_kept = state.update_in_place(|previous| {
-            let mut created = None;
-            let entry = match previous {
-                Some(entry) => entry,
-                None => created.insert(JoinedGroups::default()),
-            };
-            let done = join_fold_keep(
-                entry, side, values, skip, kept_until, join, calc, keys, aggregates, joined, out,
-            );
-            match created {
-                Some(entry)
-                    if !entry.sides.iter().all(|s| s.is_empty()) || !entry.groups.is_empty() =>
-                {
-                    (ValueChange::Set(entry), done)
+        // A key's entry is changed where it is; a new key's is made here
+        // and stored after (through `update_in_place`, which can hand a
+        // new entry back, each row's call copied its whole result).
+        let mut values = Some(values);
+        let found = state.update_existing(|entry| {
+            values.take().map(|values| {
+                join_fold_keep(
+                    entry, side, values, skip, kept_until, join, calc, keys, aggregates, joined,
+                    out,
+                )
+            })
+        })?;
+        let first_kept = match (found.flatten(), values) {
+            (Some(done), _) => done?,
+            (None, Some(values)) => {
+                let mut entry = JoinedGroups::default();
+                let done = join_fold_keep(
+                    &mut entry, side, values, skip, kept_until, join, calc, keys, aggregates,
+                    joined, out,
+                )?;
+                if !entry.sides.iter().all(|s| s.is_empty()) || !entry.groups.is_empty() {
+                    state.update(entry)?;
                 }
-                _ => (ValueChange::Keep, done),
+                done
             }
-        })??;
+            (None, None) => return Err("a join aggregation lost its row".into()),
+        };
         // A row left by a failed fold is dropped.
         self.joined.values.clear();
         // One timer per key: set by its first row, moved on by each sweep

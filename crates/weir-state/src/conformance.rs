@@ -277,6 +277,32 @@ macro_rules! keyed_state_conformance {
             }
 
             #[test]
+            fn value_state_changes_an_existing_value_in_place() -> Result<(), StateError> {
+                let s = store(all_groups());
+                let v = s.value_state(&ValueStateDescriptor::<Vec<i64>>::new("seen"))?;
+                s.set_current_key("a")?;
+                // Absent: not called, nothing stored.
+                let mut called = false;
+                assert_eq!(v.update_existing(|_| called = true)?, None);
+                assert!(!called);
+                assert_eq!(v.value()?, None);
+                v.update(vec![1])?;
+                s.set_current_key("b")?;
+                v.update(vec![5])?;
+                // Present: changed where it is, and kept changed.
+                s.set_current_key("a")?;
+                let len = v.update_existing(|list| {
+                    list.push(2);
+                    list.len()
+                })?;
+                assert_eq!(len, Some(2));
+                assert_eq!(v.value()?, Some(vec![1, 2]));
+                s.set_current_key("b")?;
+                assert_eq!(v.value()?, Some(vec![5]), "another key's value untouched");
+                Ok(())
+            }
+
+            #[test]
             fn list_state_adds_and_replaces() -> Result<(), StateError> {
                 let s = store(all_groups());
                 let l = s.list_state(&ListStateDescriptor::<String>::new("seen"))?;

@@ -930,6 +930,34 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
         Ok(())
     }
 
+    /// Lets `f` change the current key's value where it is stored, if it
+    /// has one; `None` (and `f` not called) if it has none.
+    fn change_existing<R>(&self, f: impl FnOnce(&mut V) -> R) -> Result<Option<R>, StateError> {
+        let mut guard = self.lock()?;
+        let b = match &mut *guard {
+            Backend::Heap(h) => h,
+            Backend::Kv(k) => {
+                k.enter_scope(self.store.namespaced)?;
+                let Some(mut value) = k.read::<V>(self.id)? else {
+                    return Ok(None);
+                };
+                let result = f(&mut value);
+                k.write(self.id, &value)?;
+                return Ok(Some(result));
+            }
+        };
+        let (
+            table,
+            Cursor {
+                group,
+                key_hash,
+                key,
+                now,
+            },
+        ) = cursor::<V>(b, self.id, self.store.namespaced)?;
+        Ok(table.write(group, key_hash, key, now).map(f))
+    }
+
     /// Lets `f` change the current key's value where it is stored (one
     /// hash look-up on the heap when the value stays), and does what it
     /// returns.
@@ -1151,6 +1179,15 @@ impl<T: StateValue> ValueState<T> {
         f: impl FnOnce(Option<&mut T>) -> (ValueChange<T>, R),
     ) -> Result<R, StateError> {
         self.handle.change(f)
+    }
+
+    /// Lets `f` change the current key's value where it is stored, if the
+    /// key has one, returning `f`'s result (`None`, `f` not called, if it
+    /// has none). [`update_in_place`](ValueState::update_in_place) for a
+    /// value that is never replaced or removed: with nothing to hand back,
+    /// a large value costs no copy of `f`'s result on every call.
+    pub fn update_existing<R>(&self, f: impl FnOnce(&mut T) -> R) -> Result<Option<R>, StateError> {
+        self.handle.change_existing(f)
     }
 }
 
