@@ -946,16 +946,8 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> Handle<V> {
                 return Ok(Some(result));
             }
         };
-        let (
-            table,
-            Cursor {
-                group,
-                key_hash,
-                key,
-                now,
-            },
-        ) = cursor::<V>(b, self.id, self.store.namespaced)?;
-        Ok(table.write(group, key_hash, key, now).map(f))
+        let (table, at) = cursor::<V>(b, self.id, self.store.namespaced)?;
+        Ok(table.write(at.group, at.key_hash, at.key, at.now).map(f))
     }
 
     /// Lets `f` change the current key's value where it is stored (one
