@@ -131,9 +131,11 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
                 )
             })
         })?;
-        let first_kept = match (found.flatten(), values) {
-            (Some(done), _) => done?,
-            (None, Some(values)) => {
+        let first_kept = match found.flatten() {
+            Some(done) => done?,
+            // Not called: the row is still here.
+            None => {
+                let values = values.ok_or("a join aggregation lost its row")?;
                 let mut entry = JoinedGroups::default();
                 let done = join_fold_keep(
                     &mut entry, side, values, skip, kept_until, join, calc, keys, aggregates,
@@ -144,7 +146,6 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
                 }
                 done
             }
-            (None, None) => return Err("a join aggregation lost its row".into()),
         };
         // A row left by a failed fold is dropped.
         self.joined.values.clear();
