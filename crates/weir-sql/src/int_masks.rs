@@ -8,12 +8,22 @@
 //! is a table of 62 500 words that stays in the caches where one entry per
 //! value would not. Values far apart take a word each.
 //!
-//! The words sit in one array, each beside its run, found by linear
-//! probing from a slot known from the run alone: a set of values far
-//! apart (a group's among thousands of others) is out of the caches, and
-//! a lookup then waits for one line, not for a control byte and then its
-//! entry as in a general-purpose table; and [`IntMasks::prefetch`] can
-//! start loading that line before the value is inserted.
+//! A set starts as its runs in order, one after another. Ids handed out
+//! in order mostly arrive in order too (a bid's auction is one of the
+//! latest hundred, its bidder one of the latest thousand people), so a
+//! value's run is the last one or a few before it: a lookup reads the
+//! array's tail, which the set's last insert left in the caches. With
+//! thousands of groups (q16's channels), each group's sets are read
+//! once in a while, and a table's slot for a new value was a line loaded
+//! from memory every time, where the tail is a line already there.
+//!
+//! A value that would go further back than [`FAR`] runs from the end
+//! turns the set into a table: the words each beside their run, found by
+//! linear probing from a slot known from the run alone. A set of values
+//! far apart is then out of the caches, and a lookup waits for one line,
+//! not for a control byte and then its entry as in a general-purpose
+//! table; [`IntMasks::prefetch`] can start loading that line (or, in
+//! order, the tail) before the value is inserted.
 //!
 //! Saved as a map from each value to its mask, so state saved by either
 //! form restores into the other.
@@ -29,9 +39,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub(crate) struct IntMasks {
     /// Each run and its word (a value's run is the value shifted right by
     /// [`IntMasks::run_shift`], its place in the word the bits shifted
-    /// out); a slot whose word is 0 is empty, since a run is held only
-    /// once a value of it has bits. A power of two long, or empty.
+    /// out). In order: the runs held, ascending, each word not 0. As a
+    /// table: a power of two long, or empty, and a slot whose word is 0 is
+    /// empty, since a run is held only once a value of it has bits.
     slots: Vec<(i64, u64)>,
+    /// Whether `slots` is a table rather than the runs in order.
+    table: bool,
     /// Slots in use.
     used: usize,
     /// The bits of each value's mask, as a power of two: 0 for one bit (64
@@ -42,11 +55,17 @@ pub(crate) struct IntMasks {
 /// Slots of a set's first table: four to a cache line.
 const MIN_SLOTS: usize = 4;
 
+/// How many runs back from the end a value of a set in order may go: a
+/// value further back makes it a table (inserting it would move more
+/// than 2 KiB, and values that far back are not coming in order).
+const FAR: usize = 128;
+
 impl IntMasks {
     /// An empty set whose masks have `bits` bits.
     pub fn with_bits(bits: usize) -> IntMasks {
         IntMasks {
             slots: Vec::new(),
+            table: false,
             used: 0,
             width: width_for(bits),
         }
@@ -74,6 +93,13 @@ impl IntMasks {
     /// so that an insert a little later finds it in cache. A hint.
     #[inline(always)]
     pub fn prefetch(&self, value: i64) {
+        if !self.table {
+            // In order, a value's run is at or near the tail.
+            if let Some(last) = self.slots.last() {
+                weir_state::prefetch_line(last as *const (i64, u64) as usize);
+            }
+            return;
+        }
         if self.slots.is_empty() {
             return;
         }
@@ -90,6 +116,12 @@ impl IntMasks {
         }
         if mask & !self.mask_bits() != 0 {
             self.widen(width_for(64 - mask.leading_zeros() as usize));
+        }
+        if !self.table {
+            match self.insert_in_order(value, mask) {
+                Some(new) => return new,
+                None => self.make_table(),
+            }
         }
         // At most three quarters full, so that probes stay short.
         if (self.used + 1) * 4 > self.slots.len() * 3 {
@@ -118,12 +150,77 @@ impl IntMasks {
         }
     }
 
+    /// [`IntMasks::insert`] into a set in order; `None` (nothing changed)
+    /// where the value's run would go more than [`FAR`] runs back.
+    #[inline]
+    fn insert_in_order(&mut self, value: i64, mask: u64) -> Option<u64> {
+        let run_shift = self.run_shift();
+        let run = value >> run_shift;
+        let place = ((value & ((1 << run_shift) - 1)) as u32) << self.width;
+        let mask_bits = self.mask_bits();
+        let n = self.slots.len();
+        // Where the run is or goes. Runs ascend by one at least from slot
+        // to slot, so it is no further back than the last run's distance
+        // from it: there, where the runs before it are all held (a set
+        // of many values), or else searched back from the end over spans
+        // doubling from one run.
+        let at = match self.slots.last() {
+            None => 0,
+            Some(&(last, _)) if last < run => n,
+            Some(&(last, _)) => {
+                let back = usize::try_from(last.wrapping_sub(run) as u64).unwrap_or(usize::MAX);
+                let floor = (n - 1).saturating_sub(back);
+                if self.slots[floor].0 >= run {
+                    floor
+                } else {
+                    let (mut low, mut high, mut step) = (n - 1, n - 1, 1);
+                    while low > floor && self.slots[low].0 > run {
+                        high = low;
+                        low = low.saturating_sub(step).max(floor);
+                        step *= 2;
+                    }
+                    low + self.slots[low..=high].partition_point(|&(r, _)| r < run)
+                }
+            }
+        };
+        if let Some((held_run, word)) = self.slots.get_mut(at) {
+            if *held_run == run {
+                let held = (*word >> place) & mask_bits;
+                *word |= mask << place;
+                return Some(mask & !held);
+            }
+        }
+        if n - at > FAR {
+            return None;
+        }
+        self.slots.insert(at, (run, mask << place));
+        self.used += 1;
+        Some(mask)
+    }
+
+    /// The runs in order placed in a table (see [`IntMasks::grow`]).
+    fn make_table(&mut self) {
+        let runs = std::mem::take(&mut self.slots);
+        self.table = true;
+        let mut size = MIN_SLOTS;
+        while runs.len() * 4 > size * 3 {
+            size *= 2;
+        }
+        self.place(runs, size);
+    }
+
     /// Twice the slots (or the first ones), each run placed again.
     fn grow(&mut self) {
-        let slots = (self.slots.len() * 2).max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0); slots]);
-        let last = slots - 1;
-        for (run, word) in old.into_iter().filter(|&(_, word)| word != 0) {
+        let old = std::mem::take(&mut self.slots);
+        let size = (old.len() * 2).max(MIN_SLOTS);
+        self.place(old, size);
+    }
+
+    /// `runs` (words of 0 left out) placed in a new table of `size` slots.
+    fn place(&mut self, runs: Vec<(i64, u64)>, size: usize) {
+        self.slots = vec![(0, 0); size];
+        let last = size - 1;
+        for (run, word) in runs.into_iter().filter(|&(_, word)| word != 0) {
             let mut i = self.home(run);
             while self.slots[i].1 != 0 {
                 i = (i + 1) & last;
@@ -257,6 +354,62 @@ mod tests {
             }
             let read: HashMap<i64, u64> = masks.iter().collect();
             assert_eq!(read, model, "{bits} bits");
+            assert_eq!(masks.len(), model.len());
+        }
+    }
+
+    /// Ids mostly in order (each now and then one from a little way back,
+    /// as bids name recent auctions), dense and sparse: the set stays in
+    /// order and holds each value's mask; a value from far back makes it
+    /// a table that still does.
+    #[test]
+    fn values_in_order_stay_in_order_until_one_comes_from_far_back() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for gap in [1i64, 3, 40, 5000] {
+            let mut masks = IntMasks::with_bits(4);
+            let mut model: HashMap<i64, u64> = HashMap::new();
+            let check = |masks: &mut IntMasks, model: &mut HashMap<i64, u64>, value, mask| {
+                let held = model.get(&value).copied().unwrap_or(0);
+                assert_eq!(masks.insert(value, mask), mask & !held, "{gap}: {value}");
+                model.insert(value, held | mask);
+            };
+            let mut top = -20_000i64;
+            for i in 0..6000 {
+                top += gap;
+                // One in four a little way back: dense sets from further
+                // back than sparse ones, never more than 100 runs.
+                let back = if i % 4 == 3 {
+                    (next() % 1500) as i64 / gap.min(16)
+                } else {
+                    0
+                };
+                check(&mut masks, &mut model, top - back * gap, 1 << (next() % 4));
+            }
+            assert!(!masks.table, "{gap}: made a table of values in order");
+            assert_eq!(masks.used, masks.slots.len());
+            assert!(masks.slots.windows(2).all(|w| w[0].0 < w[1].0), "{gap}");
+            assert_eq!(masks.iter().collect::<HashMap<_, _>>(), model, "{gap}");
+            // The first value again changes nothing; one before it, now
+            // far back, makes a table.
+            check(&mut masks, &mut model, -20_000 + gap, 0b1111);
+            check(&mut masks, &mut model, -1_000_000, 0b0100);
+            assert!(masks.table, "{gap}");
+            for _ in 0..2000 {
+                top += gap;
+                check(
+                    &mut masks,
+                    &mut model,
+                    top - (next() % 1000) as i64,
+                    1 << (next() % 4),
+                );
+            }
+            assert_eq!(masks.iter().collect::<HashMap<_, _>>(), model, "{gap}");
             assert_eq!(masks.len(), model.len());
         }
     }
