@@ -538,11 +538,10 @@ impl SqlAggregates {
                 continue;
             };
             let arg = self.calls[leader].arg;
-            for row in rows.iter().take(AHEAD) {
-                if let Some(v) = row.values.get(arg).and_then(Value::as_i64) {
-                    shared.values.prefetch(v);
-                }
-            }
+            let values = rows.iter().take(AHEAD);
+            shared
+                .values
+                .prefetch(values.filter_map(|row| row.values.get(arg).and_then(Value::as_i64)));
         }
     }
 

@@ -89,17 +89,26 @@ impl IntMasks {
         (product >> (64 - self.slots.len().trailing_zeros())) as usize
     }
 
-    /// Asks the CPU to start loading the slot `value`'s lookup starts at,
-    /// so that an insert a little later finds it in cache. A hint.
+    /// Asks the CPU to start loading where the lookups of `values` start,
+    /// so that inserts a little later find them in cache: the tail of a
+    /// set in order (its last four runs, whatever the values), or each
+    /// value's slot of a table. A hint.
     #[inline(always)]
-    pub fn prefetch(&self, value: i64) {
-        if !self.table {
-            // In order, a value's run is at or near the tail.
-            if let Some(last) = self.slots.last() {
-                weir_state::prefetch_line(last as *const (i64, u64) as usize);
+    pub fn prefetch(&self, values: impl Iterator<Item = i64>) {
+        if self.table {
+            values.for_each(|v| self.prefetch_slot(v));
+        } else if let Some(last) = self.slots.last() {
+            let last = last as *const (i64, u64) as usize;
+            weir_state::prefetch_line(last);
+            if self.slots.len() >= 4 {
+                weir_state::prefetch_line(last - 3 * std::mem::size_of::<(i64, u64)>());
             }
-            return;
         }
+    }
+
+    /// Starts loading the slot of a table where `value`'s lookup starts.
+    #[inline(always)]
+    fn prefetch_slot(&self, value: i64) {
         if self.slots.is_empty() {
             return;
         }
