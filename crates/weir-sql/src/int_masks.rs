@@ -17,8 +17,10 @@
 //! once in a while, and a table's slot for a new value was a line loaded
 //! from memory every time, where the tail is a line already there.
 //!
-//! A value that would go further back than [`FAR`] runs from the end
-//! turns the set into a table: the words each beside their run, found by
+//! A value that would go further back than [`FAR`] runs from the end,
+//! or values out of order often enough that moving the runs after them
+//! costs more than a table would (see [`MOVED_PER_RUN`]), turn the set
+//! into a table: the words each beside their run, found by
 //! linear probing from a slot known from the run alone. A set of values
 //! far apart is then out of the caches, and a lookup waits for one line,
 //! not for a control byte and then its entry as in a general-purpose
@@ -47,6 +49,8 @@ pub(crate) struct IntMasks {
     table: bool,
     /// Slots in use.
     used: usize,
+    /// In order: how many runs inserts have moved back to make room.
+    moved: usize,
     /// The bits of each value's mask, as a power of two: 0 for one bit (64
     /// values to a word) up to 6 for 64 bits (one value to a word).
     width: u32,
@@ -60,6 +64,13 @@ const MIN_SLOTS: usize = 4;
 /// than 2 KiB, and values that far back are not coming in order).
 const FAR: usize = 128;
 
+/// How many runs, per run held (and [`MOVED_SLACK`] more), inserts into a
+/// set in order may move in all before it becomes a table: values in
+/// order move a run or two now and then, values in no order half the set
+/// each time, which a table's insert does not.
+const MOVED_PER_RUN: usize = 4;
+const MOVED_SLACK: usize = 256;
+
 impl IntMasks {
     /// An empty set whose masks have `bits` bits.
     pub fn with_bits(bits: usize) -> IntMasks {
@@ -67,6 +78,7 @@ impl IntMasks {
             slots: Vec::new(),
             table: false,
             used: 0,
+            moved: 0,
             width: width_for(bits),
         }
     }
@@ -199,7 +211,9 @@ impl IntMasks {
                 return Some(mask & !held);
             }
         }
-        if n - at > FAR {
+        let moving = n - at;
+        self.moved += moving;
+        if moving > FAR || self.moved > MOVED_PER_RUN * n + MOVED_SLACK {
             return None;
         }
         self.slots.insert(at, (run, mask << place));
@@ -367,6 +381,21 @@ mod tests {
         }
     }
 
+    /// Values in no order make a table while the set is still small: each
+    /// would move half the runs of a set in order.
+    #[test]
+    fn values_in_no_order_make_a_table_early() {
+        let mut masks = IntMasks::with_bits(1);
+        let mut model = std::collections::HashSet::new();
+        for i in 0..100i64 {
+            // Far apart, each its own run, in no order.
+            let value = (i * 7919) % 100 * 1000;
+            assert_eq!(masks.insert(value, 1), u64::from(model.insert(value)));
+        }
+        assert!(masks.table, "100 values in no order left in order");
+        assert_eq!(masks.len(), model.len());
+    }
+
     /// Ids mostly in order (each now and then one from a little way back,
     /// as bids name recent auctions), dense and sparse: the set stays in
     /// order and holds each value's mask; a value from far back makes it
@@ -388,17 +417,25 @@ mod tests {
                 assert_eq!(masks.insert(value, mask), mask & !held, "{gap}: {value}");
                 model.insert(value, held | mask);
             };
+            let top0 = -20_000i64 + gap;
             let mut top = -20_000i64;
             for i in 0..6000 {
                 top += gap;
-                // One in four a little way back: dense sets from further
-                // back than sparse ones, never more than 100 runs.
-                let back = if i % 4 == 3 {
-                    (next() % 1500) as i64 / gap.min(16)
-                } else {
-                    0
+                // One in four a little way back, as a bid's bidder is one
+                // of the latest thousand people: in a dense set, among
+                // runs held (never more than 100 runs back); in a sparse
+                // one, a few runs back.
+                let back = match (i % 4, gap < 16) {
+                    (3, true) => (next() % 1500) as i64 / gap,
+                    (3, false) => (next() % 4) as i64,
+                    _ => 0,
                 };
-                check(&mut masks, &mut model, top - back * gap, 1 << (next() % 4));
+                check(
+                    &mut masks,
+                    &mut model,
+                    (top - back * gap).max(top0),
+                    1 << (next() % 4),
+                );
             }
             assert!(!masks.table, "{gap}: made a table of values in order");
             assert_eq!(masks.used, masks.slots.len());
