@@ -5,8 +5,8 @@
 //! The values such counts see are mostly ids handed out in order (a
 //! bidder's, an auction's), so the values of a run share one 64-bit word:
 //! with four calls, sixteen values to a word, and a set of a million ids
-//! is a table of 62 500 words that stays in the caches where one entry per
-//! value would not. Values far apart take a word each.
+//! is 62 500 words that stay in the caches where one entry per value
+//! would not. Values far apart take a word each.
 //!
 //! A set starts as its runs in order, one after another. Ids handed out
 //! in order mostly arrive in order too (a bid's auction is one of the
@@ -171,8 +171,9 @@ impl IntMasks {
         }
     }
 
-    /// [`IntMasks::insert`] into a set in order; `None` (nothing changed)
-    /// where the value's run would go more than [`FAR`] runs back.
+    /// [`IntMasks::insert`] into a set in order; `None`, nothing changed,
+    /// where making room for the value's run would move more than [`FAR`]
+    /// runs, or more in all than [`MOVED_PER_RUN`] allows.
     #[inline]
     fn insert_in_order(&mut self, value: i64, mask: u64) -> Option<u64> {
         let run_shift = self.run_shift();
@@ -212,10 +213,11 @@ impl IntMasks {
             }
         }
         let moving = n - at;
-        self.moved += moving;
-        if moving > FAR || self.moved > MOVED_PER_RUN * n + MOVED_SLACK {
+        let moved = self.moved + moving;
+        if moving > FAR || moved > MOVED_PER_RUN * n + MOVED_SLACK {
             return None;
         }
+        self.moved = moved;
         self.slots.insert(at, (run, mask << place));
         self.used += 1;
         Some(mask)
