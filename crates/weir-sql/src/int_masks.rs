@@ -347,17 +347,21 @@ mod tests {
     use super::*;
     use crate::aggregate::IntHash;
 
-    /// Random values (runs, negatives, extremes) with random masks against
-    /// a map of each value's mask.
-    #[test]
-    fn values_keep_their_masks_at_any_width() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
+    /// A xorshift generator of test values from `seed`.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             seed
-        };
+        }
+    }
+
+    /// Random values (runs, negatives, extremes) with random masks against
+    /// a map of each value's mask.
+    #[test]
+    fn values_keep_their_masks_at_any_width() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for bits in [1, 3, 4, 16, 64] {
             let mut masks = IntMasks::with_bits(bits);
             let mut model: HashMap<i64, u64> = HashMap::new();
@@ -404,13 +408,7 @@ mod tests {
     /// a table that still does.
     #[test]
     fn values_in_order_stay_in_order_until_one_comes_from_far_back() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for gap in [1i64, 3, 40, 5000] {
             let mut masks = IntMasks::with_bits(4);
             let mut model: HashMap<i64, u64> = HashMap::new();
