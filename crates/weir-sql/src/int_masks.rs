@@ -93,6 +93,14 @@ impl IntMasks {
         u64::MAX >> (64 - (1u32 << self.width))
     }
 
+    /// `value`'s run, and where its mask starts in the run's word.
+    #[inline(always)]
+    fn run_and_place(&self, value: i64) -> (i64, u32) {
+        let run_shift = self.run_shift();
+        let place = ((value & ((1 << run_shift) - 1)) as u32) << self.width;
+        (value >> run_shift, place)
+    }
+
     /// The slot a run's probe starts at (`slots` is not empty): the run's
     /// high product bits, which spread consecutive runs over the table.
     #[inline(always)]
@@ -148,9 +156,7 @@ impl IntMasks {
         if (self.used + 1) * 4 > self.slots.len() * 3 {
             self.grow();
         }
-        let run_shift = self.run_shift();
-        let run = value >> run_shift;
-        let place = ((value & ((1 << run_shift) - 1)) as u32) << self.width;
+        let (run, place) = self.run_and_place(value);
         let mask_bits = self.mask_bits();
         let last = self.slots.len() - 1;
         let mut i = self.home(run);
@@ -163,9 +169,7 @@ impl IntMasks {
                 return mask;
             }
             if *held_run == run {
-                let held = (*word >> place) & mask_bits;
-                *word |= mask << place;
-                return mask & !held;
+                return set_bits(word, place, mask, mask_bits);
             }
             i = (i + 1) & last;
         }
@@ -176,9 +180,7 @@ impl IntMasks {
     /// runs, or more in all than [`MOVED_PER_RUN`] allows.
     #[inline]
     fn insert_in_order(&mut self, value: i64, mask: u64) -> Option<u64> {
-        let run_shift = self.run_shift();
-        let run = value >> run_shift;
-        let place = ((value & ((1 << run_shift) - 1)) as u32) << self.width;
+        let (run, place) = self.run_and_place(value);
         let mask_bits = self.mask_bits();
         let n = self.slots.len();
         // Where the run is or goes. Runs ascend by one at least from slot
@@ -207,9 +209,7 @@ impl IntMasks {
         };
         if let Some((held_run, word)) = self.slots.get_mut(at) {
             if *held_run == run {
-                let held = (*word >> place) & mask_bits;
-                *word |= mask << place;
-                return Some(mask & !held);
+                return Some(set_bits(word, place, mask, mask_bits));
             }
         }
         let moving = n - at;
@@ -301,6 +301,15 @@ impl PartialEq for IntMasks {
         theirs.sort_unstable();
         mine == theirs
     }
+}
+
+/// Sets the bits `mask` of the mask at `place` in a run's `word` (masks
+/// `mask_bits` wide), and returns those of them that were not set.
+#[inline(always)]
+fn set_bits(word: &mut u64, place: u32, mask: u64, mask_bits: u64) -> u64 {
+    let held = (*word >> place) & mask_bits;
+    *word |= mask << place;
+    mask & !held
 }
 
 /// The width (see [`IntMasks::width`]) that holds masks of `bits` bits.
