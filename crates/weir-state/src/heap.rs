@@ -80,9 +80,11 @@ pub(crate) trait StateTable: Send {
     /// Starts loading into cache the entry a key hashed to `hash` in key
     /// group offset `group` most likely has (a hint: nothing changes).
     fn prefetch(&self, group: usize, hash: u64);
-    /// Starts loading into cache the bytes of that entry's key, if they
-    /// are kept apart from it; pays once the entry itself is in cache.
-    fn prefetch_key(&self, group: usize, hash: u64);
+    /// Starts loading into cache what that entry points to: the entry
+    /// itself where the table keeps entries apart from its slots, or the
+    /// bytes of its key where they are kept apart from it; pays once the
+    /// slot is in cache.
+    fn prefetch_second(&self, group: usize, hash: u64);
     /// Whether the table is past the caches, so that prefetching pays (for
     /// one that fits, finding the address costs more than it saves).
     fn prefetch_pays(&self) -> bool;
@@ -360,9 +362,9 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + 'static> StateTable for Ty
         }
     }
     #[inline]
-    fn prefetch_key(&self, group: usize, hash: u64) {
+    fn prefetch_second(&self, group: usize, hash: u64) {
         if let Some(table) = self.groups.get(group) {
-            table.prefetch_key_bytes(hash);
+            table.prefetch_second(hash);
         }
     }
     fn prefetch_pays(&self) -> bool {
@@ -564,12 +566,15 @@ impl HeapBackend {
         self.prefetch_with(index, |table, group, hash| table.prefetch(group, hash));
     }
 
-    /// Starts loading the key bytes of prepared key `index`'s entries, kept
-    /// apart from them (long keys), into cache: half the distance of
-    /// [`HeapBackend::prefetch`] ahead, when the entries have arrived.
+    /// Starts loading what prepared key `index`'s slots point to (entries
+    /// kept apart from their slots, long keys' bytes) into cache: half the
+    /// distance of [`HeapBackend::prefetch`] ahead, when the slots have
+    /// arrived.
     #[inline]
-    fn prefetch_keys(&self, index: usize) {
-        self.prefetch_with(index, |table, group, hash| table.prefetch_key(group, hash));
+    fn prefetch_second(&self, index: usize) {
+        self.prefetch_with(index, |table, group, hash| {
+            table.prefetch_second(group, hash)
+        });
     }
 
     #[inline(always)]
@@ -633,7 +638,7 @@ impl HeapBackend {
     pub fn set_prepared(&mut self, index: usize) -> Result<bool, StateError> {
         if self.prefetching {
             self.prefetch(index + PREFETCH_DISTANCE);
-            self.prefetch_keys(index + PREFETCH_DISTANCE / 2);
+            self.prefetch_second(index + PREFETCH_DISTANCE / 2);
         }
         let Some(p) = self.prepared.keys.get(index) else {
             return Ok(false);

@@ -1,5 +1,6 @@
-//! The heap backend's hash table: encoded keys to typed values, entries
-//! inline in one array, open addressing with linear probing.
+//! The heap backend's hash table: encoded keys to typed values, open
+//! addressing with linear probing; entries inline in the probed array, or,
+//! for large entries, in an array of their own that the probed slots index.
 //!
 //! Why not a general-purpose table: with millions of keys nearly every
 //! lookup misses the caches, and the fix is to start loading a key's entry
@@ -9,6 +10,15 @@
 //! table with separate control bytes (SwissTable) must read those first,
 //! which is itself a miss. Each entry keeps its hash, so most mismatches are
 //! settled without comparing keys, and growing never hashes a key again.
+//!
+//! Entries larger than [`INDEXED_ABOVE`] bytes (a join's rows and groups of
+//! one key) are kept apart, packed in insertion order, with an index of
+//! small slots (hash, position) probed instead: growing then moves 16-byte
+//! slots, not whole entries, and the table's memory is its entries plus a
+//! sixth, not two or three times them (every byte of it first written on
+//! a page fault). A lookup then reads the slot and then the entry, and
+//! the backend's second prefetch stage ([`KeyTable::prefetch_second`])
+//! loads the entry once the slot is in cache.
 
 use crate::key_bytes::KeyBytes;
 
@@ -25,10 +35,16 @@ pub(crate) struct Entry<V> {
 /// Encoded keys to values; see the module documentation.
 #[derive(Clone)]
 pub(crate) struct KeyTable<V> {
+    /// The entries, in the probed array (entries of at most
+    /// [`INDEXED_ABOVE`] bytes; empty otherwise).
     slots: Vec<Option<Entry<V>>>,
+    /// The probed array of the indexed layout (larger entries; empty
+    /// otherwise), and the entries it points into.
+    index: Vec<Slot>,
+    entries: Vec<Entry<V>>,
     len: usize,
     /// Whether a key too long to sit inline was ever inserted: without
-    /// one, [`KeyTable::prefetch_key_bytes`] has nothing to load and does
+    /// one, [`KeyTable::prefetch_second`] has nothing to load and does
     /// not read a slot that may not have arrived yet.
     long_keys: bool,
 }
@@ -37,6 +53,8 @@ impl<V> Default for KeyTable<V> {
     fn default() -> Self {
         KeyTable {
             slots: Vec::new(),
+            index: Vec::new(),
+            entries: Vec::new(),
             len: 0,
             long_keys: false,
         }
@@ -46,9 +64,50 @@ impl<V> Default for KeyTable<V> {
 /// Slots of a table's first allocation.
 const MIN_SLOTS: usize = 4;
 
+/// Entries (with their key and hash) larger than this many bytes are kept
+/// apart from the probed slots; see the module documentation. Below it, a
+/// lookup's one miss is worth more than what growing costs.
+pub(crate) const INDEXED_ABOVE: usize = 160;
+
+/// A probed slot of the indexed layout: an entry's hash and its position
+/// in the entries, [`Slot::EMPTY`] where there is none.
+#[derive(Clone, Copy)]
+struct Slot {
+    hash: u64,
+    at: usize,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        hash: 0,
+        at: usize::MAX,
+    };
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.at == usize::MAX
+    }
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot::EMPTY
+    }
+}
+
 impl<V> KeyTable<V> {
-    /// Bytes of one slot (an entry, or an empty slot of the same size).
-    pub const SLOT_BYTES: usize = std::mem::size_of::<Option<Entry<V>>>();
+    /// Whether entries sit apart from the probed slots.
+    const INDEXED: bool = std::mem::size_of::<Option<Entry<V>>>() > INDEXED_ABOVE;
+
+    /// Bytes of the table per slot, used or not: a slot holding an entry,
+    /// or an index slot and the room for entries it stands for (the
+    /// entries' array holds between half and all as many as the slots;
+    /// three quarters of an entry, then).
+    pub const SLOT_BYTES: usize = if Self::INDEXED {
+        std::mem::size_of::<Slot>() + std::mem::size_of::<Entry<V>>() * 3 / 4
+    } else {
+        std::mem::size_of::<Option<Entry<V>>>()
+    };
 
     /// Number of entries.
     #[inline]
@@ -59,12 +118,16 @@ impl<V> KeyTable<V> {
     /// Number of slots (the table's size in entries, used or not).
     #[inline]
     pub fn slots(&self) -> usize {
-        self.slots.len()
+        if Self::INDEXED {
+            self.index.len()
+        } else {
+            self.slots.len()
+        }
     }
 
     #[inline]
     fn mask(&self) -> usize {
-        self.slots.len().wrapping_sub(1)
+        self.slots().wrapping_sub(1)
     }
 
     /// Where the probe for `hash` starts.
@@ -81,6 +144,18 @@ impl<V> KeyTable<V> {
         }
         let mask = self.mask();
         let mut i = hash as usize & mask;
+        if Self::INDEXED {
+            loop {
+                let slot = self.index[i];
+                if slot.is_empty() {
+                    return None;
+                }
+                if slot.hash == hash && self.entries[slot.at].key.as_slice() == key {
+                    return Some(i);
+                }
+                i = (i + 1) & mask;
+            }
+        }
         loop {
             match &self.slots[i] {
                 None => return None,
@@ -94,6 +169,9 @@ impl<V> KeyTable<V> {
     #[inline]
     pub fn find(&self, hash: u64, key: &[u8]) -> Option<&Entry<V>> {
         let i = self.position(hash, key)?;
+        if Self::INDEXED {
+            return self.entries.get(self.index[i].at);
+        }
         self.slots[i].as_ref()
     }
 
@@ -101,6 +179,9 @@ impl<V> KeyTable<V> {
     #[inline]
     pub fn find_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry<V>> {
         let i = self.position(hash, key)?;
+        if Self::INDEXED {
+            return self.entries.get_mut(self.index[i].at);
+        }
         self.slots[i].as_mut()
     }
 
@@ -108,7 +189,7 @@ impl<V> KeyTable<V> {
     #[inline]
     pub fn insert_unique(&mut self, entry: Entry<V>) {
         // At most three quarters full: probes stay short.
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
+        if (self.len + 1) * 4 > self.slots() * 3 {
             self.grow();
         }
         self.long_keys |= matches!(entry.key, KeyBytes::Heap(_));
@@ -116,19 +197,36 @@ impl<V> KeyTable<V> {
         self.len += 1;
     }
 
-    /// Puts `entry` in the first free slot of its probe sequence.
+    /// Puts `entry` in the first free slot of its probe sequence (in the
+    /// indexed layout, at the end of the entries and its slot there).
     #[inline]
     fn place(&mut self, entry: Entry<V>) {
         let mask = self.mask();
-        let mut i = entry.hash as usize & mask;
-        while self.slots[i].is_some() {
-            i = (i + 1) & mask;
+        if Self::INDEXED {
+            let slot = Slot {
+                hash: entry.hash,
+                at: self.entries.len(),
+            };
+            self.entries.push(entry);
+            let i = free_slot(&self.index, slot.hash, mask, Slot::is_empty);
+            self.index[i] = slot;
+            return;
         }
+        let i = free_slot(&self.slots, entry.hash, mask, Option::is_none);
         self.slots[i] = Some(entry);
     }
 
     fn grow(&mut self) {
-        let size = (self.slots.len() * 2).max(MIN_SLOTS);
+        let size = (self.slots() * 2).max(MIN_SLOTS);
+        if Self::INDEXED {
+            // Only the slots move; each keeps its entry's hash.
+            let old = std::mem::replace(&mut self.index, vec![Slot::EMPTY; size]);
+            for slot in old.into_iter().filter(|s| !s.is_empty()) {
+                let i = free_slot(&self.index, slot.hash, size - 1, Slot::is_empty);
+                self.index[i] = slot;
+            }
+            return;
+        }
         let old = std::mem::replace(&mut self.slots, Vec::with_capacity(size));
         self.slots.resize_with(size, || None);
         for entry in old.into_iter().flatten() {
@@ -139,37 +237,50 @@ impl<V> KeyTable<V> {
     /// Removes and returns the entry of `key` (hashed to `hash`).
     pub fn remove(&mut self, hash: u64, key: &[u8]) -> Option<Entry<V>> {
         let i = self.position(hash, key)?;
-        let removed = self.slots[i].take();
         self.len -= 1;
-        self.close_gap(i);
-        removed
-    }
-
-    /// Backward-shift deletion: moves later entries of the run after the
-    /// freed slot `gap` back, so that no lookup stops early at the hole.
-    fn close_gap(&mut self, mut gap: usize) {
         let mask = self.mask();
-        let mut i = (gap + 1) & mask;
-        while let Some(e) = &self.slots[i] {
-            let home = self.home(e.hash);
-            // The entry may move to the gap if its home is not in the
-            // cyclic range (gap, i].
-            if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(gap) & mask) {
-                self.slots[gap] = self.slots[i].take();
-                gap = i;
-            }
-            i = (i + 1) & mask;
+        if !Self::INDEXED {
+            let removed = self.slots[i].take();
+            close_gap(&mut self.slots, i, mask, |s| s.as_ref().map(|e| e.hash));
+            return removed;
         }
+        let at = std::mem::replace(&mut self.index[i], Slot::EMPTY).at;
+        close_gap(&mut self.index, i, mask, |s| {
+            (!s.is_empty()).then_some(s.hash)
+        });
+        let removed = self.entries.swap_remove(at);
+        // The last entry moved into the hole: its slot follows it.
+        if let Some(moved) = self.entries.get(at) {
+            let last = self.entries.len();
+            let mut j = self.home(moved.hash);
+            while self.index[j].at != last {
+                j = (j + 1) & mask;
+            }
+            self.index[j].at = at;
+        }
+        Some(removed)
     }
 
     /// Every entry, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &Entry<V>> {
-        self.slots.iter().flatten()
+        // One of the two is empty.
+        self.slots.iter().flatten().chain(&self.entries)
     }
 
     /// Keeps the entries for which `keep` is true.
     pub fn retain(&mut self, mut keep: impl FnMut(&Entry<V>) -> bool) {
         if self.iter().all(&mut keep) {
+            return;
+        }
+        if Self::INDEXED {
+            self.entries.retain(|e| keep(e));
+            self.len = self.entries.len();
+            let mask = self.mask();
+            self.index.fill(Slot::EMPTY);
+            for (at, e) in self.entries.iter().enumerate() {
+                let i = free_slot(&self.index, e.hash, mask, Slot::is_empty);
+                self.index[i] = Slot { hash: e.hash, at };
+            }
             return;
         }
         let size = self.slots.len();
@@ -190,6 +301,13 @@ impl<V> KeyTable<V> {
     /// several misses overlap. A hint; nothing changes.
     #[inline(always)]
     pub fn prefetch(&self, hash: u64) {
+        if Self::INDEXED {
+            // A slot of 16 bytes, 16-aligned: one line.
+            if let Some(slot) = self.index.get(self.home(hash)) {
+                prefetch_line(slot as *const Slot as usize);
+            }
+            return;
+        }
         if self.slots.is_empty() {
             return;
         }
@@ -203,13 +321,27 @@ impl<V> KeyTable<V> {
         }
     }
 
-    /// Asks the CPU to start loading the bytes of the key in the slot
-    /// where `hash`'s probe starts, when they are not inline: the second
-    /// step after [`KeyTable::prefetch`], once the slot is in cache (a
-    /// key's lookup compares its bytes, a miss of its own when they sit
-    /// apart). A hint; nothing changes.
+    /// The second step after [`KeyTable::prefetch`], once the slot is in
+    /// cache: asks the CPU to start loading what the slot where `hash`'s
+    /// probe starts points to. In the indexed layout, its entry; otherwise
+    /// the bytes of its key, when they are not inline (a key's lookup
+    /// compares its bytes, a miss of its own when they sit apart). A hint;
+    /// nothing changes.
     #[inline(always)]
-    pub fn prefetch_key_bytes(&self, hash: u64) {
+    pub fn prefetch_second(&self, hash: u64) {
+        if Self::INDEXED {
+            let Some(slot) = self.index.get(self.home(hash)) else {
+                return;
+            };
+            if slot.hash == hash {
+                if let Some(e) = self.entries.get(slot.at) {
+                    let first = e as *const Entry<V> as usize;
+                    prefetch_line(first);
+                    prefetch_line(first + std::mem::size_of::<Entry<V>>() - 1);
+                }
+            }
+            return;
+        }
         if !self.long_keys || self.slots.is_empty() {
             return;
         }
@@ -220,6 +352,39 @@ impl<V> KeyTable<V> {
                 }
             }
         }
+    }
+}
+
+/// The first slot of `slots` with no entry (`empty`) in the probe
+/// sequence of `hash`.
+#[inline]
+fn free_slot<T>(slots: &[T], hash: u64, mask: usize, empty: impl Fn(&T) -> bool) -> usize {
+    let mut i = hash as usize & mask;
+    while !empty(&slots[i]) {
+        i = (i + 1) & mask;
+    }
+    i
+}
+
+/// Backward-shift deletion: moves later slots of the run after the freed
+/// slot `gap` back, so that no lookup stops early at the hole. `hash` is
+/// the hash of a slot's entry, `None` for an empty slot.
+fn close_gap<T: Default>(
+    slots: &mut [T],
+    mut gap: usize,
+    mask: usize,
+    hash: impl Fn(&T) -> Option<u64>,
+) {
+    let mut i = (gap + 1) & mask;
+    while let Some(h) = hash(&slots[i]) {
+        let home = h as usize & mask;
+        // The entry may move to the gap if its home is not in the cyclic
+        // range (gap, i].
+        if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(gap) & mask) {
+            slots[gap] = std::mem::take(&mut slots[i]);
+            gap = i;
+        }
+        i = (i + 1) & mask;
     }
 }
 
@@ -254,20 +419,58 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn entry(hash: u64, key: &[u8], value: u32) -> Entry<u32> {
+    /// A value of a test table: held inline as itself, or (`Wide`) in an
+    /// entry large enough to be kept apart from the slots.
+    trait TestValue: Clone {
+        fn of(n: u32) -> Self;
+        fn get(&self) -> u32;
+    }
+
+    impl TestValue for u32 {
+        fn of(n: u32) -> Self {
+            n
+        }
+        fn get(&self) -> u32 {
+            *self
+        }
+    }
+
+    #[derive(Clone)]
+    struct Wide([u32; 48]);
+
+    impl TestValue for Wide {
+        fn of(n: u32) -> Self {
+            Wide([n; 48])
+        }
+        fn get(&self) -> u32 {
+            // Every word, so that an entry mixed up with another shows.
+            assert!(self.0.iter().all(|&w| w == self.0[0]), "a torn value");
+            self.0[0]
+        }
+    }
+
+    // Each layout is tested where it is meant to be used.
+    const _: () = assert!(!KeyTable::<u32>::INDEXED && KeyTable::<Wide>::INDEXED);
+
+    fn entry<V: TestValue>(hash: u64, key: &[u8], value: u32) -> Entry<V> {
         Entry {
             hash,
             key: key.into(),
-            value,
+            value: V::of(value),
             stamp: 0,
         }
     }
 
     #[test]
     fn behaves_as_a_map_under_random_inserts_and_removes() {
+        behaves_as_a_map::<u32>();
+        behaves_as_a_map::<Wide>();
+    }
+
+    fn behaves_as_a_map<V: TestValue>() {
         // Few distinct hashes, so that runs are long and collide across the
         // wrap-around: the cases backward-shift deletion must get right.
-        let mut table = KeyTable::default();
+        let mut table = KeyTable::<V>::default();
         let mut model: HashMap<Vec<u8>, u32> = HashMap::new();
         let mut removed_some = 0;
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
@@ -281,13 +484,13 @@ mod tests {
             let hash = if k % 2 == 0 { k % 37 } else { u64::MAX - k % 5 };
             match x % 4 {
                 0 => {
-                    let removed = table.remove(hash, &key).map(|e| e.value);
+                    let removed = table.remove(hash, &key).map(|e| e.value.get());
                     assert_eq!(removed, model.remove(&key), "step {step}");
                     removed_some += usize::from(removed.is_some());
                 }
                 1 | 2 => match table.find_mut(hash, &key) {
                     Some(e) => {
-                        e.value = step;
+                        e.value = V::of(step);
                         *model.get_mut(&key).expect("in model") = step;
                     }
                     None => {
@@ -297,7 +500,7 @@ mod tests {
                     }
                 },
                 _ => {
-                    let found = table.find(hash, &key).map(|e| e.value);
+                    let found = table.find(hash, &key).map(|e| e.value.get());
                     assert_eq!(found, model.get(&key).copied(), "step {step}");
                 }
             }
@@ -306,7 +509,7 @@ mod tests {
         assert!(removed_some > 1000, "{removed_some} removals");
         let mut all: Vec<(Vec<u8>, u32)> = table
             .iter()
-            .map(|e| (e.key.as_slice().to_vec(), e.value))
+            .map(|e| (e.key.as_slice().to_vec(), e.value.get()))
             .collect();
         all.sort();
         let mut expected: Vec<(Vec<u8>, u32)> = model.into_iter().collect();
@@ -316,24 +519,35 @@ mod tests {
 
     #[test]
     fn retain_keeps_what_it_is_told_and_lookups_still_work() {
-        let mut table = KeyTable::default();
+        retain_keeps::<u32>();
+        retain_keeps::<Wide>();
+    }
+
+    fn retain_keeps<V: TestValue>() {
+        let mut table = KeyTable::<V>::default();
         for i in 0..1000u32 {
             let key = i.to_le_bytes();
             table.insert_unique(entry(u64::from(i % 16), &key, i));
         }
-        table.retain(|e| e.value % 3 == 0);
+        table.retain(|e| e.value.get() % 3 == 0);
         assert_eq!(table.len(), 334);
+        assert_eq!(table.iter().count(), 334);
         for i in 0..1000u32 {
             let found = table
                 .find(u64::from(i % 16), &i.to_le_bytes())
-                .map(|e| e.value);
+                .map(|e| e.value.get());
             assert_eq!(found, (i % 3 == 0).then_some(i));
         }
     }
 
     #[test]
     fn stays_at_most_three_quarters_full() {
-        let mut table = KeyTable::default();
+        stays_three_quarters_full::<u32>();
+        stays_three_quarters_full::<Wide>();
+    }
+
+    fn stays_three_quarters_full<V: TestValue>() {
+        let mut table = KeyTable::<V>::default();
         for i in 0..10_000u64 {
             table.insert_unique(entry(
                 i.wrapping_mul(0x9E37_79B9_7F4A_7C15),
