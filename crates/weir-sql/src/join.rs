@@ -484,7 +484,7 @@ pub(crate) enum Word {
 impl Word {
     /// `v` as a word, if it is one.
     #[inline]
-    fn of(v: &Value) -> Option<(Word, i64)> {
+    pub(crate) fn of(v: &Value) -> Option<(Word, i64)> {
         Some(match *v {
             Value::Null => (Word::Null, 0),
             Value::Boolean(b) => (Word::Boolean, i64::from(b)),
@@ -501,7 +501,7 @@ impl Word {
 
     /// The value word `w` of this kind holds.
     #[inline]
-    fn value(self, w: i64) -> Value {
+    pub(crate) fn value(self, w: i64) -> Value {
         match self {
             Word::Null => Value::Null,
             Word::Boolean => Value::Boolean(w != 0),

@@ -31,27 +31,29 @@ use crate::aggregate::{Results, SqlAggregates};
 use crate::error::{position, SqlError};
 use crate::expr::Shape;
 use crate::group::{grouped_rows, plan_group_aggregate, Group, GroupSettings};
-use crate::join::{Held, JoinFunction, RegularJoin};
+use crate::join::{JoinFunction, RegularJoin};
+use crate::kept_rows::KeptRows;
 use crate::key::RowKey;
 use crate::plan::Calc;
 use crate::types::SqlType;
 use crate::value::{InputRows, Row, RowKind, Value};
 use crate::window::{aggregation, pre_aggregate_calc, where_filter};
 
-/// One join key's state: both sides' rows, as the join keeps them, and
-/// the groups (most keys have one, held inline) with their keys. One
-/// entry, so a row is joined, folded and kept with one look-up.
+/// One join key's state: both sides' rows (packed as words where they
+/// are alike, see [`KeptRows`]), and the groups (most keys have one, held
+/// inline) with their keys. One entry, so a row is joined, folded and
+/// kept with one look-up.
 ///
 /// A row is joined with the other side's rows and folded into one of the
 /// groups, so all three are read for nearly every row: each side's first
-/// row and a group's key are held in the entry itself, which its look-up
+/// rows and a group's key are held in the entry itself, which its look-up
 /// has loaded (each in an allocation of its own, all three were misses
 /// waiting on the entry's). A group's key leaves out its columns that
 /// are join key columns: the same in every group of a join key, they are
 /// read from the joined row.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct JoinedGroups {
-    sides: [smallvec::SmallVec<[Held; 1]>; 2],
+    sides: [KeptRows; 2],
     groups: smallvec::SmallVec<[(RowKey, Group); 1]>,
 }
 
@@ -175,8 +177,7 @@ impl KeyedProcessFunction<RowKey, Row, Row> for JoinAggregate {
             };
             // The key's one timer moves on to its next row to expire.
             let mut next = None::<i64>;
-            entry.sides[expiry.side]
-                .retain(|r| r.with_values(|v| expiry.waits(v, watermark, &mut next)));
+            entry.sides[expiry.side].retain(|v| expiry.waits(v, watermark, &mut next));
             // A key left without rows or groups is gone.
             if entry.sides.iter().all(|s| s.is_empty()) && entry.groups.is_empty() {
                 return (ValueChange::Remove, None);
@@ -220,28 +221,24 @@ fn join_fold_keep(
 ) -> Result<bool, String> {
     let JoinedGroups { sides, groups } = entry;
     let mut matched = 0u32;
-    for theirs in &sides[1 - side] {
+    sides[1 - side].try_for_each(|theirs| {
         // One buffer for every joined row: each is folded, and done
         // with, before the next is made.
-        if theirs.with_values(|t| join.join_into(side, &values[skip..], t, &mut joined.values))? {
+        if join.join_into(side, &values[skip..], theirs, &mut joined.values)? {
             matched += 1;
             joined.kind = RowKind::Insert;
             fold(groups, joined, calc, keys, aggregates, out)?;
         }
         joined.values.clear();
-    }
+        Ok::<(), String>(())
+    })?;
     if kept_until.is_none() {
         join.inputs.release(values);
         return Ok(false);
     }
     let mine = &mut sides[side];
-    // A side that has more than one row for a key (a bid's auction) has
-    // many: its list starts at four, not two.
-    if mine.len() == 1 && mine.capacity() == 1 {
-        mine.reserve_exact(3);
-    }
-    mine.push(Held::after(values, skip, matched, join.inputs));
-    Ok(mine.len() == 1)
+    mine.push(values, skip, matched, join.inputs);
+    Ok(mine.is_one())
 }
 
 /// Folds a joined `row` (of a join key whose groups are `groups`) into

@@ -41,6 +41,7 @@ mod join;
 mod join_aggregate;
 #[cfg(feature = "kafka")]
 mod kafka;
+mod kept_rows;
 mod key;
 #[cfg(feature = "postgres")]
 mod lookup_join;
