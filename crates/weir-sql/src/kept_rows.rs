@@ -141,10 +141,7 @@ impl KeptRows {
                 let width = usize::from(*width);
                 let mut at = 0;
                 while at + width <= words.len() {
-                    let mut values = [Value::Null, Value::Null, Value::Null, Value::Null];
-                    for i in 0..width {
-                        values[i] = kinds[i].value(words[at + i]);
-                    }
+                    let values = unpacked(kinds, &words[at..at + width]);
                     f(&values[..width])?;
                     at += width;
                 }
@@ -172,10 +169,7 @@ impl KeptRows {
                 let width = usize::from(*width);
                 let mut kept = 0;
                 for at in (0..words.len()).step_by(width) {
-                    let mut values = [Value::Null, Value::Null, Value::Null, Value::Null];
-                    for i in 0..width {
-                        values[i] = kinds[i].value(words[at + i]);
-                    }
+                    let values = unpacked(kinds, &words[at..at + width]);
                     if keep(&values[..width]) {
                         words.copy_within(at..at + width, kept);
                         kept += width;
@@ -186,6 +180,17 @@ impl KeptRows {
             KeptRows::Rows(rows) => rows.retain(|r| r.with_values(&mut keep)),
         }
     }
+}
+
+/// A packed row's words as its values (the first `row.len()` of those
+/// returned), of kinds `kinds`.
+#[inline(always)]
+fn unpacked(kinds: &[Word; WIDTH], row: &[i64]) -> [Value; WIDTH] {
+    let mut values = [Value::Null, Value::Null, Value::Null, Value::Null];
+    for (i, &w) in row.iter().enumerate() {
+        values[i] = kinds[i].value(w);
+    }
+    values
 }
 
 /// `values` as a kept row that joined no row.
