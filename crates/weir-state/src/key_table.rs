@@ -323,7 +323,9 @@ impl<V> KeyTable<V> {
 
     /// The second step after [`KeyTable::prefetch`], once the slot is in
     /// cache: asks the CPU to start loading what the slot where `hash`'s
-    /// probe starts points to. In the indexed layout, its entry; otherwise
+    /// probe starts points to. In the indexed layout, its entry, every
+    /// line of it (the first and last alone left a row's reads of the
+    /// fields between to miss: 1.5 % of q4's rate); otherwise
     /// the bytes of its key, when they are not inline (a key's lookup
     /// compares its bytes, a miss of its own when they sit apart). A hint;
     /// nothing changes.
@@ -335,9 +337,7 @@ impl<V> KeyTable<V> {
             };
             if slot.hash == hash {
                 if let Some(e) = self.entries.get(slot.at) {
-                    let first = e as *const Entry<V> as usize;
-                    prefetch_line(first);
-                    prefetch_line(first + std::mem::size_of::<Entry<V>>() - 1);
+                    prefetch_slice(std::slice::from_ref(e));
                 }
             }
             return;
