@@ -201,18 +201,16 @@ impl<V> KeyTable<V> {
     /// indexed layout, at the end of the entries and its slot there).
     #[inline]
     fn place(&mut self, entry: Entry<V>) {
-        let mask = self.mask();
         if Self::INDEXED {
             let slot = Slot {
                 hash: entry.hash,
                 at: self.entries.len(),
             };
             self.entries.push(entry);
-            let i = free_slot(&self.index, slot.hash, mask, Slot::is_empty);
-            self.index[i] = slot;
+            put_slot(&mut self.index, slot);
             return;
         }
-        let i = free_slot(&self.slots, entry.hash, mask, Option::is_none);
+        let i = free_slot(&self.slots, entry.hash, self.mask(), Option::is_none);
         self.slots[i] = Some(entry);
     }
 
@@ -222,8 +220,7 @@ impl<V> KeyTable<V> {
             // Only the slots move; each keeps its entry's hash.
             let old = std::mem::replace(&mut self.index, vec![Slot::EMPTY; size]);
             for slot in old.into_iter().filter(|s| !s.is_empty()) {
-                let i = free_slot(&self.index, slot.hash, size - 1, Slot::is_empty);
-                self.index[i] = slot;
+                put_slot(&mut self.index, slot);
             }
             return;
         }
@@ -275,11 +272,9 @@ impl<V> KeyTable<V> {
         if Self::INDEXED {
             self.entries.retain(|e| keep(e));
             self.len = self.entries.len();
-            let mask = self.mask();
             self.index.fill(Slot::EMPTY);
             for (at, e) in self.entries.iter().enumerate() {
-                let i = free_slot(&self.index, e.hash, mask, Slot::is_empty);
-                self.index[i] = Slot { hash: e.hash, at };
+                put_slot(&mut self.index, Slot { hash: e.hash, at });
             }
             return;
         }
@@ -364,6 +359,14 @@ fn free_slot<T>(slots: &[T], hash: u64, mask: usize, empty: impl Fn(&T) -> bool)
         i = (i + 1) & mask;
     }
     i
+}
+
+/// Puts `slot` in the first empty place of its probe sequence in `index`
+/// (not empty, a power of two long).
+#[inline]
+fn put_slot(index: &mut [Slot], slot: Slot) {
+    let i = free_slot(index, slot.hash, index.len() - 1, Slot::is_empty);
+    index[i] = slot;
 }
 
 /// Backward-shift deletion: moves later slots of the run after the freed
