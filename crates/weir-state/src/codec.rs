@@ -27,12 +27,10 @@ pub fn encode_key<K: Serialize + ?Sized>(key: &K, buf: &mut Vec<u8>) -> Result<(
     append_key(key, buf)
 }
 
-/// Writes `key` after what `buf` holds (a namespace after its key).
+/// Writes `key` after what `buf` holds (a namespace after its key, a
+/// bundle's key after the keys before it).
 #[inline]
-pub(crate) fn append_key<K: Serialize + ?Sized>(
-    key: &K,
-    buf: &mut Vec<u8>,
-) -> Result<(), StateError> {
+pub fn append_key<K: Serialize + ?Sized>(key: &K, buf: &mut Vec<u8>) -> Result<(), StateError> {
     // Into the buffer where it is: a buffer moved into the serializer and
     // returned from it in a `Result` was read back in other widths than
     // it was stored in, a stall on every key of every state access.

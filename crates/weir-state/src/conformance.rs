@@ -243,6 +243,53 @@ macro_rules! keyed_state_conformance {
                 Ok(())
             }
 
+            /// A key encoded where it was made (a bundle's keys, gathered
+            /// on another thread) reaches the state its key does, prepared
+            /// or set.
+            #[test]
+            fn keys_encoded_elsewhere_reach_their_own_state() -> Result<(), StateError> {
+                use $crate::StableHash;
+                let s = store(all_groups());
+                let v = s.value_state(&ValueStateDescriptor::<String>::new("v"))?;
+                let long = "a key of more than eight bytes";
+                for key in ["a", "bb", long] {
+                    s.set_current_key(key)?;
+                    v.update(key.to_uppercase())?;
+                }
+                let mut encoded = Vec::new();
+                let mut keys = Vec::new();
+                for key in ["bb", "c", long, "a"] {
+                    let start = encoded.len();
+                    $crate::append_key(key, &mut encoded)?;
+                    keys.push((start..encoded.len(), key.stable_hash()));
+                }
+                let of = |i: usize| (&encoded[keys[i].0.clone()], keys[i].1);
+                s.prepare_encoded_keys((0..keys.len()).map(of))?;
+                let expected = [
+                    Some("BB".to_string()),
+                    None,
+                    Some(long.to_uppercase()),
+                    Some("A".into()),
+                ];
+                for (i, value) in expected.iter().enumerate() {
+                    let (key, hash) = of(i);
+                    s.set_prepared_encoded_key(i, key, hash)?;
+                    assert_eq!(&v.value()?, value, "prepared key {i}");
+                }
+                let (c, hash) = of(1);
+                s.set_current_hashed_key(c, hash)?;
+                v.update("C".into())?;
+                s.set_current_key("a")?;
+                assert_eq!(v.value()?.as_deref(), Some("A"));
+                s.set_current_key("c")?;
+                assert_eq!(
+                    v.value()?.as_deref(),
+                    Some("C"),
+                    "written through its encoding"
+                );
+                Ok(())
+            }
+
             #[test]
             fn value_state_changes_in_place() -> Result<(), StateError> {
                 use $crate::ValueChange;

@@ -546,6 +546,25 @@ impl HeapBackend {
         let start = self.prepared.bytes.len();
         crate::codec::append_key(key, &mut self.prepared.bytes)?;
         let hash = self.hasher.hash_key(&self.prepared.bytes[start..]);
+        self.push_prepared(start, key_group, hash);
+        Ok(())
+    }
+
+    /// [`HeapBackend::prepare`] for a key already encoded (where it was
+    /// made, on another thread).
+    #[inline]
+    pub fn prepare_encoded(&mut self, encoded: &[u8], key_group: KeyGroup) {
+        let start = self.prepared.bytes.len();
+        self.prepared.bytes.extend_from_slice(encoded);
+        // Hashed where it was read from, not from its copy just written.
+        let hash = self.hasher.hash_key(encoded);
+        self.push_prepared(start, key_group, hash);
+    }
+
+    /// Records the key encoded in `prepared.bytes` from `start` on as the
+    /// next prepared key.
+    #[inline]
+    fn push_prepared(&mut self, start: usize, key_group: KeyGroup, hash: u64) {
         self.prepared.keys.push(PreparedKey {
             key_group,
             hash,
@@ -557,7 +576,6 @@ impl HeapBackend {
         if self.prefetching && self.prepared.keys.len() <= PREFETCH_DISTANCE {
             self.prefetch(self.prepared.keys.len() - 1);
         }
-        Ok(())
     }
 
     /// Starts loading prepared key `index`'s entries into cache.

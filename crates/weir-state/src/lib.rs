@@ -45,7 +45,9 @@ pub use checkpoint_storage::{
     MemoryCheckpointStorage, SavepointStorage,
 };
 pub use clock::{system_clock, Clock, ManualClock, SharedClock, SystemClock};
-pub use codec::{decode_key, decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION};
+pub use codec::{
+    append_key, decode_key, decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION,
+};
 pub use descriptor::{
     AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor,
     StateKind, StateValue, ValueStateDescriptor,

@@ -8,6 +8,7 @@
 
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use hashbrown::HashTable;
@@ -15,10 +16,16 @@ use serde::Serialize;
 use weir_runtime::element::StreamRecord;
 use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
-use weir_runtime::{FunctionResult, TaskError};
-use weir_state::{key_group_of_hash, operator_index_for_key_group, KeyedStateStore, StableHash};
+use weir_runtime::{FunctionError, FunctionResult};
+use weir_state::{
+    append_key, key_group_of_hash, operator_index_for_key_group, KeyedStateStore, StableHash,
+    StateError,
+};
 
-use super::process::{keyed_context, set_current_key, set_prepared_key, store_to_prepare};
+use super::process::{
+    keyed_context, set_current_encoded_key, set_current_key, set_prepared_encoded_key,
+    set_prepared_key, store_to_prepare,
+};
 use super::KeySelector;
 use crate::functions::{Collector, KeyedBundleFunction, ProcessContext, Upcoming};
 
@@ -34,6 +41,10 @@ pub(crate) struct GatheredKey<K> {
     timestamp: i64,
     /// How many of the bundle's records are this key's.
     len: usize,
+    /// Where its encoding (as keyed state encodes keys) is in the bundle's
+    /// `encoded`: encoded where it was gathered, so that the keyed
+    /// operator's thread, the busier one, does not encode it again.
+    encoded: Range<usize>,
 }
 
 /// What travels from [`BundleGatherOperator`] to [`KeyedBundleOperator`],
@@ -45,6 +56,8 @@ pub(crate) enum Gathered<K, I> {
     Keyed {
         keys: Vec<GatheredKey<K>>,
         records: Vec<I>,
+        /// The keys' encodings, one after another.
+        encoded: Vec<u8>,
         /// The keyed operator's subtask these keys belong to, once split.
         subtask: usize,
     },
@@ -78,20 +91,32 @@ impl<K: StableHash, I> Gathered<K, I> {
             operator_index_for_key_group(max_parallelism, parallelism as u32, group) as usize
         };
         match self {
-            Gathered::Keyed { keys, records, .. } => {
-                let mut parts: Vec<(Vec<GatheredKey<K>>, Vec<I>)> =
-                    (0..parallelism).map(|_| Default::default()).collect();
+            Gathered::Keyed {
+                keys,
+                records,
+                encoded,
+                ..
+            } => {
+                /// One subtask's keys, records and keys' encodings.
+                struct Part<K, I>(Vec<GatheredKey<K>>, Vec<I>, Vec<u8>);
+                let mut parts: Vec<Part<K, I>> = (0..parallelism)
+                    .map(|_| Part(Vec::new(), Vec::new(), Vec::new()))
+                    .collect();
                 let mut records = records.into_iter();
-                for key in keys {
-                    let (keys, to) = &mut parts[subtask_of(key.hash)];
+                for mut key in keys {
+                    let Part(keys, to, bytes) = &mut parts[subtask_of(key.hash)];
                     to.extend(records.by_ref().take(key.len));
+                    let start = bytes.len();
+                    bytes.extend_from_slice(&encoded[key.encoded]);
+                    key.encoded = start..bytes.len();
                     keys.push(key);
                 }
-                for (subtask, (keys, records)) in parts.into_iter().enumerate() {
+                for (subtask, Part(keys, records, encoded)) in parts.into_iter().enumerate() {
                     if !keys.is_empty() {
                         each(Gathered::Keyed {
                             keys,
                             records,
+                            encoded,
                             subtask,
                         });
                     }
@@ -226,25 +251,36 @@ impl<K: Eq + Hash + StableHash, I> Gatherer<K, I> {
 
     /// The bundle gathered so far, its keys' records laid one after
     /// another, in lists from `lists`.
-    fn take(&mut self, lists: &Lists<K, I>) -> Gathered<K, I> {
+    fn take(&mut self, lists: &Lists<K, I>) -> Result<Gathered<K, I>, StateError>
+    where
+        K: Serialize,
+    {
         let len: usize = self.gathered.iter().map(|g| g.records.len()).sum();
         let mut keys = lists.keys.take(self.gathered.len());
         let mut records = lists.laid.take(len);
+        let mut encoded = lists.encoded.take(0);
         for mut g in self.gathered.drain(..) {
+            let start = encoded.len();
+            if let Err(e) = append_key(&g.key, &mut encoded) {
+                self.spare.push(g.records);
+                return Err(e);
+            }
             keys.push(GatheredKey {
                 key: g.key,
                 hash: g.hash,
                 timestamp: g.timestamp,
                 len: g.records.len(),
+                encoded: start..encoded.len(),
             });
             records.append(&mut g.records);
             self.spare.push(g.records);
         }
-        Gathered::Keyed {
+        Ok(Gathered::Keyed {
             keys,
             records,
+            encoded,
             subtask: 0,
-        }
+        })
     }
 }
 
@@ -307,6 +343,7 @@ pub(crate) struct Lists<K, I> {
     raw: Pool<StreamRecord<I>>,
     keys: Pool<GatheredKey<K>>,
     laid: Pool<I>,
+    encoded: Pool<u8>,
 }
 
 impl<K, I> Clone for Lists<K, I> {
@@ -315,6 +352,7 @@ impl<K, I> Clone for Lists<K, I> {
             raw: self.raw.clone(),
             keys: self.keys.clone(),
             laid: self.laid.clone(),
+            encoded: self.encoded.clone(),
         }
     }
 }
@@ -325,6 +363,7 @@ impl<K, I> Default for Lists<K, I> {
             raw: Pool::default(),
             keys: Pool::default(),
             laid: Pool::default(),
+            encoded: Pool::default(),
         }
     }
 }
@@ -366,7 +405,7 @@ impl<K: Eq + Hash + StableHash, I> BundleGatherOperator<K, I> {
 
 impl<K, I> Operator for BundleGatherOperator<K, I>
 where
-    K: Clone + Eq + Hash + StableHash + Send + 'static,
+    K: Clone + Eq + Hash + Serialize + StableHash + Send + 'static,
     I: Clone + Send + 'static,
 {
     type In = I;
@@ -407,8 +446,8 @@ where
         self.ahead -= 1;
         let lists = &self.lists;
         self.gatherer.gather(input.drain(..), |g| {
-            out.collect(StreamRecord::with_timestamp(g.take(lists), timestamp));
-            Ok::<(), TaskError>(())
+            out.collect(StreamRecord::with_timestamp(g.take(lists)?, timestamp));
+            Ok::<(), FunctionError>(())
         })?;
         Ok(())
     }
@@ -422,6 +461,8 @@ trait KeysRecords<K, I> {
     fn key(&self, i: usize) -> &K;
     /// Key `i`'s [`StableHash::stable_hash`].
     fn hash(&self, i: usize) -> u64;
+    /// Key `i`'s encoding, where it was encoded before it came.
+    fn encoded(&self, i: usize) -> Option<&[u8]>;
     /// The records of key `i + distance`, while key `i` is the next to be
     /// handed over.
     fn ahead(&self, i: usize, distance: usize) -> Option<&[I]>;
@@ -440,6 +481,9 @@ impl<K, I> KeysRecords<K, I> for Vec<KeyRecords<K, I>> {
     fn hash(&self, i: usize) -> u64 {
         self[i].hash
     }
+    fn encoded(&self, _: usize) -> Option<&[u8]> {
+        None
+    }
     fn ahead(&self, i: usize, distance: usize) -> Option<&[I]> {
         self.get(i + distance).map(|g| g.records.as_slice())
     }
@@ -453,6 +497,7 @@ impl<K, I> KeysRecords<K, I> for Vec<KeyRecords<K, I>> {
 /// over, moved a key's at a time into `records`.
 struct Laid<'a, K, I> {
     keys: &'a [GatheredKey<K>],
+    encoded: &'a [u8],
     rest: std::vec::Drain<'a, I>,
     records: &'a mut Vec<I>,
 }
@@ -466,6 +511,9 @@ impl<K, I> KeysRecords<K, I> for Laid<'_, K, I> {
     }
     fn hash(&self, i: usize) -> u64 {
         self.keys[i].hash
+    }
+    fn encoded(&self, i: usize) -> Option<&[u8]> {
+        self.encoded.get(self.keys[i].encoded.clone())
     }
     fn ahead(&self, i: usize, distance: usize) -> Option<&[I]> {
         let len = self.keys.get(i + distance)?.len;
@@ -500,7 +548,15 @@ impl<F, I, O: Send + 'static> Handing<F, I, O> {
         // each key's state is loaded while the keys before it are
         // processed (a bundle of thousands of keys otherwise waits for
         // memory at each).
+        // Keys encoded where they were gathered are all encoded.
+        let encoded = bundle.keys() > 0 && bundle.encoded(0).is_some();
         let prepared = match store_to_prepare(&self.state, bundle.keys())? {
+            Some(store) if encoded => {
+                store.prepare_encoded_keys(
+                    (0..bundle.keys()).filter_map(|i| Some((bundle.encoded(i)?, bundle.hash(i)))),
+                )?;
+                true
+            }
             Some(store) => {
                 store.prepare_hashed_keys(
                     (0..bundle.keys()).map(|i| (bundle.key(i), bundle.hash(i))),
@@ -520,9 +576,15 @@ impl<F, I, O: Send + 'static> Handing<F, I, O> {
                         })?;
                     }
                 }
-                set_prepared_key(&self.state, i, bundle.key(i))?;
+                match bundle.encoded(i) {
+                    Some(key) => set_prepared_encoded_key(&self.state, i, key, bundle.hash(i))?,
+                    None => set_prepared_key(&self.state, i, bundle.key(i))?,
+                }
             } else {
-                set_current_key(&self.state, bundle.key(i))?;
+                match bundle.encoded(i) {
+                    Some(key) => set_current_encoded_key(&self.state, key, bundle.hash(i))?,
+                    None => set_current_key(&self.state, bundle.key(i))?,
+                }
             }
             let (key, timestamp, records) = bundle.next(i);
             let (collected, sides) = out.split();
@@ -593,10 +655,14 @@ where
         for r in input.drain(..) {
             match r.value {
                 Gathered::Keyed {
-                    keys, mut records, ..
+                    keys,
+                    mut records,
+                    encoded,
+                    ..
                 } => {
                     let mut laid = Laid {
                         keys: &keys,
+                        encoded: &encoded,
                         rest: records.drain(..),
                         records: &mut self.records,
                     };
@@ -604,6 +670,7 @@ where
                     drop(laid);
                     self.lists.keys.give(keys);
                     self.lists.laid.give(records);
+                    self.lists.encoded.give(encoded);
                 }
                 Gathered::Raw { mut records, .. } => {
                     self.gatherer.gather(records.drain(..), |g| {
@@ -750,7 +817,7 @@ mod tests {
         let mut bundles = Vec::new();
         gatherer
             .gather(records(&keys).into_iter(), |g| {
-                bundles.push(g.take(&Lists::default()));
+                bundles.push(g.take(&Lists::default()).map_err(|_| ())?);
                 Ok::<(), ()>(())
             })
             .ok();
@@ -765,7 +832,19 @@ mod tests {
                 let subtask = part.subtask();
                 subtasks.push(subtask);
                 let records: Vec<(u32, u32)> = match part {
-                    Gathered::Keyed { records, .. } => records,
+                    Gathered::Keyed {
+                        records,
+                        keys,
+                        encoded,
+                        ..
+                    } => {
+                        for k in keys {
+                            let mut expected = Vec::new();
+                            weir_state::encode_key(&k.key, &mut expected).ok();
+                            assert_eq!(encoded[k.encoded], expected, "key {}'s encoding", k.key);
+                        }
+                        records
+                    }
                     Gathered::Raw { records, .. } => records.into_iter().map(|r| r.value).collect(),
                 };
                 for (k, seq) in records {
@@ -837,8 +916,8 @@ mod tests {
                 let mut input = Vec::new();
                 if ahead {
                     gatherer.gather(records.drain(..), |g| {
-                        input.push(StreamRecord::new(g.take(&Lists::default())));
-                        Ok::<(), TaskError>(())
+                        input.push(StreamRecord::new(g.take(&Lists::default())?));
+                        Ok::<(), FunctionError>(())
                     })?;
                 } else {
                     input.push(StreamRecord::new(Gathered::Raw {
@@ -872,12 +951,15 @@ mod tests {
         let mut laid = None;
         laying
             .gather(records(&keys).into_iter(), |g| {
-                laid = Some(g.take(&Lists::default()));
+                laid = Some(g.take(&Lists::default()).map_err(|_| ())?);
                 Ok::<(), ()>(())
             })
             .ok();
         let Some(Gathered::Keyed {
-            keys, mut records, ..
+            keys,
+            mut records,
+            encoded,
+            ..
         }) = laid
         else {
             panic!("not gathered");
@@ -885,6 +967,7 @@ mod tests {
         let mut scratch = Vec::new();
         let mut laid = Laid {
             keys: &keys,
+            encoded: &encoded,
             rest: records.drain(..),
             records: &mut scratch,
         };
@@ -897,6 +980,10 @@ mod tests {
                     "key {i}, {distance} ahead"
                 );
             }
+            let mut expected = Vec::new();
+            weir_state::encode_key(&lists[i].key, &mut expected).ok();
+            assert_eq!(laid.encoded(i), Some(expected.as_slice()), "key {i}");
+            assert_eq!(lists.encoded(i), None, "key {i}, gathered where used");
             assert_eq!(laid.next(i).2, &lists[i].records, "key {i}");
         }
     }

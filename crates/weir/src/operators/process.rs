@@ -116,6 +116,19 @@ pub(crate) fn set_current_key<K: Serialize + StableHash>(
     Ok(())
 }
 
+/// [`set_current_key`] for a key encoded (as keyed state encodes keys)
+/// where it was made, with its [`StableHash::stable_hash`].
+pub(crate) fn set_current_encoded_key(
+    store: &Option<KeyedStateStore>,
+    encoded: &[u8],
+    hash: u64,
+) -> FunctionResult {
+    if let Some(store) = store.as_ref().filter(|s| s.in_use()) {
+        store.set_current_hashed_key(encoded, hash)?;
+    }
+    Ok(())
+}
+
 /// With a large heap state, the keys of a batch's records, in `keys`,
 /// prepared in the store (each encoded and hashed once, and its entries
 /// prefetched a few records ahead, so that the memory accesses of several
@@ -152,6 +165,21 @@ pub(crate) fn store_to_prepare(
         Some(store) if keys > 1 && store.prefetch_pays()? => Ok(Some(store)),
         _ => Ok(None),
     }
+}
+
+/// [`set_prepared_key`] for a key encoded where it was made, prepared by
+/// [`KeyedStateStore::prepare_encoded_keys`].
+#[inline]
+pub(crate) fn set_prepared_encoded_key(
+    store: &Option<KeyedStateStore>,
+    index: usize,
+    encoded: &[u8],
+    hash: u64,
+) -> FunctionResult {
+    if let Some(store) = store.as_ref().filter(|s| s.in_use()) {
+        store.set_prepared_encoded_key(index, encoded, hash)?;
+    }
+    Ok(())
 }
 
 /// Makes the `index`-th key of the last [`prepare_keys`] the current key.
