@@ -272,37 +272,38 @@ impl KeyedStateStore {
         &self,
         key: &K,
     ) -> Result<(), StateError> {
-        self.set_key_encoded_by(key.stable_hash(), |buf| encode_key(key, buf))
+        let hash = key.stable_hash();
+        self.set_key_encoded_by(
+            |max| key_group_of_hash(hash, max),
+            |buf| encode_key(key, buf),
+        )
     }
 
     /// [`set_current_key`](KeyedStateStore::set_current_key) for a key
     /// already encoded by [`encode_key`] (where it was made, on another
     /// thread), with its [`StableHash::stable_hash`].
     pub fn set_current_hashed_key(&self, encoded: &[u8], hash: u64) -> Result<(), StateError> {
-        self.set_key_encoded_by(hash, |buf| {
-            buf.clear();
-            buf.extend_from_slice(encoded);
-            Ok(())
-        })
+        self.set_key_encoded_by(|max| key_group_of_hash(hash, max), copied(encoded))
     }
 
-    /// Makes the key whose stable hash is `hash` the current key, `encode`
-    /// writing its encoding into the (cleared) buffer it is given.
+    /// Makes the current key the one `encode` writes into the buffer it is
+    /// given, in the key group `group` gives for the store's maximum
+    /// parallelism.
     #[inline]
     fn set_key_encoded_by(
         &self,
-        hash: u64,
+        group: impl FnOnce(u32) -> KeyGroup,
         encode: impl FnOnce(&mut Vec<u8>) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
         let mut b = self.lock()?;
         match &mut *b {
             Backend::Heap(h) => {
-                let kg = key_group_of_hash(hash, h.max_parallelism);
+                let kg = group(h.max_parallelism);
                 encode(&mut h.key)?;
                 h.set_key(kg)
             }
             Backend::Kv(k) => {
-                let kg = key_group_of_hash(hash, k.max_parallelism);
+                let kg = group(k.max_parallelism);
                 if !k.range.contains(kg) {
                     return Err(k.foreign_key_group(kg));
                 }
@@ -797,21 +798,7 @@ impl KeyedStateStore {
         key_group: KeyGroup,
         key: &[u8],
     ) -> Result<(), StateError> {
-        match &mut *self.lock()? {
-            Backend::Heap(h) => {
-                h.key.clear();
-                h.key.extend_from_slice(key);
-                h.set_key(key_group)
-            }
-            Backend::Kv(k) => {
-                k.key.clear();
-                k.key.extend_from_slice(key);
-                k.key_group = key_group;
-                k.has_key = true;
-                k.has_ns = false;
-                Ok(())
-            }
-        }
+        self.set_key_encoded_by(|_| key_group, copied(key))
     }
 
     /// Number of keys holding state `name`.
@@ -1826,5 +1813,15 @@ impl StateBackend {
         clock: SharedClock,
     ) -> Result<KeyedStateStore, StateError> {
         (self.open)(max_parallelism, range, clock)
+    }
+}
+
+/// Writes `encoded` as the key's encoding, for a key encoded elsewhere.
+#[inline]
+fn copied(encoded: &[u8]) -> impl FnOnce(&mut Vec<u8>) -> Result<(), StateError> + '_ {
+    move |buf| {
+        buf.clear();
+        buf.extend_from_slice(encoded);
+        Ok(())
     }
 }

@@ -547,8 +547,8 @@ impl<F, I, O: Send + 'static> Handing<F, I, O> {
         // With big state, the bundle's keys are prepared at once, so that
         // each key's state is loaded while the keys before it are
         // processed (a bundle of thousands of keys otherwise waits for
-        // memory at each).
-        // Keys encoded where they were gathered are all encoded.
+        // memory at each). A bundle gathered ahead of the exchange has
+        // every key encoded already.
         let encoded = bundle.keys() > 0 && bundle.encoded(0).is_some();
         let prepared = match store_to_prepare(&self.state, bundle.keys())? {
             Some(store) if encoded => {
