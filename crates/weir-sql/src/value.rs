@@ -714,6 +714,100 @@ impl weir::prelude::StableHash for Value {
             Value::Date(d) => d.stable_hash(),
         }
     }
+
+    /// Postcard's bytes for the value, as serde writes them (the variant's
+    /// index, then the payload: zigzag varints for integers, a length and
+    /// the bytes for text), for the kinds keys are made of; decimals and
+    /// bytes go through serde.
+    #[inline]
+    fn append_key_bytes(&self, buf: &mut Vec<u8>) -> bool {
+        let mut piece = [0u8; KEY_PIECE];
+        if let Some(len) = self.number_key_piece(&mut piece, 0) {
+            append_key_piece(buf, &piece, len);
+            return true;
+        }
+        match self {
+            Value::Boolean(b) => buf.extend_from_slice(&[1, u8::from(*b)]),
+            Value::Double(d) => {
+                buf.push(4);
+                buf.extend_from_slice(&d.to_bits().to_le_bytes());
+            }
+            Value::String(s) => {
+                buf.push(6);
+                push_varint(buf, s.len() as u64);
+                buf.extend_from_slice(s.as_bytes());
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// The most bytes [`Value::number_key_piece`] lays out, with room for a
+/// key's count before them.
+pub(crate) const KEY_PIECE: usize = 16;
+
+impl Value {
+    /// Lays out the key bytes of a NULL or an integer-like value (see
+    /// [`Value::append_key_bytes`]: at most eleven) in `piece` from `at`
+    /// (at most [`KEY_PIECE`] - 11), returning where they end; `None`
+    /// for any other value.
+    #[inline(always)]
+    pub(crate) fn number_key_piece(&self, piece: &mut [u8; KEY_PIECE], at: usize) -> Option<usize> {
+        let (index, v) = match self {
+            Value::Null => {
+                piece[at] = 0;
+                return Some(at + 1);
+            }
+            Value::Int(v) => (2, i64::from(*v)),
+            Value::BigInt(v) => (3, *v),
+            Value::Date(d) => (8, i64::from(*d)),
+            Value::Timestamp(v) => (9, *v),
+            Value::TimestampLtz(v) => (10, *v),
+            Value::Interval(v) => (11, *v),
+            _ => return None,
+        };
+        piece[at] = index;
+        let mut at = at + 1;
+        // Zigzag: an i32's is the i64's for the same number.
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        while z >= 0x80 {
+            piece[at] = z as u8 | 0x80;
+            z >>= 7;
+            at += 1;
+        }
+        piece[at] = z as u8;
+        Some(at + 1)
+    }
+}
+
+/// Appends the first `len` bytes of `piece`. The whole piece is copied, a
+/// fixed size the compiler copies in a store or two, and the length cut
+/// after: a push a byte, each checking the room left, or a copy of a
+/// length known only here (a call to `memcpy`), cost more than the key's
+/// hash.
+#[inline(always)]
+pub(crate) fn append_key_piece(buf: &mut Vec<u8>, piece: &[u8; KEY_PIECE], len: usize) {
+    let len = len.min(KEY_PIECE);
+    buf.reserve(KEY_PIECE);
+    let at = buf.len();
+    // SAFETY: `reserve` leaves room for `KEY_PIECE` bytes after the first
+    // `at`, all written here, and the length takes in only `len` of them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(piece.as_ptr(), buf.as_mut_ptr().add(at), KEY_PIECE);
+        buf.set_len(at + len);
+    }
+}
+
+/// Appends `v` as postcard's varint: seven bits a byte, low first, the top
+/// bit set on every byte but the last.
+#[inline]
+pub(crate) fn push_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
 }
 
 /// What a row means in a changelog (Flink's `RowKind`).

@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::StateError;
+use crate::key_group::StableHash;
 
 /// The format version written in front of every value.
 pub const VALUE_FORMAT_VERSION: u8 = 1;
@@ -24,6 +25,30 @@ pub const VALUE_FORMAT_VERSION: u8 = 1;
 /// Writes `key` into `buf` (cleared first), reusing its allocation.
 pub fn encode_key<K: Serialize + ?Sized>(key: &K, buf: &mut Vec<u8>) -> Result<(), StateError> {
     buf.clear();
+    append_key(key, buf)
+}
+
+/// [`encode_key`] for a key of keyed state: written by the key type where
+/// it writes its own bytes ([`StableHash::append_key_bytes`]).
+#[inline]
+pub fn encode_state_key<K: Serialize + StableHash + ?Sized>(
+    key: &K,
+    buf: &mut Vec<u8>,
+) -> Result<(), StateError> {
+    buf.clear();
+    append_state_key(key, buf)
+}
+
+/// [`append_key`] for a key of keyed state: written by the key type where
+/// it writes its own bytes ([`StableHash::append_key_bytes`]).
+#[inline]
+pub fn append_state_key<K: Serialize + StableHash + ?Sized>(
+    key: &K,
+    buf: &mut Vec<u8>,
+) -> Result<(), StateError> {
+    if key.append_key_bytes(buf) {
+        return Ok(());
+    }
     append_key(key, buf)
 }
 

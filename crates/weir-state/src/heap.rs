@@ -14,7 +14,7 @@ use crate::codec::{decode_value, encode_value};
 use crate::descriptor::StateKind;
 use crate::error::StateError;
 use crate::key_bytes::KeyBytes;
-use crate::key_group::{KeyGroup, KeyGroupRange};
+use crate::key_group::{KeyGroup, KeyGroupRange, StableHash};
 use crate::snapshot::KeyedStateSnapshot;
 use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 
@@ -538,13 +538,13 @@ impl HeapBackend {
     /// states declared without a namespace into cache. `set_prepared` makes
     /// it the current key later without encoding or hashing it again.
     #[inline]
-    pub fn prepare<K: Serialize + ?Sized>(
+    pub fn prepare<K: Serialize + StableHash + ?Sized>(
         &mut self,
         key: &K,
         key_group: KeyGroup,
     ) -> Result<(), StateError> {
         let start = self.prepared.bytes.len();
-        crate::codec::append_key(key, &mut self.prepared.bytes)?;
+        crate::codec::append_state_key(key, &mut self.prepared.bytes)?;
         let hash = self.hasher.hash_key(&self.prepared.bytes[start..]);
         self.push_prepared(start, key_group, hash);
         Ok(())

@@ -83,6 +83,19 @@ pub trait StableHash {
     {
         combine_hashes(parts)
     }
+
+    /// For a key type: writes the bytes keyed state stores the key under
+    /// (its postcard encoding, byte for byte) after what `buf` holds,
+    /// where the type writes them more cheaply than serde can, and returns
+    /// `true`; returns `false`, with `buf` as it was, where it does not
+    /// (the default), and serde writes them. Encoding a key through serde
+    /// costs more than looking it up in a table in cache: a type keying
+    /// most records of a job may want its own.
+    #[inline]
+    fn append_key_bytes(&self, buf: &mut Vec<u8>) -> bool {
+        let _ = buf;
+        false
+    }
 }
 
 fn hash_bytes(bytes: &[u8]) -> u64 {
@@ -164,17 +177,29 @@ impl<T: StableHash + ?Sized> StableHash for &T {
     fn stable_hash(&self) -> u64 {
         (**self).stable_hash()
     }
+    #[inline]
+    fn append_key_bytes(&self, buf: &mut Vec<u8>) -> bool {
+        (**self).append_key_bytes(buf)
+    }
 }
 
 impl<T: StableHash + ?Sized> StableHash for Box<T> {
     fn stable_hash(&self) -> u64 {
         (**self).stable_hash()
     }
+    #[inline]
+    fn append_key_bytes(&self, buf: &mut Vec<u8>) -> bool {
+        (**self).append_key_bytes(buf)
+    }
 }
 
 impl<T: StableHash + ?Sized> StableHash for std::sync::Arc<T> {
     fn stable_hash(&self) -> u64 {
         (**self).stable_hash()
+    }
+    #[inline]
+    fn append_key_bytes(&self, buf: &mut Vec<u8>) -> bool {
+        (**self).append_key_bytes(buf)
     }
 }
 

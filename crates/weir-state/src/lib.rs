@@ -46,7 +46,8 @@ pub use checkpoint_storage::{
 };
 pub use clock::{system_clock, Clock, ManualClock, SharedClock, SystemClock};
 pub use codec::{
-    append_key, decode_key, decode_value, encode_key, encode_value, VALUE_FORMAT_VERSION,
+    append_key, append_state_key, decode_key, decode_value, encode_key, encode_state_key,
+    encode_value, VALUE_FORMAT_VERSION,
 };
 pub use descriptor::{
     AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor,

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::clock::{system_clock, SharedClock};
-use crate::codec::encode_key;
+use crate::codec::encode_state_key;
 use crate::descriptor::{
     AggregateFns, AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReduceFn,
     ReducingStateDescriptor, StateKind, StateValue, ValueStateDescriptor,
@@ -275,12 +275,12 @@ impl KeyedStateStore {
         let hash = key.stable_hash();
         self.set_key_encoded_by(
             |max| key_group_of_hash(hash, max),
-            |buf| encode_key(key, buf),
+            |buf| encode_state_key(key, buf),
         )
     }
 
     /// [`set_current_key`](KeyedStateStore::set_current_key) for a key
-    /// already encoded by [`encode_key`] (where it was made, on another
+    /// already encoded by [`encode_state_key`] (where it was made, on another
     /// thread), with its [`StableHash::stable_hash`].
     pub fn set_current_hashed_key(&self, encoded: &[u8], hash: u64) -> Result<(), StateError> {
         self.set_key_encoded_by(|max| key_group_of_hash(hash, max), copied(encoded))
@@ -349,7 +349,7 @@ impl KeyedStateStore {
     /// [`prepare_keys`](KeyedStateStore::prepare_keys) for keys whose
     /// [`StableHash::stable_hash`] was already computed (where they were
     /// made, on another thread): each key with its stable hash.
-    pub fn prepare_hashed_keys<'k, K: Serialize + 'k>(
+    pub fn prepare_hashed_keys<'k, K: Serialize + StableHash + 'k>(
         &self,
         keys: impl IntoIterator<Item = (&'k K, u64)>,
     ) -> Result<(), StateError> {
@@ -367,7 +367,7 @@ impl KeyedStateStore {
                 let mut encoded = Vec::new();
                 for (key, hash) in keys {
                     let kg = key_group_of_hash(hash, k.max_parallelism);
-                    encode_key(key, &mut encoded)?;
+                    encode_state_key(key, &mut encoded)?;
                     k.add_preload(&encoded, kg)?;
                 }
                 k.finish_preload()
@@ -376,7 +376,7 @@ impl KeyedStateStore {
     }
 
     /// [`prepare_keys`](KeyedStateStore::prepare_keys) for keys already
-    /// encoded by [`encode_key`] where they were made, on another thread:
+    /// encoded by [`encode_state_key`] where they were made, on another thread:
     /// each key's encoding with its [`StableHash::stable_hash`]. Encoding
     /// a key of strings was a tenth of a `GROUP BY`'s thread (q16).
     pub fn prepare_encoded_keys<'k>(

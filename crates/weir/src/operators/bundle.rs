@@ -18,7 +18,7 @@ use weir_runtime::metrics::OperatorMetrics;
 use weir_runtime::operator::{Operator, Output, RuntimeContext};
 use weir_runtime::{FunctionError, FunctionResult};
 use weir_state::{
-    append_key, key_group_of_hash, operator_index_for_key_group, KeyedStateStore, StableHash,
+    append_state_key, key_group_of_hash, operator_index_for_key_group, KeyedStateStore, StableHash,
     StateError,
 };
 
@@ -261,7 +261,7 @@ impl<K: Eq + Hash + StableHash, I> Gatherer<K, I> {
         let mut encoded = lists.encoded.take(0);
         for mut g in self.gathered.drain(..) {
             let start = encoded.len();
-            if let Err(e) = append_key(&g.key, &mut encoded) {
+            if let Err(e) = append_state_key(&g.key, &mut encoded) {
                 self.spare.push(g.records);
                 return Err(e);
             }

@@ -15,8 +15,8 @@ use serde::Serialize;
 use weir_runtime::checkpoint::SubtaskState;
 use weir_runtime::operator::RuntimeContext;
 use weir_state::{
-    assign_to_key_group, decode_key, decode_value, encode_key, encode_value, ListStateDescriptor,
-    OperatorListState, StableHash, StateError,
+    assign_to_key_group, decode_key, decode_value, encode_state_key, encode_value,
+    ListStateDescriptor, OperatorListState, StableHash, StateError,
 };
 
 /// An operator's line to the checkpoint for the state it keeps itself.
@@ -60,7 +60,7 @@ impl OwnState {
         let mut entries = Vec::new();
         for (key, value) in items {
             let mut bytes = Vec::new();
-            encode_key(key, &mut bytes)?;
+            encode_state_key(key, &mut bytes)?;
             entries.push((
                 assign_to_key_group(key, self.max_parallelism).0,
                 bytes,
