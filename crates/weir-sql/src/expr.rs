@@ -1216,13 +1216,18 @@ fn binary(
                         return Ok(scaled_condition(compared(op, scaled), &[&l, &r], range));
                     }
                     // The common case of filters: integers, often against
-                    // a constant, compared without the general comparison.
-                    None if l.ty.is_integer() && r.ty.is_integer() => compared(
-                        op,
-                        Pair(&l, &r, |a: &Value, b: &Value| {
-                            Some(a.as_i64()?.cmp(&b.as_i64()?))
-                        }),
-                    ),
+                    // a constant, or times (a join's time bounds), compared
+                    // without the general comparison.
+                    None if l.ty.is_integer() && r.ty.is_integer()
+                        || l.ty.is_timestamp() && r.ty.is_timestamp() =>
+                    {
+                        compared(
+                            op,
+                            Pair(&l, &r, |a: &Value, b: &Value| {
+                                Some(a.as_i64()?.cmp(&b.as_i64()?))
+                            }),
+                        )
+                    }
                     None => compared(op, Pair(&l, &r, Value::compare)),
                 },
             };
