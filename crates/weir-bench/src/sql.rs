@@ -8,7 +8,7 @@
 //! `pipeline.operator-chaining.chain-keyed-exchanges` set so: `false`, a
 //! task on each side of every keyed exchange, as Flink runs them; `true`,
 //! one chain; `auto` (the default, as for any job), chained unless the
-//! job would leave cores idle.
+//! job would leave cores idle behind its sources.
 
 use std::process::Command;
 use std::sync::Arc;

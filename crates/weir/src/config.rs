@@ -31,9 +31,10 @@ pub mod keys {
     /// chained (`true`: one thread, no record crosses threads) or, as
     /// Flink always does, splits the job into a task on each side of it
     /// (`false`: two threads, a pipeline over two cores). `auto` (the
-    /// default): chained, except in a job with fewer tasks than the
-    /// process has cores, where exchanges are split (the first from the
-    /// sources first) until it has a task per core.
+    /// default): chained, except in a job with fewer tasks behind its
+    /// sources than the process has cores (two or more), where exchanges
+    /// are split (the first from the sources first) until it has a task
+    /// per core besides its sources'.
     pub const CHAIN_KEYED_EXCHANGES: &str = "pipeline.operator-chaining.chain-keyed-exchanges";
     /// Interval of periodic watermarks.
     pub const AUTO_WATERMARK_INTERVAL: &str = "pipeline.auto-watermark-interval";

@@ -56,9 +56,10 @@ pub struct JobConfig {
     /// chained (one thread) or runs as Flink runs it, a task on each side
     /// (two threads: more throughput where a core is free, more CPU per
     /// record for the crossing). `None` (the default): chained, except
-    /// where the job's tasks would leave some of [`JobConfig::cores`]
-    /// idle; then such exchanges are split, the first from the sources
-    /// first, until the job has a task per core.
+    /// where the job's tasks behind its sources are fewer than
+    /// [`JobConfig::cores`] (two or more); then such exchanges are split,
+    /// the first from the sources first, until it has a task per core
+    /// besides its sources'.
     pub chain_keyed_exchanges: Option<bool>,
     /// The cores the job may use (the process's available parallelism),
     /// for [`JobConfig::chain_keyed_exchanges`].
@@ -458,22 +459,32 @@ pub(crate) fn deploy(
 }
 
 /// Splits the chains of `chained_behind` at keyed exchanges of parallelism
-/// 1 (`keyed_at_one`), the first from the sources first, while the job has
-/// fewer tasks than `cores`: a job that is one chain on one thread then
-/// runs as a pipeline over the cores it would leave idle, as Flink runs
-/// it. A job with a task per core already keeps its chains, which spend
-/// the least CPU per record.
+/// 1 (`keyed_at_one`), the first from the sources first, while fewer tasks
+/// than `cores` run operators other than sources (`sources`, by node): a
+/// job that is one chain on one thread then runs as a pipeline over the
+/// cores it would leave idle, as Flink runs it. Sources' own tasks are not
+/// counted: they read and hand records on, while the work the cores are
+/// for is behind them (Nexmark q4's two sources left its join and both
+/// aggregations on one thread, the job's bottleneck, and split after the
+/// join it ran a tenth faster). A job with a task per core behind its
+/// sources keeps its chains, which spend the least CPU per record.
 fn split_for_cores(
     chained_behind: &mut [Option<usize>],
     parallelism: &[u32],
+    sources: &[bool],
     cores: usize,
     keyed_at_one: impl Fn(usize) -> bool,
 ) {
+    // One core has nothing to run a pipeline over.
+    if cores < 2 {
+        return;
+    }
     let mut tasks: usize = chained_behind
         .iter()
         .zip(parallelism)
-        .filter(|(behind, _)| behind.is_none())
-        .map(|(_, &p)| p as usize)
+        .zip(sources)
+        .filter(|((behind, _), &source)| behind.is_none() && !source)
+        .map(|((_, &p), _)| p as usize)
         .sum();
     // Nodes are numbered as the program made them, each after its inputs.
     for behind in chained_behind.iter_mut() {
@@ -595,9 +606,15 @@ impl<'g> Plan<'g> {
             })
             .collect();
         if config.chain_keyed_exchanges.is_none() {
+            let sources: Vec<bool> = graph
+                .nodes
+                .iter()
+                .map(|n| matches!(n.factory, NodeFactory::Source(_)))
+                .collect();
             split_for_cores(
                 &mut chained_behind,
                 &parallelism,
+                &sources,
                 config.cores,
                 keyed_at_one,
             );
@@ -976,11 +993,15 @@ mod tests {
     use super::split_for_cores;
 
     /// `chained_behind` after splitting for `cores`, where edges 1 and 2
-    /// are keyed exchanges (edge `e` leads into node `e + 1`).
-    fn split(chained_behind: &[Option<usize>], cores: usize) -> Vec<Option<usize>> {
+    /// are keyed exchanges (edge `e` leads into node `e + 1`) and the
+    /// nodes with no edge in (`None` here) up to `sources` are sources.
+    fn split(chained_behind: &[Option<usize>], sources: usize, cores: usize) -> Vec<Option<usize>> {
         let mut behind = chained_behind.to_vec();
         let parallelism = vec![1; behind.len()];
-        split_for_cores(&mut behind, &parallelism, cores, |e| e == 1 || e == 2);
+        let is_source: Vec<bool> = (0..behind.len()).map(|i| i < sources).collect();
+        split_for_cores(&mut behind, &parallelism, &is_source, cores, |e| {
+            e == 1 || e == 2
+        });
         behind
     }
 
@@ -988,24 +1009,26 @@ mod tests {
     fn a_job_of_one_chain_is_split_at_its_first_keyed_exchanges_until_each_core_has_a_task() {
         // Source -(forward 0)-> calc -(keyed 1)-> aggregate -(keyed 2)-> join.
         let one_chain = [None, Some(0), Some(1), Some(2)];
-        assert_eq!(split(&one_chain, 1), one_chain);
-        assert_eq!(split(&one_chain, 2), [None, Some(0), None, Some(2)]);
+        assert_eq!(split(&one_chain, 1, 1), one_chain);
         // The forward edge is never split.
-        assert_eq!(split(&one_chain, 3), [None, Some(0), None, None]);
-        assert_eq!(split(&one_chain, 8), [None, Some(0), None, None]);
+        assert_eq!(split(&one_chain, 1, 2), [None, Some(0), None, None]);
+        assert_eq!(split(&one_chain, 1, 8), [None, Some(0), None, None]);
     }
 
     #[test]
-    fn a_job_with_a_task_per_core_keeps_its_chains() {
+    fn a_job_with_a_task_per_core_behind_its_sources_keeps_its_chains() {
         // Two sources (nodes 0 and 1) and a join (2, of two inputs)
-        // chained with its keyed aggregation (3): three tasks.
+        // chained with its keyed aggregation (3): one task behind the
+        // sources.
         let join = [None, None, None, Some(2)];
-        assert_eq!(split(&join, 2), join);
-        assert_eq!(split(&join, 3), join);
-        assert_eq!(split(&join, 4), [None; 4]);
-        // A source of parallelism 2 is two tasks.
-        let mut behind = [None, Some(1)];
-        split_for_cores(&mut behind, &[2, 1], 2, |_| true);
-        assert_eq!(behind, [None, Some(1)]);
+        assert_eq!(split(&join, 2, 1), join);
+        assert_eq!(split(&join, 2, 2), [None; 4]);
+        let one_behind = [None, None, None];
+        assert_eq!(split(&one_behind, 2, 1), one_behind);
+        assert_eq!(split(&join, 2, 4), [None; 4]);
+        // An operator of parallelism 2 is two tasks.
+        let mut behind = [None, None, Some(2)];
+        split_for_cores(&mut behind, &[1, 2, 2], &[true, false, false], 2, |_| true);
+        assert_eq!(behind, [None, None, Some(2)]);
     }
 }
