@@ -768,7 +768,16 @@ fn is_new_extreme(kind: AggKind, v: &Value, m: &Value) -> bool {
     } else {
         std::cmp::Ordering::Greater
     };
-    m.is_null() || v.compare(m) == Some(better)
+    // Most extremes are of integers or times: compared as such, not
+    // through the general comparison, for every row of q4's MAX.
+    let order = match (v, m) {
+        (Value::BigInt(a), Value::BigInt(b))
+        | (Value::Timestamp(a), Value::Timestamp(b))
+        | (Value::TimestampLtz(a), Value::TimestampLtz(b)) => Some(a.cmp(b)),
+        (Value::Int(a), Value::Int(b)) => Some(a.cmp(b)),
+        _ => v.compare(m),
+    };
+    m.is_null() || order == Some(better)
 }
 
 /// The result of `call` whose accumulator is `a`.
