@@ -10,9 +10,9 @@
 //! it. The list saves as the list of [`Held`] rows it stands for (each
 //! with a count of 0), so savepoints restore either way.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::mem::ManuallyDrop;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use smallvec::SmallVec;
 
 use crate::join::{Held, Kept, KeptValues, Word};
