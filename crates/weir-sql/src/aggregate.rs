@@ -597,6 +597,15 @@ impl SqlAggregates {
         }
     }
 
+    /// Whether every row added changes the results: a `COUNT(*)` without
+    /// a `FILTER` counts it. A caller that needs the results before a
+    /// change only to tell whether they changed need not make them.
+    pub fn counts_every_row(&self) -> bool {
+        self.calls
+            .iter()
+            .any(|c| c.kind == AggKind::CountStar && c.filter.is_none())
+    }
+
     /// Whether adding `row` to `acc` may change it: `false` only where
     /// [`add_row`](Self::add_row) would leave every accumulator as it is
     /// (a `FILTER` that drops the row, a NULL argument, a value that is no

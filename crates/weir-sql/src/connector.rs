@@ -1026,6 +1026,22 @@ pub(crate) fn append_only(table: &TableDef, updating: bool) -> Result<(), SqlErr
     Ok(())
 }
 
+/// Leaves out the `-U` rows of the aggregation whose results `planned`
+/// holds, where `table`'s sink reads none: a `blackhole` table's, whose
+/// sink Flink's planner also gives updates as `+U` rows alone. Every
+/// other sink reads them (`print` prints them, the upsert sinks delete
+/// the old row by them).
+pub(crate) fn leave_out_unread_changes(planned: &mut crate::plan::Planned, table: &TableDef) {
+    let reads_none = matches!(connector(table), Ok("blackhole"));
+    if let (true, Some(switch)) = (reads_none, planned.update_before.take()) {
+        switch.leave_out();
+        planned.steps.push(format!(
+            "GroupAggregate: no -U rows (the sink of '{}' reads none)",
+            table.name
+        ));
+    }
+}
+
 /// Writes `stream` (of `schema`) into `table`.
 pub(crate) fn sink(
     stream: DataStream<Row>,

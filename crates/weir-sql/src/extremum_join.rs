@@ -719,6 +719,7 @@ fn plan_table_rows(
         above_watermark: None,
         versions: None,
         updating: false,
+        update_before: None,
         steps,
     }))
 }
@@ -1068,6 +1069,7 @@ fn plan_window_rows(
         above_watermark: None,
         versions: None,
         updating: false,
+        update_before: None,
         steps,
     }))
 }

@@ -6,10 +6,17 @@
 //! in Flink). An updating input (`-U`/`-D` rows) is retracted from the
 //! accumulators.
 //!
+//! Where nothing reads the `-U` rows (the aggregation's results go
+//! straight, through a projection at most, into a `blackhole` sink), none
+//! are made: `+I`, `+U` and `-D` alone, as Flink's planner infers from
+//! what its sink consumes (see [`UpdateBefore`]).
+//!
 //! A `GROUP BY` of the window columns of an input that has windows (a
 //! window aggregation's or window TVF's rows) is instead a window
 //! aggregation over those windows, inserts only, as Flink plans it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +42,32 @@ pub(crate) struct Group {
     pub accumulators: Accumulators,
 }
 
+/// Whether an unbounded aggregation makes its `-U` rows: on until the
+/// reader of its results turns it off, before the job runs.
+///
+/// Flink's planner infers which changes each operator must emit from what
+/// the operators after it consume: into a sink that takes no
+/// `UPDATE_BEFORE` (its `blackhole` connector), an aggregation's updates
+/// are `+U` rows alone. The planner here makes each aggregation with this
+/// switch, hands it on with the aggregation's results while only a
+/// projection follows ([`Planned::update_before`]), and the `INSERT` turns
+/// it off for such a sink. Each `-U` row not made is a result row not
+/// built, sent and dropped, for every change of a group.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct UpdateBefore(Arc<AtomicBool>);
+
+impl UpdateBefore {
+    /// No `-U` rows: nothing reads them.
+    pub fn leave_out(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether `-U` rows are made.
+    pub fn is_made(&self) -> bool {
+        !self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// The keyed function that keeps each group's accumulators and emits its
 /// result's changes.
 #[derive(Clone)]
@@ -43,12 +76,27 @@ struct GroupAggregate {
     ttl: Option<Duration>,
     state: Option<ValueState<Group>>,
     inputs: InputRows,
+    /// Whether `-U` rows are made, read from its switch when the job
+    /// starts.
+    update_before: UpdateBefore,
+    makes_update_before: bool,
+    /// Whether an inserted row's change is its `+U` row alone, made
+    /// without the result before: no `-U` rows are made, and every row
+    /// inserted changes the results (see
+    /// [`SqlAggregates::counts_every_row`]).
+    updates_alone: bool,
+    /// The result before a change, where no `-U` row is made of it: the
+    /// same buffer written over for each change, to compare with the
+    /// result after (and emitted only as a `-D`).
+    before: Row,
 }
 
 impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.state = Some(crate::plan::value_state(ctx, "group", self.ttl)?);
         self.inputs = InputRows::of(ctx);
+        self.makes_update_before = self.update_before.is_made();
+        self.updates_alone = !self.makes_update_before && self.aggregates.counts_every_row();
         Ok(())
     }
 
@@ -65,6 +113,8 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
         let aggregates = &mut self.aggregates;
         let result =
             |kind, aggregates: &SqlAggregates, acc: &[Acc]| result_row(key, kind, aggregates, acc);
+        let (makes_before, spare) = (self.makes_update_before, &mut self.before);
+        let updates_alone = self.updates_alone && !retraction;
         // Results are emitted as they are made, inside the one state
         // access: handed back out of it, each row was moved through memory
         // twice more and read back in other widths than it was written in.
@@ -98,8 +148,21 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                 group.rows += 1;
                 (ValueChange::Keep, ())
             }
+            // A row that surely changes the results, where no `-U` row is
+            // made: the result after alone.
+            Some(group) if updates_alone => {
+                group.rows += 1;
+                aggregates.add_row(row, &mut group.accumulators);
+                out.collect(result(
+                    RowKind::UpdateAfter,
+                    aggregates,
+                    &group.accumulators,
+                ));
+                (ValueChange::Keep, ())
+            }
             Some(group) => {
-                let mut before = result(RowKind::UpdateBefore, aggregates, &group.accumulators);
+                let mut before =
+                    result_before(key, aggregates, &group.accumulators, makes_before, spare);
                 let sums = aggregates.spread_sums(&group.accumulators);
                 if retraction {
                     group.rows -= 1;
@@ -118,9 +181,10 @@ impl KeyedProcessFunction<RowKey, Row, Row> for GroupAggregate {
                 // without a state time-to-live).
                 let unchanged = before.values == after.values
                     && sums == aggregates.spread_sums(&group.accumulators);
-                if !(skip_unchanged && unchanged) {
-                    out.collect(before);
-                    out.collect(after);
+                if skip_unchanged && unchanged {
+                    keep_before(before, makes_before, spare);
+                } else {
+                    emit_update(before, after, makes_before, spare, out);
                 }
                 (ValueChange::Keep, ())
             }
@@ -182,10 +246,17 @@ impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
         let key = ctx.get_current_key();
         let aggregates = &mut self.aggregates;
         let skip_unchanged = self.ttl.is_none();
+        let (makes_before, spare) = (self.makes_update_before, &mut self.before);
+        // Rows that all surely change a group's results, where no `-U` row
+        // is made: its result before is not made at all.
+        let updates_alone =
+            self.updates_alone && !rows.is_empty() && rows.iter().all(|r| !r.kind.is_retraction());
         state.update_in_place(|previous| {
+            let existed = previous.is_some();
             let before = previous
                 .as_ref()
-                .map(|g| result_row(key, RowKind::UpdateBefore, aggregates, &g.accumulators));
+                .filter(|_| !updates_alone)
+                .map(|g| result_before(key, aggregates, &g.accumulators, makes_before, spare));
             let sums = previous
                 .as_ref()
                 .map(|g| aggregates.spread_sums(&g.accumulators));
@@ -224,6 +295,12 @@ impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
             let now = (group.rows > 0)
                 .then(|| result_row(key, RowKind::UpdateAfter, aggregates, &group.accumulators));
             match (before, now) {
+                // The group's rows surely changed its results (it has
+                // rows: they were inserts).
+                (None, Some(after)) if existed => {
+                    out.collect(after);
+                    (ValueChange::Keep, ())
+                }
                 (None, None) => (ValueChange::Keep, ()),
                 (None, Some(mut after)) => {
                     after.kind = RowKind::Insert;
@@ -241,9 +318,10 @@ impl KeyedBundleFunction<RowKey, Row, Row> for GroupAggregate {
                 (Some(before), Some(after)) => {
                     let unchanged = before.values == after.values
                         && sums.is_some_and(|s| s == aggregates.spread_sums(&group.accumulators));
-                    if !(skip_unchanged && unchanged) {
-                        out.collect(before);
-                        out.collect(after);
+                    if skip_unchanged && unchanged {
+                        keep_before(before, makes_before, spare);
+                    } else {
+                        emit_update(before, after, makes_before, spare, out);
                     }
                     (ValueChange::Keep, ())
                 }
@@ -265,6 +343,52 @@ pub(crate) fn result_row(
     values.extend_from_slice(key);
     aggregates.results_onto(acc, &mut values);
     Row { kind, values }
+}
+
+/// The result of the group `key` before a change: a `-U` row of its own
+/// where those are made, else `spare`'s buffer written over (see
+/// [`GroupAggregate::before`]).
+fn result_before(
+    key: &RowKey,
+    aggregates: &SqlAggregates,
+    acc: &[Acc],
+    makes_before: bool,
+    spare: &mut Row,
+) -> Row {
+    if makes_before {
+        return result_row(key, RowKind::UpdateBefore, aggregates, acc);
+    }
+    let mut row = std::mem::replace(spare, Row::insert(Vec::new()));
+    row.kind = RowKind::UpdateBefore;
+    row.values.clear();
+    row.values.extend_from_slice(key);
+    aggregates.results_onto(acc, &mut row.values);
+    row
+}
+
+/// A result before a change that was not emitted, its buffer kept where
+/// it is reused.
+fn keep_before(before: Row, makes_before: bool, spare: &mut Row) {
+    if !makes_before {
+        *spare = before;
+    }
+}
+
+/// A group's changed result: `-U` of the result `before` (where those are
+/// made) and `+U` of the one `after`.
+fn emit_update(
+    before: Row,
+    after: Row,
+    makes_before: bool,
+    spare: &mut Row,
+    out: &mut Collector<'_, Row>,
+) {
+    if makes_before {
+        out.collect(before);
+    } else {
+        *spare = before;
+    }
+    out.collect(after);
 }
 
 /// The distinct rows of `input` (`UNION` without `ALL`): `SELECT cols …
@@ -344,6 +468,7 @@ pub(crate) fn counted_set_operation(
         Planned {
             stream,
             scope: crate::expr::Scope::of(columns),
+            update_before: None,
             ..side
         }
     };
@@ -403,6 +528,7 @@ pub(crate) fn counted_set_operation(
         above_watermark: None,
         versions: None,
         updating: true,
+        update_before: None,
         steps,
     })
 }
@@ -433,6 +559,7 @@ pub(crate) fn plan_group_aggregate(
     let filter = where_filter(select, &input.scope)?;
     let aggregation = aggregation(&input.scope, &keys, select, &[])?;
     let scope = aggregation.output_scope(&[]);
+    let update_before = UpdateBefore::default();
     // Grouped by the window of a window aggregation's (or window TVF's)
     // rows: a window aggregation over those windows (Flink's cascading
     // window aggregation), one result per window and group when the
@@ -503,6 +630,10 @@ pub(crate) fn plan_group_aggregate(
                 ttl,
                 state: None,
                 inputs: InputRows::Local,
+                update_before: update_before.clone(),
+                makes_update_before: true,
+                updates_alone: false,
+                before: Row::insert(Vec::new()),
             };
             let what = format!(
                 "GroupAggregate[{grouped}; {}]",
@@ -537,20 +668,34 @@ pub(crate) fn plan_group_aggregate(
             ))
         ),
     });
-    grouped_rows(aggregated, having, &items, &scope, carried, steps)
+    // A window aggregation's rows are inserts only: no switch.
+    let update_before = carried.is_none().then_some(update_before);
+    grouped_rows(
+        aggregated,
+        having,
+        &items,
+        &scope,
+        carried,
+        update_before,
+        steps,
+    )
 }
 
 /// An aggregation's result rows (`aggregated`, over `scope`) through its
 /// `HAVING` and `SELECT` list (`items`), after its plan's `steps`; they
 /// update unless they are results of the input's windows (`carried`).
+/// The aggregation's `-U` switch goes on with them where no `HAVING`
+/// reads its `-U` rows.
 pub(crate) fn grouped_rows(
     aggregated: DataStream<Row>,
     having: Option<Expr>,
     items: &[sqlparser::ast::SelectItem],
     scope: &crate::expr::Scope,
     carried: Option<[usize; 2]>,
+    update_before: Option<UpdateBefore>,
     mut steps: Vec<String>,
 ) -> Result<Planned, SqlError> {
+    let update_before = update_before.filter(|_| having.is_none());
     let having = having
         .map(|h| crate::expr::compile(&h, scope))
         .transpose()?
@@ -570,6 +715,7 @@ pub(crate) fn grouped_rows(
         above_watermark: None,
         versions: None,
         updating: carried.is_none(),
+        update_before,
         steps,
     })
 }
@@ -598,5 +744,97 @@ impl WindowAssigner<Row> for CarriedWindows {
 
     fn is_event_time(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::{parse_script, Statement};
+
+    /// The changelog of `query` (a `SELECT` of `VALUES`), with its last
+    /// aggregation's `-U` rows left out when `leave_out`, as an `INSERT`
+    /// into a sink that reads none leaves them out.
+    fn changelog(query: &str, mini_batch: Option<usize>, leave_out: bool) -> Vec<String> {
+        let statements = parse_script(query).expect("parsed");
+        let Some(Statement::Query { query }) = statements.first() else {
+            panic!("not a query: {query}");
+        };
+        let env = StreamExecutionEnvironment::new();
+        let mut catalog = crate::catalog::Catalog::default();
+        catalog.mini_batch = mini_batch;
+        let mut planned = crate::plan::plan(&env, &catalog, query).expect("planned");
+        if leave_out {
+            planned
+                .update_before
+                .take()
+                .expect("an aggregation's results come with its switch")
+                .leave_out();
+        }
+        let rows = planned.stream.execute_and_collect().expect("ran");
+        rows.iter().map(ToString::to_string).collect()
+    }
+
+    /// Per g, the sum of the counts per (k, g): the inner aggregation's
+    /// `-U` rows are read by the outer one, whose own are left out.
+    const NESTED: &str = "SELECT g, SUM(c) AS s, COUNT(*) AS n FROM (
+           SELECT k, g, COUNT(*) AS c
+           FROM (VALUES ('a', 'x'), ('a', 'x'), ('b', 'x'), ('a', 'x')) AS t(k, g)
+           GROUP BY k, g)
+         GROUP BY g";
+
+    /// Left out, an aggregation's updates are `+U` rows alone (its `+I`
+    /// and `-D` rows as before, each update's values the same), as Flink's
+    /// aggregations emit into a sink that reads no `UPDATE_BEFORE`; the
+    /// aggregation before it still retracts its old results.
+    #[test]
+    fn left_out_an_aggregations_updates_are_their_new_results_alone() {
+        let all = [
+            "+I[x, 1, 1]",
+            "-D[x, 1, 1]",
+            "+I[x, 2, 1]",
+            "-U[x, 2, 1]",
+            "+U[x, 3, 2]",
+            "-U[x, 3, 2]",
+            "+U[x, 1, 1]",
+            "-U[x, 1, 1]",
+            "+U[x, 4, 2]",
+        ];
+        assert_eq!(changelog(NESTED, None, false), all);
+        let without: Vec<&str> = all.into_iter().filter(|r| !r.starts_with("-U")).collect();
+        assert_eq!(changelog(NESTED, None, true), without);
+        // Without a COUNT(*), the result before a change is still made, to
+        // tell whether it changed, but not emitted.
+        let sums = NESTED.replace(", COUNT(*) AS n FROM (", " FROM (");
+        let all = [
+            "+I[x, 1]", "-D[x, 1]", "+I[x, 2]", "-U[x, 2]", "+U[x, 3]", "-U[x, 3]", "+U[x, 1]",
+            "-U[x, 1]", "+U[x, 4]",
+        ];
+        assert_eq!(changelog(&sums, None, false), all);
+        let without: Vec<&str> = all.into_iter().filter(|r| !r.starts_with("-U")).collect();
+        assert_eq!(changelog(&sums, None, true), without);
+    }
+
+    /// With mini-batch, a bundle's one change of a group's result is its
+    /// `+U` row alone too.
+    #[test]
+    fn left_out_a_bundles_updates_are_their_new_results_alone() {
+        let query = "SELECT k, COUNT(*) AS c, MAX(v) AS m FROM (
+               SELECT k, v FROM (VALUES ('a', 1), ('b', 5), ('a', 3)) AS t(k, v)
+               UNION ALL
+               SELECT k, v FROM (VALUES ('a', 7), ('b', 9)) AS u(k, v))
+             GROUP BY k";
+        // With a COUNT(*) and without one (the result before made, to
+        // compare, but not emitted).
+        for query in [query.to_string(), query.replace("COUNT(*) AS c, ", "")] {
+            let made = changelog(&query, Some(1000), false);
+            let left_out = changelog(&query, Some(1000), true);
+            assert!(made.iter().any(|r| r.starts_with("-U")), "{made:?}");
+            let mut expected: Vec<&String> = made.iter().filter(|r| !r.starts_with("-U")).collect();
+            let mut got: Vec<&String> = left_out.iter().collect();
+            expected.sort();
+            got.sort();
+            assert_eq!(got, expected);
+        }
     }
 }

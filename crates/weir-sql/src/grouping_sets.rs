@@ -190,6 +190,7 @@ pub(crate) fn plan(
             }
             Planned {
                 stream: crate::plan::filter_project(joined.stream, filter, None),
+                update_before: None,
                 steps,
                 ..joined
             }
@@ -274,6 +275,7 @@ fn expand(input: Planned, columns: &[usize], sets: &[Vec<bool>]) -> Planned {
     Planned {
         stream,
         scope,
+        update_before: None,
         steps,
         ..input
     }

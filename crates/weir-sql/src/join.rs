@@ -1215,6 +1215,7 @@ pub(crate) fn filtered(
     steps.push(format!("Calc: where {all} (pushed below the join)"));
     Ok(Planned {
         stream: crate::plan::filter_project(side.stream, Some(condition), None),
+        update_before: None,
         steps,
         ..side
     })
@@ -1237,7 +1238,7 @@ pub(crate) fn plan_join(
 ) -> Result<Planned, SqlError> {
     Ok(
         match plan_join_parts(left, left_name, right, join, filter, ttl, columns)? {
-            JoinParts::Planned(planned) => planned,
+            JoinParts::Planned(planned) => *planned,
             JoinParts::Regular(regular) => regular.finish(),
         },
     )
@@ -1247,7 +1248,7 @@ pub(crate) fn plan_join(
 /// whose operator is still to be made (an aggregation grouped by its key
 /// can run in it).
 pub(crate) enum JoinParts {
-    Planned(Planned),
+    Planned(Box<Planned>),
     Regular(Box<RegularJoin>),
 }
 
@@ -1292,6 +1293,7 @@ impl RegularJoin {
             above_watermark: None,
             versions: None,
             updating: !self.inserts_only,
+            update_before: None,
             steps: self.steps,
         }
     }
@@ -1537,7 +1539,7 @@ pub(crate) fn plan_join_parts(
         steps.push(format!(
             "IntervalJoin: inner, on {on}, left time - right time in [{low}, {high}] ms"
         ));
-        return Ok(JoinParts::Planned(Planned {
+        return Ok(JoinParts::Planned(Box::new(Planned {
             stream,
             scope: joined,
             // The output's records carry the later of the two times, which
@@ -1548,8 +1550,9 @@ pub(crate) fn plan_join_parts(
             above_watermark: None,
             versions: None,
             updating: false,
+            update_before: None,
             steps,
-        }));
+        })));
     }
     if let Some([[ls, le], [rs, re]]) = window_join {
         let (starts, ends) = ([ls, rs], [le, re]);
@@ -1572,7 +1575,7 @@ pub(crate) fn plan_join_parts(
         let mut steps = left.steps;
         steps.extend(right.steps);
         steps.push(format!("WindowJoin: {name}, on {on}"));
-        return Ok(JoinParts::Planned(Planned {
+        return Ok(JoinParts::Planned(Box::new(Planned {
             stream,
             scope: joined,
             rowtime: None,
@@ -1581,8 +1584,9 @@ pub(crate) fn plan_join_parts(
             above_watermark: None,
             versions: None,
             updating: false,
+            update_before: None,
             steps,
-        }));
+        })));
     }
     let keeps_fewer = kept.is_some() || scanned_fewer;
     // Each key's plain columns, where the joined rows have them.

@@ -395,6 +395,7 @@ pub(crate) fn plan(
         &aggregation.items,
         &scope,
         None,
+        None,
         steps,
     )
 }

@@ -112,6 +112,7 @@ pub(crate) fn plan_lookup_join(
         // Each joined row is of its left row's kind.
         updating: left.updating,
         versions: None,
+        update_before: None,
         steps,
     })
 }

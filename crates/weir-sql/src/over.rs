@@ -336,6 +336,7 @@ pub(crate) fn plan_over(
         above_watermark: None,
         versions: None,
         updating: false,
+        update_before: None,
         steps,
     };
     let mut outer = select.clone();

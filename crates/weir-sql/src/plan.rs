@@ -41,6 +41,11 @@ pub(crate) struct Planned {
     /// Whether the rows are a versioned table's, and by which key and
     /// time (what a temporal join looks versions up in).
     pub versions: Option<crate::temporal_join::Versions>,
+    /// Where the rows are an unbounded aggregation's results, straight or
+    /// through a projection: the switch that stops it making `-U` rows,
+    /// for a reader of the rows that reads none. Any other operator after
+    /// the aggregation reads its `-U` rows, and its rows come without one.
+    pub update_before: Option<crate::group::UpdateBefore>,
     pub steps: Vec<String>,
 }
 
@@ -397,7 +402,7 @@ pub(crate) fn plan_select(
                             columns,
                         )?;
                         match parts {
-                            crate::join::JoinParts::Planned(joined) => joined,
+                            crate::join::JoinParts::Planned(joined) => *joined,
                             crate::join::JoinParts::Regular(regular) if grouped => {
                                 return crate::join_aggregate::plan(
                                     *regular,
@@ -979,6 +984,7 @@ pub(crate) fn union_all(left: Planned, right: Planned, at: Position) -> Result<P
         updating: left.updating || right.updating,
         versions: None,
         scope: left.scope,
+        update_before: None,
         steps,
     })
 }
@@ -1116,6 +1122,7 @@ fn calc_then(
         above_watermark,
         updating: input.updating,
         versions,
+        update_before: None,
         steps,
     })
 }
@@ -1755,6 +1762,7 @@ impl Unfinished {
             above_watermark,
             updating,
             versions,
+            update_before: _,
             steps,
         } = planned;
         let rows = Unfinished {
@@ -1781,6 +1789,7 @@ impl Unfinished {
             above_watermark: self.above_watermark,
             updating: self.updating,
             versions: self.versions,
+            update_before: None,
             steps: self.steps,
         }
     }

@@ -110,6 +110,7 @@ pub(crate) fn plan_sort_limit(
         above_watermark: None,
         versions: None,
         updating: !order_by.is_empty(),
+        update_before: None,
         steps,
     })
 }
@@ -188,6 +189,7 @@ pub(crate) fn plan_time_sort(
         above_watermark: None,
         versions: None,
         updating: false,
+        update_before: None,
         steps,
     })
 }
@@ -650,6 +652,7 @@ pub(crate) fn plan_ranked(
             None
         },
         updating,
+        update_before: None,
         steps,
     };
     // The inner SELECT list over the ranked rows, the rank item naming

@@ -222,6 +222,7 @@ fn semi_join(left: Planned, right: Planned, matching: Matching, ttl: Option<Dura
         versions: None,
         // An anti join takes a row back when its first match comes.
         updating: left.updating || right.updating || anti,
+        update_before: None,
         steps,
     }
 }
@@ -304,6 +305,7 @@ pub(crate) fn filter_by_subquery(
     let outer_scope = crate::join::side_scope(&outer.scope, qualifier);
     let outer = Planned {
         scope: outer_scope.clone(),
+        update_before: None,
         ..outer
     };
     match left {
@@ -344,6 +346,7 @@ fn in_subquery(
     }
     let right = Planned {
         scope: right_scope.clone(),
+        update_before: None,
         ..right
     };
     let matching = if negated {
@@ -434,6 +437,7 @@ fn exists(
     let inner_scope = qualified(&inner.scope.columns, &crate::join::qualifier(from));
     let inner = Planned {
         scope: inner_scope.clone(),
+        update_before: None,
         ..inner
     };
     // A name both queries have means the subquery's column unless it is

@@ -188,11 +188,12 @@ impl Session {
             listed = crate::script::insert_listing(query, columns, &target, at)?;
             &listed
         };
-        let planned = if first {
+        let mut planned = if first {
             plan(env, &self.catalog, query)?
         } else {
             plan_next(env, &self.catalog, query)?
         };
+        connector::leave_out_unread_changes(&mut planned, &target);
         connector::sink(planned.stream, &planned.scope, planned.updating, &target)?;
         Ok(target.name)
     }
@@ -436,7 +437,7 @@ impl Session {
             }
             Statement::CreateTableAs { table, query } => {
                 let env = self.env()?;
-                let planned = plan(&env, &self.catalog, &query)?;
+                let mut planned = plan(&env, &self.catalog, &query)?;
                 let table = crate::ddl::table_as(*table, &planned.scope.columns)?;
                 let (name, at) = (table.name.clone(), table.at);
                 if self.catalog.get(&name).is_some() {
@@ -445,6 +446,7 @@ impl Session {
                         at,
                     ));
                 }
+                connector::leave_out_unread_changes(&mut planned, &table);
                 connector::sink(planned.stream, &planned.scope, planned.updating, &table)?;
                 // The table is the catalog's once its job is planned, as
                 // Flink registers it when it submits the job.
@@ -580,7 +582,11 @@ impl Session {
                 let env = self.env()?;
                 let (planned, sink): (Planned, Option<String>) = match *inner {
                     Statement::Insert { table, query, .. } => {
-                        (plan(&env, &self.catalog, &query)?, Some(table))
+                        let mut planned = plan(&env, &self.catalog, &query)?;
+                        if let Some(target) = self.catalog.table(&table) {
+                            connector::leave_out_unread_changes(&mut planned, target);
+                        }
+                        (planned, Some(table))
                     }
                     Statement::Query { query } => (plan(&env, &self.catalog, &query)?, None),
                     Statement::Inserts { inserts } => {
@@ -589,11 +595,14 @@ impl Session {
                             let Statement::Insert { table, query, .. } = insert else {
                                 continue;
                             };
-                            let planned = if i == 0 {
+                            let mut planned = if i == 0 {
                                 plan(&env, &self.catalog, query)?
                             } else {
                                 plan_next(&env, &self.catalog, query)?
                             };
+                            if let Some(target) = self.catalog.table(table) {
+                                connector::leave_out_unread_changes(&mut planned, target);
+                            }
                             text.push_str(&plan_text(&planned.steps, Some(table)));
                         }
                         return self.write(&text);

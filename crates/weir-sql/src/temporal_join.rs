@@ -222,6 +222,7 @@ pub(crate) fn plan_temporal_join(
         above_watermark: None,
         updating: false,
         versions: None,
+        update_before: None,
         steps,
     })
 }

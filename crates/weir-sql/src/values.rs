@@ -82,6 +82,7 @@ pub(crate) fn plan_values(
         above_watermark: None,
         updating: false,
         versions: None,
+        update_before: None,
         steps,
     })
 }

@@ -359,6 +359,7 @@ pub(crate) fn plan_window_tvf(input: Planned, tvf: &WindowTvf) -> Result<Planned
         above_watermark: None,
         versions: None,
         updating: false,
+        update_before: None,
         steps,
     })
 }
@@ -1249,6 +1250,7 @@ fn window_output(
         above_watermark,
         versions: None,
         updating: false,
+        update_before: None,
         steps,
     }
 }

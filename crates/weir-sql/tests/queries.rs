@@ -719,6 +719,33 @@ fn the_currency_conversion_example_prices_each_order_at_its_time() -> Result<(),
     Ok(())
 }
 
+/// An aggregation whose results go straight into a `blackhole` table
+/// makes no `-U` rows (Flink's planner gives that sink `+I`/`+U` alone);
+/// into `print`, or through a `HAVING`, it makes them; an aggregation
+/// whose results another one reads keeps making them.
+#[test]
+fn only_a_sink_that_reads_no_update_before_goes_without() -> Result<(), SqlError> {
+    let path = csv("update_before", ORDERS);
+    let ddl = orders_ddl(&path);
+    let sinks = "CREATE TABLE hole (buyer STRING, n BIGINT) WITH ('connector' = 'blackhole');
+         CREATE TABLE shown (buyer STRING, n BIGINT) WITH ('connector' = 'print');";
+    let plan = |insert: &str| run(&format!("{ddl}\n{sinks}\nEXPLAIN {insert};"));
+    const LEFT_OUT: &str = "GroupAggregate: no -U rows (the sink of 'hole' reads none)";
+    let counts = "SELECT buyer, COUNT(*) FROM orders GROUP BY buyer";
+    let out = plan(&format!("INSERT INTO hole {counts}"))?;
+    assert!(out.contains(LEFT_OUT), "{out}");
+    let out = plan(&format!("INSERT INTO shown {counts}"))?;
+    assert!(!out.contains("no -U rows"), "{out}");
+    let out = plan(&format!("INSERT INTO hole {counts} HAVING COUNT(*) > 1"))?;
+    assert!(!out.contains("no -U rows"), "{out}");
+    // The outer aggregation's are left out, the inner one's made.
+    let nested = "INSERT INTO hole SELECT CAST(n AS STRING), COUNT(*)
+         FROM (SELECT buyer, COUNT(*) AS n FROM orders GROUP BY buyer) GROUP BY n";
+    let out = plan(nested)?;
+    assert_eq!(out.matches("no -U rows").count(), 1, "{out}");
+    Ok(())
+}
+
 #[test]
 fn settings_are_checked() -> Result<(), SqlError> {
     let path = csv("settings", ORDERS);
