@@ -889,11 +889,11 @@ impl Row {
                         take_stashed(n, pool);
                     }
                     let taken = pool.pop();
-                    // The next rows' buffers, readied for writing while
+                    // The buffer two rows on, readied for writing while
                     // this one is filled: handed back by the thread that
-                    // read their rows, each line's first write waited for
-                    // that core to give it up (a fifth of a source
-                    // thread's time, making q16's rows).
+                    // read its row, each line's first write waited for
+                    // that core to give the line up (more than a quarter
+                    // of q16's source thread, in samples).
                     if let Some(next) = pool.iter().rev().nth(BUFFERS_AHEAD - 1) {
                         let start = next.as_ptr() as usize;
                         let end = start + n * std::mem::size_of::<Value>();
