@@ -1027,12 +1027,13 @@ pub(crate) fn append_only(table: &TableDef, updating: bool) -> Result<(), SqlErr
 }
 
 /// Leaves out the `-U` rows of the aggregation whose results `planned`
-/// holds, where `table`'s sink reads none: a `blackhole` table's, whose
-/// sink Flink's planner also gives updates as `+U` rows alone. Every
-/// other sink reads them (`print` prints them, the upsert sinks delete
-/// the old row by them).
+/// holds, where `table`'s sink reads none: a `blackhole` table's, or an
+/// `upsert-kafka` table's (it writes each key's new row over the old
+/// one), the sinks Flink's planner also gives updates as `+U` rows alone.
+/// Every other sink reads them (`print` prints them, the JDBC sink
+/// deletes a row by a `-U` whose `+U` does not follow).
 pub(crate) fn leave_out_unread_changes(planned: &mut crate::plan::Planned, table: &TableDef) {
-    let reads_none = matches!(connector(table), Ok("blackhole"));
+    let reads_none = matches!(connector(table), Ok("blackhole" | "upsert-kafka"));
     if let (true, Some(switch)) = (reads_none, planned.update_before.take()) {
         switch.leave_out();
         planned.steps.push(format!(

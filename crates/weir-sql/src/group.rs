@@ -7,8 +7,8 @@
 //! accumulators.
 //!
 //! Where nothing reads the `-U` rows (the aggregation's results go
-//! straight, through a projection at most, into a `blackhole` sink), none
-//! are made: `+I`, `+U` and `-D` alone, as Flink's planner infers from
+//! straight, through a projection at most, into a `blackhole` or
+//! `upsert-kafka` sink), none are made: `+I`, `+U` and `-D` alone, as Flink's planner infers from
 //! what its sink consumes (see [`UpdateBefore`]).
 //!
 //! A `GROUP BY` of the window columns of an input that has windows (a
@@ -47,11 +47,11 @@ pub(crate) struct Group {
 ///
 /// Flink's planner infers which changes each operator must emit from what
 /// the operators after it consume: into a sink that takes no
-/// `UPDATE_BEFORE` (its `blackhole` connector), an aggregation's updates
-/// are `+U` rows alone. The planner here makes each aggregation with this
-/// switch, hands it on with the aggregation's results while only a
-/// projection follows ([`Planned::update_before`]), and the `INSERT` turns
-/// it off for such a sink. Each `-U` row not made is a result row not
+/// `UPDATE_BEFORE` (its `blackhole` and `upsert-kafka` connectors), an
+/// aggregation's updates are `+U` rows alone. The planner here makes each
+/// aggregation with this switch, hands it on with the aggregation's
+/// results while only a projection follows ([`Planned::update_before`]),
+/// and the `INSERT` turns it off for such a sink. Each `-U` row not made is a result row not
 /// built, sent and dropped, for every change of a group.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct UpdateBefore(Arc<AtomicBool>);

@@ -719,16 +719,21 @@ fn the_currency_conversion_example_prices_each_order_at_its_time() -> Result<(),
     Ok(())
 }
 
-/// An aggregation whose results go straight into a `blackhole` table
-/// makes no `-U` rows (Flink's planner gives that sink `+I`/`+U` alone);
-/// into `print`, or through a `HAVING`, it makes them; an aggregation
+/// An aggregation whose results go straight into a `blackhole` or
+/// `upsert-kafka` table makes no `-U` rows (Flink's planner gives those
+/// sinks `+I`/`+U` alone); into `print`, or through a `HAVING`, it makes
+/// them; an aggregation
 /// whose results another one reads keeps making them.
 #[test]
 fn only_a_sink_that_reads_no_update_before_goes_without() -> Result<(), SqlError> {
     let path = csv("update_before", ORDERS);
     let ddl = orders_ddl(&path);
     let sinks = "CREATE TABLE hole (buyer STRING, n BIGINT) WITH ('connector' = 'blackhole');
-         CREATE TABLE shown (buyer STRING, n BIGINT) WITH ('connector' = 'print');";
+         CREATE TABLE shown (buyer STRING, n BIGINT) WITH ('connector' = 'print');
+         CREATE TABLE upserted (buyer STRING, n BIGINT, PRIMARY KEY (buyer) NOT ENFORCED)
+           WITH ('connector' = 'upsert-kafka', 'topic' = 't',
+                 'properties.bootstrap.servers' = '127.0.0.1:9', 'key.format' = 'json',
+                 'value.format' = 'json');";
     let plan = |insert: &str| run(&format!("{ddl}\n{sinks}\nEXPLAIN {insert};"));
     const LEFT_OUT: &str = "GroupAggregate: no -U rows (the sink of 'hole' reads none)";
     let counts = "SELECT buyer, COUNT(*) FROM orders GROUP BY buyer";
@@ -736,6 +741,12 @@ fn only_a_sink_that_reads_no_update_before_goes_without() -> Result<(), SqlError
     assert!(out.contains(LEFT_OUT), "{out}");
     let out = plan(&format!("INSERT INTO shown {counts}"))?;
     assert!(!out.contains("no -U rows"), "{out}");
+    // An upsert-kafka sink writes each key's new row over the old one.
+    let out = plan(&format!("INSERT INTO upserted {counts}"))?;
+    assert!(
+        out.contains("no -U rows (the sink of 'upserted' reads none)"),
+        "{out}"
+    );
     let out = plan(&format!("INSERT INTO hole {counts} HAVING COUNT(*) > 1"))?;
     assert!(!out.contains("no -U rows"), "{out}");
     // The outer aggregation's are left out, the inner one's made.
