@@ -8,8 +8,9 @@
 //!
 //! Where nothing reads the `-U` rows (the aggregation's results go
 //! straight, through a projection at most, into a `blackhole` or
-//! `upsert-kafka` sink), none are made: `+I`, `+U` and `-D` alone, as Flink's planner infers from
-//! what its sink consumes (see [`UpdateBefore`]).
+//! `upsert-kafka` sink), none are made: `+I`, `+U` and `-D` alone, as
+//! Flink's planner infers from what its sink consumes (see
+//! [`UpdateBefore`]).
 //!
 //! A `GROUP BY` of the window columns of an input that has windows (a
 //! window aggregation's or window TVF's rows) is instead a window
@@ -51,8 +52,9 @@ pub(crate) struct Group {
 /// aggregation's updates are `+U` rows alone. The planner here makes each
 /// aggregation with this switch, hands it on with the aggregation's
 /// results while only a projection follows ([`Planned::update_before`]),
-/// and the `INSERT` turns it off for such a sink. Each `-U` row not made is a result row not
-/// built, sent and dropped, for every change of a group.
+/// and the `INSERT` turns it off for such a sink. Each `-U` row not made
+/// is a result row not built, sent and dropped, for every change of a
+/// group.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct UpdateBefore(Arc<AtomicBool>);
 

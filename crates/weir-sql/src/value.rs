@@ -895,11 +895,10 @@ impl Row {
                     // that core to give the line up (more than a quarter
                     // of q16's source thread, in samples).
                     if let Some(next) = pool.iter().rev().nth(BUFFERS_AHEAD - 1) {
-                        let start = next.as_ptr() as usize;
-                        let end = start + n * std::mem::size_of::<Value>();
-                        for line in (start & !63..end).step_by(64) {
-                            weir_state::prefetch_line_for_write(line);
-                        }
+                        weir_state::prefetch_range_for_write(
+                            next.as_ptr() as usize,
+                            n * std::mem::size_of::<Value>(),
+                        );
                     }
                     taken
                 })

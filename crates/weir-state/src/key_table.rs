@@ -434,9 +434,23 @@ pub fn prefetch_line_for_write(address: usize) {
 #[inline]
 pub fn prefetch_slice<T>(values: &[T]) {
     let start = values.as_ptr() as usize;
-    let end = start + std::mem::size_of_val(values);
-    for line in (start & !63..end).step_by(64) {
-        prefetch_line(line);
+    each_line(start, std::mem::size_of_val(values), prefetch_line);
+}
+
+/// [`prefetch_line_for_write`] for every cache line of the `bytes` bytes
+/// at `start` (memory about to be written, which need not hold values
+/// yet).
+#[inline]
+pub fn prefetch_range_for_write(start: usize, bytes: usize) {
+    each_line(start, bytes, prefetch_line_for_write);
+}
+
+/// `prefetch` for the address of every cache line of the `bytes` bytes at
+/// `start`.
+#[inline(always)]
+fn each_line(start: usize, bytes: usize, prefetch: impl Fn(usize)) {
+    for line in (start & !63..start + bytes).step_by(64) {
+        prefetch(line);
     }
 }
 

@@ -59,7 +59,9 @@ pub use key_group::{
     operator_index_for_key_group, KeyGroup, KeyGroupRange, StableHash, DEFAULT_MAX_PARALLELISM,
     KEY_HASH_SEED, MAX_MAX_PARALLELISM,
 };
-pub use key_table::{prefetch_line, prefetch_line_for_write, prefetch_slice};
+pub use key_table::{
+    prefetch_line, prefetch_line_for_write, prefetch_range_for_write, prefetch_slice,
+};
 pub use kv::{stored_state_id, ttl_stamp, KvStore, MultiGetFn, ScanFn, StoreStatistics};
 pub use map_layout::{PortableEntries, PortableEntry};
 pub use operator_state::{
