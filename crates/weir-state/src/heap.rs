@@ -20,6 +20,7 @@ use crate::ttl::{StateTtlConfig, StateVisibility, UpdateType};
 
 use std::hash::BuildHasher;
 
+use crate::key_locality::KeyLocality;
 use crate::key_table::{Entry, KeyTable};
 
 /// The hash of encoded keys, fixed per backend.
@@ -405,8 +406,10 @@ pub(crate) struct HeapBackend {
     keyed_tables: Vec<usize>,
     /// The keys of the batch being processed, encoded and hashed once.
     prepared: PreparedKeys,
-    /// Whether the batch's keys are prefetched (a state is big).
+    /// Whether the batch's keys are prefetched (a state is big, and the
+    /// keys are not ones whose entries the caches still hold).
     prefetching: bool,
+    locality: KeyLocality,
 }
 
 /// Keys encoded back to back, with their key group and hash.
@@ -466,6 +469,7 @@ impl HeapBackend {
             keyed_tables: Vec::new(),
             prepared: PreparedKeys::default(),
             prefetching: false,
+            locality: KeyLocality::default(),
         }
     }
 
@@ -528,6 +532,7 @@ impl HeapBackend {
         }
         self.group = (key_group.0 - self.range.start) as usize;
         self.key_hash = hash;
+        self.locality.observe(hash);
         self.has_key = true;
         self.has_ns = false;
         Ok(())
@@ -641,13 +646,17 @@ impl HeapBackend {
         self.prepared.keys.clear();
     }
 
-    /// Whether a state declared without a namespace is big enough for
-    /// prefetching to pay; remembered for the batch about to be prepared.
+    /// Whether prefetching pays: a state declared without a namespace is
+    /// past the caches, and the keys lately processed were not mostly
+    /// ones processed shortly before (whose entries the caches hold, see
+    /// [`KeyLocality`]). Remembered for the batch about to be prepared.
     pub fn refresh_prefetching(&mut self) -> bool {
-        self.prefetching = self
-            .keyed_tables
-            .iter()
-            .any(|&id| self.tables.get(id).is_some_and(|t| t.prefetch_pays()));
+        let recent = self.locality.mostly_recent();
+        self.prefetching = !recent
+            && self
+                .keyed_tables
+                .iter()
+                .any(|&id| self.tables.get(id).is_some_and(|t| t.prefetch_pays()));
         self.prefetching
     }
 
@@ -758,6 +767,29 @@ mod tests {
             Some("aaa"),
             "the current key is still a"
         );
+        Ok(())
+    }
+
+    /// A state past the caches is prefetched for keys spread over it, not
+    /// for keys going round a few (whose entries the caches hold).
+    #[test]
+    fn prefetching_pays_for_spread_keys_not_for_recent_ones() -> Result<(), StateError> {
+        use crate::{KeyGroupRange, KeyedStateStore, ValueStateDescriptor};
+        let s = KeyedStateStore::heap(128, KeyGroupRange { start: 0, end: 127 });
+        let v = s.value_state(&ValueStateDescriptor::<[u64; 16]>::new("v"))?;
+        for k in 0..20_000u64 {
+            s.set_current_key(&k)?;
+            v.update([k; 16])?;
+        }
+        assert!(s.prefetch_pays()?, "new keys");
+        for k in (0..2_000u64).map(|i| i % 100) {
+            s.set_current_key(&k)?;
+        }
+        assert!(!s.prefetch_pays()?, "keys going round a hundred");
+        for k in (0..2_000u64).map(|i| i * 7_919 % 20_000) {
+            s.set_current_key(&k)?;
+        }
+        assert!(s.prefetch_pays()?, "keys spread over the state");
         Ok(())
     }
 

@@ -30,6 +30,7 @@ pub mod file_system;
 mod heap;
 mod key_bytes;
 mod key_group;
+mod key_locality;
 mod key_table;
 mod kv;
 mod map_layout;
