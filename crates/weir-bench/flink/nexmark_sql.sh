@@ -23,9 +23,15 @@
 #
 # Needs Java 17 and Flink's jars (pip install --no-deps
 # apache-flink-libraries==2.3.0).
+# Each engine's rate moves between runs (on a shared machine, Weir's by
+# up to half, Flink's by a tenth): with RUNS above 1 each query runs that
+# many times, the engines alternating, and a last line per query gives the
+# median and the lowest of its runs' multiples.
+#
 # Usage: crates/weir-bench/flink/nexmark_sql.sh [EVENTS [QUERY ...]]
 #        (default 4000000 events; q0 q1 q2 q3 q4 q5 q7 q8 q11 q12 q14 q15 q16)
 # Env:   FLINK_HEAP (the JVM's largest heap, default 4g)
+#        RUNS (runs of each query, default 1)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -39,6 +45,11 @@ events="${1:-4000000}"
   exit 2
 }
 shift || true
+runs="${RUNS:-1}"
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || {
+  echo "RUNS must be a positive number, not '$runs' (--help for usage)" >&2
+  exit 2
+}
 queries=("$@")
 [[ ${#queries[@]} -gt 0 ]] || queries=(q0 q1 q2 q3 q4 q5 q7 q8 q11 q12 q14 q15 q16)
 pool_size=100000
@@ -110,21 +121,32 @@ fi
 echo "same events on both engines: $(wc -l <"$work/check.flink") window rows identical"
 
 echo "events: $events, pool: $pool_size events, parallelism 1, blackhole sinks"
-printf '%-5s %14s %16s %10s %14s %16s %10s %8s %8s %14s %8s\n' query "Flink ev/s" \
+printf '%-5s %3s %14s %16s %10s %14s %16s %10s %8s %8s %14s %8s\n' query run "Flink ev/s" \
   "Flink ev/CPU-s" "Flink MiB" "Weir ev/s" "Weir ev/CPU-s" "Weir MiB" "rate ×" "CPU ×" \
   "chained ev/s" "chained ×"
 for q in "${queries[@]}"; do
-  line="$(flink "$work/$q.sql" | grep '^RESULT')"
-  job="$(sed -E 's/.*job_seconds=([0-9.]+).*/\1/' <<<"$line")"
-  cpu="$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$line")"
-  rss="$(sed -E 's/.*peak_rss_kib=([0-9]+).*/\1/' <<<"$line")"
-  read -r w_rate w_cpu w_rss < <("$bench" sql --run sql --query "$q" --events "$events" --pool "$pool_size")
-  read -r s_rate _ < <("$bench" sql --run sql --query "$q" --events "$events" --pool "$pool_size" \
-    --chain-keyed-exchanges true)
-  awk -v q="$q" -v n="$events" -v job="$job" -v cpu="$cpu" -v rss="$rss" \
-    -v wr="$w_rate" -v wc="$w_cpu" -v wm="$w_rss" -v sr="$s_rate" 'BEGIN {
-      fr = n / job; fc = n / cpu
-      printf "%-5s %14.0f %16.0f %10.0f %14.0f %16.0f %10.0f %8.1f %8.1f %14.0f %8.1f\n",
-        q, fr, fc, rss / 1024, wr, wc, wm / 1024, wr / fr, wc / fc, sr, sr / fr
+  multiples=()
+  for ((run = 1; run <= runs; run++)); do
+    line="$(flink "$work/$q.sql" | grep '^RESULT')"
+    job="$(sed -E 's/.*job_seconds=([0-9.]+).*/\1/' <<<"$line")"
+    cpu="$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$line")"
+    rss="$(sed -E 's/.*peak_rss_kib=([0-9]+).*/\1/' <<<"$line")"
+    read -r w_rate w_cpu w_rss < <("$bench" sql --run sql --query "$q" --events "$events" --pool "$pool_size")
+    read -r s_rate _ < <("$bench" sql --run sql --query "$q" --events "$events" --pool "$pool_size" \
+      --chain-keyed-exchanges true)
+    row="$(awk -v q="$q" -v run="$run" -v n="$events" -v job="$job" -v cpu="$cpu" -v rss="$rss" \
+      -v wr="$w_rate" -v wc="$w_cpu" -v wm="$w_rss" -v sr="$s_rate" 'BEGIN {
+        fr = n / job; fc = n / cpu
+        printf "%-5s %3d %14.0f %16.0f %10.0f %14.0f %16.0f %10.0f %8.1f %8.1f %14.0f %8.1f\n",
+          q, run, fr, fc, rss / 1024, wr, wc, wm / 1024, wr / fr, wc / fc, sr, sr / fr
+      }')"
+    echo "$row"
+    multiples+=("$(awk '{print $9}' <<<"$row")")
+  done
+  if ((runs > 1)); then
+    printf '%s\n' "${multiples[@]}" | sort -g | awk -v q="$q" '{ m[NR] = $1 } END {
+      median = NR % 2 ? m[(NR + 1) / 2] : (m[NR / 2] + m[NR / 2 + 1]) / 2
+      printf "%-5s rate × over %d runs: median %.1f, lowest %.1f\n", q, NR, median, m[1]
     }'
+  fi
 done
