@@ -63,6 +63,12 @@ impl WatermarkValve {
         self.output_idle
     }
 
+    /// The last watermark channel `channel` delivered (`i64::MIN` before
+    /// its first).
+    pub fn channel_watermark(&self, channel: usize) -> i64 {
+        self.channels.get(channel).map_or(i64::MIN, |c| c.watermark)
+    }
+
     /// A watermark arrived on `channel`.
     pub fn on_watermark(&mut self, channel: usize, watermark: i64) -> ValveOutput {
         let ch = &mut self.channels[channel];
