@@ -124,8 +124,8 @@ impl<T> InputGate<T> {
 
     /// The next event without blocking, reading channels round robin,
     /// except that of channels with messages waiting, one whose watermark
-    /// is behind all the others' is read first (see [`InputGate::behind`]).
-    /// `Ok(None)`: nothing available now.
+    /// is behind all the others' is read first: channels fed at different
+    /// rates stay close in event time. `Ok(None)`: nothing available now.
     pub fn poll(&mut self) -> Result<Option<GateEvent<T>>, TaskError> {
         if let Some(event) = self.queued.take() {
             return Ok(Some(event));
