@@ -722,8 +722,7 @@ fn the_currency_conversion_example_prices_each_order_at_its_time() -> Result<(),
 /// An aggregation whose results go straight into a `blackhole` or
 /// `upsert-kafka` table makes no `-U` rows (Flink's planner gives those
 /// sinks `+I`/`+U` alone); into `print`, or through a `HAVING`, it makes
-/// them; an aggregation
-/// whose results another one reads keeps making them.
+/// them; an aggregation whose results another one reads keeps making them.
 #[test]
 fn only_a_sink_that_reads_no_update_before_goes_without() -> Result<(), SqlError> {
     let path = csv("update_before", ORDERS);

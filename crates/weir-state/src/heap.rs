@@ -409,6 +409,8 @@ pub(crate) struct HeapBackend {
     /// Whether the batch's keys are prefetched (a state is big, and the
     /// keys are not ones whose entries the caches still hold).
     prefetching: bool,
+    /// Which keys were processed lately: whether the caches likely hold
+    /// the entries of the keys to come.
     locality: KeyLocality,
 }
 
