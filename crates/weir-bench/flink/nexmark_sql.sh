@@ -32,6 +32,9 @@
 #        (default 4000000 events; q0 q1 q2 q3 q4 q5 q7 q8 q11 q12 q14 q15 q16)
 # Env:   FLINK_HEAP (the JVM's largest heap, default 4g)
 #        RUNS (runs of each query, default 1)
+#        PGO=1 (measure Weir's profile-guided build, target/pgo/release/,
+#        made by scripts/pgo-build.sh if it is not there yet; run that
+#        again after changing the code)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -59,9 +62,17 @@ build="$root/target/flink-nexmark-peer"
 mkdir -p "$build"
 javac -nowarn --release 17 -cp "$cp" -d "$build" "$root/crates/weir-sql/flink/SqlPeer.java" \
   "$here/NexmarkPeer.java"
-cargo build -q --release -p weir-bench -p weir-cli --manifest-path "$root/Cargo.toml"
-bench="$root/target/release/weir-bench"
-weir="$root/target/release/weir"
+if [[ "${PGO:-0}" == 1 ]]; then
+  bin="$root/target/pgo/release"
+  [[ -x "$bin/weir-bench" && -x "$bin/weir" ]] || "$root/scripts/pgo-build.sh" >&2
+  weir_build="profile-guided build"
+else
+  cargo build -q --release -p weir-bench -p weir-cli --manifest-path "$root/Cargo.toml"
+  bin="$root/target/release"
+  weir_build="release build"
+fi
+bench="$bin/weir-bench"
+weir="$bin/weir"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # Each query's script first: an unknown query fails before anything runs.
@@ -120,7 +131,7 @@ if [[ ! -s "$work/check.flink" ]] || ! diff "$work/check.flink" "$work/check.wei
 fi
 echo "same events on both engines: $(wc -l <"$work/check.flink") window rows identical"
 
-echo "events: $events, pool: $pool_size events, parallelism 1, blackhole sinks"
+echo "events: $events, pool: $pool_size events, parallelism 1, blackhole sinks, Weir's $weir_build"
 printf '%-5s %3s %14s %16s %10s %14s %16s %10s %8s %8s %14s %8s\n' query run "Flink ev/s" \
   "Flink ev/CPU-s" "Flink MiB" "Weir ev/s" "Weir ev/CPU-s" "Weir MiB" "rate ×" "CPU ×" \
   "chained ev/s" "chained ×"
