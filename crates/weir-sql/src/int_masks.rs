@@ -1,34 +1,44 @@
-//! A set of integers each carrying a mask of up to 64 bits, packed by runs
-//! of consecutive integers: the values taken by the append-only
-//! `COUNT(DISTINCT …) FILTER (…)`s of one integral column, a bit per call.
+//! A set of integers each carrying a mask of up to 64 bits: the values
+//! taken by the append-only `COUNT(DISTINCT …) FILTER (…)`s of one
+//! integral column, a bit per call.
 //!
 //! The values such counts see are mostly ids handed out in order (a
-//! bidder's, an auction's), so the values of a run share one 64-bit word:
-//! with four calls, sixteen values to a word, and a set of a million ids
-//! is 62 500 words that stay in the caches where one entry per value
-//! would not. Values far apart take a word each.
+//! bidder's, an auction's), and a set takes one of three forms:
 //!
-//! A set starts as its runs in order, one after another. Ids handed out
-//! in order mostly arrive in order too (a bid's auction is one of the
-//! latest hundred, its bidder one of the latest thousand people), so a
-//! value's run is the last one or a few before it: a lookup reads the
-//! array's tail, which the set's last insert left in the caches. With
-//! thousands of groups (q16's channels), each group's sets are read
-//! once in a while, and a table's slot for a new value was a line loaded
-//! from memory every time, where the tail is a line already there.
+//! - **Singles**, where a set starts: each value and its mask in one
+//!   `u32` (the value as its distance from a base the set's first value
+//!   fixed), ascending. A set of ids far apart (a cold channel's bidders
+//!   in q16, hundreds of them, each hundreds of ids from the next) takes
+//!   4 bytes a value.
+//! - **Runs**, where singles would be larger (four values or more to a
+//!   run, on average) or a value is too far from the base: the values of
+//!   a run of consecutive integers share one 64-bit word, beside the
+//!   run. With four calls, sixteen values to a word, and a set of a
+//!   million ids is 62 500 words that stay in the caches where one entry
+//!   per value would not.
+//! - **A table** of runs, found by hashing the run, where values come in
+//!   no order.
 //!
-//! A value that would go further back than [`FAR`] runs from the end,
-//! or values out of order often enough that moving the runs after them
-//! costs more than a table would (see [`MOVED_PER_RUN`]), turn the set
-//! into a table: the words each beside their run, found by
-//! linear probing from a slot known from the run alone. A set of values
-//! far apart is then out of the caches, and a lookup waits for one line,
-//! not for a control byte and then its entry as in a general-purpose
-//! table; [`IntMasks::prefetch`] can start loading that line (or, in
-//! order, the tail) before the value is inserted.
+//! Both forms in order serve ids that mostly arrive in order too (a bid's
+//! auction is one of the latest hundred, its bidder one of the latest
+//! thousand people): a value is the last one or a few before it, so a
+//! lookup reads the array's tail. With thousands of groups (q16's
+//! channels), each group's sets are read once in a while; a table's slot
+//! for a new value was a line loaded from memory every time, where the
+//! tail is one line, loaded ahead (see [`IntMasks::prefetch`]). And the
+//! smaller each set, the less memory the sets fault in as they grow: q16's
+//! 20 000 sets took 350 MiB as runs, a word per value.
 //!
-//! Saved as a map from each value to its mask, so state saved by either
-//! form restores into the other.
+//! A value that would go further back than [`FAR`] entries from the end,
+//! or values out of order often enough that moving the entries after them
+//! costs more than a table would (see [`MOVED_PER_RUN`]), turn a set in
+//! order into a table: the words each beside their run, found by linear
+//! probing from a slot known from the run alone, so that a lookup waits
+//! for one line, not for a control byte and then its entry as in a
+//! general-purpose table.
+//!
+//! Saved as a map from each value to its mask, so state saved by any
+//! form restores into the others.
 
 use std::fmt;
 
@@ -39,47 +49,81 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Integers and their masks (a value with an empty mask is not held).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct IntMasks {
-    /// Each run and its word (a value's run is the value shifted right by
-    /// [`IntMasks::run_shift`], its place in the word the bits shifted
-    /// out). In order: the runs held, ascending, each word not 0. As a
-    /// table: a power of two long, or empty, and a slot whose word is 0 is
-    /// empty, since a run is held only once a value of it has bits.
-    slots: Vec<(i64, u64)>,
-    /// Whether `slots` is a table rather than the runs in order.
-    table: bool,
-    /// Slots in use.
+    slots: Slots,
+    /// Entries in use (in a table, the slots whose word is not 0).
     used: usize,
-    /// In order: how many runs inserts have moved back to make room.
+    /// In order: how many entries inserts have moved back to make room.
     moved: usize,
     /// The bits of each value's mask, as a power of two: 0 for one bit (64
-    /// values to a word) up to 6 for 64 bits (one value to a word).
+    /// values to a run's word) up to 6 for 64 bits (one value to a word).
     width: u32,
 }
+
+/// A set's entries, in one of its three forms.
+#[derive(Debug, Clone)]
+enum Slots {
+    /// Each value's distance from `base` shifted left by the mask's bits,
+    /// the mask below it: ascending by value, no mask 0. Only for masks
+    /// of [`SINGLE_WIDTH_MAX`] or narrower.
+    Singles { values: Vec<u32>, base: i64 },
+    /// Each run and its word (a value's run is the value shifted right by
+    /// [`IntMasks::run_shift`], its place in the word the bits shifted
+    /// out), ascending by run, no word 0.
+    Runs(Vec<(i64, u64)>),
+    /// Runs and their words placed by hashing the run: a power of two
+    /// long, and a slot whose word is 0 is empty, since a run is held
+    /// only once a value of it has bits.
+    Table(Vec<(i64, u64)>),
+}
+
+impl Default for Slots {
+    fn default() -> Slots {
+        Slots::Singles {
+            values: Vec::new(),
+            base: 0,
+        }
+    }
+}
+
+/// The widest masks singles hold (8 bits, with distances of 24): wider
+/// ones leave too few bits for a value's distance from the base.
+const SINGLE_WIDTH_MAX: u32 = 3;
 
 /// Slots of a set's first table: four to a cache line.
 const MIN_SLOTS: usize = 4;
 
-/// How many runs back from the end a value of a set in order may go: a
-/// value further back makes it a table (inserting it would move more
-/// than 2 KiB, and values that far back are not coming in order).
+/// How many entries back from the end a value of a set in order may go:
+/// a value further back makes it a table (inserting it would move more
+/// than 2 KiB of runs, and values that far back are not coming in order).
 const FAR: usize = 128;
 
-/// How many runs, per run held (and [`MOVED_SLACK`] more), inserts into a
-/// set in order may move in all before it becomes a table: values in
-/// order move a run or two now and then, values in no order half the set
-/// each time, which a table's insert does not.
+/// How many entries, per entry held (and [`MOVED_SLACK`] more), inserts
+/// into a set in order may move in all before it becomes a table: values
+/// in order move an entry or two now and then, values in no order half
+/// the set each time, which a table's insert does not.
 const MOVED_PER_RUN: usize = 4;
 const MOVED_SLACK: usize = 256;
+
+/// Why a value was not inserted into singles: the set must first become
+/// runs (in order) or a table.
+enum Outgrown {
+    Runs,
+    Table,
+}
 
 impl IntMasks {
     /// An empty set whose masks have `bits` bits.
     pub fn with_bits(bits: usize) -> IntMasks {
+        let width = width_for(bits);
         IntMasks {
-            slots: Vec::new(),
-            table: false,
+            slots: if width <= SINGLE_WIDTH_MAX {
+                Slots::default()
+            } else {
+                Slots::Runs(Vec::new())
+            },
             used: 0,
             moved: 0,
-            width: width_for(bits),
+            width,
         }
     }
 
@@ -101,39 +145,25 @@ impl IntMasks {
         (value >> run_shift, place)
     }
 
-    /// The slot a run's probe starts at (`slots` is not empty): the run's
-    /// high product bits, which spread consecutive runs over the table.
-    #[inline(always)]
-    fn home(&self, run: i64) -> usize {
-        let product = (run as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (product >> (64 - self.slots.len().trailing_zeros())) as usize
-    }
-
     /// Asks the CPU to start loading where the lookups of `values` start,
     /// so that inserts a little later find them in cache: the tail of a
-    /// set in order (its last four runs, whatever the values), or each
+    /// set in order (its last line or two, whatever the values), or each
     /// value's slot of a table. A hint.
     #[inline(always)]
     pub fn prefetch(&self, values: impl Iterator<Item = i64>) {
-        if self.table {
-            values.for_each(|v| self.prefetch_slot(v));
-        } else if let Some(last) = self.slots.last() {
-            let last = last as *const (i64, u64) as usize;
-            weir_state::prefetch_line(last);
-            if self.slots.len() >= 4 {
-                weir_state::prefetch_line(last - 3 * std::mem::size_of::<(i64, u64)>());
+        match &self.slots {
+            Slots::Singles { values, .. } => prefetch_tail(values),
+            Slots::Runs(runs) => prefetch_tail(runs),
+            Slots::Table(slots) => {
+                if !slots.is_empty() {
+                    let run_shift = self.run_shift();
+                    for v in values {
+                        let slot: *const (i64, u64) = &slots[home(slots.len(), v >> run_shift)];
+                        weir_state::prefetch_line(slot as usize);
+                    }
+                }
             }
         }
-    }
-
-    /// Starts loading the slot of a table where `value`'s lookup starts.
-    #[inline(always)]
-    fn prefetch_slot(&self, value: i64) {
-        if self.slots.is_empty() {
-            return;
-        }
-        let slot: *const (i64, u64) = &self.slots[self.home(value >> self.run_shift())];
-        weir_state::prefetch_line(slot as usize);
     }
 
     /// Sets the bits `mask` of `value`'s mask, and returns those of them
@@ -146,22 +176,37 @@ impl IntMasks {
         if mask & !self.mask_bits() != 0 {
             self.widen(width_for(64 - mask.leading_zeros() as usize));
         }
-        if !self.table {
+        if let Slots::Singles { .. } = self.slots {
+            match self.insert_single(value, mask) {
+                Ok(new) => return new,
+                Err(Outgrown::Runs) => self.make_runs(),
+                Err(Outgrown::Table) => {
+                    self.make_runs();
+                    self.make_table();
+                }
+            }
+        }
+        if let Slots::Runs(_) = self.slots {
             match self.insert_in_order(value, mask) {
                 Some(new) => return new,
                 None => self.make_table(),
             }
         }
         // At most three quarters full, so that probes stay short.
-        if (self.used + 1) * 4 > self.slots.len() * 3 {
-            self.grow();
+        if let Slots::Table(slots) = &self.slots {
+            if (self.used + 1) * 4 > slots.len() * 3 {
+                self.grow();
+            }
         }
         let (run, place) = self.run_and_place(value);
         let mask_bits = self.mask_bits();
-        let last = self.slots.len() - 1;
-        let mut i = self.home(run);
+        let Slots::Table(slots) = &mut self.slots else {
+            unreachable!("a set not in order is a table");
+        };
+        let last = slots.len() - 1;
+        let mut i = home(slots.len(), run);
         loop {
-            let (held_run, word) = &mut self.slots[i];
+            let (held_run, word) = &mut slots[i];
             if *word == 0 {
                 *held_run = run;
                 *word = mask << place;
@@ -175,82 +220,129 @@ impl IntMasks {
         }
     }
 
-    /// [`IntMasks::insert`] into a set in order; `None`, nothing changed,
+    /// [`IntMasks::insert`] into singles; `Err`, nothing changed, where
+    /// the value is too far from the base or runs would now be smaller
+    /// (the set becomes runs), or where making room would move more than
+    /// [`FAR`] values, or more in all than [`MOVED_PER_RUN`] allows (it
+    /// becomes a table).
+    #[inline]
+    fn insert_single(&mut self, value: i64, mask: u64) -> Result<u64, Outgrown> {
+        let bits = 1u32 << self.width;
+        let mask_bits = self.mask_bits();
+        let run_shift = self.run_shift();
+        let Slots::Singles { values, base } = &mut self.slots else {
+            unreachable!("inserting a single into another form");
+        };
+        if values.is_empty() {
+            // The first value sits a quarter of the way up the distances,
+            // so that ids a little older than it still fit.
+            *base = value.checked_sub(1 << (30 - bits)).ok_or(Outgrown::Runs)?;
+        }
+        let distance = value.checked_sub(*base).ok_or(Outgrown::Runs)?;
+        if !(0..1i64 << (32 - bits)).contains(&distance) {
+            return Err(Outgrown::Runs);
+        }
+        let at = place_from_end(values, |&e| i64::from(e >> bits), distance);
+        if let Some(entry) = values.get_mut(at) {
+            if i64::from(*entry >> bits) == distance {
+                let held = u64::from(*entry) & mask_bits;
+                *entry |= mask as u32;
+                return Ok(mask & !held);
+            }
+        }
+        let n = values.len();
+        let moving = n - at;
+        let moved = self.moved + moving;
+        if moving > FAR || moved > MOVED_PER_RUN * n + MOVED_SLACK {
+            return Err(Outgrown::Table);
+        }
+        // Before the values grow into more memory: would runs hold them in
+        // less? Counted as they grow, so at a cost of one read per value
+        // held, in all.
+        if n == values.capacity() && n >= 8 {
+            let base = *base;
+            let run = |e: &u32| (base + i64::from(e >> bits)) >> run_shift;
+            let runs = 1 + values
+                .windows(2)
+                .filter(|w| run(&w[0]) != run(&w[1]))
+                .count();
+            if runs * 4 <= n {
+                return Err(Outgrown::Runs);
+            }
+        }
+        self.moved = moved;
+        values.insert(at, ((distance as u32) << bits) | mask as u32);
+        self.used += 1;
+        Ok(mask)
+    }
+
+    /// [`IntMasks::insert`] into runs in order; `None`, nothing changed,
     /// where making room for the value's run would move more than [`FAR`]
     /// runs, or more in all than [`MOVED_PER_RUN`] allows.
     #[inline]
     fn insert_in_order(&mut self, value: i64, mask: u64) -> Option<u64> {
         let (run, place) = self.run_and_place(value);
         let mask_bits = self.mask_bits();
-        let n = self.slots.len();
-        // Where the run is or goes. Runs ascend by one at least from slot
-        // to slot, so it is no further back than the last run's distance
-        // from it: there, where the runs before it are all held (a set
-        // of many values), or else searched back from the end over spans
-        // doubling from one run.
-        let at = match self.slots.last() {
-            None => 0,
-            Some(&(last, _)) if last < run => n,
-            Some(&(last, _)) => {
-                let back = usize::try_from(last.wrapping_sub(run) as u64).unwrap_or(usize::MAX);
-                let floor = (n - 1).saturating_sub(back);
-                if self.slots[floor].0 >= run {
-                    floor
-                } else {
-                    let (mut low, mut high, mut step) = (n - 1, n - 1, 1);
-                    while low > floor && self.slots[low].0 > run {
-                        high = low;
-                        low = low.saturating_sub(step).max(floor);
-                        step *= 2;
-                    }
-                    low + self.slots[low..=high].partition_point(|&(r, _)| r < run)
-                }
-            }
+        let Slots::Runs(runs) = &mut self.slots else {
+            unreachable!("inserting in order into another form");
         };
-        if let Some((held_run, word)) = self.slots.get_mut(at) {
+        let at = place_from_end(runs, |&(r, _)| r, run);
+        if let Some((held_run, word)) = runs.get_mut(at) {
             if *held_run == run {
                 return Some(set_bits(word, place, mask, mask_bits));
             }
         }
+        let n = runs.len();
         let moving = n - at;
         let moved = self.moved + moving;
         if moving > FAR || moved > MOVED_PER_RUN * n + MOVED_SLACK {
             return None;
         }
         self.moved = moved;
-        self.slots.insert(at, (run, mask << place));
+        runs.insert(at, (run, mask << place));
         self.used += 1;
         Some(mask)
     }
 
-    /// The runs in order placed in a table (see [`IntMasks::grow`]).
+    /// Singles made runs in order (what they hold, the same).
+    fn make_runs(&mut self) {
+        let Slots::Singles { values, base } = std::mem::take(&mut self.slots) else {
+            return;
+        };
+        let bits = 1u32 << self.width;
+        let mask_bits = self.mask_bits();
+        let mut runs: Vec<(i64, u64)> = Vec::with_capacity(values.len());
+        for entry in values {
+            let value = base + i64::from(entry >> bits);
+            let (run, place) = self.run_and_place(value);
+            let mask = u64::from(entry) & mask_bits;
+            match runs.last_mut() {
+                Some((last, word)) if *last == run => *word |= mask << place,
+                _ => runs.push((run, mask << place)),
+            }
+        }
+        self.used = runs.len();
+        self.moved = 0;
+        self.slots = Slots::Runs(runs);
+    }
+
+    /// Runs in order placed in a table (see [`IntMasks::grow`]).
     fn make_table(&mut self) {
-        let runs = std::mem::take(&mut self.slots);
-        self.table = true;
+        let Slots::Runs(runs) = std::mem::take(&mut self.slots) else {
+            return;
+        };
         let mut size = MIN_SLOTS;
         while runs.len() * 4 > size * 3 {
             size *= 2;
         }
-        self.place(runs, size);
+        self.slots = Slots::Table(place(runs, size));
     }
 
-    /// Twice the slots (or the first ones), each run placed again.
+    /// A table twice as long (or the first one), each run placed again.
     fn grow(&mut self) {
-        let old = std::mem::take(&mut self.slots);
-        let size = (old.len() * 2).max(MIN_SLOTS);
-        self.place(old, size);
-    }
-
-    /// `runs` (words of 0 left out) placed in a new table of `size` slots.
-    fn place(&mut self, runs: Vec<(i64, u64)>, size: usize) {
-        self.slots = vec![(0, 0); size];
-        let last = size - 1;
-        for (run, word) in runs.into_iter().filter(|&(_, word)| word != 0) {
-            let mut i = self.home(run);
-            while self.slots[i].1 != 0 {
-                i = (i + 1) & last;
-            }
-            self.slots[i] = (run, word);
+        if let Slots::Table(old) = std::mem::take(&mut self.slots) {
+            let size = (old.len() * 2).max(MIN_SLOTS);
+            self.slots = Slots::Table(place(old, size));
         }
     }
 
@@ -259,14 +351,21 @@ impl IntMasks {
         let run_shift = self.run_shift();
         let bits = 1u32 << self.width;
         let mask_bits = self.mask_bits();
-        (self.slots.iter())
+        let (singles, base, runs): (&[u32], i64, &[(i64, u64)]) = match &self.slots {
+            Slots::Singles { values, base } => (values, *base, &[]),
+            Slots::Runs(runs) | Slots::Table(runs) => (&[], 0, runs),
+        };
+        let singles =
+            (singles.iter()).map(move |&e| (base + i64::from(e >> bits), u64::from(e) & mask_bits));
+        let runs = (runs.iter())
             .filter(|&&(_, word)| word != 0)
             .flat_map(move |&(run, word)| {
                 (0..(64 / bits))
                     .map(move |place| (place, (word >> (place * bits)) & mask_bits))
                     .filter(|&(_, mask)| mask != 0)
                     .map(move |(place, mask)| ((run << run_shift) | i64::from(place), mask))
-            })
+            });
+        singles.chain(runs)
     }
 
     /// How many values are held.
@@ -291,8 +390,74 @@ impl IntMasks {
     }
 }
 
+/// Where in `entries`, ascending by `key` (by one at least from entry to
+/// entry), the entry of key `target` is or goes: the first whose key is
+/// not below it, searched from the end. It is no further back than the
+/// last key's distance from the target: there, where the entries before
+/// it hold every key (a set of many values), or else searched back from
+/// the end over spans doubling from one entry.
+#[inline(always)]
+fn place_from_end<T>(entries: &[T], key: impl Fn(&T) -> i64, target: i64) -> usize {
+    let n = entries.len();
+    let Some(last) = entries.last() else {
+        return 0;
+    };
+    let last = key(last);
+    if last < target {
+        return n;
+    }
+    let back = usize::try_from(last.wrapping_sub(target) as u64).unwrap_or(usize::MAX);
+    let floor = (n - 1).saturating_sub(back);
+    if key(&entries[floor]) >= target {
+        return floor;
+    }
+    let (mut low, mut high, mut step) = (n - 1, n - 1, 1);
+    while low > floor && key(&entries[low]) > target {
+        high = low;
+        low = low.saturating_sub(step).max(floor);
+        step *= 2;
+    }
+    low + entries[low..=high].partition_point(|e| key(e) < target)
+}
+
+/// Starts loading the last 64 bytes of `entries` (a line, or the ends of
+/// two): the last entry and those just before it. A hint.
+#[inline(always)]
+fn prefetch_tail<T>(entries: &[T]) {
+    if let Some(last) = entries.last() {
+        let last = last as *const T as usize;
+        weir_state::prefetch_line(last);
+        if std::mem::size_of_val(entries) >= 64 {
+            weir_state::prefetch_line(last + std::mem::size_of::<T>() - 64);
+        }
+    }
+}
+
+/// The slot of a table `len` slots long (not 0) where a run's probe
+/// starts: the run's high product bits, which spread consecutive runs
+/// over the table.
+#[inline(always)]
+fn home(len: usize, run: i64) -> usize {
+    let product = (run as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (product >> (64 - len.trailing_zeros())) as usize
+}
+
+/// `runs` (words of 0 left out) placed in a new table of `size` slots.
+fn place(runs: Vec<(i64, u64)>, size: usize) -> Vec<(i64, u64)> {
+    let mut slots = vec![(0, 0); size];
+    let last = size - 1;
+    for (run, word) in runs.into_iter().filter(|&(_, word)| word != 0) {
+        let mut i = home(size, run);
+        while slots[i].1 != 0 {
+            i = (i + 1) & last;
+        }
+        slots[i] = (run, word);
+    }
+    slots
+}
+
 /// Two sets are equal when they hold the same values with the same masks,
-/// whatever their tables' layout.
+/// whatever their form and layout.
 impl PartialEq for IntMasks {
     fn eq(&self, other: &IntMasks) -> bool {
         let mut mine: Vec<(i64, u64)> = self.iter().collect();
@@ -356,6 +521,32 @@ mod tests {
     use super::*;
     use crate::aggregate::IntHash;
 
+    impl IntMasks {
+        fn is_table(&self) -> bool {
+            matches!(self.slots, Slots::Table(_))
+        }
+
+        /// Whether the set is in order, each entry after the one before.
+        fn ascending(&self) -> bool {
+            let bits = 1u32 << self.width;
+            match &self.slots {
+                Slots::Singles { values, .. } => {
+                    values.windows(2).all(|w| w[0] >> bits < w[1] >> bits)
+                }
+                Slots::Runs(runs) => runs.windows(2).all(|w| w[0].0 < w[1].0),
+                Slots::Table(_) => false,
+            }
+        }
+
+        /// The bytes the set's entries take (not counting spare capacity).
+        fn entry_bytes(&self) -> usize {
+            match &self.slots {
+                Slots::Singles { values, .. } => std::mem::size_of_val(&values[..]),
+                Slots::Runs(slots) | Slots::Table(slots) => std::mem::size_of_val(&slots[..]),
+            }
+        }
+    }
+
     /// A xorshift generator of test values from `seed`.
     fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
         move || {
@@ -407,7 +598,7 @@ mod tests {
             let value = (i * 7919) % 100 * 1000;
             assert_eq!(masks.insert(value, 1), u64::from(model.insert(value)));
         }
-        assert!(masks.table, "100 values in no order left in order");
+        assert!(masks.is_table(), "100 values in no order left in order");
         assert_eq!(masks.len(), model.len());
     }
 
@@ -446,15 +637,14 @@ mod tests {
                     1 << (next() % 4),
                 );
             }
-            assert!(!masks.table, "{gap}: made a table of values in order");
-            assert_eq!(masks.used, masks.slots.len());
-            assert!(masks.slots.windows(2).all(|w| w[0].0 < w[1].0), "{gap}");
+            assert!(!masks.is_table(), "{gap}: made a table of values in order");
+            assert!(masks.ascending(), "{gap}");
             assert_eq!(masks.iter().collect::<HashMap<_, _>>(), model, "{gap}");
             // The first value again changes nothing; one before it, now
             // far back, makes a table.
             check(&mut masks, &mut model, -20_000 + gap, 0b1111);
             check(&mut masks, &mut model, -1_000_000, 0b0100);
-            assert!(masks.table, "{gap}");
+            assert!(masks.is_table(), "{gap}");
             for _ in 0..2000 {
                 top += gap;
                 check(
@@ -494,8 +684,37 @@ mod tests {
             masks.insert(v, 0b1010);
         }
         // Sixteen values of four bits to a word.
+        assert!(matches!(masks.slots, Slots::Runs(_)), "{:?}", masks.slots);
         assert!(masks.used <= 1000 / 16 + 1, "{}", masks.used);
         assert_eq!(masks.len(), 1000);
+    }
+
+    /// Values far apart (q16's cold channels: hundreds of ids between a
+    /// set's values) stay singles, 4 bytes each, a quarter of a run's;
+    /// one too far from the first makes runs of them, all still held.
+    #[test]
+    fn values_far_apart_take_four_bytes_each() {
+        let mut masks = IntMasks::with_bits(4);
+        let mut model: HashMap<i64, u64> = HashMap::new();
+        for i in 0..800i64 {
+            // Now and then one a little older than the last.
+            let value = 5_000_000 + i * 400 - if i % 3 == 2 { 600 } else { 0 };
+            let mask = 1 << (i % 4);
+            let held = model.get(&value).copied().unwrap_or(0);
+            assert_eq!(masks.insert(value, mask), mask & !held);
+            model.insert(value, held | mask);
+        }
+        assert!(matches!(masks.slots, Slots::Singles { .. }));
+        assert!(masks.ascending());
+        assert_eq!(masks.entry_bytes(), 4 * model.len());
+        assert_eq!(masks.iter().collect::<HashMap<_, _>>(), model);
+        // 2^28 above the first value does not fit a distance: runs.
+        masks.insert(5_000_000 + (1 << 28), 0b0010);
+        model.insert(5_000_000 + (1 << 28), 0b0010);
+        assert!(matches!(masks.slots, Slots::Runs(_)));
+        assert!(masks.ascending());
+        assert_eq!(masks.iter().collect::<HashMap<_, _>>(), model);
+        assert_eq!(masks.len(), model.len());
     }
 
     /// Saved as the map of values to masks the set once was, and read back
