@@ -1011,9 +1011,11 @@ fn vertices_are_initializing_until_their_subtasks_opened() {
 }
 
 /// Counts per key in a `ValueState` (kept in the state backend).
+#[cfg(feature = "rocksdb")]
 #[derive(Clone, Default)]
 struct CountPerKey(Option<ValueState<u64>>);
 
+#[cfg(feature = "rocksdb")]
 impl KeyedProcessFunction<u64, u64, u64> for CountPerKey {
     fn open(&mut self, ctx: &RuntimeContext) -> FunctionResult {
         self.0 = Some(ctx.get_state(&ValueStateDescriptor::new("count"))?);
