@@ -251,11 +251,7 @@ impl IntMasks {
             }
         }
         let n = values.len();
-        let moving = n - at;
-        let moved = self.moved + moving;
-        if moving > FAR || moved > MOVED_PER_RUN * n + MOVED_SLACK {
-            return Err(Outgrown::Table);
-        }
+        let moved = moved_to_insert(self.moved, n, at).ok_or(Outgrown::Table)?;
         // Before the values grow into more memory: would runs hold them in
         // less? Counted as they grow, so at a cost of one read per value
         // held, in all.
@@ -292,13 +288,7 @@ impl IntMasks {
                 return Some(set_bits(word, place, mask, mask_bits));
             }
         }
-        let n = runs.len();
-        let moving = n - at;
-        let moved = self.moved + moving;
-        if moving > FAR || moved > MOVED_PER_RUN * n + MOVED_SLACK {
-            return None;
-        }
-        self.moved = moved;
+        self.moved = moved_to_insert(self.moved, runs.len(), at)?;
         runs.insert(at, (run, mask << place));
         self.used += 1;
         Some(mask)
@@ -418,6 +408,17 @@ fn place_from_end<T>(entries: &[T], key: impl Fn(&T) -> i64, target: i64) -> usi
         step *= 2;
     }
     low + entries[low..=high].partition_point(|e| key(e) < target)
+}
+
+/// How many entries inserts into a set in order of `n` entries will have
+/// moved, `moved` so far, once one is inserted at `at`; `None` where that
+/// would move more than [`FAR`] entries, or more in all than
+/// [`MOVED_PER_RUN`] allows.
+#[inline(always)]
+fn moved_to_insert(moved: usize, n: usize, at: usize) -> Option<usize> {
+    let moving = n - at;
+    let moved = moved + moving;
+    (moving <= FAR && moved <= MOVED_PER_RUN * n + MOVED_SLACK).then_some(moved)
 }
 
 /// Starts loading the last 64 bytes of `entries` (a line, or the ends of
