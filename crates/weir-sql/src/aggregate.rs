@@ -144,8 +144,10 @@ pub(crate) enum Acc {
 }
 
 /// The values of the `COUNT(DISTINCT)` calls sharing one column, and the
-/// count of the first of them.
+/// count of the first of them: two cache lines, on a line's boundary, so
+/// that loading a group's set ahead is loading those two.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[repr(align(64))]
 pub(crate) struct SharedDistinct {
     /// Each value, and a bit for each sharing call (in call order) that
     /// has taken it.
@@ -153,6 +155,11 @@ pub(crate) struct SharedDistinct {
     /// How many values the first call has taken.
     count: i64,
 }
+
+const _: () = assert!(
+    std::mem::size_of::<SharedDistinct>() == 128,
+    "a shared set is loaded ahead as two lines: its latest values fill them"
+);
 
 /// The most `COUNT(DISTINCT)` calls one set of values is shared by (the
 /// bits of a value's mask).
@@ -561,7 +568,7 @@ impl SqlAggregates {
     pub fn prefetch_shared(&self, acc: &Accumulators) {
         for (leader, members) in self.shares.iter().enumerate() {
             if let (Some(_), Some(Acc::SharedDistinct(shared))) = (members, acc.get(leader)) {
-                weir_state::prefetch_line(&**shared as *const SharedDistinct as usize);
+                weir_state::prefetch_slice(std::slice::from_ref(&**shared));
             }
         }
     }

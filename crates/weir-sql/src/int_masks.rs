@@ -9,7 +9,8 @@
 //!   `u32` (the value as its distance from a base the set's first value
 //!   fixed), ascending. A set of ids far apart (a cold channel's bidders
 //!   in q16, hundreds of them, each hundreds of ids from the next) takes
-//!   4 bytes a value.
+//!   4 bytes a value. The latest few wait in the set itself (see
+//!   [`Recent`]) and join the others together.
 //! - **Runs**, where singles would be larger (four values or more to a
 //!   run, on average) or a value is too far from the base: the values of
 //!   a run of consecutive integers share one 64-bit word, beside the
@@ -64,8 +65,13 @@ pub(crate) struct IntMasks {
 enum Slots {
     /// Each value's distance from `base` shifted left by the mask's bits,
     /// the mask below it: ascending by value, no mask 0. Only for masks
-    /// of [`SINGLE_WIDTH_MAX`] or narrower.
-    Singles { values: Vec<u32>, base: i64 },
+    /// of [`SINGLE_WIDTH_MAX`] or narrower. The latest are `recent`'s,
+    /// each above every one of `values`.
+    Singles {
+        values: Vec<u32>,
+        base: i64,
+        recent: Recent,
+    },
     /// Each run and its word (a value's run is the value shifted right by
     /// [`IntMasks::run_shift`], its place in the word the bits shifted
     /// out), ascending by run, no word 0.
@@ -81,7 +87,35 @@ impl Default for Slots {
         Slots::Singles {
             values: Vec::new(),
             base: 0,
+            recent: Recent {
+                entries: [0; RECENT],
+                len: 0,
+            },
         }
+    }
+}
+
+/// How many singles a set keeps beside it, the latest (see [`Recent`]).
+const RECENT: usize = 14;
+
+/// A set's latest singles, ascending, held in the set itself rather than
+/// at the end of its values: where the set is kept apart from its owner
+/// (a `COUNT(DISTINCT)`'s, in a box loaded ahead of its group), a value
+/// newer than those held is taken without reading or writing the values'
+/// tail, a line of its own for each of thousands of sets (q16's channels),
+/// and most often a miss. Once full, the oldest go to the values' end
+/// together: a miss for many values, not one each. Empty only while the
+/// set is (a set in singles never holds fewer than one here).
+#[derive(Debug, Clone, Copy)]
+struct Recent {
+    entries: [u32; RECENT],
+    len: u8,
+}
+
+impl Recent {
+    /// The singles held, ascending.
+    fn held(&self) -> &[u32] {
+        &self.entries[..usize::from(self.len)]
     }
 }
 
@@ -152,7 +186,21 @@ impl IntMasks {
     #[inline(always)]
     pub fn prefetch(&self, values: impl Iterator<Item = i64>) {
         match &self.slots {
-            Slots::Singles { values, .. } => prefetch_tail(values),
+            Slots::Singles {
+                values: held,
+                base,
+                recent,
+            } => {
+                // The values' tail only where an insert will reach it: a
+                // value from before the latest, or the latest full.
+                let Some(&first) = recent.held().first() else {
+                    return;
+                };
+                let oldest = base + i64::from(first >> (1u32 << self.width));
+                if usize::from(recent.len) == RECENT || values.into_iter().any(|v| v < oldest) {
+                    prefetch_tail(held);
+                }
+            }
             Slots::Runs(runs) => prefetch_tail(runs),
             Slots::Table(slots) => {
                 if !slots.is_empty() {
@@ -230,10 +278,15 @@ impl IntMasks {
         let bits = 1u32 << self.width;
         let mask_bits = self.mask_bits();
         let run_shift = self.run_shift();
-        let Slots::Singles { values, base } = &mut self.slots else {
+        let Slots::Singles {
+            values,
+            base,
+            recent,
+        } = &mut self.slots
+        else {
             unreachable!("inserting a single into another form");
         };
-        if values.is_empty() {
+        if recent.len == 0 {
             // The first value sits a quarter of the way up the distances,
             // so that ids a little older than it still fit.
             *base = value.checked_sub(1 << (30 - bits)).ok_or(Outgrown::Runs)?;
@@ -242,7 +295,46 @@ impl IntMasks {
         if !(0..1i64 << (32 - bits)).contains(&distance) {
             return Err(Outgrown::Runs);
         }
-        let at = place_from_end(values, |&e| i64::from(e >> bits), distance);
+        let entry = ((distance as u32) << bits) | mask as u32;
+        let key = |e: &u32| i64::from(e >> bits);
+        if recent
+            .held()
+            .first()
+            .is_none_or(|first| key(first) <= distance)
+        {
+            // Among the latest, or after them.
+            let held = usize::from(recent.len);
+            let mut at = recent.held().partition_point(|e| key(e) < distance);
+            if let Some(latest) = recent.entries[..held].get_mut(at) {
+                if key(latest) == distance {
+                    let had = u64::from(*latest) & mask_bits;
+                    *latest |= mask as u32;
+                    return Ok(mask & !had);
+                }
+            }
+            if held == RECENT {
+                // Those below the new value (all but the last at most) go
+                // to the values' end: every one of them is above the
+                // values, and the new value above them.
+                let moving = at.min(RECENT - 1);
+                let n = values.len();
+                if n + moving > values.capacity() && n >= 8 {
+                    // The values are about to grow into more memory.
+                    runs_would_be_smaller(values, *base, bits, run_shift)?;
+                }
+                values.extend_from_slice(&recent.entries[..moving]);
+                recent.entries.copy_within(moving..RECENT, 0);
+                at -= moving;
+                recent.len -= moving as u8;
+            }
+            let held = usize::from(recent.len);
+            recent.entries.copy_within(at..held, at + 1);
+            recent.entries[at] = entry;
+            recent.len += 1;
+            self.used += 1;
+            return Ok(mask);
+        }
+        let at = place_from_end(values, key, distance);
         if let Some(entry) = values.get_mut(at) {
             if i64::from(*entry >> bits) == distance {
                 let held = u64::from(*entry) & mask_bits;
@@ -256,18 +348,10 @@ impl IntMasks {
         // less? Counted as they grow, so at a cost of one read per value
         // held, in all.
         if n == values.capacity() && n >= 8 {
-            let base = *base;
-            let run = |e: &u32| (base + i64::from(e >> bits)) >> run_shift;
-            let runs = 1 + values
-                .windows(2)
-                .filter(|w| run(&w[0]) != run(&w[1]))
-                .count();
-            if runs * 4 <= n {
-                return Err(Outgrown::Runs);
-            }
+            runs_would_be_smaller(values, *base, bits, run_shift)?;
         }
         self.moved = moved;
-        values.insert(at, ((distance as u32) << bits) | mask as u32);
+        values.insert(at, entry);
         self.used += 1;
         Ok(mask)
     }
@@ -296,13 +380,18 @@ impl IntMasks {
 
     /// Singles made runs in order (what they hold, the same).
     fn make_runs(&mut self) {
-        let Slots::Singles { values, base } = std::mem::take(&mut self.slots) else {
+        let Slots::Singles {
+            values,
+            base,
+            recent,
+        } = std::mem::take(&mut self.slots)
+        else {
             return;
         };
         let bits = 1u32 << self.width;
         let mask_bits = self.mask_bits();
-        let mut runs: Vec<(i64, u64)> = Vec::with_capacity(values.len());
-        for entry in values {
+        let mut runs: Vec<(i64, u64)> = Vec::with_capacity(values.len() + RECENT);
+        for entry in values.into_iter().chain(recent.held().iter().copied()) {
             let value = base + i64::from(entry >> bits);
             let (run, place) = self.run_and_place(value);
             let mask = u64::from(entry) & mask_bits;
@@ -341,12 +430,17 @@ impl IntMasks {
         let run_shift = self.run_shift();
         let bits = 1u32 << self.width;
         let mask_bits = self.mask_bits();
-        let (singles, base, runs): (&[u32], i64, &[(i64, u64)]) = match &self.slots {
-            Slots::Singles { values, base } => (values, *base, &[]),
-            Slots::Runs(runs) | Slots::Table(runs) => (&[], 0, runs),
+        let none: &[u32] = &[];
+        let (singles, latest, base, runs) = match &self.slots {
+            Slots::Singles {
+                values,
+                base,
+                recent,
+            } => (&values[..], recent.held(), *base, &[][..]),
+            Slots::Runs(runs) | Slots::Table(runs) => (none, none, 0, &runs[..]),
         };
-        let singles =
-            (singles.iter()).map(move |&e| (base + i64::from(e >> bits), u64::from(e) & mask_bits));
+        let singles = (singles.iter().chain(latest))
+            .map(move |&e| (base + i64::from(e >> bits), u64::from(e) & mask_bits));
         let runs = (runs.iter())
             .filter(|&&(_, word)| word != 0)
             .flat_map(move |&(run, word)| {
@@ -419,6 +513,27 @@ fn moved_to_insert(moved: usize, n: usize, at: usize) -> Option<usize> {
     let moving = n - at;
     let moved = moved + moving;
     (moving <= FAR && moved <= MOVED_PER_RUN * n + MOVED_SLACK).then_some(moved)
+}
+
+/// `Err` where singles `values` (from `base`, masks `bits` wide) would
+/// take less memory as runs (of values `run_shift` bits wide): four
+/// values or more to a run, on average. A read of every value, so asked
+/// only as the values are about to grow into more memory.
+fn runs_would_be_smaller(
+    values: &[u32],
+    base: i64,
+    bits: u32,
+    run_shift: u32,
+) -> Result<(), Outgrown> {
+    let run = |e: &u32| (base + i64::from(e >> bits)) >> run_shift;
+    let runs = 1 + values
+        .windows(2)
+        .filter(|w| run(&w[0]) != run(&w[1]))
+        .count();
+    if runs * 4 <= values.len() {
+        return Err(Outgrown::Runs);
+    }
+    Ok(())
 }
 
 /// Starts loading the last 64 bytes of `entries` (a line, or the ends of
@@ -531,8 +646,9 @@ mod tests {
         fn ascending(&self) -> bool {
             let bits = 1u32 << self.width;
             match &self.slots {
-                Slots::Singles { values, .. } => {
-                    values.windows(2).all(|w| w[0] >> bits < w[1] >> bits)
+                Slots::Singles { values, recent, .. } => {
+                    let all: Vec<u32> = values.iter().chain(recent.held()).copied().collect();
+                    all.windows(2).all(|w| w[0] >> bits < w[1] >> bits)
                 }
                 Slots::Runs(runs) => runs.windows(2).all(|w| w[0].0 < w[1].0),
                 Slots::Table(_) => false,
@@ -542,7 +658,9 @@ mod tests {
         /// The bytes the set's entries take (not counting spare capacity).
         fn entry_bytes(&self) -> usize {
             match &self.slots {
-                Slots::Singles { values, .. } => std::mem::size_of_val(&values[..]),
+                Slots::Singles { values, recent, .. } => {
+                    std::mem::size_of_val(&values[..]) + std::mem::size_of_val(recent.held())
+                }
                 Slots::Runs(slots) | Slots::Table(slots) => std::mem::size_of_val(&slots[..]),
             }
         }
@@ -716,6 +834,62 @@ mod tests {
         assert!(masks.ascending());
         assert_eq!(masks.iter().collect::<HashMap<_, _>>(), model);
         assert_eq!(masks.len(), model.len());
+    }
+
+    /// Values in order are taken among the latest, held beside the set: the
+    /// values' array is written only when those are full, the oldest of
+    /// them together. A value between the latest, or from before them, or
+    /// one held again with another bit, is taken where it belongs.
+    #[test]
+    fn the_latest_values_wait_beside_the_set_and_move_together() {
+        let mut masks = IntMasks::with_bits(4);
+        let mut model: HashMap<i64, u64> = HashMap::new();
+        let mut check = |masks: &mut IntMasks, value: i64, mask: u64| {
+            let held = model.get(&value).copied().unwrap_or(0);
+            assert_eq!(masks.insert(value, mask), mask & !held, "{value}");
+            model.insert(value, held | mask);
+            assert!(masks.ascending(), "{value}");
+            assert_eq!(masks.iter().collect::<HashMap<_, _>>(), model, "{value}");
+        };
+        let parts = |masks: &IntMasks| match &masks.slots {
+            Slots::Singles { values, recent, .. } => (values.len(), usize::from(recent.len)),
+            other => panic!("not singles: {other:?}"),
+        };
+        let mut lengths = Vec::new();
+        for i in 0..100i64 {
+            check(&mut masks, 1_000_000 + i * 400, 1 << (i % 4));
+            lengths.push(parts(&masks));
+        }
+        // The first RECENT wait; then every RECENT - 1 more, all but the
+        // latest move.
+        for (i, &(values, recent)) in lengths.iter().enumerate() {
+            let beyond = i.saturating_sub(RECENT - 1);
+            let moved = beyond.div_ceil(RECENT - 1) * (RECENT - 1);
+            assert_eq!(
+                (values, recent),
+                (moved, i + 1 - moved),
+                "after {} values",
+                i + 1
+            );
+        }
+        let latest = 1_000_000 + 99 * 400;
+        // Full, and one goes between the latest: those below it move.
+        while parts(&masks).1 < RECENT {
+            let next = masks.iter().map(|(v, _)| v).max().unwrap_or(0) + 400;
+            check(&mut masks, next, 0b0001);
+        }
+        let (values, _) = parts(&masks);
+        check(&mut masks, latest + 200, 0b0010);
+        assert!(parts(&masks).0 > values, "{:?}", parts(&masks));
+        // From before the latest: among the values.
+        check(&mut masks, latest - 30 * 400 + 1, 0b0100);
+        // Held, with another bit, whether among the latest or the values.
+        check(&mut masks, latest + 200, 0b1010);
+        check(&mut masks, 1_000_000, 0b1111);
+        assert!(matches!(masks.slots, Slots::Singles { .. }));
+        assert_eq!(masks.len(), model.len());
+        let json = serde_json::to_string(&masks).unwrap();
+        assert_eq!(serde_json::from_str::<IntMasks>(&json).unwrap(), masks);
     }
 
     /// Saved as the map of values to masks the set once was, and read back
