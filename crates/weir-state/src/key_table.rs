@@ -165,6 +165,38 @@ impl<V> KeyTable<V> {
         }
     }
 
+    /// The entry whose key hashes to `hash`, its key not compared: for a
+    /// hint (a look ahead at a later key's value), where comparing waited
+    /// for a long key's bytes, and where an entry of another key with the
+    /// same 64-bit hash would only load the wrong lines.
+    #[inline]
+    pub fn find_by_hash(&self, hash: u64) -> Option<&Entry<V>> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.mask();
+        let mut i = hash as usize & mask;
+        if Self::INDEXED {
+            loop {
+                let slot = self.index[i];
+                if slot.is_empty() {
+                    return None;
+                }
+                if slot.hash == hash {
+                    return self.entries.get(slot.at);
+                }
+                i = (i + 1) & mask;
+            }
+        }
+        loop {
+            match &self.slots[i] {
+                None => return None,
+                Some(e) if e.hash == hash => return Some(e),
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+    }
+
     /// The entry of `key` (hashed to `hash`).
     #[inline]
     pub fn find(&self, hash: u64, key: &[u8]) -> Option<&Entry<V>> {
@@ -590,6 +622,34 @@ mod tests {
                 .map(|e| e.value.get());
             assert_eq!(found, (i % 3 == 0).then_some(i));
         }
+    }
+
+    /// Found by hash alone, an entry is the one its key finds (each key's
+    /// hash its own); a hash held by no key finds none, and of keys sharing
+    /// a hash, one of them.
+    #[test]
+    fn found_by_hash_alone_an_entry_is_its_keys() {
+        found_by_hash::<u32>();
+        found_by_hash::<Wide>();
+    }
+
+    fn found_by_hash<V: TestValue>() {
+        let mut table = KeyTable::<V>::default();
+        assert!(table.find_by_hash(7).is_none());
+        let hash = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        for i in 0..2000u64 {
+            table.insert_unique(entry(hash(i), &i.to_le_bytes(), i as u32));
+        }
+        for i in 0..2000u64 {
+            let by_key = table.find(hash(i), &i.to_le_bytes()).map(|e| e.value.get());
+            assert_eq!(by_key, Some(i as u32));
+            assert_eq!(table.find_by_hash(hash(i)).map(|e| e.value.get()), by_key);
+        }
+        assert!(table.find_by_hash(2).is_none());
+        table.insert_unique(entry(2, b"one", 1));
+        table.insert_unique(entry(2, b"two", 2));
+        let shared = table.find_by_hash(2).map(|e| e.value.get());
+        assert!(matches!(shared, Some(1 | 2)), "{shared:?}");
     }
 
     #[test]

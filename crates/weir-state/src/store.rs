@@ -1185,8 +1185,10 @@ impl<T: StateValue> ValueState<T> {
     /// making that key current: a function processing keys in order can
     /// look at a later key's value to start loading what it points to
     /// into cache. A hint, for reading only: the value may have expired,
-    /// and with a key-value backend, a namespaced state or an unprepared
-    /// index, `f` is not called.
+    /// it is found by the key's 64-bit hash alone (another key's of the
+    /// same hash, in one case in 2^64, would be read instead), and with a
+    /// key-value backend, a namespaced state or an unprepared index, `f`
+    /// is not called.
     #[inline]
     pub fn peek_prepared(&self, index: usize, f: impl FnOnce(&T)) -> Result<(), StateError> {
         // A namespaced state's table is not among those a key alone
