@@ -139,6 +139,13 @@ impl<V> KeyTable<V> {
     /// The slot holding `key` (hashed to `hash`), if any.
     #[inline]
     fn position(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        self.probe(hash, |e| e.key.as_slice() == key)
+    }
+
+    /// The first slot of `hash`'s probe whose entry has that hash and
+    /// `matches`, if any.
+    #[inline(always)]
+    fn probe(&self, hash: u64, matches: impl Fn(&Entry<V>) -> bool) -> Option<usize> {
         if self.len == 0 {
             return None;
         }
@@ -150,7 +157,7 @@ impl<V> KeyTable<V> {
                 if slot.is_empty() {
                     return None;
                 }
-                if slot.hash == hash && self.entries[slot.at].key.as_slice() == key {
+                if slot.hash == hash && matches(&self.entries[slot.at]) {
                     return Some(i);
                 }
                 i = (i + 1) & mask;
@@ -159,7 +166,7 @@ impl<V> KeyTable<V> {
         loop {
             match &self.slots[i] {
                 None => return None,
-                Some(e) if e.hash == hash && e.key.as_slice() == key => return Some(i),
+                Some(e) if e.hash == hash && matches(e) => return Some(i),
                 Some(_) => i = (i + 1) & mask,
             }
         }
@@ -171,36 +178,18 @@ impl<V> KeyTable<V> {
     /// same 64-bit hash would only load the wrong lines.
     #[inline]
     pub fn find_by_hash(&self, hash: u64) -> Option<&Entry<V>> {
-        if self.len == 0 {
-            return None;
-        }
-        let mask = self.mask();
-        let mut i = hash as usize & mask;
-        if Self::INDEXED {
-            loop {
-                let slot = self.index[i];
-                if slot.is_empty() {
-                    return None;
-                }
-                if slot.hash == hash {
-                    return self.entries.get(slot.at);
-                }
-                i = (i + 1) & mask;
-            }
-        }
-        loop {
-            match &self.slots[i] {
-                None => return None,
-                Some(e) if e.hash == hash => return Some(e),
-                Some(_) => i = (i + 1) & mask,
-            }
-        }
+        self.entry_at(self.probe(hash, |_| true)?)
     }
 
     /// The entry of `key` (hashed to `hash`).
     #[inline]
     pub fn find(&self, hash: u64, key: &[u8]) -> Option<&Entry<V>> {
-        let i = self.position(hash, key)?;
+        self.entry_at(self.position(hash, key)?)
+    }
+
+    /// The entry of slot `i`.
+    #[inline(always)]
+    fn entry_at(&self, i: usize) -> Option<&Entry<V>> {
         if Self::INDEXED {
             return self.entries.get(self.index[i].at);
         }
