@@ -276,7 +276,6 @@ impl IntMasks {
     #[inline]
     fn insert_single(&mut self, value: i64, mask: u64) -> Result<u64, Outgrown> {
         let bits = 1u32 << self.width;
-        let mask_bits = self.mask_bits();
         let run_shift = self.run_shift();
         let Slots::Singles {
             values,
@@ -305,12 +304,8 @@ impl IntMasks {
             // Among the latest, or after them.
             let held = usize::from(recent.len);
             let mut at = recent.held().partition_point(|e| key(e) < distance);
-            if let Some(latest) = recent.entries[..held].get_mut(at) {
-                if key(latest) == distance {
-                    let had = u64::from(*latest) & mask_bits;
-                    *latest |= mask as u32;
-                    return Ok(mask & !had);
-                }
+            if let Some(new) = add_to_single(&mut recent.entries[..held], at, bits, entry) {
+                return Ok(new);
             }
             if held == RECENT {
                 // Those below the new value (all but the last at most) go
@@ -335,12 +330,8 @@ impl IntMasks {
             return Ok(mask);
         }
         let at = place_from_end(values, key, distance);
-        if let Some(entry) = values.get_mut(at) {
-            if i64::from(*entry >> bits) == distance {
-                let held = u64::from(*entry) & mask_bits;
-                *entry |= mask as u32;
-                return Ok(mask & !held);
-            }
+        if let Some(new) = add_to_single(values, at, bits, entry) {
+            return Ok(new);
         }
         let n = values.len();
         let moved = moved_to_insert(self.moved, n, at).ok_or(Outgrown::Table)?;
@@ -582,6 +573,22 @@ impl PartialEq for IntMasks {
         theirs.sort_unstable();
         mine == theirs
     }
+}
+
+/// Where single `at` of `singles` (masks `bits` wide) holds the value of
+/// `entry`, the bits of `entry`'s mask set in it, and those of them that
+/// were not set before; `None` where it holds another value, or is past
+/// the end.
+#[inline(always)]
+fn add_to_single(singles: &mut [u32], at: usize, bits: u32, entry: u32) -> Option<u64> {
+    let single = singles.get_mut(at)?;
+    if *single >> bits != entry >> bits {
+        return None;
+    }
+    let mask = entry & !(u32::MAX << bits);
+    let had = *single & mask;
+    *single |= mask;
+    Some(u64::from(mask & !had))
 }
 
 /// Sets the bits `mask` of the mask at `place` in a run's `word` (masks
