@@ -151,7 +151,8 @@ enum Command {
     /// CREATE TABLE … AS SELECT; EXECUTE STATEMENT SET BEGIN … END runs its
     /// INSERTs as one job; EXPLAIN prints the plan. SHOW TABLES, DESCRIBE,
     /// SHOW CREATE TABLE, ALTER TABLE and DROP TABLE look after the
-    /// session's tables.
+    /// session's tables. In the shell, HELP; lists the statements and
+    /// QUIT; leaves.
     ///
     /// Examples:
     ///   weir sql -f examples/sql/order_report.sql

@@ -181,6 +181,28 @@ fn is_complete(pending: &str) -> bool {
         && !body[..body.len() - 3].ends_with(|c: char| c.is_alphanumeric() || c == '_')
 }
 
+/// What `HELP;` prints in the shell, as Flink's SQL client lists its
+/// commands.
+const SHELL_HELP: &str = "\
+The following statements are available (each ends with ';'):
+
+CREATE TABLE        Creates a table: its columns, WATERMARK, PRIMARY KEY and WITH (...) options.
+CREATE VIEW         Creates a view of a query.
+CREATE FUNCTION     Registers a function.
+ALTER TABLE         Renames a table or sets or resets its WITH options.
+DROP TABLE          Drops a table (DROP VIEW, DROP FUNCTION likewise). Syntax: \"DROP TABLE [IF EXISTS] <name>;\"
+DESCRIBE            Describes a table's columns. Syntax: \"DESCRIBE <name>;\"
+EXPLAIN             Prints the plan of a query or INSERT.
+INSERT INTO         Runs a job writing a query's rows into a table.
+SELECT              Runs a query and prints its rows as a changelog (op: +I, -U, +U, -D).
+SET                 Sets a configuration key. Syntax: \"SET '<key>' = '<value>';\" \"SET;\" lists them.
+RESET               Resets a configuration key. Syntax: \"RESET '<key>';\" \"RESET;\" resets them all.
+SHOW TABLES         Lists the tables (SHOW VIEWS, SHOW USER FUNCTIONS, SHOW CREATE TABLE <name> likewise).
+BEGIN STATEMENT SET Runs the INSERTs up to END; as one job.
+HELP                Prints this list.
+QUIT, EXIT          Leaves the shell.
+";
+
 /// Reads statements (ending with ';') line by line and runs each; an error
 /// is printed and the shell goes on. Ends at end of input or `QUIT;`.
 fn shell(session: &mut Session, history: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -208,6 +230,10 @@ fn shell(session: &mut Session, history: Option<PathBuf>) -> anyhow::Result<Exit
             let trimmed = statement.trim().trim_end_matches(';').trim();
             if trimmed.eq_ignore_ascii_case("quit") || trimmed.eq_ignore_ascii_case("exit") {
                 return Ok(ExitCode::SUCCESS);
+            }
+            if trimmed.eq_ignore_ascii_case("help") {
+                print!("{SHELL_HELP}");
+                continue;
             }
             if let Err(e) = session.execute_script(&statement) {
                 eprintln!("[ERROR] {e}");

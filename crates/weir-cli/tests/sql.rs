@@ -521,3 +521,49 @@ fn assert_leaves(before: &[String], after: &[String], expected: &[String]) {
         expected.len()
     );
 }
+
+/// The interactive shell, fed on standard input: a statement over two
+/// lines runs at its `;`, an error is reported and the shell goes on,
+/// `HELP;` lists the statements, `QUIT;` ends it before what follows.
+#[test]
+fn the_shell_runs_statements_as_they_end_and_goes_on_after_an_error() {
+    use std::io::Write;
+    let dir = temp_dir("shell");
+    let mut child = weir()
+        .args(["sql", "--history"])
+        .arg(dir.join("history"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weir sql starts");
+    let input = "SELECT v * 2 AS doubled\n  FROM (VALUES (20), (21)) AS t(v);\n\
+                 SELECT nope FROM (VALUES (1)) AS t(v);\n\
+                 HELP;\n\
+                 QUIT;\n\
+                 SELECT 'after quit';\n";
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("input written");
+    let output = child.wait_with_output().expect("weir sql ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stdout.contains("| +I |      40 |") && stdout.contains("| +I |      42 |"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("[ERROR]") && stderr.contains("'nope'"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("HELP") && stdout.contains("QUIT, EXIT") && stdout.contains("CREATE TABLE"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("after quit"), "{stdout}");
+    // QUIT ends the shell as it asked, whatever came before.
+    assert!(output.status.success(), "{stderr}");
+}
