@@ -83,7 +83,13 @@ impl AggCall {
 /// (every row passes none).
 #[inline]
 fn passes(filter: Option<usize>, row: &Row) -> bool {
-    filter.is_none_or(|f| matches!(row.values[f], Value::Boolean(true)))
+    passes_at(filter, |i| &row.values[i])
+}
+
+/// [`passes`] for a row whose column `i` is `at(i)`.
+#[inline]
+fn passes_at<'v>(filter: Option<usize>, at: impl Fn(usize) -> &'v Value) -> bool {
+    filter.is_none_or(|f| matches!(at(f), Value::Boolean(true)))
 }
 
 impl AggCall {
@@ -620,23 +626,35 @@ impl SqlAggregates {
     /// result changes, and a caller comparing results before and after
     /// need make neither (q4: most bids raise no auction's maximum).
     pub fn changes(&self, row: &Row, acc: &Accumulators) -> bool {
+        self.changes_at(|i| &row.values[i], acc)
+    }
+
+    /// [`Self::changes`] for a row whose column `i` is `at(i)`, not made
+    /// (a joined row, read from the two rows it would join).
+    #[inline]
+    pub fn changes_at<'v>(
+        &self,
+        at: impl Fn(usize) -> &'v Value + Copy,
+        acc: &Accumulators,
+    ) -> bool {
         self.steps.iter().any(|step| match *step {
-            Step::CountRows { filter, .. } => passes(filter, row),
+            Step::CountRows { filter, .. } => passes_at(filter, at),
             Step::Shared(_) => true,
-            Step::Each(i) => self.changes_one(i, row, &acc[i]),
+            Step::Each(i) => self.changes_one(i, at, &acc[i]),
         })
     }
 
-    /// [`Self::changes`] for call `i` alone; in step with [`Self::add_one`].
-    fn changes_one(&self, i: usize, row: &Row, a: &Acc) -> bool {
+    /// [`Self::changes_at`] for call `i` alone; in step with
+    /// [`Self::add_one`].
+    fn changes_one<'v>(&self, i: usize, at: impl Fn(usize) -> &'v Value, a: &Acc) -> bool {
         let call = &self.calls[i];
-        if !call.takes(row) {
+        if !passes_at(call.filter, &at) {
             return false;
         }
         if matches!(call.kind, AggKind::Lag(_)) {
             return true;
         }
-        let v = &row.values[call.arg];
+        let v = at(call.arg);
         if v.is_null() {
             return false;
         }

@@ -31,7 +31,7 @@ use crate::aggregate::{Results, SqlAggregates};
 use crate::error::{position, SqlError};
 use crate::expr::Shape;
 use crate::group::{grouped_rows, plan_group_aggregate, Group, GroupSettings};
-use crate::join::{JoinFunction, RegularJoin};
+use crate::join::{joined_column, JoinFunction, RegularJoin};
 use crate::kept_rows::KeptRows;
 use crate::key::RowKey;
 use crate::plan::Calc;
@@ -221,14 +221,36 @@ fn join_fold_keep(
 ) -> Result<bool, String> {
     let JoinedGroups { sides, groups } = entry;
     let mut matched = 0u32;
+    let mine = &values[skip..];
     sides[1 - side].try_for_each(|theirs| {
+        // A pair is tested, and its joined row read, where the two rows
+        // are, when it can be: most of q4's bids join their auction and
+        // raise no maximum, and make no row.
+        match join.pair_passes(side, mine, theirs) {
+            Some(false) => return Ok(()),
+            Some(true) => {
+                matched += 1;
+                if calc.is_none() {
+                    let (left, right) = JoinFunction::in_order(side, mine, theirs);
+                    let at = |i| joined_column(left, right, i);
+                    if counted_unchanged(groups, at, keys, aggregates) {
+                        return Ok(());
+                    }
+                }
+                JoinFunction::joined_into(side, mine, theirs, &mut joined.values);
+            }
+            None => {
+                if !join.join_into(side, mine, theirs, &mut joined.values)? {
+                    joined.values.clear();
+                    return Ok(());
+                }
+                matched += 1;
+            }
+        }
         // One buffer for every joined row: each is folded, and done
         // with, before the next is made.
-        if join.join_into(side, &values[skip..], theirs, &mut joined.values)? {
-            matched += 1;
-            joined.kind = RowKind::Insert;
-            fold(groups, joined, calc, keys, aggregates, out)?;
-        }
+        joined.kind = RowKind::Insert;
+        fold(groups, joined, calc, keys, aggregates, out)?;
         joined.values.clear();
         Ok::<(), String>(())
     })?;
@@ -239,6 +261,36 @@ fn join_fold_keep(
     let mine = &mut sides[side];
     mine.push(values, skip, matched, join.inputs);
     Ok(mine.is_one())
+}
+
+/// The group of the row whose column `i` is `at(i)`, among `groups`.
+fn group_of<'g, 'v>(
+    groups: &'g mut smallvec::SmallVec<[(RowKey, Group); 1]>,
+    at: impl Fn(usize) -> &'v Value,
+    keys: GroupKeys<'_>,
+) -> Option<&'g mut Group> {
+    groups
+        .iter_mut()
+        .find(|(k, _)| k.iter().eq(keys.stored.iter().map(|&i| at(i))))
+        .map(|(_, group)| group)
+}
+
+/// Whether a joined row (its column `i` at `at(i)`, not made) changes its
+/// group no more than by counting it: the group is there and none of its
+/// accumulators changes. If so, it is counted.
+fn counted_unchanged<'v>(
+    groups: &mut smallvec::SmallVec<[(RowKey, Group); 1]>,
+    at: impl Fn(usize) -> &'v Value + Copy,
+    keys: GroupKeys<'_>,
+    aggregates: &SqlAggregates,
+) -> bool {
+    match group_of(groups, at, keys) {
+        Some(group) if !aggregates.changes_at(at, &group.accumulators) => {
+            group.rows += 1;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Folds a joined `row` (of a join key whose groups are `groups`) into
@@ -257,10 +309,7 @@ fn fold(
         }
     }
     // Found by its columns: a key is made only for a new group.
-    let found = groups
-        .iter_mut()
-        .find(|(k, _)| k.iter().eq(keys.stored.iter().map(|&i| &row.values[i])));
-    match found {
+    match group_of(groups, |i| &row.values[i], keys) {
         None => {
             let mut group = Group {
                 rows: 1,
@@ -272,7 +321,7 @@ fn fold(
             out.collect(keyed(row, keys.all, RowKind::Insert, &results));
             groups.push((RowKey::at(&row.values, keys.stored), group));
         }
-        Some((_, group)) => {
+        Some(group) => {
             group.rows += 1;
             // Most rows change no accumulator (a bid below its auction's
             // highest): nothing to add, and no result to compare.
