@@ -26,6 +26,7 @@ tests/golden/ as a golden case.
 import argparse
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -498,7 +499,8 @@ def case(rng, directory, name, shapes):
     q = query(rng, shapes)
     header = ""
     two_sources = ["FROM t a, t b", " IN (SELECT", "EXISTS (", "INTERSECT", "EXCEPT"]
-    if " JOIN " in q or any(s in q for s in two_sources):
+    # A join written at a line's start ("\nJOIN (SELECT …") is one too.
+    if re.search(r"\bJOIN\b", q) or any(s in q for s in two_sources):
         # Two sources: no row may be late, and the final rows are compared.
         delay = 10
         header = "-- compare: final rows\n"
