@@ -16,7 +16,9 @@
 //! them, and dropped as it drops them once no row to come can join them)
 //! and its groups, so a row is joined, folded and kept with one look-up
 //! (three, in a list per side and the groups apart, took a fifth more
-//! time on q4).
+//! time on q4). A joined row that changes none of its group's
+//! accumulators (most of q4's bids, below their auction's highest) is
+//! only counted, read from the two rows it joins, and never made.
 //!
 //! This applies to an inner join of insert-only sides (its rows are
 //! insert-only) without `table.exec.state.ttl` (each group would live as
@@ -225,7 +227,8 @@ fn join_fold_keep(
     sides[1 - side].try_for_each(|theirs| {
         // A pair is tested, and its joined row read, where the two rows
         // are, when it can be: most of q4's bids join their auction and
-        // raise no maximum, and make no row.
+        // raise no maximum, and make no row. (With a `calc`, the groups
+        // read the row it makes of the joined row.)
         match join.pair_passes(side, mine, theirs) {
             Some(false) => return Ok(()),
             Some(true) => {
